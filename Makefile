@@ -1,0 +1,90 @@
+# Portcullis — the front door. `make help` lists the targets.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+MAKEFLAGS += --no-print-directory
+
+# Node >= 22.19 (Node 24 LTS provisioned into .tools/ when the machine's node is older).
+NODE_BIN := $(shell scripts/ensure-node.sh)
+ifeq ($(NODE_BIN),)
+$(error could not find or provision Node.js; see scripts/ensure-node.sh)
+endif
+export PATH := $(NODE_BIN):$(CURDIR)/node_modules/.bin:$(PATH)
+NODE := $(NODE_BIN)/node
+VITEST := $(NODE) node_modules/vitest/vitest.mjs run
+
+##@ Everyday
+help: ## List the targets
+	@awk 'BEGIN {FS = ":.*##"} /^##@/ {printf "\n%s\n", substr($$0, 5)} /^[a-zA-Z0-9_-]+:.*##/ {printf "  %-18s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+run: deps ## Run the local stack (sidecar :8080, user-service :8081, auth-server :9000, demo-client :3000)
+	@$(NODE) scripts/run-local.ts
+
+test: deps check-generated lint typecheck test-unit test-integration test-browser test-k8s ## Every test tier that can run here
+	@echo "make test: every tier passed (unit, integration, browser, k8s)"
+
+##@ Test tiers
+test-unit: deps ## Pure logic: bucket math, schemas, resource rendering
+	@echo "== tier: unit"; $(VITEST) --project unit
+
+test-integration: deps system-deps ## Programs over real sockets with a real redis-server
+	@echo "== tier: integration"; $(VITEST) --project integration
+
+test-browser: deps system-deps ## Sign-in and consent pages in Debian's Chromium
+	@echo "== tier: browser"; $(VITEST) --project browser
+
+test-k8s: deps k8s-tools ## Operator, CRDs and chart against a real kube-apiserver + etcd
+	@echo "== tier: k8s"; $(VITEST) --project k8s
+
+soak: deps system-deps ## The 10-minute soak and fault run (writes a report)
+	@SOAK_SECONDS=600 $(VITEST) --project integration test/integration/soak
+
+##@ Code
+lint: deps ## ESLint
+	@$(NODE) node_modules/eslint/bin/eslint.js --max-warnings 0 .
+
+typecheck: deps ## tsc --noEmit (strict)
+	@$(NODE) node_modules/typescript/bin/tsc --noEmit -p tsconfig.json
+
+build: typecheck ## The programs run from source on Node 24 (type stripping); build = typecheck
+	@echo "build: typecheck passed; programs run as TypeScript on $$($(NODE) --version)"
+
+crds: deps ## Generate crds/*.yaml and the chart's CRDs from operator/api
+	@$(NODE) scripts/gen-crds.ts
+
+check-generated: deps ## Fail when crds/ or the chart's CRDs are out of date
+	@$(NODE) scripts/gen-crds.ts --check
+
+bench: deps system-deps ## Benchmarks side by side with their anchors (bench/results/)
+	@$(NODE) bench/run.ts
+
+##@ Kubernetes
+k8s-tools: ## Build (once, cached outside the repo) kube-apiserver, etcd and helm
+	@test/harness/k8s/build-tools.sh
+
+images: ## Build the container images (needs Docker)
+	@scripts/kind.sh images
+
+kind-up: ## Create a kind cluster (needs Docker)
+	@scripts/kind.sh up
+
+kind-load: ## Load the images into kind
+	@scripts/kind.sh load
+
+deploy: ## helm install the chart into the kind cluster
+	@scripts/kind.sh deploy
+
+e2e-kind: ## Full e2e on kind: cluster, images, chart, the specification scenario, OAuth flow
+	@scripts/kind.sh e2e
+
+##@ Set-up
+deps: node_modules/.installed
+
+node_modules/.installed: package.json package-lock.json
+	@echo "npm ci (node $$($(NODE) --version))"; npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+system-deps: ## Debian packages the tiers need (redis-server, chromium)
+	@scripts/ensure-system-deps.sh redis-server:redis-server chromium:chromium
+
+.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build crds check-generated bench k8s-tools images kind-up kind-load deploy e2e-kind deps system-deps

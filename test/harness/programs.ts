@@ -1,0 +1,112 @@
+// Runs the project's own programs (sidecar, services, operator) as real child processes on the
+// same Node binary as the tests, with their logs kept for assertions and for test-results/.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { waitForPort } from './ports.ts';
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export interface Program {
+  readonly name: string;
+  readonly child: ChildProcess;
+  /** Every line the program wrote to stdout or stderr so far. */
+  readonly lines: string[];
+  /** True once the process has exited (for "the sidecar never exits" assertions). */
+  exited(): boolean;
+  /** Resolves with the first line (already written or future) that matches, or rejects after timeoutMs. */
+  waitForLine(pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** Sends a signal and waits for the exit; SIGKILL after graceMs. Returns the exit code or signal. */
+  stop(signal?: NodeJS.Signals, graceMs?: number): Promise<number | string | null>;
+}
+
+export interface StartOptions {
+  /** Path of the entry file relative to the repository root, e.g. `sidecar/main.ts`. */
+  entry: string;
+  args?: string[];
+  env?: Record<string, string>;
+  /** Wait until this port accepts connections before resolving. */
+  waitPort?: number;
+  name?: string;
+}
+
+export async function startProgram(options: StartOptions): Promise<Program> {
+  const name = options.name ?? path.basename(path.dirname(options.entry));
+  const logDir = path.join(repoRoot, 'test-results', 'logs');
+  mkdirSync(logDir, { recursive: true });
+  const log = createWriteStream(path.join(logDir, `${name}-${process.pid}-${Date.now()}.log`));
+  const child = spawn(process.execPath, [path.join(repoRoot, options.entry), ...(options.args ?? [])], {
+    cwd: repoRoot,
+    env: { ...process.env, NODE_ENV: 'test', ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines: string[] = [];
+  const watchers = new Set<{ pattern: RegExp; resolve: (line: string) => void }>();
+  const onData = (chunk: Buffer) => {
+    log.write(chunk);
+    for (const line of chunk.toString('utf8').split('\n')) {
+      if (line === '') continue;
+      lines.push(line);
+      for (const w of watchers) {
+        if (w.pattern.test(line)) {
+          watchers.delete(w);
+          w.resolve(line);
+        }
+      }
+    }
+  };
+  child.stdout?.on('data', onData);
+  child.stderr?.on('data', onData);
+  let exitInfo: number | string | null | undefined;
+  const exitPromise = new Promise<number | string | null>((resolve) => {
+    child.once('exit', (code, signal) => {
+      exitInfo = code ?? signal;
+      log.end();
+      resolve(exitInfo);
+    });
+  });
+
+  const program: Program = {
+    name,
+    child,
+    lines,
+    exited: () => exitInfo !== undefined,
+    waitForLine(pattern, timeoutMs = 15_000) {
+      const existing = lines.find((l) => pattern.test(l));
+      if (existing !== undefined) return Promise.resolve(existing);
+      return new Promise((resolve, reject) => {
+        const watcher = { pattern, resolve };
+        watchers.add(watcher);
+        setTimeout(() => {
+          if (watchers.delete(watcher)) {
+            reject(new Error(`${name}: no line matching ${pattern} within ${timeoutMs} ms; last lines:\n${lines.slice(-20).join('\n')}`));
+          }
+        }, timeoutMs).unref();
+      });
+    },
+    async stop(signal = 'SIGTERM', graceMs = 10_000) {
+      if (exitInfo !== undefined) return exitInfo;
+      child.kill(signal);
+      const timer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+      const result = await exitPromise;
+      clearTimeout(timer);
+      return result;
+    },
+  };
+
+  if (options.waitPort !== undefined) {
+    try {
+      await Promise.race([
+        waitForPort(options.waitPort, 20_000),
+        exitPromise.then((code) => {
+          throw new Error(`${name} exited with ${String(code)} before listening:\n${lines.join('\n')}`);
+        }),
+      ]);
+    } catch (err) {
+      await program.stop('SIGKILL');
+      throw err;
+    }
+  }
+  return program;
+}

@@ -1,0 +1,63 @@
+// A real redis-server for one test file: started on a free loopback port, persistence off,
+// stopped in afterAll. Tests never use a Redis that somebody else started.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { freePort, waitForPort } from './ports.ts';
+
+export interface RedisServer {
+  readonly port: number;
+  readonly url: string;
+  /** Starts the server again on the same port (after kill or stop). */
+  start(): Promise<void>;
+  /** SIGKILL: the server vanishes without closing its connections cleanly. */
+  kill(): Promise<void>;
+  /** SIGTERM and wait for exit. */
+  stop(): Promise<void>;
+}
+
+export async function startRedis(extraArgs: string[] = []): Promise<RedisServer> {
+  const port = await freePort();
+  const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-redis-'));
+  let child: ChildProcess | undefined;
+
+  const waitExit = (proc: ChildProcess) =>
+    new Promise<void>((resolve) => {
+      if (proc.exitCode !== null || proc.signalCode !== null) resolve();
+      else proc.once('exit', () => resolve());
+    });
+
+  const server: RedisServer = {
+    port,
+    url: `redis://127.0.0.1:${port}`,
+    async start() {
+      if (child && child.exitCode === null && child.signalCode === null) return;
+      const proc = spawn(
+        'redis-server',
+        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+        { stdio: ['ignore', 'ignore', 'pipe'] },
+      );
+      proc.once('error', (err) => {
+        throw new Error(`redis-server did not start (is Debian's redis-server installed? make test installs it): ${err.message}`);
+      });
+      child = proc;
+      await waitForPort(port, 10_000);
+    },
+    async kill() {
+      if (!child) return;
+      const proc = child;
+      proc.kill('SIGKILL');
+      await waitExit(proc);
+    },
+    async stop() {
+      if (!child) return;
+      const proc = child;
+      proc.kill('SIGTERM');
+      await waitExit(proc);
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  await server.start();
+  return server;
+}
