@@ -1,0 +1,16 @@
+// The user service as a fastify app: built from injected dependencies, never listens (main.ts does).
+// Every file in routes/ is a fastify plugin registered here; the list below is the registry.
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import { readyRoute } from './routes/ready.ts';
+
+export interface UserServiceDeps {
+  /** fastify logger option: a pino instance/options, or false in tests. */
+  readonly logger?: FastifyServerOptions['logger'];
+}
+
+export async function buildApp(deps: UserServiceDeps = {}): Promise<FastifyInstance> {
+  // No per-request log lines: the probe is hit every few seconds and by the benchmarks.
+  const app = Fastify({ logger: deps.logger ?? false, disableRequestLogging: true });
+  await app.register(readyRoute);
+  return app;
+}

@@ -1,0 +1,14 @@
+// `make run` description of the user service (scripts/local-program.ts).
+import type { LocalProgramFactory } from '../../scripts/local-program.ts';
+
+const port = 8081;
+
+const userService: LocalProgramFactory = () => ({
+  name: 'user-service',
+  entry: 'services/user-service/main.ts',
+  port,
+  env: { PORT: String(port) },
+  notes: [`readiness: curl http://localhost:${port}/healthcheck/ready`],
+});
+
+export default userService;

@@ -1,0 +1,29 @@
+// User service entry point: the only place reading process.env; listens and shuts down gracefully.
+import { buildApp } from './app.ts';
+import { loadUserServiceConfig } from './config.ts';
+
+const config = loadUserServiceConfig(process.env);
+const app = await buildApp({ logger: { level: config.LOG_LEVEL } });
+
+let closing = false;
+const shutdown = (signal: string) => {
+  if (closing) return;
+  closing = true;
+  app.log.info({ signal }, 'shutting down');
+  app.close().then(
+    () => process.exit(0),
+    (err: unknown) => {
+      app.log.error({ err }, 'shutdown failed');
+      process.exit(1);
+    },
+  );
+};
+process.on('SIGTERM', () => shutdown('SIGTERM'));
+process.on('SIGINT', () => shutdown('SIGINT'));
+
+try {
+  await app.listen({ port: config.PORT, host: config.HOST });
+} catch (err) {
+  app.log.error({ err }, 'could not listen');
+  process.exit(1);
+}
