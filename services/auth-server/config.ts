@@ -1,0 +1,193 @@
+// Auth-server configuration and the shapes of its three files (DESIGN.md section 4).
+//
+// Contract with the operator: the client registry, the users file and the signing keys file are
+// JSON documents the operator writes into Secrets; the schemas below are their single source.
+// The operator should call `hashClientSecret` and `generateSigningJwks` (re-exported here) rather
+// than reimplement the formats. Everything is parsed once at start (env) or on every change of
+// the file (registry, users, keys), with messages naming the full path of each bad field.
+import { z } from 'zod';
+
+export { hashClientSecret } from './client-secret.ts';
+export { generateSigningJwks } from './signing-keys.ts';
+export { hashPassword } from './passwords.ts';
+
+const boolish = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+/** Environment of the auth server (main.ts passes process.env in; nothing else reads it). */
+export const authServerConfigSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(9000).describe('TCP port to listen on'),
+  HOST: z.string().min(1).default('0.0.0.0').describe('Address to bind'),
+  AUTH_ISSUER: z
+    .url({ protocol: /^https?$/ })
+    .refine((v) => !v.includes('?') && !v.includes('#'), 'the issuer has no query or fragment (RFC 8414 section 2)')
+    .transform((v) => v.replace(/\/+$/, ''))
+    .default('http://localhost:9000')
+    .describe('Issuer identifier: the public base URL of this server, no trailing slash'),
+  AUTH_CLIENTS_FILE: z.string().min(1).describe('Path of the client registry JSON (clientRegistrySchema)'),
+  AUTH_USERS_FILE: z.string().min(1).describe('Path of the users JSON (usersFileSchema)'),
+  AUTH_KEYS_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Path of the private signing JWKS (signingKeysFileSchema); unset: one key generated at start'),
+  AUTH_SIGNING_ALG: z.enum(['ES256', 'RS256']).default('ES256').describe('Algorithm of the key generated at start'),
+  REDIS_URL: z.string().min(1).optional().describe('Codes, consents, refresh tokens and throttles in Redis when set'),
+  AUTH_AUDIENCE: z
+    .string()
+    .min(1)
+    .default('urn:portcullis:user-service')
+    .describe('aud claim of access tokens: the resource server (user service) identifier'),
+  AUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(300),
+  AUTH_REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(90 * 86_400).default(86_400),
+  AUTH_CODE_TTL_SECONDS: z.coerce.number().int().min(1).max(600).default(60).describe('Authorization code lifetime (s)'),
+  AUTH_INTERACTION_TTL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(30)
+    .max(3600)
+    .default(600)
+    .describe('How long a sign-in/consent page stays usable (s)'),
+  AUTH_SIGNIN_USER_BURST: z.coerce.number().int().min(1).default(10).describe('Sign-in attempts per username, burst'),
+  AUTH_SIGNIN_USER_PER_MINUTE: z.coerce.number().int().min(1).default(6).describe('Sign-in attempts per username, refill'),
+  AUTH_SIGNIN_ADDRESS_BURST: z.coerce.number().int().min(1).default(30).describe('Sign-in attempts per client address, burst'),
+  AUTH_SIGNIN_ADDRESS_PER_MINUTE: z.coerce.number().int().min(1).default(30).describe('Per client address, refill'),
+  AUTH_TRUST_PROXY: boolish.default(false).describe('Take the client address from X-Forwarded-For'),
+  AUTH_FILE_CHECK_MS: z.coerce.number().int().min(50).max(60_000).default(1000).describe('How often files are re-checked (ms)'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+export type AuthServerConfig = z.infer<typeof authServerConfigSchema>;
+
+/** Scope token syntax (RFC 6749 section 3.3): printable ASCII except space, quote and backslash. */
+export const scopeTokenSchema = z.string().regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, 'not a scope token');
+
+export const grantTypeSchema = z.enum(['authorization_code', 'refresh_token']);
+export const tokenEndpointAuthMethodSchema = z.enum(['client_secret_basic', 'client_secret_post', 'none']);
+
+/** `sha256:<base64url of SHA-256(secret)>`; see docs/adr/0003 for why a fast hash suffices. */
+export const clientSecretHashSchema = z.string().regex(/^sha256:[A-Za-z0-9_-]{43}$/, 'expected sha256:<base64url>');
+
+/** An absolute redirect URI without fragment (RFC 6749 section 3.1.2), compared by exact string match. */
+const redirectUriSchema = z
+  .url({ protocol: /^https?$/ })
+  .refine((v) => !v.includes('#'), 'a redirect URI has no fragment');
+
+export const registeredClientSchema = z
+  .object({
+    client_id: z.string().regex(/^[A-Za-z0-9._~-]{1,128}$/, 'client_id: 1-128 unreserved characters'),
+    client_secret_hash: clientSecretHashSchema.optional(),
+    display_name: z.string().min(1).max(200).describe('Shown on the consent page'),
+    redirect_uris: z.array(redirectUriSchema).min(1),
+    scopes: z.array(scopeTokenSchema).min(1).describe('Scopes the client may request'),
+    grant_types: z.array(grantTypeSchema).min(1).default(['authorization_code', 'refresh_token']),
+    token_endpoint_auth_method: tokenEndpointAuthMethodSchema.default('client_secret_basic'),
+  })
+  .strict()
+  .refine((c) => (c.token_endpoint_auth_method === 'none') === (c.client_secret_hash === undefined), {
+    message: 'client_secret_hash is required for confidential clients and absent for public ones (method none)',
+    path: ['client_secret_hash'],
+  });
+export type RegisteredClient = z.infer<typeof registeredClientSchema>;
+
+export const clientRegistrySchema = z
+  .object({ clients: z.array(registeredClientSchema) })
+  .strict()
+  .refine((r) => new Set(r.clients.map((c) => c.client_id)).size === r.clients.length, 'client_id values are unique');
+export type ClientRegistry = z.infer<typeof clientRegistrySchema>;
+
+/** PHC string `$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt b64>$<hash b64>` (see passwords.ts). */
+export const passwordHashSchema = z
+  .string()
+  .regex(/^\$scrypt\$ln=\d{1,2},r=\d{1,2},p=\d{1,2}\$[A-Za-z0-9+/]+={0,2}\$[A-Za-z0-9+/]+={0,2}$/, 'expected $scrypt$ln=..,r=..,p=..$salt$hash');
+
+/** Profile claims released to clients by scope: `profile` and `email` (OpenID Connect claim names). */
+export const profileClaimsSchema = z
+  .object({
+    name: z.string().max(200).optional(),
+    given_name: z.string().max(200).optional(),
+    family_name: z.string().max(200).optional(),
+    preferred_username: z.string().max(200).optional(),
+    picture: z.url().optional(),
+    locale: z.string().max(35).optional(),
+    zoneinfo: z.string().max(64).optional(),
+    email: z.email().optional(),
+    email_verified: z.boolean().optional(),
+  })
+  .strict();
+export type ProfileClaims = z.infer<typeof profileClaimsSchema>;
+
+export const userRecordSchema = z
+  .object({
+    username: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'username: 1-64 of A-Z a-z 0-9 . _ @ -'),
+    password_hash: passwordHashSchema,
+    profile: profileClaimsSchema.default({}),
+  })
+  .strict();
+export type UserRecord = z.infer<typeof userRecordSchema>;
+
+export const usersFileSchema = z
+  .object({ users: z.array(userRecordSchema) })
+  .strict()
+  .refine((f) => new Set(f.users.map((u) => u.username)).size === f.users.length, 'usernames are unique');
+export type UsersFile = z.infer<typeof usersFileSchema>;
+
+const kid = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'kid: 1-64 of A-Z a-z 0-9 . _ -');
+const b64u = z.string().regex(/^[A-Za-z0-9_-]+$/, 'base64url');
+
+export const ecPrivateJwkSchema = z
+  .object({ kty: z.literal('EC'), crv: z.literal('P-256'), alg: z.literal('ES256'), kid, use: z.literal('sig').default('sig'), x: b64u, y: b64u, d: b64u })
+  .strict();
+export const rsaPrivateJwkSchema = z
+  .object({
+    kty: z.literal('RSA'),
+    alg: z.literal('RS256'),
+    kid,
+    use: z.literal('sig').default('sig'),
+    n: b64u,
+    e: b64u,
+    d: b64u,
+    p: b64u,
+    q: b64u,
+    dp: b64u,
+    dq: b64u,
+    qi: b64u,
+  })
+  .strict();
+export const signingJwkSchema = z.discriminatedUnion('kty', [ecPrivateJwkSchema, rsaPrivateJwkSchema]);
+export type SigningJwk = z.infer<typeof signingJwkSchema>;
+
+/**
+ * The private signing JWKS. The FIRST key signs new tokens; every key's public half is published
+ * at the JWKS endpoint, so after a rotation (new key prepended) tokens signed with the old keys
+ * still verify. The operator drops an old key once the access-token lifetime has passed.
+ */
+export const signingKeysFileSchema = z
+  .object({ keys: z.array(signingJwkSchema).min(1) })
+  .strict()
+  .refine((f) => new Set(f.keys.map((k) => k.kid)).size === f.keys.length, 'kid values are unique');
+export type SigningKeysFile = z.infer<typeof signingKeysFileSchema>;
+
+function describeIssues(error: z.ZodError): string {
+  return error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+}
+
+/** Parses the environment; throws an Error naming each invalid field. */
+export function loadAuthServerConfig(env: Record<string, string | undefined>): AuthServerConfig {
+  const result = authServerConfigSchema.safeParse(env);
+  if (!result.success) throw new Error(`invalid auth-server configuration: ${describeIssues(result.error)}`);
+  return result.data;
+}
+
+/** Parses one of the three files' JSON text with its schema; the error names the file and each field. */
+export function parseJsonFile<T>(schema: z.ZodType<T>, text: string, what: string): T {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${what}: not JSON (${(err as Error).message})`, { cause: err });
+  }
+  const result = schema.safeParse(json);
+  if (!result.success) throw new Error(`${what}: ${describeIssues(result.error)}`);
+  return result.data;
+}
