@@ -1,0 +1,11 @@
+// The Portcullis API (group portcullis.dev, version v1alpha1): re-exports only.
+export * from './common.ts';
+export * from './rate-limit-route.ts';
+export * from './oauth-client.ts';
+
+import { rateLimitRouteCrd } from './rate-limit-route.ts';
+import { oauthClientCrd } from './oauth-client.ts';
+import type { CrdSource } from './common.ts';
+
+/** Every kind, in the order crds/ lists them. */
+export const crdSources: readonly CrdSource[] = [rateLimitRouteCrd, oauthClientCrd];

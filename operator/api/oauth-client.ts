@@ -1,0 +1,114 @@
+// OAuthClient: one registered client application (DESIGN.md section 2). The operator generates
+// its client id and secret into a Secret and adds it to the auth server's client registry.
+import { z } from 'zod';
+import { API_VERSION, conditionsSchema, dnsSubdomain, objectMetaSchema, observedGenerationSchema, type CrdSource } from './common.ts';
+
+export const REDIRECT_URI_RULE = 'redirect URI must be an absolute http(s) URL with a host and without a fragment (RFC 6749 section 3.1.2)';
+
+/** Absolute http(s) URL, no fragment: compared by exact string match at the authorization endpoint. */
+export const redirectUriSchema = z
+  .string()
+  .min(1)
+  .max(2048)
+  .refine((s) => {
+    if (!/^https?:\/\//.test(s) || s.includes('#')) return false;
+    try {
+      return new URL(s).hostname !== '';
+    } catch {
+      return false;
+    }
+  }, REDIRECT_URI_RULE)
+  .meta({
+    format: 'uri',
+    'x-kubernetes-validations': [
+      {
+        rule: "isURL(self) && (url(self).getScheme() == 'https' || url(self).getScheme() == 'http') && url(self).getHostname() != '' && !self.contains('#')",
+        message: REDIRECT_URI_RULE,
+      },
+    ],
+  })
+  .describe('An absolute redirect URI, e.g. https://app.example.com/callback (exact match only).');
+
+/** RFC 6749 section 3.3 scope-token. */
+export const scopeSchema = z
+  .string()
+  .min(1)
+  .max(128)
+  .regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, 'must be an RFC 6749 scope token (no spaces, quotes or backslashes)');
+
+export const GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
+export const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'] as const;
+
+export const oauthClientSpecSchema = z
+  .strictObject({
+    displayName: z.string().min(1).max(100).describe('Name of the application shown on the consent page.'),
+    redirectUris: z
+      .array(redirectUriSchema)
+      .min(1)
+      .max(16)
+      .meta({ 'x-kubernetes-list-type': 'set' })
+      .describe('Allowed redirect URIs (absolute http(s), no fragment); the redirect_uri of a request must equal one of them exactly.'),
+    scopes: z
+      .array(scopeSchema)
+      .max(32)
+      .default(['profile'])
+      .meta({ 'x-kubernetes-list-type': 'set' })
+      .describe('Scopes the client may request, e.g. [profile, email].'),
+    grantTypes: z
+      .array(z.enum(GRANT_TYPES))
+      .min(1)
+      .max(2)
+      .default(['authorization_code'])
+      .meta({ 'x-kubernetes-list-type': 'set' })
+      .describe('Grant types the client may use: authorization_code, and refresh_token to receive refresh tokens.'),
+    tokenEndpointAuthMethod: z
+      .enum(TOKEN_ENDPOINT_AUTH_METHODS)
+      .default('client_secret_basic')
+      .describe('How the client authenticates at the token endpoint: client_secret_basic (HTTP Basic) or client_secret_post (in the body).'),
+  })
+  .describe('Desired state of the client registration.');
+export type OAuthClientSpec = z.infer<typeof oauthClientSpecSchema>;
+
+export const oauthClientStatusSchema = z
+  .strictObject({
+    observedGeneration: observedGenerationSchema.optional(),
+    conditions: conditionsSchema.optional(),
+    clientId: z.string().min(1).max(256).optional().describe('The generated client_id (also in the Secret).'),
+    secretName: dnsSubdomain.optional().describe('Name of the Secret holding client_id and client_secret.'),
+  })
+  .describe('Observed state of the client, written by the operator.');
+export type OAuthClientStatus = z.infer<typeof oauthClientStatusSchema>;
+
+export const OAUTH_CLIENT_KIND = 'OAuthClient';
+export const OAUTH_CLIENT_PLURAL = 'oauthclients';
+/** Keys of the generated client Secret. */
+export const CLIENT_ID_KEY = 'client_id';
+export const CLIENT_SECRET_KEY = 'client_secret';
+
+export const oauthClientSchema = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(OAUTH_CLIENT_KIND),
+  metadata: objectMetaSchema,
+  spec: oauthClientSpecSchema,
+  status: oauthClientStatusSchema.optional(),
+});
+export type OAuthClient = z.infer<typeof oauthClientSchema>;
+
+export const oauthClientCrd: CrdSource = {
+  kind: OAUTH_CLIENT_KIND,
+  plural: OAUTH_CLIENT_PLURAL,
+  singular: 'oauthclient',
+  shortNames: ['oac'],
+  categories: ['portcullis'],
+  description:
+    'OAuthClient registers a client application with the Portcullis authorization server. The operator generates its client id and secret into a Secret (keys client_id, client_secret) and adds it to the client registry.',
+  spec: oauthClientSpecSchema,
+  status: oauthClientStatusSchema,
+  printerColumns: [
+    { name: 'Display', type: 'string', jsonPath: '.spec.displayName', description: 'Shown on the consent page' },
+    { name: 'Client ID', type: 'string', jsonPath: '.status.clientId', description: 'Generated client_id' },
+    { name: 'Secret', type: 'string', jsonPath: '.status.secretName', description: 'Secret with client_id and client_secret' },
+    { name: 'Status', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: 'Ready condition' },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'Age' },
+  ],
+};

@@ -1,0 +1,230 @@
+// RateLimitRoute: one gateway route (DESIGN.md section 2). The zod schema is the single source:
+// the operator parses with it, types are inferred from it, crds/ is generated from it.
+// Cross-field rules are written twice on purpose: as a zod refinement (the operator's check) and
+// as a CEL rule in `x-kubernetes-validations` (the API server's check, with the same message).
+import { z } from 'zod';
+import {
+  API_VERSION,
+  conditionsSchema,
+  dnsSubdomain,
+  dataKey,
+  objectMetaSchema,
+  observedGenerationSchema,
+  secretKeyRefSchema,
+  type CrdSource,
+} from './common.ts';
+
+/** Kubernetes resource quantity (e.g. 100m, 64Mi, 1): an int or a string, as in a Pod spec. */
+const QUANTITY = /^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$/;
+const quantitySchema = z
+  .union([z.int().min(0).max(1_000_000_000), z.string().min(1).max(64).regex(QUANTITY)])
+  .meta({ 'x-kubernetes-int-or-string': true })
+  .describe('A resource quantity such as 100m, 64Mi or 1.');
+
+const resourceListSchema = z
+  .record(z.string().min(1).max(253), quantitySchema)
+  .refine((r) => Object.keys(r).length <= 16, 'at most 16 resources')
+  .meta({ maxProperties: 16 });
+
+export const ENV_MAX = 64;
+const envVarSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .min(1)
+      .max(253)
+      .regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/)
+      .describe('Name of the environment variable.'),
+    value: z.string().max(32768).optional().describe('Literal value.'),
+    valueFrom: z
+      .strictObject({
+        secretKeyRef: secretKeyRefSchema.optional(),
+        configMapKeyRef: z
+          .strictObject({ name: dnsSubdomain.describe('Name of a ConfigMap.'), key: dataKey.describe('Key inside it.') })
+          .optional()
+          .describe('A key of a ConfigMap in the same namespace.'),
+      })
+      .refine((v) => (v.secretKeyRef === undefined) !== (v.configMapKeyRef === undefined), {
+        message: 'set exactly one of secretKeyRef and configMapKeyRef',
+      })
+      .meta({
+        'x-kubernetes-validations': [
+          { rule: 'has(self.secretKeyRef) != has(self.configMapKeyRef)', message: 'set exactly one of secretKeyRef and configMapKeyRef' },
+        ],
+      })
+      .optional()
+      .describe('Take the value from a Secret or ConfigMap key.'),
+  })
+  .refine((e) => !(e.value !== undefined && e.valueFrom !== undefined), { message: 'set value or valueFrom, not both' })
+  .meta({
+    'x-kubernetes-validations': [{ rule: '!(has(self.value) && has(self.valueFrom))', message: 'set value or valueFrom, not both' }],
+  })
+  .describe('An environment variable of the target container.');
+
+export const targetSchema = z
+  .strictObject({
+    image: z.string().min(1).max(1024).describe('Container image of the service the route forwards to, e.g. example/user-service:1.0.'),
+    command: z
+      .array(z.string().min(1).max(1024))
+      .max(32)
+      .optional()
+      .describe('Entrypoint of the target container (optional; the image default otherwise).'),
+    args: z.array(z.string().max(4096)).max(64).optional().describe('Arguments of the target container.'),
+    port: z.int().min(1).max(65535).default(8080).describe('Port the target container listens on (the sidecar forwards to it over localhost).'),
+    readinessPath: z
+      .string()
+      .min(1)
+      .max(1024)
+      .regex(/^\//, 'must start with /')
+      .default('/healthcheck/ready')
+      .describe('HTTP path of the target readiness probe; it answers 200 (the specification: plain text OK).'),
+    replicas: z.int().min(0).max(100).default(1).describe('Number of pods (target + sidecar each).'),
+    env: z
+      .array(envVarSchema)
+      .max(ENV_MAX)
+      .optional()
+      .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })
+      .describe('Environment variables passed to the target container.'),
+    resources: z
+      .strictObject({
+        limits: resourceListSchema.optional().describe('Maximum resources, e.g. {cpu: 500m, memory: 256Mi}.'),
+        requests: resourceListSchema.optional().describe('Requested resources, e.g. {cpu: 50m, memory: 64Mi}.'),
+      })
+      .optional()
+      .describe('Compute resources of the target container.'),
+  })
+  .describe('The service the route forwards to: one container beside the sidecar in each pod.');
+export type Target = z.infer<typeof targetSchema>;
+
+export const REQUESTED_TOKENS_RULE = 'requestedTokens must not exceed burstCapacity: such a request could never be admitted';
+
+export const limiterSchema = z
+  .strictObject({
+    replenishRate: z
+      .int()
+      .min(1)
+      .max(1_000_000)
+      .describe('Tokens restored to each bucket per second (an integer >= 1). Specification example: 20; end-to-end test: 1.'),
+    burstCapacity: z
+      .int()
+      .min(1)
+      .max(10_000_000)
+      .describe('Maximum number of tokens a bucket holds (its size, >= 1). Specification example: 100; end-to-end test: 10.'),
+    requestedTokens: z
+      .int()
+      .min(1)
+      .max(10_000_000)
+      .default(1)
+      .describe('Tokens one request costs (>= 1, <= burstCapacity). Specification example: 3; end-to-end test: 2.'),
+    keyHeader: z
+      .string()
+      .min(1)
+      .max(256)
+      .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name')
+      .default('USER-ID')
+      .describe('Request header whose first value is the bucket key (one bucket per distinct value).'),
+    onMissingKey: z
+      .strictObject({
+        status: z
+          .int()
+          .min(400)
+          .max(499)
+          .default(400)
+          .describe('HTTP status (4xx) of the application/problem+json error sent when the key header is missing.'),
+      })
+      .default({ status: 400 })
+      .describe('What a request without the key header gets: a clear 4xx problem+json error, never a 500.'),
+    onStoreError: z
+      .enum(['allow', 'deny'])
+      .default('allow')
+      .describe('When Redis is unreachable or slow: allow (fail open, like the specification gateway) or deny (503).'),
+  })
+  .refine((l) => l.requestedTokens <= l.burstCapacity, { message: REQUESTED_TOKENS_RULE, path: ['requestedTokens'] })
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: '!has(self.requestedTokens) || self.requestedTokens <= self.burstCapacity',
+        message: REQUESTED_TOKENS_RULE,
+        fieldPath: '.requestedTokens',
+        reason: 'FieldValueInvalid',
+      },
+    ],
+  })
+  .describe('Token-bucket limiter of the route (the specification RequestRateLimiter filter), one bucket per key.');
+export type Limiter = z.infer<typeof limiterSchema>;
+
+export const REDIS_RULE = 'set exactly one of url and secretRef';
+export const redisSchema = z
+  .strictObject({
+    url: z
+      .string()
+      .min(1)
+      .max(2048)
+      .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
+      .optional()
+      .describe('Redis URL, e.g. redis://redis:6379 (no password here: use secretRef for one).'),
+    secretRef: secretKeyRefSchema.optional().describe('A Secret key holding the Redis URL (for URLs with credentials).'),
+  })
+  .refine((r) => (r.url === undefined) !== (r.secretRef === undefined), { message: REDIS_RULE })
+  .meta({ 'x-kubernetes-validations': [{ rule: 'has(self.url) != has(self.secretRef)', message: REDIS_RULE }] })
+  .describe('Where bucket state lives. Omit to use the operator default Redis (Helm value redis.url).');
+export type RedisRef = z.infer<typeof redisSchema>;
+
+export const rateLimitRouteSpecSchema = z
+  .strictObject({
+    target: targetSchema,
+    path: z
+      .string()
+      .min(1)
+      .max(1024)
+      .regex(/^\//, 'must start with /')
+      .default('/**')
+      .describe('Ant-style path predicate of the route, e.g. /** (every path) or /api/**. Matching paths are forwarded unchanged.'),
+    limiter: limiterSchema,
+    redis: redisSchema.optional(),
+  })
+  .describe('Desired state of the route: the target service, the path predicate and the limiter.');
+export type RateLimitRouteSpec = z.infer<typeof rateLimitRouteSpecSchema>;
+
+export const rateLimitRouteStatusSchema = z
+  .strictObject({
+    observedGeneration: observedGenerationSchema.optional(),
+    conditions: conditionsSchema.optional(),
+    readyReplicas: z.int().min(0).max(1000).optional().describe('Pods of the route whose containers are all ready (from the Deployment).'),
+    service: dnsSubdomain.max(63).optional().describe('Name of the Service in front of the sidecars.'),
+  })
+  .describe('Observed state of the route, written by the operator.');
+export type RateLimitRouteStatus = z.infer<typeof rateLimitRouteStatusSchema>;
+
+export const RATE_LIMIT_ROUTE_KIND = 'RateLimitRoute';
+export const RATE_LIMIT_ROUTE_PLURAL = 'ratelimitroutes';
+
+export const rateLimitRouteSchema = z.object({
+  apiVersion: z.literal(API_VERSION),
+  kind: z.literal(RATE_LIMIT_ROUTE_KIND),
+  metadata: objectMetaSchema,
+  spec: rateLimitRouteSpecSchema,
+  status: rateLimitRouteStatusSchema.optional(),
+});
+export type RateLimitRoute = z.infer<typeof rateLimitRouteSchema>;
+
+export const rateLimitRouteCrd: CrdSource = {
+  kind: RATE_LIMIT_ROUTE_KIND,
+  plural: RATE_LIMIT_ROUTE_PLURAL,
+  singular: 'ratelimitroute',
+  shortNames: ['rlr'],
+  categories: ['portcullis'],
+  description:
+    'RateLimitRoute puts a per-user token-bucket rate limiter (a sidecar with state in Redis) in front of a service. The operator creates a Deployment (target + sidecar), a ConfigMap with the sidecar config and a Service.',
+  spec: rateLimitRouteSpecSchema,
+  status: rateLimitRouteStatusSchema,
+  printerColumns: [
+    { name: 'Rate', type: 'integer', jsonPath: '.spec.limiter.replenishRate', description: 'Tokens restored per second' },
+    { name: 'Burst', type: 'integer', jsonPath: '.spec.limiter.burstCapacity', description: 'Bucket size' },
+    { name: 'Cost', type: 'integer', jsonPath: '.spec.limiter.requestedTokens', description: 'Tokens per request' },
+    { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Ready pods' },
+    { name: 'Status', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: 'Ready condition' },
+    { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', description: 'Why', priority: 1 },
+    { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'Age' },
+  ],
+};
