@@ -1,0 +1,148 @@
+// Token-bucket math (DESIGN.md section 3, SPEC 8.1): a pure function, no clock of its own.
+//
+// Units: time in integer microseconds (µs) inside, token counts in integer micro-tokens
+// (1 token = 1_000_000 micro-tokens). Because replenishRate is an integer number of tokens per
+// second, a bucket regains exactly `replenishRate` micro-tokens per µs, so every value stays an
+// integer below 2^53 and the arithmetic is exact in JavaScript and in Redis' Lua (both IEEE
+// doubles). sidecar/stores/token-bucket.lua performs the very same operations in the same order;
+// test/integration/sidecar-lua-equivalence.test.ts requires identical results.
+
+/** One limit: what the specification calls redis-rate-limiter.* on a route. */
+export interface BucketRule {
+  /** Tokens restored per second (integer >= 1). */
+  readonly replenishRate: number;
+  /** Maximum tokens the bucket holds (integer >= 1); a new bucket starts full. */
+  readonly burstCapacity: number;
+  /** Tokens one request costs by default (integer, 1..burstCapacity). */
+  readonly requestedTokens: number;
+}
+
+/** Stored state of one bucket. */
+export interface BucketState {
+  /** Tokens in the bucket at `updatedUs`, in micro-tokens (integer). */
+  readonly microTokens: number;
+  /** When the state was computed, in µs on the store's clock (integer). */
+  readonly updatedUs: number;
+}
+
+export interface Decision {
+  /** True when the bucket held at least `cost` tokens; they were taken. */
+  readonly allowed: boolean;
+  /** Whole tokens left after this decision (floor). */
+  readonly remaining: number;
+  /** burstCapacity of the rule: the most tokens the bucket can hold. */
+  readonly limit: number;
+  /** Tokens this request cost (or would have cost when limited). */
+  readonly cost: number;
+  /** When limited: ms until the bucket holds `cost` tokens (ceil); 0 when allowed. */
+  readonly retryAfterMs: number;
+  /** ms until the bucket is full again (ceil); 0 when already full. */
+  readonly resetMs: number;
+}
+
+export interface TakeResult {
+  readonly decision: Decision;
+  readonly state: BucketState;
+}
+
+export const MICRO = 1_000_000;
+
+/** Largest burstCapacity the exact integer arithmetic supports (capacity in micro-tokens < 2^53). */
+export const MAX_BURST_CAPACITY = 1_000_000_000;
+
+/** µs for an empty bucket to fill up completely (ceil). */
+export function fillTimeUs(rule: BucketRule): number {
+  return Math.ceil((rule.burstCapacity * MICRO) / rule.replenishRate);
+}
+
+/**
+ * Safety factor on the key TTL: a key outlives the time an empty bucket needs to refill, so an
+ * expired key and a full bucket mean the same thing (an idle bucket's state is simply forgotten).
+ */
+export const TTL_SAFETY_FACTOR = 2;
+
+/** TTL of a bucket's key in ms: refill-from-empty time x safety factor, at least 1 s. */
+export function bucketTtlMs(rule: BucketRule): number {
+  return Math.max(1000, Math.ceil((fillTimeUs(rule) / 1000) * TTL_SAFETY_FACTOR));
+}
+
+/** Throws a RangeError when the rule or cost is outside what the exact arithmetic supports. */
+export function assertRule(rule: BucketRule, cost: number): void {
+  const ok =
+    Number.isInteger(rule.replenishRate) &&
+    rule.replenishRate >= 1 &&
+    Number.isInteger(rule.burstCapacity) &&
+    rule.burstCapacity >= 1 &&
+    rule.burstCapacity <= MAX_BURST_CAPACITY &&
+    Number.isInteger(cost) &&
+    cost >= 0 &&
+    cost <= rule.burstCapacity;
+  if (!ok) {
+    throw new RangeError(
+      `invalid bucket rule: replenishRate ${rule.replenishRate}, burstCapacity ${rule.burstCapacity}, cost ${cost} ` +
+        `(integers, rate >= 1, 1 <= capacity <= ${MAX_BURST_CAPACITY}, 0 <= cost <= capacity)`,
+    );
+  }
+}
+
+/**
+ * Check-and-take at `nowUs` (integer µs). A missing state is a full bucket. A clock that went
+ * backwards (e.g. a Redis failover) refills nothing and never moves the state's time back.
+ */
+export function takeUs(state: BucketState | undefined, rule: BucketRule, nowUs: number, cost: number): TakeResult {
+  const rate = rule.replenishRate;
+  const capacity = rule.burstCapacity * MICRO;
+  const need = cost * MICRO;
+  let tokens: number;
+  let now = nowUs;
+  if (state === undefined) {
+    tokens = capacity;
+  } else {
+    if (now < state.updatedUs) now = state.updatedUs;
+    const elapsed = now - state.updatedUs;
+    // Cap elapsed before multiplying so elapsed * rate stays exact.
+    if (elapsed >= fillTimeUs(rule)) tokens = capacity;
+    else tokens = Math.min(capacity, state.microTokens + elapsed * rate);
+  }
+  const allowed = tokens >= need;
+  if (allowed) tokens -= need;
+  const retryAfterUs = allowed ? 0 : Math.ceil((need - tokens) / rate);
+  const resetUs = Math.ceil((capacity - tokens) / rate);
+  return {
+    decision: toDecision(allowed, tokens, retryAfterUs, resetUs, rule, cost),
+    state: { microTokens: tokens, updatedUs: now },
+  };
+}
+
+/**
+ * The shape other helpers use: time in ms (fractions allowed down to 1 µs). `cost` defaults to
+ * the rule's requestedTokens.
+ */
+export function take(
+  state: BucketState | undefined,
+  rule: BucketRule,
+  nowMs: number,
+  cost: number = rule.requestedTokens,
+): TakeResult {
+  assertRule(rule, cost);
+  return takeUs(state, rule, Math.round(nowMs * 1000), cost);
+}
+
+/** Builds the public decision from the raw values (shared with the Redis store's reply). */
+export function toDecision(
+  allowed: boolean,
+  microTokens: number,
+  retryAfterUs: number,
+  resetUs: number,
+  rule: BucketRule,
+  cost: number,
+): Decision {
+  return {
+    allowed,
+    remaining: Math.floor(microTokens / MICRO),
+    limit: rule.burstCapacity,
+    cost,
+    retryAfterMs: Math.ceil(retryAfterUs / 1000),
+    resetMs: Math.ceil(resetUs / 1000),
+  };
+}

@@ -1,0 +1,165 @@
+// The sidecar's config file (YAML or JSON) as a zod schema: the single source of its shape. The
+// operator renders this into a ConfigMap; the sidecar validates it at start and on every reload.
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { MAX_BURST_CAPACITY } from './bucket.ts';
+
+const port = z.number().int().min(0).max(65535);
+const hostPort = z.strictObject({ host: z.string().min(1), port: port.min(1) });
+
+export const listenSchema = z
+  .strictObject({
+    host: z.string().min(1).default('0.0.0.0').describe('Address the proxy binds'),
+    port: port.default(8080).describe('Port the proxy listens on (the Service port)'),
+  })
+  .describe('Where the proxy listens');
+
+export const adminSchema = z
+  .strictObject({
+    host: z.string().min(1).default('0.0.0.0').describe('Address the admin server binds'),
+    port: port.default(9090).describe('Port of /healthz, /readyz and /metrics'),
+  })
+  .describe('Admin endpoints (health and Prometheus metrics)');
+
+export const upstreamSchema = z
+  .strictObject({
+    url: z
+      .url({ protocol: /^https?$/ })
+      .refine((u) => { const p = new URL(u); return (p.pathname === '/' || p.pathname === '') && p.search === '' && p.hash === ''; }, 'an origin only: scheme, host and port, no path or query')
+      .describe('Origin of the service the route forwards to, e.g. http://127.0.0.1:8081'),
+    connectTimeoutMs: z.number().int().positive().default(2000).describe('Longest wait to connect to the upstream (ms); then 504'),
+    timeoutMs: z.number().int().positive().default(30_000).describe('Longest wait for the upstream response headers (ms); then 504'),
+    bodyTimeoutMs: z.number().int().nonnegative().default(30_000).describe('Longest pause between upstream body chunks (ms; 0 = none)'),
+    connections: z.number().int().positive().default(128).describe('Keep-alive connections to the upstream at most'),
+  })
+  .describe('The service behind the sidecar');
+
+export const routeSchema = z
+  .strictObject({
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'letters, digits, dot, dash, underscore; at most 63')
+      .describe('Route id; part of every bucket key, so two routes never share a bucket'),
+    path: z
+      .string()
+      .startsWith('/')
+      .default('/**')
+      .describe('Ant-style path pattern: `?` one character, `*` within a segment, `**` any number of segments'),
+  })
+  .describe('The single route this sidecar serves');
+
+export const headerSetsSchema = z
+  .strictObject({
+    spec: z.boolean().default(true).describe('RateLimit-Limit, -Remaining, -Reset, -Used (the specification)'),
+    draft: z.boolean().default(true).describe('IETF httpapi draft-10 RateLimit-Policy and RateLimit structured fields'),
+    spring: z.boolean().default(false).describe('Spring Cloud Gateway X-RateLimit-* headers'),
+  })
+  .describe('Rate-limit header sets sent on responses');
+
+export const limiterSchema = z
+  .strictObject({
+    replenishRate: z.number().int().min(1).describe('Tokens restored to the bucket per second'),
+    burstCapacity: z.number().int().min(1).max(MAX_BURST_CAPACITY).describe('Maximum number of tokens a bucket holds'),
+    requestedTokens: z.number().int().min(1).default(1).describe('Tokens each request consumes'),
+    keyHeader: z
+      .string()
+      .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'an HTTP header name')
+      .default('USER-ID')
+      .describe('Request header whose first value is the bucket key'),
+    onMissingKey: z
+      .strictObject({
+        status: z.number().int().min(400).max(499).default(400).describe('Status of the problem+json answer when the key header is missing or invalid'),
+      })
+      .default({ status: 400 })
+      .describe('Answer when the key header is missing, empty, over 256 bytes or has control characters'),
+    onStoreError: z
+      .enum(['allow', 'deny'])
+      .default('allow')
+      .describe('When the store is down or slow: allow (fail open) or deny (503 problem+json)'),
+    headers: headerSetsSchema.default({ spec: true, draft: true, spring: false }),
+  })
+  .refine((l) => l.requestedTokens <= l.burstCapacity, { message: 'requestedTokens must not exceed burstCapacity', path: ['requestedTokens'] })
+  .describe('Token-bucket limiter of the route (the specification\'s RequestRateLimiter filter)');
+
+export const redisSchema = z
+  .strictObject({
+    url: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').optional().describe('Single Redis node'),
+    sentinel: z
+      .strictObject({
+        name: z.string().min(1).describe('Master set name'),
+        sentinels: z.array(hostPort).min(1).describe('Sentinel addresses'),
+      })
+      .optional()
+      .describe('Redis Sentinel'),
+    cluster: z.strictObject({ nodes: z.array(hostPort).min(1).describe('Seed nodes') }).optional().describe('Redis Cluster'),
+    passwordFile: z.string().min(1).optional().describe('File holding the Redis password (a mounted Secret)'),
+    keyPrefix: z.string().default('portcullis:bucket:').describe('Prefix of every bucket key'),
+    commandTimeoutMs: z.number().int().positive().default(50).describe('Longest wait for one limiter decision (ms); then onStoreError'),
+    connectTimeoutMs: z.number().int().positive().default(2000).describe('Longest wait to connect (ms)'),
+  })
+  .refine((r) => [r.url, r.sentinel, r.cluster].filter((x) => x !== undefined).length === 1, {
+    message: 'exactly one of url, sentinel or cluster',
+  })
+  .describe('Shared bucket store; without it the sidecar keeps buckets in memory (one process only)');
+
+export const sidecarConfigSchema = z
+  .strictObject({
+    listen: listenSchema.default({ host: '0.0.0.0', port: 8080 }),
+    admin: adminSchema.default({ host: '0.0.0.0', port: 9090 }),
+    upstream: upstreamSchema,
+    route: routeSchema,
+    limiter: limiterSchema,
+    redis: redisSchema.optional(),
+    shutdownGraceMs: z.number().int().nonnegative().default(10_000).describe('Longest wait for in-flight requests on shutdown (ms)'),
+    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+  })
+  .describe('Portcullis sidecar configuration');
+
+/** The file as written (defaults optional). */
+export type SidecarConfigInput = z.input<typeof sidecarConfigSchema>;
+/** The validated config with defaults applied. */
+export type SidecarConfig = z.infer<typeof sidecarConfigSchema>;
+export type LimiterConfig = SidecarConfig['limiter'];
+export type RedisConfig = NonNullable<SidecarConfig['redis']>;
+
+/** Invalid config; the message names every bad field by its full path. */
+export class ConfigError extends Error {
+  readonly code = 'ERR_SIDECAR_CONFIG';
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+export function parseSidecarConfig(value: unknown): SidecarConfig {
+  const result = sidecarConfigSchema.safeParse(value);
+  if (!result.success) {
+    const detail = result.error.issues
+      .map((i) => `${i.path.length > 0 ? i.path.join('.') : '(root)'}: ${i.message}`)
+      .join('; ');
+    throw new ConfigError(`invalid sidecar config: ${detail}`);
+  }
+  return result.data;
+}
+
+/** Parses YAML or JSON text (JSON is YAML). */
+export function parseSidecarConfigText(text: string): SidecarConfig {
+  let value: unknown;
+  try {
+    value = parseYaml(text);
+  } catch (err) {
+    throw new ConfigError(`invalid sidecar config: not YAML or JSON: ${(err as Error).message}`);
+  }
+  return parseSidecarConfig(value);
+}
+
+export function loadSidecarConfigFile(file: string): SidecarConfig {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`cannot read sidecar config ${file}: ${(err as Error).message}`);
+  }
+  return parseSidecarConfigText(text);
+}

@@ -1,0 +1,78 @@
+// The pure bucket math (sidecar/bucket.ts) and the Lua script (sidecar/stores/token-bucket.lua)
+// on the same request sequences must give identical decisions and identical stored state.
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { RedisBucketStore } from '../../sidecar/stores/redis.ts';
+import { startRedis, type RedisServer } from '../harness/redis.ts';
+
+describe('pure token bucket vs the Redis Lua script', () => {
+  let redis: RedisServer;
+  let admin: Redis;
+  beforeAll(async () => {
+    redis = await startRedis();
+    admin = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    admin.disconnect();
+    await redis.stop();
+  });
+
+  it('identical decisions and state for random sequences at explicit times', async () => {
+    let clockMs = 0;
+    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000, clockForTests: () => clockMs });
+    await store.ready();
+    let run = 0;
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.record({ replenishRate: fc.integer({ min: 1, max: 500 }), burstCapacity: fc.integer({ min: 1, max: 500 }) }),
+          fc.array(fc.tuple(fc.integer({ min: -50_000, max: 3_000_000 }), fc.nat()), { minLength: 1, maxLength: 60 }),
+          async (limits, steps) => {
+            const rule: BucketRule = { ...limits, requestedTokens: 1 };
+            const key = `eq-${run++}`;
+            let state: BucketState | undefined;
+            // A realistic epoch in µs (16 digits) so large-number formatting is exercised too.
+            let nowUs = 1_795_000_000_000_000 + run * 1000;
+            for (const [gapUs, c] of steps) {
+              nowUs += gapUs; // negative gaps: a clock going backwards
+              const cost = c % (rule.burstCapacity + 1);
+              const pure = takeUs(state, rule, nowUs, cost);
+              state = pure.state;
+              clockMs = nowUs / 1000;
+              const lua = await store.takeRaw(key, rule, cost);
+              expect(lua.decision).toEqual(pure.decision);
+              expect(lua.microTokens).toBe(pure.state.microTokens);
+              expect(lua.nowUs).toBe(pure.state.updatedUs);
+              const stored = await admin.hgetall(store.keyOf(key));
+              expect(stored).toEqual({ t: String(pure.state.microTokens), ts: String(pure.state.updatedUs) });
+            }
+          },
+        ),
+        { numRuns: 60 },
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('with Redis TIME: each decision equals the pure function at the time the script used', async () => {
+    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000 });
+    await store.ready();
+    const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
+    let state: BucketState | undefined;
+    try {
+      for (let i = 0; i < 40; i++) {
+        const lua = await store.takeRaw('redis-time', rule);
+        const pure = takeUs(state, rule, lua.nowUs, 2);
+        state = pure.state;
+        expect(lua.decision).toEqual(pure.decision);
+        expect(lua.microTokens).toBe(pure.state.microTokens);
+        if (i % 8 === 0) await new Promise((r) => setTimeout(r, 37));
+      }
+    } finally {
+      await store.close();
+    }
+  });
+});

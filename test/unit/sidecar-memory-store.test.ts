@@ -1,0 +1,34 @@
+// The in-memory BucketStore with an injected clock.
+import { describe, expect, it } from 'vitest';
+import { MemoryBucketStore } from '../../sidecar/stores/memory.ts';
+
+describe('memory bucket store', () => {
+  const rule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
+
+  it('keeps one bucket per key and refills on the injected clock', async () => {
+    let now = 0;
+    const store = new MemoryBucketStore({ now: () => now, sweepIntervalMs: 0 });
+    for (let i = 0; i < 5; i++) expect((await store.take('a', rule)).allowed).toBe(true);
+    expect((await store.take('a', rule)).allowed).toBe(false);
+    expect((await store.take('b', rule)).allowed).toBe(true); // another key, its own bucket
+    now = 1999;
+    expect((await store.take('a', rule)).allowed).toBe(false);
+    now = 2000;
+    expect(await store.take('a', rule)).toMatchObject({ allowed: true, remaining: 0 });
+    await store.close();
+  });
+
+  it('forgets idle buckets after their TTL (they would be full again anyway)', async () => {
+    let now = 0;
+    const store = new MemoryBucketStore({ now: () => now, sweepIntervalMs: 0 });
+    await store.take('a', rule, 10);
+    now = 19_999;
+    store.sweep();
+    expect(store.size).toBe(1);
+    now = 20_000;
+    store.sweep();
+    expect(store.size).toBe(0);
+    expect((await store.take('a', rule, 10)).allowed).toBe(true);
+    await store.close();
+  });
+});
