@@ -1,0 +1,62 @@
+// Apply-if-different: server-side apply of a desired object, skipped when the cached live object
+// already matches. The desired object is stamped with a hash of itself
+// (portcullis.dev/applied-hash): a field we stop setting changes the hash, so the apply that
+// removes it is not skipped, while a subset check alone would call the old object "matching".
+import type { Informer } from './informer.ts';
+import type { KubeClient } from './kube-client.ts';
+import { asRecord, type KubeObject } from './kube-object.ts';
+import type { OperatorMetrics } from './metrics.ts';
+import { contentHash, isSubset } from './compare.ts';
+
+export const APPLIED_HASH_ANNOTATION = 'portcullis.dev/applied-hash';
+
+export interface ApplyOutcome {
+  object: KubeObject;
+  changed: boolean;
+}
+
+/** Returns desired with the applied-hash annotation set. */
+export function stampHash(desired: KubeObject): KubeObject {
+  const { [APPLIED_HASH_ANNOTATION]: _old, ...annotations } = desired.metadata.annotations ?? {};
+  const hash = contentHash({ ...desired, metadata: { ...desired.metadata, annotations } });
+  return { ...desired, metadata: { ...desired.metadata, annotations: { ...annotations, [APPLIED_HASH_ANNOTATION]: hash } } };
+}
+
+export function matches(desired: KubeObject, live: KubeObject | undefined): boolean {
+  if (live === undefined) return false;
+  return isSubset(desired, live);
+}
+
+export class Applier {
+  readonly #client: KubeClient;
+  readonly #metrics: OperatorMetrics | undefined;
+
+  constructor(client: KubeClient, metrics?: OperatorMetrics) {
+    this.#client = client;
+    this.#metrics = metrics;
+  }
+
+  /** Applies desired unless the informer's cached copy already matches it. */
+  async apply(desired: KubeObject, cache: Informer): Promise<ApplyOutcome> {
+    const stamped = stampHash(desired);
+    const live = cache.get(stamped.metadata.namespace, stamped.metadata.name);
+    if (live !== undefined && matches(stamped, live)) {
+      this.#metrics?.appliesSkipped.inc({ kind: desired.kind });
+      return { object: live, changed: false };
+    }
+    return { object: await this.#client.apply(stamped), changed: true };
+  }
+
+  /** Applies the status subresource unless the live status already contains the desired one. */
+  async applyStatus(owner: KubeObject, status: Record<string, unknown>): Promise<boolean> {
+    if (isSubset(status, asRecord(owner['status']) ?? {})) {
+      this.#metrics?.appliesSkipped.inc({ kind: `${owner.kind}/status` });
+      return false;
+    }
+    await this.#client.apply(
+      { apiVersion: owner.apiVersion, kind: owner.kind, metadata: { name: owner.metadata.name, namespace: owner.metadata.namespace }, status },
+      'status',
+    );
+    return true;
+  }
+}

@@ -1,0 +1,36 @@
+// Typed errors of the operator with stable codes (STYLE.md principle 6).
+
+/** A non-2xx answer of the Kubernetes API server; `status` is the HTTP status, `reason` the Status reason. */
+export class KubeApiError extends Error {
+  readonly code = 'ERR_KUBE_API';
+  readonly status: number;
+  readonly reason: string | undefined;
+  constructor(status: number, message: string, reason?: string) {
+    super(message);
+    this.name = 'KubeApiError';
+    this.status = status;
+    this.reason = reason;
+  }
+}
+
+export function isNotFound(err: unknown): boolean {
+  return err instanceof KubeApiError && err.status === 404;
+}
+
+export function isConflict(err: unknown): boolean {
+  return err instanceof KubeApiError && err.status === 409;
+}
+
+/** 410 Gone: the resourceVersion a watch asked for is too old; the informer must relist. */
+export function isGone(err: unknown): boolean {
+  return err instanceof KubeApiError && err.status === 410;
+}
+
+/** A custom resource's spec does not pass the operator's own schema (the CRD let it through). */
+export class InvalidSpecError extends Error {
+  readonly code = 'ERR_INVALID_SPEC';
+  constructor(message: string) {
+    super(message);
+    this.name = 'InvalidSpecError';
+  }
+}

@@ -1,0 +1,200 @@
+// The real KubeClient: REST over undici, with authentication (client certificates, bearer
+// tokens, in-cluster service-account token, exec plugins) taken from @kubernetes/client-node's
+// KubeConfig. A thin layer of our own instead of the generated API classes because the operator
+// needs exact control of content types (server-side apply), subresources and request counting.
+import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
+import { createInterface } from 'node:readline';
+import { Readable } from 'node:stream';
+import { fetch, type Dispatcher } from 'undici';
+import { KubeApiError } from './errors.ts';
+import type { KubeClient, ListOptions, ListResult, WatchEvent, WatchOptions } from './kube-client.ts';
+import type { KubeObject } from './kube-object.ts';
+import { apiVersionOf, resourcePath, resourceTypeOf, type ResourceType } from './resource-types.ts';
+
+/** Server-side apply's media type; JSON is YAML, so a JSON body with this type is an apply patch. */
+export const APPLY_PATCH_CONTENT_TYPE = 'application/apply-patch+yaml';
+
+export interface RequestRecord {
+  verb: 'get' | 'list' | 'watch' | 'apply' | 'create' | 'update' | 'delete';
+  resource: string;
+  status: number;
+  durationMs: number;
+}
+
+export interface HttpKubeClientOptions {
+  fieldManager: string;
+  /** Called after every request (metrics). */
+  onRequest?: (record: RequestRecord) => void;
+  /** Per-request timeout for everything but watches, ms. */
+  requestTimeoutMs?: number;
+}
+
+interface StatusBody {
+  message?: string;
+  reason?: string;
+  code?: number;
+}
+
+function parseStatus(text: string): StatusBody {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (typeof parsed === 'object' && parsed !== null) return parsed as StatusBody;
+  } catch {
+    // not JSON: fall through
+  }
+  return { message: text.slice(0, 500) };
+}
+
+export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeClientOptions): KubeClient {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (cluster === null) throw new Error('kubeconfig has no current cluster');
+  const server = cluster.server.replace(/\/+$/, '');
+  const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  let dispatcher: Dispatcher | undefined;
+  let dispatcherReady = false;
+
+  // Authentication headers are computed per request (tokens rotate); the TLS dispatcher is made
+  // once so that connections are pooled and kept alive.
+  async function authenticate(url: string, method: HttpMethod): Promise<Record<string, string>> {
+    const ctx = new RequestContext(url, method);
+    await kubeConfig.applySecurityAuthentication(ctx);
+    if (!dispatcherReady) {
+      dispatcher = ctx.getDispatcher();
+      dispatcherReady = true;
+    }
+    return { ...ctx.getHeaders() };
+  }
+
+  async function request(
+    verb: RequestRecord['verb'],
+    resource: string,
+    method: HttpMethod,
+    path: string,
+    query: Record<string, string | undefined>,
+    body?: unknown,
+    contentType = 'application/json',
+  ): Promise<{ status: number; json: unknown }> {
+    const url = new URL(server + path);
+    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, v);
+    const headers = await authenticate(url.toString(), method);
+    headers['accept'] = 'application/json';
+    if (body !== undefined) headers['content-type'] = contentType;
+    const started = performance.now();
+    let status = 0;
+    try {
+      const response = await fetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        dispatcher,
+        signal: AbortSignal.timeout(requestTimeoutMs),
+      });
+      status = response.status;
+      const text = await response.text();
+      if (status >= 200 && status < 300) return { status, json: text === '' ? undefined : JSON.parse(text) };
+      if (status === 404 && (verb === 'get' || verb === 'delete')) return { status, json: undefined };
+      const s = parseStatus(text);
+      throw new KubeApiError(status, `${method} ${path}: ${status} ${s.message ?? ''}`.trim(), s.reason);
+    } finally {
+      options.onRequest?.({ verb, resource, status, durationMs: performance.now() - started });
+    }
+  }
+
+  function pathOf(obj: KubeObject, subresource?: string): { type: ResourceType; path: string } {
+    const type = resourceTypeOf(obj.apiVersion, obj.kind);
+    return { type, path: resourcePath(type, obj.metadata.namespace, obj.metadata.name, subresource) };
+  }
+
+  function asObject(json: unknown, what: string): KubeObject {
+    if (typeof json !== 'object' || json === null || !('metadata' in json)) throw new Error(`unexpected answer to ${what}`);
+    return json as KubeObject;
+  }
+
+  const client: KubeClient = {
+    async get(type, namespace, name) {
+      const { status, json } = await request('get', type.plural, HttpMethod.GET, resourcePath(type, namespace, name), {});
+      return status === 404 ? undefined : asObject(json, 'get');
+    },
+
+    async list(type, opts: ListOptions = {}): Promise<ListResult> {
+      const { json } = await request('list', type.plural, HttpMethod.GET, resourcePath(type, opts.namespace), { labelSelector: opts.labelSelector });
+      const list = json as { items?: KubeObject[]; metadata?: { resourceVersion?: string } };
+      // List items carry no apiVersion/kind; put them back so that every object is self-describing.
+      const items = (list.items ?? []).map((item) => ({ ...item, apiVersion: apiVersionOf(type), kind: type.kind }));
+      return { items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+    },
+
+    async watch(type, opts: WatchOptions, onEvent: (event: WatchEvent) => void, signal: AbortSignal) {
+      const path = resourcePath(type, opts.namespace);
+      const url = new URL(server + path);
+      url.searchParams.set('watch', 'true');
+      url.searchParams.set('allowWatchBookmarks', 'true');
+      url.searchParams.set('resourceVersion', opts.resourceVersion);
+      if (opts.labelSelector !== undefined) url.searchParams.set('labelSelector', opts.labelSelector);
+      const timeoutSeconds = opts.timeoutSeconds ?? 300;
+      url.searchParams.set('timeoutSeconds', String(timeoutSeconds));
+      const headers = await authenticate(url.toString(), HttpMethod.GET);
+      headers['accept'] = 'application/json';
+      // A dead connection shows as silence: abort when nothing arrived for longer than the
+      // server's own timeout plus a margin.
+      const idle = new AbortController();
+      const idleMs = (timeoutSeconds + 30) * 1000;
+      let idleTimer = setTimeout(() => idle.abort(new Error('watch idle')), idleMs);
+      const started = performance.now();
+      let status = 0;
+      try {
+        const response = await fetch(url, { method: 'GET', headers, dispatcher, signal: AbortSignal.any([signal, idle.signal]) });
+        status = response.status;
+        if (status !== 200 || response.body === null) {
+          const s = parseStatus(await response.text());
+          throw new KubeApiError(status, `watch ${path}: ${status} ${s.message ?? ''}`.trim(), s.reason);
+        }
+        const lines = createInterface({ input: Readable.fromWeb(response.body), crlfDelay: Infinity });
+        for await (const line of lines) {
+          clearTimeout(idleTimer);
+          idleTimer = setTimeout(() => idle.abort(new Error('watch idle')), idleMs);
+          if (line.trim() === '') continue;
+          const event = JSON.parse(line) as { type: string; object: KubeObject & StatusBody };
+          if (event.type === 'ERROR') {
+            const code = event.object.code ?? 500;
+            throw new KubeApiError(code, `watch ${path}: ${code} ${event.object.message ?? ''}`.trim(), event.object.reason);
+          }
+          if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED' || event.type === 'BOOKMARK') {
+            onEvent({ type: event.type, object: { ...event.object, apiVersion: event.object.apiVersion ?? apiVersionOf(type), kind: event.object.kind ?? type.kind } });
+          }
+        }
+      } catch (err) {
+        if (signal.aborted) return;
+        throw err;
+      } finally {
+        clearTimeout(idleTimer);
+        options.onRequest?.({ verb: 'watch', resource: type.plural, status, durationMs: performance.now() - started });
+      }
+    },
+
+    async apply(obj, subresource) {
+      const { type, path } = pathOf(obj, subresource);
+      const { json } = await request('apply', subresource === undefined ? type.plural : `${type.plural}/${subresource}`, HttpMethod.PATCH, path, { fieldManager: options.fieldManager, force: 'true' }, obj, APPLY_PATCH_CONTENT_TYPE);
+      return asObject(json, 'apply');
+    },
+
+    async create(obj) {
+      const type = resourceTypeOf(obj.apiVersion, obj.kind);
+      const { json } = await request('create', type.plural, HttpMethod.POST, resourcePath(type, obj.metadata.namespace), { fieldManager: options.fieldManager }, obj);
+      return asObject(json, 'create');
+    },
+
+    async update(obj) {
+      const { type, path } = pathOf(obj);
+      const { json } = await request('update', type.plural, HttpMethod.PUT, path, { fieldManager: options.fieldManager }, obj);
+      return asObject(json, 'update');
+    },
+
+    async delete(type, namespace, name, uid) {
+      const body = uid === undefined ? undefined : { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid } };
+      const { status } = await request('delete', type.plural, HttpMethod.DELETE, resourcePath(type, namespace, name), {}, body);
+      return status !== 404;
+    },
+  };
+  return client;
+}

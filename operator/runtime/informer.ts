@@ -1,0 +1,186 @@
+// A shared informer: list, then watch from the list's resourceVersion, keeping an in-memory
+// cache and calling handlers on every change. Unlike @kubernetes/client-node's ListWatch, it
+// restarts on ANY failure (not only 410 Gone) with exponential backoff, and relists periodically
+// so that a missed event cannot hide drift for longer than one relist interval.
+import type { Logger } from 'pino';
+import { backoffDelay, type BackoffPolicy } from './backoff.ts';
+import { sleep, type Clock } from './clock.ts';
+import { isGone } from './errors.ts';
+import type { KubeClient } from './kube-client.ts';
+import { keyOf, objectKey, type KubeObject } from './kube-object.ts';
+import type { ResourceType } from './resource-types.ts';
+
+export interface InformerHandler {
+  onAdd?(obj: KubeObject): void;
+  onUpdate?(oldObj: KubeObject, newObj: KubeObject): void;
+  onDelete?(obj: KubeObject): void;
+}
+
+export interface InformerOptions {
+  type: ResourceType;
+  /** Namespaces to watch; undefined = all namespaces (one cluster-wide list+watch). */
+  namespaces?: readonly string[];
+  labelSelector?: string;
+  /** Relist (full list, diffed against the cache) at least this often, ms. */
+  relistIntervalMs: number;
+  /** Delay between restarts after a failed list or watch. */
+  backoff: BackoffPolicy;
+  /** Server-side watch timeout, s. */
+  watchTimeoutSeconds?: number;
+  onRestart?: (reason: string) => void;
+}
+
+/** Drops what the operator never reads and what costs the most memory (managedFields). */
+function trim(obj: KubeObject): KubeObject {
+  if (obj.metadata.managedFields === undefined) return obj;
+  const { managedFields: _dropped, ...metadata } = obj.metadata;
+  return { ...obj, metadata };
+}
+
+export class Informer {
+  readonly type: ResourceType;
+  readonly #client: KubeClient;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+  readonly #options: InformerOptions;
+  readonly #store = new Map<string, KubeObject>();
+  readonly #handlers: InformerHandler[] = [];
+  readonly #stop = new AbortController();
+  readonly #syncedScopes = new Set<string>();
+  readonly #syncWaiters: Array<() => void> = [];
+  readonly #loops: Promise<void>[] = [];
+
+  constructor(client: KubeClient, clock: Clock, log: Logger, options: InformerOptions) {
+    this.type = options.type;
+    this.#client = client;
+    this.#clock = clock;
+    this.#log = log.child({ informer: options.type.plural });
+    this.#options = options;
+  }
+
+  addHandler(handler: InformerHandler): void {
+    this.#handlers.push(handler);
+  }
+
+  get(namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.#store.get(objectKey(namespace, name));
+  }
+
+  list(namespace?: string): KubeObject[] {
+    const all = [...this.#store.values()];
+    return namespace === undefined ? all : all.filter((o) => o.metadata.namespace === namespace);
+  }
+
+  get size(): number {
+    return this.#store.size;
+  }
+
+  get hasSynced(): boolean {
+    return this.#syncedScopes.size === this.#scopes().length;
+  }
+
+  waitForSync(): Promise<void> {
+    if (this.hasSynced) return Promise.resolve();
+    return new Promise((resolve) => this.#syncWaiters.push(resolve));
+  }
+
+  start(): void {
+    for (const scope of this.#scopes()) this.#loops.push(this.#run(scope));
+  }
+
+  async stop(): Promise<void> {
+    this.#stop.abort();
+    await Promise.all(this.#loops);
+  }
+
+  #scopes(): Array<string | undefined> {
+    return this.#options.namespaces === undefined || this.#options.namespaces.length === 0 ? [undefined] : [...this.#options.namespaces];
+  }
+
+  async #run(namespace: string | undefined): Promise<void> {
+    const { type, labelSelector, relistIntervalMs, backoff } = this.#options;
+    const scope = namespace ?? '*';
+    let failures = 0;
+    while (!this.#stop.signal.aborted) {
+      try {
+        const listed = await this.#client.list(type, { namespace, labelSelector });
+        this.#replace(namespace, listed.items);
+        this.#markSynced(scope);
+        failures = 0;
+        let resourceVersion = listed.resourceVersion;
+        const relistAt = this.#clock.now() + relistIntervalMs;
+        while (!this.#stop.signal.aborted && this.#clock.now() < relistAt) {
+          const window = new AbortController();
+          const cancel = this.#clock.setTimer(() => window.abort(), Math.max(0, relistAt - this.#clock.now()));
+          const watchStarted = this.#clock.now();
+          try {
+            await this.#client.watch(
+              type,
+              { namespace, labelSelector, resourceVersion, timeoutSeconds: this.#options.watchTimeoutSeconds },
+              (event) => {
+                const rv = event.object.metadata.resourceVersion;
+                if (rv !== undefined && rv !== '') resourceVersion = rv;
+                if (event.type === 'BOOKMARK') return;
+                if (event.type === 'DELETED') this.#remove(event.object);
+                else this.#upsert(event.object);
+              },
+              AbortSignal.any([this.#stop.signal, window.signal]),
+            );
+          } finally {
+            cancel();
+          }
+          // A watch the server ends at once, again and again, would spin: treat it as a failure.
+          if (!window.signal.aborted && !this.#stop.signal.aborted && this.#clock.now() - watchStarted < 1000) {
+            throw new Error('watch closed immediately');
+          }
+        }
+      } catch (err) {
+        if (this.#stop.signal.aborted) break;
+        const gone = isGone(err);
+        const delay = gone ? 0 : backoffDelay(backoff, failures++);
+        const reason = gone ? 'gone' : 'error';
+        this.#options.onRestart?.(reason);
+        if (gone) this.#log.info({ namespace }, 'watch expired (410), relisting');
+        else this.#log.warn({ err, namespace, delayMs: delay }, 'list/watch failed, restarting after backoff');
+        await sleep(this.#clock, delay, this.#stop.signal);
+      }
+    }
+  }
+
+  #markSynced(scope: string): void {
+    this.#syncedScopes.add(scope);
+    if (this.hasSynced) for (const resolve of this.#syncWaiters.splice(0)) resolve();
+  }
+
+  #replace(namespace: string | undefined, items: KubeObject[]): void {
+    const seen = new Set<string>();
+    for (const item of items) {
+      seen.add(keyOf(item));
+      this.#upsert(item);
+    }
+    for (const [key, obj] of this.#store) {
+      if (namespace !== undefined && obj.metadata.namespace !== namespace) continue;
+      if (!seen.has(key)) this.#remove(obj);
+    }
+  }
+
+  #upsert(incoming: KubeObject): void {
+    const obj = trim(incoming);
+    const key = keyOf(obj);
+    const old = this.#store.get(key);
+    if (old !== undefined && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
+    this.#store.set(key, obj);
+    for (const h of this.#handlers) {
+      if (old === undefined) h.onAdd?.(obj);
+      else h.onUpdate?.(old, obj);
+    }
+  }
+
+  #remove(obj: KubeObject): void {
+    const key = keyOf(obj);
+    const old = this.#store.get(key);
+    if (old === undefined) return;
+    this.#store.delete(key);
+    for (const h of this.#handlers) h.onDelete?.(old);
+  }
+}

@@ -1,0 +1,45 @@
+// The KubeClient port: the few API operations reconcilers, informers and leader election need.
+// Two adapters: http-kube-client.ts (the real API server) and memory-kube-client.ts (unit tests).
+import type { KubeObject } from './kube-object.ts';
+import type { ResourceType } from './resource-types.ts';
+
+export interface ListResult {
+  items: KubeObject[];
+  resourceVersion: string;
+}
+
+export interface WatchEvent {
+  type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK';
+  object: KubeObject;
+}
+
+export interface ListOptions {
+  /** Undefined: every namespace. */
+  namespace?: string;
+  labelSelector?: string;
+}
+
+export interface WatchOptions extends ListOptions {
+  resourceVersion: string;
+  /** The server closes the watch after this many seconds (client-go picks 5-10 min at random). */
+  timeoutSeconds?: number;
+}
+
+export interface KubeClient {
+  /** One object, or undefined when it does not exist. */
+  get(type: ResourceType, namespace: string | undefined, name: string): Promise<KubeObject | undefined>;
+  list(type: ResourceType, options?: ListOptions): Promise<ListResult>;
+  /**
+   * Streams events until the server closes the watch (resolves) or it fails (rejects; a 410 is a
+   * KubeApiError with status 410). Aborting the signal resolves it.
+   */
+  watch(type: ResourceType, options: WatchOptions, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void>;
+  /** Server-side apply with the client's one field manager, force=true; `status` applies the status subresource. */
+  apply(obj: KubeObject, subresource?: 'status'): Promise<KubeObject>;
+  /** POST; a KubeApiError 409 when it exists already. */
+  create(obj: KubeObject): Promise<KubeObject>;
+  /** PUT with metadata.resourceVersion (optimistic concurrency); 409 on a stale version. */
+  update(obj: KubeObject): Promise<KubeObject>;
+  /** DELETE; false when it was already gone. `uid` is a precondition. */
+  delete(type: ResourceType, namespace: string | undefined, name: string, uid?: string): Promise<boolean>;
+}

@@ -1,0 +1,221 @@
+// An in-memory KubeClient for unit tests of reconcilers, informers and leader election: objects,
+// resourceVersions, generations, watches and a log of every request, with failure injection.
+// It imitates the API server only as far as the operator relies on it (apply merges maps and
+// replaces lists; status is a subresource; a no-op apply changes nothing). The k8s test tier
+// runs the same code against a real kube-apiserver.
+import { randomUUID } from 'node:crypto';
+import { KubeApiError } from './errors.ts';
+import type { KubeClient, ListOptions, WatchEvent, WatchOptions } from './kube-client.ts';
+import type { KubeObject } from './kube-object.ts';
+import { canonicalJson } from './compare.ts';
+import { apiVersionOf, resourceTypeOf, type ResourceType } from './resource-types.ts';
+
+export interface RecordedRequest {
+  verb: 'get' | 'list' | 'watch' | 'apply' | 'create' | 'update' | 'delete';
+  kind: string;
+  namespace: string | undefined;
+  name: string | undefined;
+  subresource?: string;
+}
+
+const WRITE_VERBS = new Set(['apply', 'create', 'update', 'delete']);
+
+interface Watcher {
+  type: ResourceType;
+  namespace: string | undefined;
+  onEvent: (e: WatchEvent) => void;
+  end: (err?: Error) => void;
+}
+
+function clone<T>(v: T): T {
+  return structuredClone(v);
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function merge(base: unknown, patch: unknown): unknown {
+  if (!isPlainObject(base) || !isPlainObject(patch)) return clone(patch);
+  const out: Record<string, unknown> = { ...base };
+  for (const [k, v] of Object.entries(patch)) out[k] = v === null ? undefined : merge(base[k], v);
+  return out;
+}
+
+export class MemoryKubeClient implements KubeClient {
+  readonly requests: RecordedRequest[] = [];
+  readonly #objects = new Map<string, KubeObject>();
+  readonly #watchers = new Set<Watcher>();
+  readonly #failures: Array<{ verb: RecordedRequest['verb']; kind?: string; error: Error }> = [];
+  #rv = 1;
+
+  /** Writes (apply/create/update/delete) recorded so far, optionally of one kind only. */
+  writes(kind?: string): RecordedRequest[] {
+    return this.requests.filter((r) => WRITE_VERBS.has(r.verb) && (kind === undefined || r.kind === kind));
+  }
+
+  /** The next request with this verb (and kind) fails with error. */
+  failNext(verb: RecordedRequest['verb'], error: Error, kind?: string): void {
+    this.#failures.push({ verb, kind, error });
+  }
+
+  /** Ends every open watch (with an error when given), as a dropped connection would. */
+  breakWatches(error?: Error): void {
+    for (const w of [...this.#watchers]) w.end(error);
+  }
+
+  /** Stored object (not a copy) for assertions. */
+  peek(type: ResourceType, namespace: string | undefined, name: string): KubeObject | undefined {
+    return this.#objects.get(this.#key(type, namespace, name));
+  }
+
+  all(type: ResourceType): KubeObject[] {
+    return [...this.#objects.values()].filter((o) => o.kind === type.kind && o.apiVersion === apiVersionOf(type));
+  }
+
+  /** Writes an object as another actor would (kubectl edit, a controller-manager): no request recorded. */
+  put(obj: KubeObject): KubeObject {
+    const type = resourceTypeOf(obj.apiVersion, obj.kind);
+    const key = this.#key(type, obj.metadata.namespace, obj.metadata.name);
+    const existing = this.#objects.get(key);
+    const next = clone(obj);
+    next.metadata.uid = existing?.metadata.uid ?? next.metadata.uid ?? randomUUID();
+    next.metadata.generation = existing === undefined ? 1 : (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
+    next.metadata.creationTimestamp = existing?.metadata.creationTimestamp ?? new Date(0).toISOString();
+    return this.#store(type, key, next, existing === undefined ? 'ADDED' : 'MODIFIED');
+  }
+
+  /** Deletes as another actor would. */
+  remove(type: ResourceType, namespace: string | undefined, name: string): boolean {
+    const key = this.#key(type, namespace, name);
+    const existing = this.#objects.get(key);
+    if (existing === undefined) return false;
+    this.#objects.delete(key);
+    this.#emit(type, { type: 'DELETED', object: { ...clone(existing), metadata: { ...existing.metadata, resourceVersion: String(++this.#rv) } } });
+    return true;
+  }
+
+  async get(type: ResourceType, namespace: string | undefined, name: string) {
+    this.#record({ verb: 'get', kind: type.kind, namespace, name });
+    const o = this.#objects.get(this.#key(type, namespace, name));
+    return o === undefined ? undefined : clone(o);
+  }
+
+  async list(type: ResourceType, options: ListOptions = {}) {
+    this.#record({ verb: 'list', kind: type.kind, namespace: options.namespace, name: undefined });
+    const items = this.all(type).filter((o) => options.namespace === undefined || o.metadata.namespace === options.namespace);
+    return { items: clone(items), resourceVersion: String(this.#rv) };
+  }
+
+  watch(type: ResourceType, options: WatchOptions, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
+    this.#record({ verb: 'watch', kind: type.kind, namespace: options.namespace, name: undefined });
+    return new Promise((resolve, reject) => {
+      const watcher: Watcher = {
+        type,
+        namespace: options.namespace,
+        onEvent,
+        end: (err) => {
+          this.#watchers.delete(watcher);
+          if (err === undefined) resolve();
+          else reject(err);
+        },
+      };
+      if (signal.aborted) {
+        resolve();
+        return;
+      }
+      signal.addEventListener('abort', () => watcher.end(), { once: true });
+      this.#watchers.add(watcher);
+    });
+  }
+
+  async apply(obj: KubeObject, subresource?: 'status') {
+    const type = resourceTypeOf(obj.apiVersion, obj.kind);
+    this.#record({ verb: 'apply', kind: type.kind, namespace: obj.metadata.namespace, name: obj.metadata.name, subresource });
+    const key = this.#key(type, obj.metadata.namespace, obj.metadata.name);
+    const existing = this.#objects.get(key);
+    if (subresource === 'status') {
+      if (existing === undefined) throw new KubeApiError(404, `${type.kind} ${obj.metadata.name} not found`, 'NotFound');
+      const next = clone(existing);
+      next['status'] = merge(existing['status'], obj['status']);
+      if (canonicalJson(next) === canonicalJson(existing)) return clone(existing);
+      return clone(this.#store(type, key, next, 'MODIFIED'));
+    }
+    const { status: _ignored, ...body } = obj;
+    if (existing === undefined) {
+      const created: KubeObject = { ...clone(body), metadata: { ...clone(body.metadata), uid: randomUUID(), generation: 1, creationTimestamp: new Date(0).toISOString() } };
+      return clone(this.#store(type, key, created, 'ADDED'));
+    }
+    const next = merge(existing, body) as KubeObject;
+    next.metadata.resourceVersion = existing.metadata.resourceVersion;
+    if (canonicalJson(next) === canonicalJson(existing)) return clone(existing);
+    next.metadata.generation = (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
+    return clone(this.#store(type, key, next, 'MODIFIED'));
+  }
+
+  async create(obj: KubeObject) {
+    const type = resourceTypeOf(obj.apiVersion, obj.kind);
+    this.#record({ verb: 'create', kind: type.kind, namespace: obj.metadata.namespace, name: obj.metadata.name });
+    const key = this.#key(type, obj.metadata.namespace, obj.metadata.name);
+    if (this.#objects.has(key)) throw new KubeApiError(409, `${type.kind} ${obj.metadata.name} already exists`, 'AlreadyExists');
+    const created: KubeObject = { ...clone(obj), metadata: { ...clone(obj.metadata), uid: randomUUID(), generation: 1, creationTimestamp: new Date(0).toISOString() } };
+    return clone(this.#store(type, key, created, 'ADDED'));
+  }
+
+  async update(obj: KubeObject) {
+    const type = resourceTypeOf(obj.apiVersion, obj.kind);
+    this.#record({ verb: 'update', kind: type.kind, namespace: obj.metadata.namespace, name: obj.metadata.name });
+    const key = this.#key(type, obj.metadata.namespace, obj.metadata.name);
+    const existing = this.#objects.get(key);
+    if (existing === undefined) throw new KubeApiError(404, `${type.kind} ${obj.metadata.name} not found`, 'NotFound');
+    if (obj.metadata.resourceVersion !== existing.metadata.resourceVersion) throw new KubeApiError(409, 'the object has been modified', 'Conflict');
+    const next = clone(obj);
+    next.metadata.uid = existing.metadata.uid;
+    next.metadata.generation = (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
+    return clone(this.#store(type, key, next, 'MODIFIED'));
+  }
+
+  async delete(type: ResourceType, namespace: string | undefined, name: string, uid?: string) {
+    this.#record({ verb: 'delete', kind: type.kind, namespace, name });
+    const existing = this.#objects.get(this.#key(type, namespace, name));
+    if (existing === undefined) return false;
+    if (uid !== undefined && existing.metadata.uid !== uid) throw new KubeApiError(409, 'uid precondition failed', 'Conflict');
+    return this.remove(type, namespace, name);
+  }
+
+  #record(r: RecordedRequest): void {
+    this.requests.push(r);
+    const i = this.#failures.findIndex((f) => f.verb === r.verb && (f.kind === undefined || f.kind === r.kind));
+    if (i >= 0) {
+      const [f] = this.#failures.splice(i, 1);
+      if (f !== undefined) throw f.error;
+    }
+  }
+
+  #key(type: ResourceType, namespace: string | undefined, name: string): string {
+    return `${apiVersionOf(type)}/${type.kind}/${namespace ?? ''}/${name}`;
+  }
+
+  #specChanged(a: KubeObject, b: KubeObject): boolean {
+    const strip = (o: KubeObject) => {
+      const { metadata: _m, status: _s, ...rest } = o;
+      return canonicalJson(rest);
+    };
+    return strip(a) !== strip(b);
+  }
+
+  #store(type: ResourceType, key: string, obj: KubeObject, eventType: 'ADDED' | 'MODIFIED'): KubeObject {
+    obj.metadata.resourceVersion = String(++this.#rv);
+    this.#objects.set(key, obj);
+    this.#emit(type, { type: eventType, object: clone(obj) });
+    return obj;
+  }
+
+  #emit(type: ResourceType, event: WatchEvent): void {
+    for (const w of this.#watchers) {
+      if (w.type.kind !== type.kind || w.type.group !== type.group) continue;
+      if (w.namespace !== undefined && w.namespace !== event.object.metadata.namespace) continue;
+      w.onEvent(clone(event));
+    }
+  }
+}
