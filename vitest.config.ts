@@ -36,6 +36,8 @@ export default defineConfig({
         test: {
           name: 'k8s',
           include: ['test/k8s/**/*.test.ts'],
+          // Builds (once, cached) or finds kube-apiserver, etcd, kubectl and helm.
+          globalSetup: ['test/harness/k8s/global-setup.ts'],
           testTimeout: 180_000,
           hookTimeout: 300_000,
           fileParallelism: false,

@@ -102,6 +102,8 @@ export interface CrdSource {
   readonly description: string;
   readonly spec: z.ZodType;
   readonly status: z.ZodType;
+  /** CEL rules on the whole object (e.g. on metadata.name), as `x-kubernetes-validations`. */
+  readonly rootValidations?: readonly { readonly rule: string; readonly message: string }[];
   readonly printerColumns: readonly {
     readonly name: string;
     readonly type: 'string' | 'integer' | 'number' | 'boolean' | 'date';

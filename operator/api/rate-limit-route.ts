@@ -218,6 +218,12 @@ export const rateLimitRouteCrd: CrdSource = {
     'RateLimitRoute puts a per-user token-bucket rate limiter (a sidecar with state in Redis) in front of a service. The operator creates a Deployment (target + sidecar), a ConfigMap with the sidecar config and a Service.',
   spec: rateLimitRouteSpecSchema,
   status: rateLimitRouteStatusSchema,
+  rootValidations: [
+    {
+      rule: "self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
+      message: 'name must be a DNS-1035 label (lower case, starts with a letter, at most 63 characters): it names the route Service and Deployment',
+    },
+  ],
   printerColumns: [
     { name: 'Rate', type: 'integer', jsonPath: '.spec.limiter.replenishRate', description: 'Tokens restored per second' },
     { name: 'Burst', type: 'integer', jsonPath: '.spec.limiter.burstCapacity', description: 'Bucket size' },
