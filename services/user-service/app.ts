@@ -1,6 +1,6 @@
 // The user service as a fastify app: built from injected dependencies, never listens (main.ts does).
 // Every file in routes/ is a fastify plugin registered here; the list below is the registry.
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { readyRoute } from './routes/ready.ts';
 
 export interface UserServiceDeps {
@@ -10,7 +10,10 @@ export interface UserServiceDeps {
 
 export async function buildApp(deps: UserServiceDeps = {}): Promise<FastifyInstance> {
   // No per-request log lines: the probe is hit every few seconds and by the benchmarks.
-  const app = Fastify({ logger: deps.logger ?? false, disableRequestLogging: true });
+  const app = Fastify({
+    logger: deps.logger ?? false,
+    logController: new LogController({ disableRequestLogging: true }),
+  });
   await app.register(readyRoute);
   return app;
 }

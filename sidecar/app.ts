@@ -1,0 +1,163 @@
+// Composition of the sidecar from injected dependencies; never listens (main.ts does). Owns the
+// current RouteRuntime and swaps it atomically on reload: new requests see the new config,
+// in-flight ones finish with the one they started with.
+import http from 'node:http';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { Pool } from 'undici';
+import { buildAdminApp } from './admin.ts';
+import { parseSidecarConfigText, type SidecarConfig } from './config.ts';
+import { SidecarMetrics } from './metrics.ts';
+import { Proxy } from './proxy.ts';
+import { buildRouteRuntime, type RouteRuntime } from './route-runtime.ts';
+import { createBucketStore } from './stores/create-store.ts';
+import type { BucketStore } from './stores/bucket-store.ts';
+
+export interface SidecarDeps {
+  readonly config: SidecarConfig;
+  readonly logger: Logger;
+  /** Wall clock in ms for the memory store (the Redis store uses Redis TIME). */
+  readonly now: () => number;
+  /** Applied to every config (initial and reloaded), e.g. ports from the environment. */
+  readonly override?: (config: SidecarConfig) => SidecarConfig;
+  readonly metrics?: SidecarMetrics;
+}
+
+export interface SidecarApp {
+  readonly proxyServer: http.Server;
+  readonly adminApp: FastifyInstance;
+  readonly metrics: SidecarMetrics;
+  readonly proxy: Proxy;
+  current(): RouteRuntime;
+  /** Resolves when the store answers (or after timeoutMs); false when it did not. */
+  storeReady(timeoutMs: number): Promise<boolean>;
+  /** Validates and applies new config text; an invalid one is logged and the old config kept. */
+  reloadText(text: string): Promise<boolean>;
+  /** Graceful: stop accepting, drain in-flight up to graceMs, close everything. */
+  shutdown(): Promise<void>;
+}
+
+function createPool(config: SidecarConfig): Pool {
+  const u = config.upstream;
+  return new Pool(u.url, {
+    connections: u.connections,
+    connect: { timeout: u.connectTimeoutMs },
+    headersTimeout: u.timeoutMs,
+    bodyTimeout: u.bodyTimeoutMs,
+    keepAliveTimeout: 4000,
+  });
+}
+
+const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
+
+export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
+  const log = deps.logger;
+  const metrics = deps.metrics ?? new SidecarMetrics();
+  const override = deps.override ?? ((c: SidecarConfig) => c);
+  const initial = override(deps.config);
+  const first = createBucketStore(initial.redis, deps.now);
+  let storeKind = first.kind;
+  let runtime = buildRouteRuntime(initial, first.store, createPool(initial), metrics.forRoute(initial.route.id, first.kind));
+  let shuttingDown = false;
+
+  const proxy = new Proxy({ logger: log, runtime: () => runtime });
+  const proxyServer = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, proxy.handle);
+  proxyServer.on('clientError', (err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    else socket.destroy(err);
+  });
+
+  const adminApp = buildAdminApp({
+    registry: metrics.registry,
+    notReadyReason: () => {
+      if (shuttingDown) return 'shutting down';
+      if (!proxyServer.listening) return 'proxy not listening';
+      if (!runtime.store.isReady() && runtime.onStoreError === 'deny') return 'limiter store unavailable and onStoreError is deny';
+      return null;
+    },
+  });
+
+  const retire = (store: BucketStore | undefined, pool: Pool | undefined) => {
+    // Requests that started on the old runtime still hold it; close gracefully behind them.
+    void Promise.allSettled([store?.close(), pool?.close()]);
+  };
+
+  const apply = (config: SidecarConfig): void => {
+    const old = runtime;
+    const next = override(config);
+    for (const field of ['listen', 'admin'] as const) {
+      if (!same(next[field], old.config[field])) log.warn({ field }, 'config: a changed listen/admin address needs a restart; keeping the old one');
+    }
+    let store = old.store;
+    let kind = storeKind;
+    if (!same(next.redis, old.config.redis)) {
+      const created = createBucketStore(next.redis, deps.now);
+      store = created.store;
+      kind = created.kind;
+    }
+    const pool = same(next.upstream, old.config.upstream) ? old.upstream : createPool(next);
+    runtime = buildRouteRuntime(next, store, pool, metrics.forRoute(next.route.id, kind));
+    storeKind = kind;
+    log.level = next.logLevel;
+    retire(store === old.store ? undefined : old.store, pool === old.upstream ? undefined : old.upstream);
+  };
+
+  return {
+    proxyServer,
+    adminApp,
+    metrics,
+    proxy,
+    current: () => runtime,
+    async storeReady(timeoutMs) {
+      let timer: NodeJS.Timeout | undefined;
+      const timeout = new Promise<boolean>((resolve) => {
+        timer = setTimeout(() => resolve(false), timeoutMs);
+      });
+      const ok = await Promise.race([runtime.store.ready().then(() => true), timeout]);
+      clearTimeout(timer);
+      return ok;
+    },
+    async reloadText(text) {
+      let config: SidecarConfig;
+      try {
+        config = parseSidecarConfigText(text);
+      } catch (err) {
+        metrics.reloads.labels('invalid').inc();
+        log.error({ err: (err as Error).message }, 'config reload rejected; keeping the running config');
+        return false;
+      }
+      try {
+        apply(config);
+      } catch (err) {
+        metrics.reloads.labels('failed').inc();
+        log.error({ err: (err as Error).message }, 'config reload failed; keeping the running config');
+        return false;
+      }
+      metrics.reloads.labels('applied').inc();
+      const l = runtime.config.limiter;
+      log.info(
+        { route: runtime.routeId, path: runtime.config.route.path, replenishRate: l.replenishRate, burstCapacity: l.burstCapacity, requestedTokens: l.requestedTokens },
+        'config reloaded',
+      );
+      return true;
+    },
+    async shutdown() {
+      if (shuttingDown) return;
+      shuttingDown = true;
+      const grace = runtime.config.shutdownGraceMs;
+      const closed = new Promise<void>((resolve) => proxyServer.close(() => resolve()));
+      let timer: NodeJS.Timeout | undefined;
+      const drained = await Promise.race([
+        proxy.drain().then(() => true),
+        new Promise<boolean>((resolve) => {
+          timer = setTimeout(() => resolve(false), grace);
+        }),
+      ]);
+      clearTimeout(timer);
+      if (!drained) log.warn({ inFlight: proxy.inFlight, graceMs: grace }, 'shutdown grace elapsed; closing remaining connections');
+      proxyServer.closeAllConnections();
+      await closed;
+      await Promise.allSettled([runtime.upstream.close(), runtime.store.close(), adminApp.close()]);
+    },
+  };
+}

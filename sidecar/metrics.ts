@@ -1,0 +1,76 @@
+// Prometheus metrics of the sidecar (prom-client), on its own registry, served on the admin port.
+import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+export type Outcome =
+  | 'forwarded'
+  | 'limited'
+  | 'bad_key'
+  | 'no_route'
+  | 'bad_request'
+  | 'store_error_allowed'
+  | 'store_error_denied'
+  | 'upstream_error';
+
+export class SidecarMetrics {
+  readonly registry = new Registry();
+  readonly requests = new Counter({
+    name: 'portcullis_sidecar_requests_total',
+    help: 'Requests by route and outcome',
+    labelNames: ['route', 'outcome'] as const,
+    registers: [this.registry],
+  });
+  readonly decisions = new Counter({
+    name: 'portcullis_sidecar_limiter_decisions_total',
+    help: 'Token-bucket decisions by route',
+    labelNames: ['route', 'decision'] as const,
+    registers: [this.registry],
+  });
+  readonly storeErrors = new Counter({
+    name: 'portcullis_sidecar_store_errors_total',
+    help: 'Limiter store failures (timeout, connection down) by route and store',
+    labelNames: ['route', 'store'] as const,
+    registers: [this.registry],
+  });
+  readonly storeDuration = new Histogram({
+    name: 'portcullis_sidecar_store_duration_seconds',
+    help: 'Time for one limiter decision from the store, seconds',
+    labelNames: ['store'] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+    registers: [this.registry],
+  });
+  readonly proxyDuration = new Histogram({
+    name: 'portcullis_sidecar_proxy_duration_seconds',
+    help: 'Time from request to the end of the upstream response, seconds',
+    labelNames: ['route'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+    registers: [this.registry],
+  });
+  readonly reloads = new Counter({
+    name: 'portcullis_sidecar_config_reloads_total',
+    help: 'Config file reloads by result',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+
+  constructor(options: { defaultMetrics?: boolean } = {}) {
+    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: 'portcullis_sidecar_' });
+  }
+
+  /** Pre-bound children for one route, so the hot path does no label lookups. */
+  forRoute(routeId: string, store: string) {
+    const outcome = {} as Record<Outcome, { inc(): void }>;
+    for (const o of ['forwarded', 'limited', 'bad_key', 'no_route', 'bad_request', 'store_error_allowed', 'store_error_denied', 'upstream_error'] as const) {
+      outcome[o] = this.requests.labels(routeId, o);
+    }
+    return {
+      outcome,
+      allowed: this.decisions.labels(routeId, 'allowed'),
+      limited: this.decisions.labels(routeId, 'limited'),
+      storeError: this.storeErrors.labels(routeId, store),
+      storeDuration: this.storeDuration.labels(store),
+      proxyDuration: this.proxyDuration.labels(routeId),
+    };
+  }
+}
+
+export type RouteMetrics = ReturnType<SidecarMetrics['forRoute']>;

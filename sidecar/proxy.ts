@@ -1,0 +1,304 @@
+// The hot path: a node:http request handler that resolves the key, asks the bucket store, and
+// streams the request to the upstream through an undici Pool (keep-alive) and the response back.
+// Hop-by-hop headers are dropped both ways (RFC 9110 section 7.6.1); X-Forwarded-* are added.
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { performance } from 'node:perf_hooks';
+import type { Logger } from 'pino';
+import type { Dispatcher } from 'undici';
+import type { Decision } from './bucket.ts';
+import { problemTypes, sendProblem } from './problem.ts';
+import type { RouteRuntime } from './route-runtime.ts';
+import { keyRejectionDetail, rejectKey } from './user-key.ts';
+
+/** Request headers never forwarded (hop-by-hop, or handled by this hop). */
+const dropRequest = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'expect']);
+/** Response headers never forwarded. */
+const dropResponse = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate']);
+
+const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
+
+export interface ProxyOptions {
+  readonly logger: Logger;
+  /** The runtime a new request uses (swapped by reloads). */
+  readonly runtime: () => RouteRuntime;
+}
+
+export class Proxy {
+  readonly #log: Logger;
+  readonly #runtime: () => RouteRuntime;
+  #inFlight = 0;
+  #draining = false;
+  #idleWaiters: (() => void)[] = [];
+  #storeErrors = 0;
+  #lastStoreWarnMs = 0;
+
+  constructor(options: ProxyOptions) {
+    this.#log = options.logger;
+    this.#runtime = options.runtime;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /** Stop keeping connections alive; resolves when no request is in flight. */
+  drain(): Promise<void> {
+    this.#draining = true;
+    if (this.#inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => this.#idleWaiters.push(resolve));
+  }
+
+  readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
+    this.#inFlight++;
+    res.once('close', this.#onClose);
+    if (this.#draining) res.shouldKeepAlive = false;
+    this.#handle(req, res).catch((err: unknown) => {
+      this.#log.error({ err }, 'proxy: unexpected failure');
+      sendProblem(res, { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The gateway failed to forward the request.' });
+    });
+  };
+
+  readonly #onClose = (): void => {
+    this.#inFlight--;
+    if (this.#inFlight === 0 && this.#idleWaiters.length > 0) {
+      const waiters = this.#idleWaiters;
+      this.#idleWaiters = [];
+      for (const w of waiters) w();
+    }
+  };
+
+  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const rt = this.#runtime();
+    const start = performance.now();
+    const url = req.url ?? '';
+    if (url.charCodeAt(0) !== 47 /* '/' */) {
+      rt.metrics.outcome.bad_request.inc();
+      sendProblem(res, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'Only origin-form request targets are accepted.' });
+      return;
+    }
+    const q = url.indexOf('?');
+    if (!rt.match(q < 0 ? url : url.slice(0, q))) {
+      rt.metrics.outcome.no_route.inc();
+      sendProblem(res, { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No route matches this path (route ${rt.routeId} serves ${rt.config.route.path}).` });
+      return;
+    }
+
+    // One pass over the raw headers: the first key value, the forwarded set, body presence.
+    const raw = req.rawHeaders;
+    const forward: string[] = [];
+    let key: string | undefined;
+    let hasBody = false;
+    let xff: string | undefined;
+    let connection: string | undefined;
+    let sawProto = false;
+    let sawHost = false;
+    let host: string | undefined;
+    for (let i = 0; i < raw.length; i += 2) {
+      const name = raw[i] as string;
+      const value = raw[i + 1] as string;
+      const lower = name.toLowerCase();
+      if (lower === rt.keyHeader && key === undefined) key = value;
+      if (dropRequest.has(lower)) {
+        if (lower === 'transfer-encoding') hasBody = true;
+        else if (lower === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
+        continue;
+      }
+      switch (lower) {
+        case 'content-length':
+          if (value !== '0') hasBody = true;
+          break;
+        case 'x-forwarded-for':
+          xff = xff === undefined ? value : `${xff}, ${value}`;
+          continue;
+        case 'x-forwarded-proto':
+          sawProto = true;
+          break;
+        case 'x-forwarded-host':
+          sawHost = true;
+          break;
+        case 'host':
+          host = value;
+          break;
+      }
+      forward.push(name, value);
+    }
+
+    const rejection = rejectKey(key);
+    if (rejection !== undefined) {
+      rt.metrics.outcome.bad_key.inc();
+      if (this.#log.isLevelEnabled('debug')) this.#log.debug({ route: rt.routeId, reason: rejection }, 'request without a valid key');
+      sendProblem(res, {
+        type: problemTypes.badKey,
+        title: 'Invalid user id',
+        status: rt.missingKeyStatus,
+        detail: keyRejectionDetail[rejection](rt.config.limiter.keyHeader),
+      });
+      return;
+    }
+
+    let decision: Decision | undefined;
+    const storeStart = performance.now();
+    try {
+      decision = await rt.store.take(rt.bucketPrefix + (key as string), rt.rule);
+      rt.metrics.storeDuration.observe((performance.now() - storeStart) / 1000);
+    } catch (err) {
+      rt.metrics.storeError.inc();
+      this.#warnStoreError(rt, err);
+      if (rt.onStoreError === 'deny') {
+        rt.metrics.outcome.store_error_denied.inc();
+        sendProblem(res, {
+          type: problemTypes.storeUnavailable,
+          title: 'Service Unavailable',
+          status: 503,
+          detail: 'The rate limiter cannot decide right now; retry shortly.',
+        }, ['retry-after', '1']);
+        return;
+      }
+    }
+
+    const rateHeaders: string[] = [];
+    if (decision !== undefined) {
+      rt.rateHeaders(decision, rt.headerContext, rateHeaders);
+      if (!decision.allowed) {
+        rt.metrics.limited.inc();
+        rt.metrics.outcome.limited.inc();
+        const retryAfterS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+        rateHeaders.push('retry-after', String(retryAfterS));
+        sendProblem(res, {
+          type: problemTypes.rateLimited,
+          title: 'Too Many Requests',
+          status: 429,
+          detail: `Rate limit of route ${rt.routeId} reached; retry in ${retryAfterS} s.`,
+          retryAfterMs: decision.retryAfterMs,
+        }, rateHeaders);
+        return;
+      }
+      rt.metrics.allowed.inc();
+    }
+
+    if (connection !== undefined) removeConnectionTokens(forward, connection);
+    const socket = req.socket;
+    forward.push('x-forwarded-for', xff === undefined ? (socket.remoteAddress ?? '') : `${xff}, ${socket.remoteAddress ?? ''}`);
+    if (!sawProto) forward.push('x-forwarded-proto', 'encrypted' in socket && socket.encrypted === true ? 'https' : 'http');
+    if (!sawHost && host !== undefined) forward.push('x-forwarded-host', host);
+
+    const handler = new UpstreamHandler(res, rt, rateHeaders, start, decision === undefined ? 'store_error_allowed' : 'forwarded', this.#log);
+    rt.upstream.dispatch(
+      {
+        method: req.method as Dispatcher.HttpMethod,
+        path: url,
+        headers: forward,
+        body: hasBody ? req : null,
+      },
+      handler,
+    );
+  }
+
+  #warnStoreError(rt: RouteRuntime, err: unknown): void {
+    this.#storeErrors++;
+    const now = performance.now();
+    if (now - this.#lastStoreWarnMs < 5000) return;
+    this.#log.warn(
+      { route: rt.routeId, policy: rt.onStoreError, errors: this.#storeErrors, err: (err as Error).message },
+      'limiter store unavailable; applying onStoreError policy',
+    );
+    this.#storeErrors = 0;
+    this.#lastStoreWarnMs = now;
+  }
+}
+
+/** Removes headers named by the Connection header (RFC 9110 section 7.6.1). */
+function removeConnectionTokens(forward: string[], connection: string): void {
+  const names = new Set(connection.split(',').map((t) => t.trim().toLowerCase()).filter((t) => t !== ''));
+  names.delete('close');
+  names.delete('keep-alive');
+  if (names.size === 0) return;
+  for (let i = forward.length - 2; i >= 0; i -= 2) {
+    if (names.has((forward[i] as string).toLowerCase())) forward.splice(i, 2);
+  }
+}
+
+/** Streams one upstream response into the client response, with backpressure both ways. */
+class UpstreamHandler implements Dispatcher.DispatchHandler {
+  readonly #res: ServerResponse;
+  readonly #rt: RouteRuntime;
+  readonly #rateHeaders: string[];
+  readonly #start: number;
+  readonly #outcome: 'forwarded' | 'store_error_allowed';
+  readonly #log: Logger;
+  #controller: Dispatcher.DispatchController | undefined;
+
+  constructor(res: ServerResponse, rt: RouteRuntime, rateHeaders: string[], start: number, outcome: 'forwarded' | 'store_error_allowed', log: Logger) {
+    this.#res = res;
+    this.#rt = rt;
+    this.#rateHeaders = rateHeaders;
+    this.#start = start;
+    this.#outcome = outcome;
+    this.#log = log;
+    res.once('close', this.#onClientClose);
+  }
+
+  readonly #onClientClose = (): void => {
+    if (!this.#res.writableFinished && this.#controller !== undefined && !this.#controller.aborted) {
+      this.#controller.abort(new Error('client closed the connection'));
+    }
+  };
+
+  readonly #resume = (): void => {
+    this.#controller?.resume();
+  };
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#res.destroyed) controller.abort(new Error('client closed the connection'));
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
+    const out: string[] = [];
+    let connection: string | undefined;
+    for (const name in headers) {
+      const value = headers[name];
+      if (value === undefined) continue;
+      if (dropResponse.has(name)) {
+        if (name === 'connection') connection = Array.isArray(value) ? value.join(', ') : value;
+        continue;
+      }
+      if (typeof value === 'string') out.push(name, value);
+      else for (const v of value) out.push(name, v);
+    }
+    if (connection !== undefined) removeConnectionTokens(out, connection);
+    for (let i = 0; i < this.#rateHeaders.length; i++) out.push(this.#rateHeaders[i] as string);
+    if (statusMessage !== undefined && statusMessage !== '') this.#res.writeHead(statusCode, statusMessage, out);
+    else this.#res.writeHead(statusCode, out);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.#res.write(chunk)) {
+      controller.pause();
+      this.#res.once('drain', this.#resume);
+    }
+  }
+
+  onResponseEnd(): void {
+    this.#res.end();
+    this.#rt.metrics.outcome[this.#outcome].inc();
+    this.#rt.metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.#rt.metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
+    if (this.#res.destroyed) return; // the client went away first
+    this.#rt.metrics.outcome.upstream_error.inc();
+    const code = (err as { code?: string }).code ?? '';
+    if (this.#res.headersSent) {
+      this.#log.warn({ route: this.#rt.routeId, code, err: err.message }, 'upstream failed mid-response');
+      this.#res.destroy(err);
+      return;
+    }
+    const timeout = timeoutCodes.has(code);
+    this.#log.warn({ route: this.#rt.routeId, code, err: err.message }, timeout ? 'upstream timed out' : 'upstream unavailable');
+    sendProblem(this.#res, timeout
+      ? { type: problemTypes.upstreamTimeout, title: 'Gateway Timeout', status: 504, detail: 'The upstream service did not answer in time.' }
+      : { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The upstream service is unreachable.' });
+  }
+}
