@@ -1,0 +1,45 @@
+{{/* Full name of the release's objects: <release>-portcullis, or <release> when it already says portcullis. */}}
+{{- define "portcullis.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "portcullis.labels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "portcullis.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: operator
+{{- end -}}
+
+{{- define "portcullis.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "portcullis.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{/* image: repository:tag, the tag falling back to images.tag, then appVersion. */}}
+{{- define "portcullis.image" -}}
+{{- $tag := .image.tag | default .root.Values.images.tag | default .root.Chart.AppVersion -}}
+{{- printf "%s:%s" .image.repository $tag -}}
+{{- end -}}
+
+{{/* The default Redis URL handed to the operator (empty: sidecars keep buckets in memory). */}}
+{{- define "portcullis.redisUrl" -}}
+{{- if .Values.redis.url -}}
+{{- .Values.redis.url -}}
+{{- else if .Values.redis.enabled -}}
+{{- printf "redis://%s-redis.%s.svc:6379" (include "portcullis.fullname" .) .Release.Namespace -}}
+{{- end -}}
+{{- end -}}

@@ -1,0 +1,87 @@
+// Issue 4, k8s test 6 (and the chart's hygiene): `helm lint` is clean and what `helm template`
+// renders applies to a real API server with a server-side dry run (CRDs installed first).
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseAllDocuments } from 'yaml';
+import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
+
+let cluster: Cluster;
+const NS = 'portcullis-system';
+
+beforeAll(async () => {
+  cluster = await startCluster();
+  const crds = await cluster.kubectl(['apply', '--server-side', '-f', 'charts/portcullis/crds/']);
+  expect(crds.code, crds.stderr).toBe(0);
+  await cluster.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/ratelimitroutes.portcullis.dev', 'crd/oauthclients.portcullis.dev']);
+  for (const ns of [NS, 'team-a', 'team-b']) await cluster.kubectl(['create', 'namespace', ns]);
+});
+afterAll(async () => {
+  await cluster?.stop();
+});
+
+const template = (args: string[] = []) =>
+  cluster.helm(['template', 'portcullis', 'charts/portcullis', '--namespace', NS, '--kube-version', cluster.tools.kubernetesVersion, ...args]);
+
+function kinds(rendered: string): string[] {
+  return parseAllDocuments(rendered)
+    .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string; namespace?: string } } | null)
+    .filter((d) => d !== null && d.kind !== undefined)
+    .map((d) => `${d!.kind}/${d!.metadata?.namespace ?? ''}/${d!.metadata?.name}`);
+}
+
+describe('the Helm chart', () => {
+  it('passes helm lint --strict', async () => {
+    const res = await cluster.helm(['lint', '--strict', 'charts/portcullis', '--kube-version', cluster.tools.kubernetesVersion]);
+    expect(res.code, res.stdout + res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/0 chart\(s\) failed/);
+  });
+
+  it('renders the operator, its ServiceAccount, least-privilege RBAC and the bundled Redis', async () => {
+    const res = await template();
+    expect(res.code, res.stderr).toBe(0);
+    expect(kinds(res.stdout).sort()).toEqual(
+      [
+        `ServiceAccount/${NS}/portcullis`,
+        'ClusterRole//portcullis-operator',
+        'ClusterRoleBinding//portcullis-operator',
+        `Role/${NS}/portcullis-leader-election`,
+        `RoleBinding/${NS}/portcullis-leader-election`,
+        `Deployment/${NS}/portcullis-operator`,
+        `Service/${NS}/portcullis-operator-metrics`,
+        `Deployment/${NS}/portcullis-redis`,
+        `Service/${NS}/portcullis-redis`,
+      ].sort(),
+    );
+    expect(res.stdout).toContain('command: ["node", "operator/main.ts"]');
+    expect(res.stdout).toContain(`redis://portcullis-redis.${NS}.svc:6379`);
+  });
+
+  it('applies with a server-side dry run, as rendered', async () => {
+    const res = await template();
+    const dry = await cluster.kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], { input: res.stdout });
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain('deployment.apps/portcullis-operator serverside-applied (server dry run)');
+  });
+
+  it('binds the ClusterRole only in the watched namespaces when some are listed, and applies that too', async () => {
+    const res = await template(['--set', 'operator.watchNamespaces={team-a,team-b}', '--set', 'redis.enabled=false']);
+    expect(res.code, res.stderr).toBe(0);
+    const objects = kinds(res.stdout);
+    expect(objects).toContain('RoleBinding/team-a/portcullis-operator');
+    expect(objects).toContain('RoleBinding/team-b/portcullis-operator');
+    expect(objects).not.toContain('ClusterRoleBinding//portcullis-operator');
+    expect(objects.some((o) => o.includes('redis'))).toBe(false);
+    const dry = await cluster.kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], { input: res.stdout });
+    expect(dry.code, dry.stderr).toBe(0);
+  });
+
+  it('refuses values the schema does not know', async () => {
+    const res = await template(['--set', 'operator.replicaz=2']);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toMatch(/replicaz/);
+  });
+
+  it('includes the generated CRDs with --include-crds', async () => {
+    const res = await template(['--include-crds']);
+    expect(kinds(res.stdout)).toEqual(expect.arrayContaining(['CustomResourceDefinition//ratelimitroutes.portcullis.dev', 'CustomResourceDefinition//oauthclients.portcullis.dev']));
+  });
+});
