@@ -1,0 +1,64 @@
+// Client authentication at the token, revocation and introspection endpoints (RFC 6749 2.3.1):
+// HTTP Basic (client_secret_basic) or the secret in the body (client_secret_post), exactly the
+// method the client registered; public clients (method none) send only client_id. One method per
+// request. Failures are invalid_client; with Basic the 401 carries WWW-Authenticate.
+import type { RegisteredClient } from './config.ts';
+import type { AuthContext } from './context.ts';
+import { verifyClientSecret } from './client-secret.ts';
+import { OAuthError } from './errors.ts';
+import { single, type Params } from './params.ts';
+
+/** RFC 6749 2.3.1: the Basic credentials are form-urlencoded before base64. */
+function formDecode(value: string): string | undefined {
+  try {
+    return decodeURIComponent(value.replace(/\+/g, ' '));
+  } catch {
+    return undefined;
+  }
+}
+
+export function parseBasic(header: string): { id: string; secret: string } | undefined {
+  const m = /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(header);
+  if (!m?.[1]) return undefined;
+  const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  if (colon < 0) return undefined;
+  const id = formDecode(decoded.slice(0, colon));
+  const secret = formDecode(decoded.slice(colon + 1));
+  return id === undefined || secret === undefined || id === '' ? undefined : { id, secret };
+}
+
+export function authenticateClient(ctx: AuthContext, authorization: string | undefined, params: Params): RegisteredClient {
+  const bodyId = single(params, 'client_id');
+  const bodySecret = single(params, 'client_secret');
+  if (bodyId.kind === 'repeated' || bodySecret.kind === 'repeated') throw new OAuthError('invalid_request', 'client_id or client_secret repeated');
+
+  if (authorization !== undefined) {
+    const basic = parseBasic(authorization);
+    const refuse = (why: string) => new OAuthError('invalid_client', why, { basicChallenge: true });
+    if (basic === undefined) throw refuse('the Authorization header is not valid HTTP Basic client authentication');
+    if (bodySecret.kind === 'value') throw new OAuthError('invalid_request', 'use one client authentication method, not Basic and client_secret');
+    if (bodyId.kind === 'value' && bodyId.value !== basic.id) throw new OAuthError('invalid_request', 'client_id differs from the Basic credentials');
+    const client = ctx.directory.client(basic.id);
+    if (client?.client_secret_hash === undefined || !verifyClientSecret(basic.secret, client.client_secret_hash)) {
+      throw refuse('client authentication failed');
+    }
+    if (client.token_endpoint_auth_method !== 'client_secret_basic') throw refuse('this client is registered for another authentication method');
+    return client;
+  }
+
+  if (bodyId.kind !== 'value') throw new OAuthError('invalid_client', 'client authentication is required');
+  const client = ctx.directory.client(bodyId.value);
+  if (client === undefined) throw new OAuthError('invalid_client', 'client authentication failed');
+  if (bodySecret.kind === 'value') {
+    if (client.client_secret_hash === undefined || !verifyClientSecret(bodySecret.value, client.client_secret_hash)) {
+      throw new OAuthError('invalid_client', 'client authentication failed');
+    }
+    if (client.token_endpoint_auth_method !== 'client_secret_post') {
+      throw new OAuthError('invalid_client', 'this client is registered for another authentication method');
+    }
+    return client;
+  }
+  if (client.token_endpoint_auth_method !== 'none') throw new OAuthError('invalid_client', 'client authentication is required');
+  return client;
+}

@@ -1,0 +1,27 @@
+// What the routes are built from (buildApp's dependencies, minus HTTP concerns).
+import type { KeyRing } from './key-ring.ts';
+import type { Directory } from './registry.ts';
+import type { AuthStores } from './stores/types.ts';
+import type { SignInThrottle } from './throttle.ts';
+
+export interface AuthSettings {
+  /** Issuer identifier, no trailing slash; also the base URL of every endpoint. */
+  readonly issuer: string;
+  readonly audience: string;
+  readonly accessTokenTtlSeconds: number;
+  readonly refreshTokenTtlSeconds: number;
+  readonly codeTtlSeconds: number;
+  readonly interactionTtlSeconds: number;
+}
+
+export interface AuthContext {
+  readonly settings: AuthSettings;
+  readonly directory: Directory;
+  readonly keys: KeyRing;
+  readonly stores: AuthStores;
+  readonly throttle: SignInThrottle;
+  /** Epoch ms; the only clock the routes use. */
+  readonly now: () => number;
+  /** Cookies get `Secure` when the issuer is https. */
+  readonly secureCookies: boolean;
+}

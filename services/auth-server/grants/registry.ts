@@ -1,0 +1,11 @@
+// grant_type -> handler. `authorization_token` is the specification's name for the code grant
+// (SPEC 2.3), accepted as an alias of RFC 6749's `authorization_code`.
+import { authorizationCodeGrant } from './authorization-code.ts';
+import { refreshTokenGrant } from './refresh-token.ts';
+import type { Grant } from './types.ts';
+
+export const grants: ReadonlyMap<string, Grant> = new Map([
+  ['authorization_code', authorizationCodeGrant],
+  ['authorization_token', authorizationCodeGrant],
+  ['refresh_token', refreshTokenGrant],
+]);

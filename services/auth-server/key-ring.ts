@@ -1,0 +1,55 @@
+// The signing keys: the first key of the (re-read on change) keys file signs; all public halves
+// are published. Imported CryptoKeys are cached per file version.
+import { createLocalJWKSet, importJWK, type CryptoKey, type JSONWebKeySet, type JWK, type JWTVerifyGetKey, type KeyObject } from 'jose';
+import type { SigningJwk, SigningKeysFile } from './config.ts';
+
+export interface Signer {
+  readonly kid: string;
+  readonly alg: 'ES256' | 'RS256';
+  readonly key: CryptoKey | KeyObject;
+}
+
+export interface KeyRing {
+  signer(): Promise<Signer>;
+  /** The public JWKS (RFC 7517) served at jwks_uri. */
+  publicJwks(): JSONWebKeySet;
+  /** Key resolver for jwtVerify over the published keys. */
+  verifierKeys(): JWTVerifyGetKey;
+}
+
+function publicHalf(jwk: SigningJwk): JWK {
+  return jwk.kty === 'EC'
+    ? { kty: 'EC', crv: jwk.crv, x: jwk.x, y: jwk.y, kid: jwk.kid, alg: jwk.alg, use: 'sig' }
+    : { kty: 'RSA', n: jwk.n, e: jwk.e, kid: jwk.kid, alg: jwk.alg, use: 'sig' };
+}
+
+export function createKeyRing(file: () => SigningKeysFile): KeyRing {
+  let cachedFor: SigningKeysFile | undefined;
+  let signer: Promise<Signer> | undefined;
+  let jwks: JSONWebKeySet = { keys: [] };
+  let verifier: JWTVerifyGetKey | undefined;
+
+  const refresh = () => {
+    const current = file();
+    if (current === cachedFor && signer && verifier) return { signer, verifier };
+    cachedFor = current;
+    const first = current.keys[0];
+    if (!first) throw new Error('the signing keys file has no key');
+    signer = importJWK(first, first.alg).then((key) => {
+      if (key instanceof Uint8Array) throw new Error('signing key imported as a symmetric secret');
+      return { kid: first.kid, alg: first.alg, key };
+    });
+    jwks = { keys: current.keys.map(publicHalf) };
+    verifier = createLocalJWKSet(jwks);
+    return { signer, verifier };
+  };
+
+  return {
+    signer: () => refresh().signer,
+    publicJwks() {
+      refresh();
+      return jwks;
+    },
+    verifierKeys: () => refresh().verifier,
+  };
+}

@@ -1,0 +1,102 @@
+// Auth-server entry point: the only place reading process.env, creating the clock, the stores and
+// the key ring, and listening. SIGTERM/SIGINT close the server gracefully.
+import pino from 'pino';
+import { buildApp } from './app.ts';
+import {
+  clientRegistrySchema,
+  loadAuthServerConfig,
+  parseJsonFile,
+  signingKeysFileSchema,
+  usersFileSchema,
+  type SigningKeysFile,
+} from './config.ts';
+import type { AuthContext } from './context.ts';
+import { createKeyRing } from './key-ring.ts';
+import { createDirectory } from './registry.ts';
+import { generateSigningJwks } from './signing-keys.ts';
+import { createStores } from './stores/create-stores.ts';
+import { createSignInThrottle } from './throttle.ts';
+import { watchFile } from './watched-file.ts';
+
+const config = loadAuthServerConfig(process.env);
+const log = pino({ level: config.LOG_LEVEL, base: { service: 'auth-server' } });
+const now = () => Date.now();
+
+const watch = <T>(path: string, parse: (text: string) => T) =>
+  watchFile({
+    path,
+    parse,
+    checkMs: config.AUTH_FILE_CHECK_MS,
+    now,
+    onReload: (p) => log.info({ file: p }, 'file reloaded'),
+    onError: (p, err) => log.error({ file: p, err: err instanceof Error ? err.message : String(err) }, 'file not reloaded; keeping the previous content'),
+  });
+
+const clients = watch(config.AUTH_CLIENTS_FILE, (t) => parseJsonFile(clientRegistrySchema, t, config.AUTH_CLIENTS_FILE));
+const users = watch(config.AUTH_USERS_FILE, (t) => parseJsonFile(usersFileSchema, t, config.AUTH_USERS_FILE));
+let keysFile: () => SigningKeysFile;
+if (config.AUTH_KEYS_FILE !== undefined) {
+  const path = config.AUTH_KEYS_FILE;
+  const keys = watch(path, (t) => parseJsonFile(signingKeysFileSchema, t, path));
+  keysFile = () => keys.current();
+} else {
+  const generated = await generateSigningJwks({ alg: config.AUTH_SIGNING_ALG });
+  keysFile = () => generated;
+  log.warn({ kid: generated.keys[0]?.kid }, 'AUTH_KEYS_FILE not set: signing with a key generated at start (single replica only)');
+}
+
+const { stores, buckets } = await createStores(config.REDIS_URL, now);
+const ctx: AuthContext = {
+  settings: {
+    issuer: config.AUTH_ISSUER,
+    audience: config.AUTH_AUDIENCE,
+    accessTokenTtlSeconds: config.AUTH_ACCESS_TOKEN_TTL_SECONDS,
+    refreshTokenTtlSeconds: config.AUTH_REFRESH_TOKEN_TTL_SECONDS,
+    codeTtlSeconds: config.AUTH_CODE_TTL_SECONDS,
+    interactionTtlSeconds: config.AUTH_INTERACTION_TTL_SECONDS,
+  },
+  directory: createDirectory(clients, users),
+  keys: createKeyRing(keysFile),
+  stores,
+  throttle: createSignInThrottle(
+    buckets,
+    {
+      perUsername: { burst: config.AUTH_SIGNIN_USER_BURST, perMinute: config.AUTH_SIGNIN_USER_PER_MINUTE },
+      perAddress: { burst: config.AUTH_SIGNIN_ADDRESS_BURST, perMinute: config.AUTH_SIGNIN_ADDRESS_PER_MINUTE },
+    },
+    (err) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'sign-in throttle store unavailable; allowing the attempt'),
+  ),
+  now,
+  secureCookies: config.AUTH_ISSUER.startsWith('https://'),
+};
+// Fail at start, not at the first request, when the keys do not import.
+await ctx.keys.signer();
+
+const app = await buildApp({ ctx, logger: log, trustProxy: config.AUTH_TRUST_PROXY });
+
+let closing = false;
+const shutdown = (signal: string) => {
+  if (closing) return;
+  closing = true;
+  log.info({ signal }, 'shutting down');
+  app
+    .close()
+    .then(() => Promise.all([stores.close(), buckets.close()]))
+    .then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+};
+process.on('SIGTERM', () => shutdown('SIGTERM'));
+process.on('SIGINT', () => shutdown('SIGINT'));
+
+try {
+  await app.listen({ port: config.PORT, host: config.HOST });
+  log.info({ issuer: config.AUTH_ISSUER, port: config.PORT, store: stores.kind, clients: clients.current().clients.length, users: users.current().users.length }, 'auth server listening');
+} catch (err) {
+  log.error({ err }, 'could not listen');
+  process.exit(1);
+}

@@ -1,0 +1,38 @@
+// Clients and users, looked up by id from their (re-read on change) files.
+import type { ClientRegistry, RegisteredClient, UserRecord, UsersFile } from './config.ts';
+import type { WatchedFile } from './watched-file.ts';
+
+export interface Directory {
+  client(clientId: string): RegisteredClient | undefined;
+  user(username: string): UserRecord | undefined;
+  /** Every scope some client may request (advertised in the metadata). */
+  allScopes(): string[];
+}
+
+export function createDirectory(clients: WatchedFile<ClientRegistry>, users: WatchedFile<UsersFile>): Directory {
+  // Index rebuilt only when the parsed file object changes.
+  let clientIndexFor: ClientRegistry | undefined;
+  let clientIndex = new Map<string, RegisteredClient>();
+  let userIndexFor: UsersFile | undefined;
+  let userIndex = new Map<string, UserRecord>();
+  const clientMap = () => {
+    const file = clients.current();
+    if (file !== clientIndexFor) {
+      clientIndexFor = file;
+      clientIndex = new Map(file.clients.map((c) => [c.client_id, c]));
+    }
+    return clientIndex;
+  };
+  return {
+    client: (clientId) => clientMap().get(clientId),
+    user(username) {
+      const file = users.current();
+      if (file !== userIndexFor) {
+        userIndexFor = file;
+        userIndex = new Map(file.users.map((u) => [u.username, u]));
+      }
+      return userIndex.get(username);
+    },
+    allScopes: () => [...new Set([...clientMap().values()].flatMap((c) => c.scopes))].sort(),
+  };
+}

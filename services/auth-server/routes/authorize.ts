@@ -1,0 +1,96 @@
+// GET /auth: the authorization endpoint (RFC 6749 4.1.1, RFC 9700 2.1, RFC 7636).
+// Order matters: client_id and redirect_uri are checked first and their errors are an HTML page,
+// never a redirect (no open redirector). Every later error goes back to the client's redirect URI
+// with error, state and iss. A valid request starts an interaction and shows the sign-in page.
+import type { FastifyPluginAsync } from 'fastify';
+import { redirectWithError } from '../authorization-response.ts';
+import type { AuthContext } from '../context.ts';
+import { OAuthError, PageError } from '../errors.ts';
+import { bindBrowser, newInteractionId } from '../interaction.ts';
+import { sendSignInPage } from '../pages/sign-in-page.ts';
+import { repeatedNames, single, toParams } from '../params.ts';
+import { randomToken } from '../random.ts';
+import { parseScope } from '../scopes.ts';
+
+/** BASE64URL(SHA-256(verifier)) is always 43 characters (RFC 7636 4.2). */
+const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
+const MAX_STATE_LENGTH = 2048;
+
+export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
+  return async (app) => {
+    app.get('/auth', async (request, reply) => {
+      const params = toParams(request.query) ?? {};
+      const clientIdParam = single(params, 'client_id');
+      if (clientIdParam.kind !== 'value') {
+        throw new PageError(400, 'Unknown application', 'The request does not name exactly one application (client_id).');
+      }
+      const client = ctx.directory.client(clientIdParam.value);
+      if (client === undefined) throw new PageError(400, 'Unknown application', 'The application that sent you here is not registered.');
+      const redirectParam = single(params, 'redirect_uri');
+      if (redirectParam.kind !== 'value' || !client.redirect_uris.includes(redirectParam.value)) {
+        throw new PageError(
+          400,
+          'Invalid redirect address',
+          'The address to return to (redirect_uri) is missing or is not registered for this application, so you are not sent back.',
+        );
+      }
+      const stateParam = single(params, 'state');
+      const target = {
+        redirectUri: redirectParam.value,
+        ...(stateParam.kind === 'value' && stateParam.value.length <= MAX_STATE_LENGTH ? { state: stateParam.value } : {}),
+      };
+      const fail = (error: OAuthError) => redirectWithError(ctx, reply, target, error.error, error.message);
+
+      const repeated = repeatedNames(params);
+      if (repeated.length > 0) return fail(new OAuthError('invalid_request', `parameter repeated: ${repeated.join(', ')}`));
+      if (stateParam.kind === 'value' && stateParam.value.length > MAX_STATE_LENGTH) {
+        return fail(new OAuthError('invalid_request', `state is longer than ${MAX_STATE_LENGTH} characters`));
+      }
+      const responseType = single(params, 'response_type');
+      if (responseType.kind !== 'value') return fail(new OAuthError('invalid_request', 'response_type is required'));
+      if (responseType.value !== 'code') return fail(new OAuthError('unsupported_response_type', 'only response_type=code is supported'));
+      if (!client.grant_types.includes('authorization_code')) {
+        return fail(new OAuthError('unauthorized_client', 'the client may not use the authorization code grant'));
+      }
+
+      const scopeParam = single(params, 'scope');
+      const scope = scopeParam.kind === 'value' ? parseScope(scopeParam.value) : [...client.scopes];
+      if (scope === undefined || scope.length === 0) return fail(new OAuthError('invalid_scope', 'scope is malformed or empty'));
+      const unknown = scope.filter((s) => !client.scopes.includes(s));
+      if (unknown.length > 0) return fail(new OAuthError('invalid_scope', `scope not allowed for this client: ${unknown.join(' ')}`));
+
+      const challenge = single(params, 'code_challenge');
+      const method = single(params, 'code_challenge_method');
+      if (challenge.kind === 'value') {
+        if (method.kind !== 'value' || method.value !== 'S256') {
+          return fail(new OAuthError('invalid_request', 'code_challenge_method must be S256 (plain is not supported)'));
+        }
+        if (!S256_CHALLENGE.test(challenge.value)) return fail(new OAuthError('invalid_request', 'code_challenge is not a S256 challenge'));
+      } else if (method.kind === 'value') {
+        return fail(new OAuthError('invalid_request', 'code_challenge_method without code_challenge'));
+      } else if (client.token_endpoint_auth_method === 'none') {
+        return fail(new OAuthError('invalid_request', 'PKCE (code_challenge with S256) is required for public clients'));
+      }
+
+      const id = newInteractionId();
+      const ttlMs = ctx.settings.interactionTtlSeconds * 1000;
+      const csrf = randomToken();
+      await ctx.stores.interactions.put(
+        id,
+        {
+          kind: 'authorize',
+          clientId: client.client_id,
+          redirectUri: target.redirectUri,
+          scope,
+          ...(target.state !== undefined ? { state: target.state } : {}),
+          ...(challenge.kind === 'value' ? { codeChallenge: challenge.value } : {}),
+          browserHash: bindBrowser(ctx, request, reply),
+          csrf,
+          expiresAt: ctx.now() + ttlMs,
+        },
+        ttlMs,
+      );
+      return sendSignInPage(reply, { action: '/auth/sign-in', interactionId: id, csrf, clientName: client.display_name, failed: false });
+    });
+  };
+}

@@ -1,0 +1,106 @@
+// The "Connected applications" page: a user signs in (same password check and throttle as the
+// authorization flow), lists the consents stored for them and revokes any of them. Revoking a
+// consent also revokes that client's refresh-token families (and their access tokens) for the user.
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { z } from 'zod';
+import { signIn } from '../authenticate.ts';
+import type { AuthContext } from '../context.ts';
+import { readCookie, serializeCookie } from '../cookies.ts';
+import { PageError } from '../errors.ts';
+import { bindBrowser, checkCsrf, loadInteraction, newInteractionId } from '../interaction.ts';
+import { revokeFamily } from '../issue-tokens.ts';
+import { sendConsentsPage } from '../pages/consents-page.ts';
+import { sendErrorPage } from '../pages/error-page.ts';
+import { sendSignInPage } from '../pages/sign-in-page.ts';
+import { randomToken } from '../random.ts';
+import type { Interaction } from '../stores/types.ts';
+
+const ACCOUNT_COOKIE = 'portcullis_account';
+const formSchema = z.object({
+  csrf: z.string().max(100).optional(),
+  username: z.string().max(64).default(''),
+  password: z.string().max(1024).default(''),
+  client_id: z.string().max(128).optional(),
+});
+
+export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
+  const ttlMs = ctx.settings.interactionTtlSeconds * 1000;
+  const back = (reply: FastifyReply) => reply.code(303).header('location', '/consents').send();
+
+  /** The account session of this browser, or undefined. */
+  async function session(request: FastifyRequest): Promise<{ id: string; ix: Extract<Interaction, { kind: 'account' }> } | undefined> {
+    const id = readCookie(request.headers.cookie, ACCOUNT_COOKIE);
+    if (id === undefined) return undefined;
+    try {
+      return { id, ix: await loadInteraction(ctx, request, id, 'account') };
+    } catch {
+      return undefined;
+    }
+  }
+
+  async function requireSession(request: FastifyRequest, csrf: string | undefined) {
+    const s = await session(request);
+    if (s === undefined) throw new PageError(403, 'Request refused', 'Your session has expired. Sign in again.');
+    checkCsrf(s.ix, csrf);
+    return s;
+  }
+
+  return async (app) => {
+    app.get('/consents', async (request, reply) => {
+      let s = await session(request);
+      if (s === undefined) {
+        const id = newInteractionId();
+        const ix: Interaction = { kind: 'account', browserHash: bindBrowser(ctx, request, reply), csrf: randomToken(), expiresAt: ctx.now() + ttlMs };
+        await ctx.stores.interactions.put(id, ix, ttlMs);
+        reply.header('set-cookie', serializeCookie(ACCOUNT_COOKIE, id, { path: '/consents', secure: ctx.secureCookies }));
+        s = { id, ix };
+      }
+      const user = s.ix.user;
+      if (user === undefined) {
+        return sendSignInPage(reply, { action: '/consents/sign-in', interactionId: s.id, csrf: s.ix.csrf, failed: s.ix.failed ?? false });
+      }
+      const consents = [...(await ctx.stores.consents.list(user))].map(([clientId, consent]) => ({
+        clientId,
+        clientName: ctx.directory.client(clientId)?.display_name ?? clientId,
+        consent,
+      }));
+      return sendConsentsPage(reply, { username: user, csrf: s.ix.csrf, consents });
+    });
+
+    app.post('/consents/sign-in', async (request, reply) => {
+      const form = formSchema.safeParse(request.body ?? {});
+      if (!form.success) throw new PageError(400, 'Request refused', 'The sign-in form was malformed.');
+      const s = await requireSession(request, form.data.csrf);
+      const result = await signIn(ctx, request, form.data.username, form.data.password);
+      if (result.kind === 'throttled') {
+        reply.header('retry-after', String(result.retryAfterSeconds));
+        return sendErrorPage(reply, 429, 'Too many attempts', `Too many sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`);
+      }
+      const next: Interaction =
+        result.kind === 'ok' ? { ...s.ix, user: result.user, failed: false, csrf: randomToken() } : { ...s.ix, failed: true };
+      await ctx.stores.interactions.put(s.id, next, Math.max(1, s.ix.expiresAt - ctx.now()));
+      return back(reply);
+    });
+
+    app.post('/consents/revoke', async (request, reply) => {
+      const form = formSchema.safeParse(request.body ?? {});
+      if (!form.success) throw new PageError(400, 'Request refused', 'The form was malformed.');
+      const s = await requireSession(request, form.data.csrf);
+      const user = s.ix.user;
+      const clientId = form.data.client_id;
+      if (user === undefined || clientId === undefined) throw new PageError(400, 'Request refused', 'Sign in first.');
+      await ctx.stores.consents.revoke(user, clientId);
+      for (const familyId of await ctx.stores.refresh.familiesOf(user, clientId)) await revokeFamily(ctx, familyId);
+      request.log.info({ user, client_id: clientId }, 'consent revoked');
+      return back(reply);
+    });
+
+    app.post('/consents/sign-out', async (request, reply) => {
+      const form = formSchema.safeParse(request.body ?? {});
+      const s = await requireSession(request, form.success ? form.data.csrf : undefined);
+      await ctx.stores.interactions.delete(s.id);
+      reply.header('set-cookie', serializeCookie(ACCOUNT_COOKIE, '', { path: '/consents', secure: ctx.secureCookies, maxAge: 0 }));
+      return back(reply);
+    });
+  };
+}

@@ -1,0 +1,68 @@
+// The sign-in step of an authorization: GET /auth/sign-in shows the page again (after a failed
+// attempt), POST /auth/sign-in checks the password and answers 303: to the consent page when the
+// user has not yet allowed these scopes for this client, else straight back to the client with a code.
+import type { FastifyPluginAsync } from 'fastify';
+import { z } from 'zod';
+import { signIn } from '../authenticate.ts';
+import { redirectWithCode } from '../authorization-response.ts';
+import type { AuthContext } from '../context.ts';
+import { PageError } from '../errors.ts';
+import { checkCsrf, loadInteraction } from '../interaction.ts';
+import { sendErrorPage } from '../pages/error-page.ts';
+import { sendSignInPage } from '../pages/sign-in-page.ts';
+import { randomToken } from '../random.ts';
+
+const querySchema = z.object({ interaction: z.string().optional() });
+export const signInFormSchema = z.object({
+  interaction: z.string().max(100).optional(),
+  csrf: z.string().max(100).optional(),
+  username: z.string().max(64).default(''),
+  password: z.string().max(1024).default(''),
+});
+
+export function signInRoute(ctx: AuthContext): FastifyPluginAsync {
+  return async (app) => {
+    app.get('/auth/sign-in', async (request, reply) => {
+      const query = querySchema.safeParse(request.query);
+      const ix = await loadInteraction(ctx, request, query.success ? query.data.interaction : undefined, 'authorize');
+      const client = ctx.directory.client(ix.clientId);
+      if (client === undefined) throw new PageError(400, 'Unknown application', 'The application is no longer registered.');
+      return sendSignInPage(reply, { action: '/auth/sign-in', interactionId: query.data?.interaction ?? '', csrf: ix.csrf, clientName: client.display_name, failed: ix.failed ?? false });
+    });
+
+    app.post('/auth/sign-in', async (request, reply) => {
+      const form = signInFormSchema.safeParse(request.body ?? {});
+      if (!form.success) throw new PageError(400, 'Request refused', 'The sign-in form was malformed.');
+      const { interaction: id = '', csrf, username, password } = form.data;
+      const ix = await loadInteraction(ctx, request, id, 'authorize');
+      checkCsrf(ix, csrf);
+      const client = ctx.directory.client(ix.clientId);
+      if (client === undefined) throw new PageError(400, 'Unknown application', 'The application is no longer registered.');
+
+      const result = await signIn(ctx, request, username, password);
+      if (result.kind === 'throttled') {
+        reply.header('retry-after', String(result.retryAfterSeconds));
+        return sendErrorPage(reply, 429, 'Too many attempts', `Too many sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`);
+      }
+      const ttlMs = Math.max(1, ix.expiresAt - ctx.now());
+      if (result.kind === 'failed') {
+        request.log.info({ client_id: ix.clientId }, 'sign-in failed');
+        await ctx.stores.interactions.put(id, { ...ix, failed: true }, ttlMs);
+        return reply.code(303).header('location', `/auth/sign-in?interaction=${encodeURIComponent(id)}`).send();
+      }
+
+      const authTime = ctx.now();
+      request.log.info({ client_id: ix.clientId, user: result.user }, 'signed in');
+      const consent = await ctx.stores.consents.get(result.user, ix.clientId);
+      if (consent !== undefined && ix.scope.every((s) => consent.scopes.includes(s))) {
+        // Consent already stored for every requested scope: straight back to the client.
+        const taken = await ctx.stores.interactions.take(id);
+        if (taken === undefined) throw new PageError(400, 'This page has expired', 'This sign-in was already completed.');
+        return redirectWithCode(ctx, reply, { ...ix, user: result.user, authTime });
+      }
+      // A fresh CSRF token for the next form: the sign-in page's token is spent.
+      await ctx.stores.interactions.put(id, { ...ix, user: result.user, authTime, failed: false, csrf: randomToken() }, ttlMs);
+      return reply.code(303).header('location', `/auth/consent?interaction=${encodeURIComponent(id)}`).send();
+    });
+  };
+}

@@ -1,0 +1,32 @@
+// The one place that chooses the store adapters: Redis when REDIS_URL is set, memory otherwise.
+// The sign-in throttle uses the sidecar's BucketStore adapters on the same choice.
+import { Redis } from 'ioredis';
+import { MemoryBucketStore } from '../../../sidecar/stores/memory.ts';
+import { RedisBucketStore } from '../../../sidecar/stores/redis.ts';
+import type { BucketStore } from '../../../sidecar/stores/bucket-store.ts';
+import { createMemoryStores } from './memory.ts';
+import { createRedisStores } from './redis.ts';
+import type { AuthStores } from './types.ts';
+
+export interface CreatedStores {
+  readonly stores: AuthStores;
+  readonly buckets: BucketStore;
+}
+
+export async function createStores(redisUrl: string | undefined, now: () => number): Promise<CreatedStores> {
+  if (redisUrl === undefined) {
+    return { stores: createMemoryStores(now), buckets: new MemoryBucketStore({ now }) };
+  }
+  const redis = new Redis(redisUrl, {
+    // Fail a command within 1 s rather than hang a sign-in; the request then gets a 503.
+    commandTimeout: 1000,
+    maxRetriesPerRequest: 1,
+    enableOfflineQueue: false,
+    retryStrategy: (times) => Math.min(50 * times, 1000),
+    lazyConnect: true,
+  });
+  await redis.connect();
+  const buckets = new RedisBucketStore({ url: redisUrl, keyPrefix: 'portcullis:signin:', commandTimeoutMs: 200 });
+  await buckets.ready();
+  return { stores: createRedisStores(redis), buckets };
+}

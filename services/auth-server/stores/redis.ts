@@ -1,0 +1,207 @@
+// Redis adapters: state shared by several auth-server replicas. Each record lives in ONE key (so
+// the scripts work on Redis Cluster); single-use and rotation are Lua scripts, atomic on the
+// server. Replies are parsed with zod; a reply of the wrong shape is an error, never a cast.
+import type { Redis } from 'ioredis';
+import { z } from 'zod';
+import { luaScript, runScript } from './redis-script.ts';
+import {
+  codeRecordSchema,
+  consentSchema,
+  familySchema,
+  interactionSchema,
+  type AccessTokenRef,
+  type AuthStores,
+  type Consent,
+  type ConsumeResult,
+  type RotateResult,
+} from './types.ts';
+
+/**
+ * KEYS[1] the code's hash key; ARGV[1] how long to remember a used code (ms).
+ * Reply: {'unknown'} | {'ok', data} | {'replayed', issued ('' when not attached yet)}.
+ */
+const consumeCode = luaScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
+if redis.call('HGET', KEYS[1], 'used') == '1' then
+  redis.call('HSET', KEYS[1], 'replayed', '1')
+  return {'replayed', redis.call('HGET', KEYS[1], 'issued') or ''}
+end
+redis.call('HSET', KEYS[1], 'used', '1')
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return {'ok', redis.call('HGET', KEYS[1], 'data')}
+`);
+
+/** KEYS[1] the code's hash key; ARGV[1] the issued record (JSON). Reply: 1 when the code was replayed meanwhile. */
+const attachIssued = luaScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+redis.call('HSET', KEYS[1], 'issued', ARGV[1])
+if redis.call('HGET', KEYS[1], 'replayed') == '1' then return 1 end
+return 0
+`);
+
+/**
+ * KEYS[1] the family's hash key; ARGV[1] presented token hash, ARGV[2] new token hash,
+ * ARGV[3] now (ms), ARGV[4] new token lifetime (ms).
+ * Reply: {'ok', grant} | {'reused', grant, jtis} (family revoked) | {'invalid'}.
+ */
+const rotateRefresh = luaScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return {'invalid'} end
+local f = redis.call('HMGET', KEYS[1], 'grant', 'current', 'previous', 'revoked', 'exp', 'jtis')
+if f[4] == '1' then return {'invalid'} end
+if f[2] == ARGV[1] then
+  if tonumber(f[5]) <= tonumber(ARGV[3]) then return {'invalid'} end
+  local prev = f[3] or ''
+  if prev == '' then prev = ARGV[1] else prev = prev .. ' ' .. ARGV[1] end
+  redis.call('HSET', KEYS[1], 'current', ARGV[2], 'previous', prev, 'exp', ARGV[3] + ARGV[4])
+  redis.call('PEXPIRE', KEYS[1], ARGV[4])
+  return {'ok', f[1]}
+end
+if string.find(' ' .. (f[3] or '') .. ' ', ' ' .. ARGV[1] .. ' ', 1, true) then
+  redis.call('HSET', KEYS[1], 'revoked', '1')
+  return {'reused', f[1], f[6] or ''}
+end
+return {'invalid'}
+`);
+
+/** KEYS[1] the family's hash key; ARGV[1] `jti:expiresAtMs`. Appends to the family's access tokens. */
+const addJti = luaScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
+local j = redis.call('HGET', KEYS[1], 'jtis')
+if j and j ~= '' then j = j .. ' ' .. ARGV[1] else j = ARGV[1] end
+redis.call('HSET', KEYS[1], 'jtis', j)
+return 1
+`);
+
+/** KEYS[1] the family's hash key. Marks it revoked; reply: its access tokens ('' when none or no family). */
+const revokeFamily = luaScript(`
+if redis.call('EXISTS', KEYS[1]) == 0 then return '' end
+redis.call('HSET', KEYS[1], 'revoked', '1')
+return redis.call('HGET', KEYS[1], 'jtis') or ''
+`);
+
+const stringArray = z.array(z.string());
+const issuedSchema = z.object({ familyId: z.string().optional(), jti: z.string(), accessExpiresAt: z.number() });
+
+function parseJson<T>(schema: z.ZodType<T>, text: string): T {
+  return schema.parse(JSON.parse(text));
+}
+
+function parseJtis(text: string): AccessTokenRef[] {
+  if (text === '') return [];
+  return text.split(' ').flatMap((item) => {
+    const at = item.lastIndexOf(':');
+    const expiresAt = Number(item.slice(at + 1));
+    return at > 0 && Number.isFinite(expiresAt) ? [{ jti: item.slice(0, at), expiresAt }] : [];
+  });
+}
+
+export function createRedisStores(redis: Redis, prefix = 'portcullis:auth:'): AuthStores {
+  const k = {
+    interaction: (id: string) => `${prefix}ix:${id}`,
+    code: (hash: string) => `${prefix}code:${hash}`,
+    family: (id: string) => `${prefix}rtf:${id}`,
+    userClient: (user: string, clientId: string) => `${prefix}uc:${user}:${clientId}`,
+    jti: (jti: string) => `${prefix}jti:${jti}`,
+    consent: (user: string) => `${prefix}consent:${user}`,
+  };
+
+  return {
+    kind: 'redis',
+    interactions: {
+      async put(id, value, ttlMs) {
+        await redis.set(k.interaction(id), JSON.stringify(value), 'PX', ttlMs);
+      },
+      async get(id) {
+        const text = await redis.get(k.interaction(id));
+        return text === null ? undefined : parseJson(interactionSchema, text);
+      },
+      async take(id) {
+        const text = await redis.getdel(k.interaction(id));
+        return text === null ? undefined : parseJson(interactionSchema, text);
+      },
+      async delete(id) {
+        await redis.del(k.interaction(id));
+      },
+    },
+    codes: {
+      async put(codeHash, record, ttlMs) {
+        await redis.multi().hset(k.code(codeHash), 'data', JSON.stringify(record)).pexpire(k.code(codeHash), ttlMs).exec();
+      },
+      async consume(codeHash, retainMs): Promise<ConsumeResult> {
+        const reply = stringArray.parse(await runScript(redis, consumeCode, [k.code(codeHash)], [retainMs]));
+        if (reply[0] === 'ok') return { status: 'ok', record: parseJson(codeRecordSchema, reply[1] ?? '') };
+        if (reply[0] === 'replayed') {
+          return reply[1] ? { status: 'replayed', issued: parseJson(issuedSchema, reply[1]) } : { status: 'replayed' };
+        }
+        return { status: 'unknown' };
+      },
+      async attachIssued(codeHash, issued) {
+        const reply = z.number().parse(await runScript(redis, attachIssued, [k.code(codeHash)], [JSON.stringify(issued)]));
+        return reply === 1;
+      },
+    },
+    refresh: {
+      async create(familyId, tokenHash, grant, nowMs, ttlMs) {
+        await redis
+          .multi()
+          .hset(k.family(familyId), 'grant', JSON.stringify(grant), 'current', tokenHash, 'previous', '', 'exp', String(nowMs + ttlMs), 'jtis', '')
+          .pexpire(k.family(familyId), ttlMs)
+          .exec();
+        await redis.multi().sadd(k.userClient(grant.user, grant.clientId), familyId).pexpire(k.userClient(grant.user, grant.clientId), ttlMs).exec();
+      },
+      async rotate(familyId, tokenHash, newHash, nowMs, ttlMs): Promise<RotateResult> {
+        const reply = stringArray.parse(await runScript(redis, rotateRefresh, [k.family(familyId)], [tokenHash, newHash, nowMs, ttlMs]));
+        if (reply[0] === 'ok') return { status: 'ok', grant: parseJson(familySchema, reply[1] ?? '') };
+        if (reply[0] === 'reused') return { status: 'reused', grant: parseJson(familySchema, reply[1] ?? ''), jtis: parseJtis(reply[2] ?? '') };
+        return { status: 'invalid' };
+      },
+      async addAccessToken(familyId, ref) {
+        await runScript(redis, addJti, [k.family(familyId)], [`${ref.jti}:${ref.expiresAt}`]);
+      },
+      async revoke(familyId) {
+        return parseJtis(z.string().parse(await runScript(redis, revokeFamily, [k.family(familyId)], [])));
+      },
+      async inspect(familyId, tokenHash, nowMs) {
+        const [grant, current, previous, revoked, exp] = await redis.hmget(k.family(familyId), 'grant', 'current', 'previous', 'revoked', 'exp');
+        if (grant === null || grant === undefined || current === null) return undefined;
+        const isCurrent = current === tokenHash;
+        if (!isCurrent && !(previous ?? '').split(' ').includes(tokenHash)) return undefined;
+        const expiresAt = Number(exp);
+        return { grant: parseJson(familySchema, grant), current: isCurrent, active: isCurrent && revoked !== '1' && expiresAt > nowMs, expiresAt };
+      },
+      async familiesOf(user, clientId) {
+        return redis.smembers(k.userClient(user, clientId));
+      },
+    },
+    revoked: {
+      async revoke(jti, untilMs, nowMs) {
+        if (untilMs > nowMs) await redis.set(k.jti(jti), '1', 'PX', Math.ceil(untilMs - nowMs));
+      },
+      async isRevoked(jti) {
+        return (await redis.exists(k.jti(jti))) === 1;
+      },
+    },
+    consents: {
+      async get(user, clientId) {
+        const text = await redis.hget(k.consent(user), clientId);
+        return text === null ? undefined : parseJson(consentSchema, text);
+      },
+      async grant(user, clientId, scopes, nowMs) {
+        const text = await redis.hget(k.consent(user), clientId);
+        const before = text === null ? [] : parseJson(consentSchema, text).scopes;
+        const consent: Consent = { scopes: [...new Set([...before, ...scopes])].sort(), grantedAt: nowMs };
+        await redis.hset(k.consent(user), clientId, JSON.stringify(consent));
+      },
+      async list(user) {
+        const all = await redis.hgetall(k.consent(user));
+        return new Map(Object.entries(all).map(([clientId, text]) => [clientId, parseJson(consentSchema, text)]));
+      },
+      async revoke(user, clientId) {
+        await redis.hdel(k.consent(user), clientId);
+      },
+    },
+    async close() {
+      await redis.quit().catch(() => redis.disconnect());
+    },
+  };
+}
