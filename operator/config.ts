@@ -1,0 +1,134 @@
+// Operator settings: environment variables (what the chart sets, charts/portcullis/templates/
+// deployment.yaml) or the same names as flags (`--watch-namespaces a,b` = PORTCULLIS_WATCH_NAMESPACES;
+// `--port 8081` = PORT). Parsed once at start with zod; a bad value names its variable.
+import { hostname } from 'node:os';
+import { z } from 'zod';
+import type { ResourceSettings } from './resources/settings.ts';
+
+const boolish = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const ms = (def: number) => z.coerce.number().int().min(0).max(7 * 24 * 3600_000).default(def);
+const port = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
+const optionalString = z
+  .string()
+  .optional()
+  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+export const operatorConfigSchema = z
+  .object({
+    PORT: port(8081).describe('Port of /metrics, /healthz and /readyz'),
+    HOST: z.string().min(1).default('0.0.0.0'),
+    LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+    KUBECONFIG: optionalString.describe('kubeconfig file; unset: in-cluster service account, then ~/.kube/config'),
+    POD_NAME: optionalString.describe('Leader-election identity (downward API); unset: host name + pid'),
+    POD_NAMESPACE: optionalString,
+    PORTCULLIS_WATCH_NAMESPACES: z
+      .string()
+      .default('')
+      .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== ''))
+      .describe('Comma-separated namespaces to watch; empty: all'),
+    PORTCULLIS_LEADER_ELECTION: boolish.default(true),
+    PORTCULLIS_LEADER_ELECTION_NAMESPACE: optionalString.describe('Namespace of the Lease; default POD_NAMESPACE, then "default"'),
+    PORTCULLIS_LEASE_NAME: z.string().min(1).default('portcullis-operator'),
+    PORTCULLIS_LEASE_DURATION_MS: ms(15_000).describe('A standby takes over this long after the leader stopped renewing (ms)'),
+    PORTCULLIS_RENEW_DEADLINE_MS: ms(10_000).describe('The leader gives up when it could not renew for this long (ms)'),
+    PORTCULLIS_RETRY_PERIOD_MS: ms(2_000).describe('Pause between lease attempts (ms)'),
+    PORTCULLIS_RESYNC_INTERVAL_MS: ms(10 * 60_000).describe('Every object is reconciled at least this often (ms; 0 = only on change)'),
+    PORTCULLIS_RELIST_INTERVAL_MS: ms(30 * 60_000).describe('Informers relist at least this often (ms)'),
+    PORTCULLIS_WORKERS: z.coerce.number().int().min(1).max(64).default(4).describe('Concurrent reconciles per controller'),
+    PORTCULLIS_SIDECAR_IMAGE: z.string().min(1).default('portcullis/sidecar:latest'),
+    PORTCULLIS_AUTH_SERVER_IMAGE: z.string().min(1).default('portcullis/auth-server:latest'),
+    PORTCULLIS_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
+    PORTCULLIS_DEFAULT_REDIS_URL: optionalString
+      .refine((v) => v === undefined || /^rediss?:\/\/\S+$/.test(v), 'a redis:// or rediss:// URL')
+      .describe('Redis of RateLimitRoutes that name none (and of the auth server); unset: in memory'),
+    PORTCULLIS_ISSUER_URL: z.string().min(1).default('http://portcullis-auth-server.{namespace}.svc').describe('{namespace} is replaced'),
+    PORTCULLIS_USERS_SECRET: z.string().min(1).default('portcullis-auth-users'),
+    PORTCULLIS_USERS_SECRET_KEY: z.string().min(1).default('users.json'),
+    PORTCULLIS_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(300),
+    PORTCULLIS_SIGNING_KEY_ROTATION_HOURS: z.coerce.number().min(0).max(24 * 365).default(720).describe('0: never rotate on a timer'),
+    PORTCULLIS_SIDECAR_PORT: port(8080),
+    PORTCULLIS_SIDECAR_ADMIN_PORT: port(9090),
+    PORTCULLIS_SERVICE_PORT: port(80),
+    PORTCULLIS_AUTH_SERVER_PORT: port(9000),
+    PORTCULLIS_AUTH_SERVER_REPLICAS: z.coerce.number().int().min(1).max(20).default(2).describe('With Redis; without, always 1'),
+    PORTCULLIS_SHUTDOWN_GRACE_MS: ms(20_000).describe('Longest wait for reconciles in flight on SIGTERM (ms)'),
+  })
+  .refine((c) => c.PORTCULLIS_RENEW_DEADLINE_MS < c.PORTCULLIS_LEASE_DURATION_MS, {
+    message: 'PORTCULLIS_RENEW_DEADLINE_MS must be shorter than PORTCULLIS_LEASE_DURATION_MS',
+    path: ['PORTCULLIS_RENEW_DEADLINE_MS'],
+  });
+
+export type OperatorConfig = z.infer<typeof operatorConfigSchema>;
+
+const UNPREFIXED = new Set(['PORT', 'HOST', 'LOG_LEVEL', 'KUBECONFIG', 'POD_NAME', 'POD_NAMESPACE']);
+const KEYS = new Set(Object.keys(operatorConfigSchema.shape));
+
+/** `--watch-namespaces` -> PORTCULLIS_WATCH_NAMESPACES, `--port` -> PORT. */
+export function flagToEnvName(flag: string): string {
+  const upper = flag.replace(/^--/, '').toUpperCase().replaceAll('-', '_');
+  return UNPREFIXED.has(upper) ? upper : `PORTCULLIS_${upper}`;
+}
+
+/** Flags as env entries; throws on an unknown flag or one without a value. */
+export function parseFlags(argv: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (!arg.startsWith('--')) throw new Error(`unexpected argument "${arg}" (flags are --name value or --name=value)`);
+    const eq = arg.indexOf('=');
+    const flag = eq < 0 ? arg : arg.slice(0, eq);
+    const name = flagToEnvName(flag);
+    if (!KEYS.has(name)) throw new Error(`unknown flag ${flag}`);
+    let value: string | undefined;
+    if (eq >= 0) value = arg.slice(eq + 1);
+    else {
+      value = argv[i + 1];
+      i++;
+    }
+    if (value === undefined) throw new Error(`flag ${flag} needs a value`);
+    out[name] = value;
+  }
+  return out;
+}
+
+/** Env overlaid with flags (flags win), parsed; throws an Error naming each invalid setting. */
+export function loadOperatorConfig(env: Record<string, string | undefined>, argv: readonly string[] = []): OperatorConfig {
+  const input: Record<string, string | undefined> = {};
+  for (const key of KEYS) if (env[key] !== undefined) input[key] = env[key];
+  Object.assign(input, parseFlags(argv));
+  const result = operatorConfigSchema.safeParse(input);
+  if (!result.success) {
+    const detail = result.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');
+    throw new Error(`invalid operator configuration: ${detail}`);
+  }
+  return result.data;
+}
+
+export function leaderIdentity(config: OperatorConfig): string {
+  return config.POD_NAME ?? `${hostname()}-${process.pid}`;
+}
+
+export function leaseNamespace(config: OperatorConfig): string {
+  return config.PORTCULLIS_LEADER_ELECTION_NAMESPACE ?? config.POD_NAMESPACE ?? 'default';
+}
+
+export function resourceSettings(config: OperatorConfig): ResourceSettings {
+  return {
+    sidecarImage: config.PORTCULLIS_SIDECAR_IMAGE,
+    authServerImage: config.PORTCULLIS_AUTH_SERVER_IMAGE,
+    imagePullPolicy: config.PORTCULLIS_IMAGE_PULL_POLICY,
+    sidecarPort: config.PORTCULLIS_SIDECAR_PORT,
+    sidecarAdminPort: config.PORTCULLIS_SIDECAR_ADMIN_PORT,
+    servicePort: config.PORTCULLIS_SERVICE_PORT,
+    defaultRedisUrl: config.PORTCULLIS_DEFAULT_REDIS_URL,
+    authServerPort: config.PORTCULLIS_AUTH_SERVER_PORT,
+    authServerReplicas: config.PORTCULLIS_AUTH_SERVER_REPLICAS,
+    issuerUrl: config.PORTCULLIS_ISSUER_URL,
+    usersSecretName: config.PORTCULLIS_USERS_SECRET,
+    usersSecretKey: config.PORTCULLIS_USERS_SECRET_KEY,
+    accessTokenTtlSeconds: config.PORTCULLIS_ACCESS_TOKEN_TTL_SECONDS,
+    signingKeyRotationMs: Math.round(config.PORTCULLIS_SIGNING_KEY_ROTATION_HOURS * 3600_000),
+  };
+}

@@ -1,0 +1,41 @@
+// The Ready condition: reasons as constants (controllers and tests agree on them) and the
+// Kubernetes rule that lastTransitionTime changes only when the status does.
+import { CONDITION_READY, type Condition } from '../api/index.ts';
+
+export const Reasons = {
+  /** Route: every child applied and all pods ready. */
+  Ready: 'Ready',
+  /** Route: children applied, the Deployment is still rolling out or pods are not ready. */
+  Progressing: 'Progressing',
+  /** The spec passed the CRD but not the operator's own checks (message says which field). */
+  InvalidSpec: 'InvalidSpec',
+  /** The API server refused a child (message carries its answer: RBAC, quota, admission). */
+  ApplyFailed: 'ApplyFailed',
+  /** OAuthClient: its Secret exists and the client registry lists it. */
+  Registered: 'Registered',
+  /** OAuthClient: the Secret exists; the registry does not list the client yet. */
+  Registering: 'Registering',
+  /** OAuthClient: a Secret of that name exists and belongs to something else. */
+  SecretConflict: 'SecretConflict',
+} as const;
+export type Reason = (typeof Reasons)[keyof typeof Reasons];
+
+export interface ReadyState {
+  status: 'True' | 'False' | 'Unknown';
+  reason: Reason;
+  message: string;
+}
+
+/** The Ready condition for the new state, keeping lastTransitionTime when the status is unchanged. */
+export function readyCondition(previous: readonly Condition[] | undefined, next: ReadyState, generation: number | undefined, nowMs: number): Condition {
+  const old = previous?.find((c) => c.type === CONDITION_READY);
+  const lastTransitionTime = old !== undefined && old.status === next.status ? old.lastTransitionTime : new Date(nowMs).toISOString().replace(/\.\d+Z$/, 'Z');
+  return {
+    type: CONDITION_READY,
+    status: next.status,
+    ...(generation === undefined ? {} : { observedGeneration: generation }),
+    lastTransitionTime,
+    reason: next.reason,
+    message: next.message,
+  };
+}

@@ -1,0 +1,125 @@
+// RateLimitRoute reconciler: get -> (gone: done; children go with their owner) -> validate ->
+// pure desired children -> apply those that differ -> status from what was observed.
+import type { Logger } from 'pino';
+import { rateLimitRouteSchema, type RateLimitRoute } from '../api/index.ts';
+import { routeConfigMap } from '../resources/route-config-map.ts';
+import { routeDeployment } from '../resources/route-deployment.ts';
+import { routeServiceName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route-names.ts';
+import { routeService } from '../resources/route-service.ts';
+import type { ResourceSettings } from '../resources/settings.ts';
+import type { Applier } from '../runtime/applier.ts';
+import type { Clock } from '../runtime/clock.ts';
+import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
+import { InvalidSpecError, KubeApiError } from '../runtime/errors.ts';
+import type { EventRecorder } from '../runtime/events.ts';
+import type { Informer } from '../runtime/informer.ts';
+import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
+import { Reasons, readyCondition, type ReadyState } from './conditions.ts';
+import { deploymentReadiness } from './deployment-readiness.ts';
+import { describeIssues } from './spec-issues.ts';
+
+export interface RateLimitRouteCaches {
+  routes: Informer;
+  deployments: Informer;
+  services: Informer;
+  configMaps: Informer;
+}
+
+export interface RateLimitRouteReconcilerDeps {
+  applier: Applier;
+  caches: RateLimitRouteCaches;
+  settings: ResourceSettings;
+  clock: Clock;
+  events: EventRecorder;
+  log: Logger;
+}
+
+export class RateLimitRouteReconciler implements Reconciler {
+  readonly name = 'ratelimitroute';
+  readonly #d: RateLimitRouteReconcilerDeps;
+
+  constructor(deps: RateLimitRouteReconcilerDeps) {
+    this.#d = deps;
+  }
+
+  async reconcile(key: string): Promise<ReconcileResult> {
+    const { namespace, name } = splitKey(key);
+    const raw = this.#d.caches.routes.get(namespace, name);
+    if (raw === undefined || raw.metadata.deletionTimestamp !== undefined) return {};
+
+    const parsed = rateLimitRouteSchema.safeParse(raw);
+    if (!parsed.success) {
+      await this.#invalid(raw, `spec is invalid: ${describeIssues(parsed.error)}; fix the RateLimitRoute`);
+      return {};
+    }
+    const route = parsed.data;
+    const nameProblem = serviceNameProblem(name);
+    if (nameProblem !== undefined) {
+      await this.#invalid(raw, nameProblem);
+      return {};
+    }
+
+    let children: Array<[KubeObject, Informer]>;
+    try {
+      const configMap = routeConfigMap(route, this.#d.settings);
+      const configText = (configMap['data'] as Record<string, string>)[SIDECAR_CONFIG_KEY] ?? '';
+      children = [
+        [configMap, this.#d.caches.configMaps], // first: new pods must find the new config
+        [routeDeployment(route, this.#d.settings, configText), this.#d.caches.deployments],
+        [routeService(route, this.#d.settings), this.#d.caches.services],
+      ];
+    } catch (err) {
+      if (err instanceof InvalidSpecError) {
+        await this.#invalid(raw, err.message);
+        return {};
+      }
+      throw err;
+    }
+
+    const changed: string[] = [];
+    let deployment: KubeObject | undefined;
+    try {
+      for (const [desired, cache] of children) {
+        const outcome = await this.#d.applier.apply(desired, cache);
+        if (outcome.changed) changed.push(`${desired.kind} ${desired.metadata.name}`);
+        if (desired.kind === 'Deployment') deployment = outcome.object;
+      }
+    } catch (err) {
+      if (err instanceof KubeApiError) {
+        const message = `could not apply the route's children: ${err.message}; check the operator's RBAC and admission policies`;
+        this.#d.events.event(raw, 'Warning', Reasons.ApplyFailed, message);
+        await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.ApplyFailed, message }, undefined).catch(() => undefined);
+      }
+      throw err;
+    }
+    if (changed.length > 0) {
+      this.#d.log.info({ route: key, changed }, 'applied children');
+      this.#d.events.event(raw, 'Normal', 'Applied', `applied ${changed.join(', ')}`);
+    }
+
+    const readiness = deploymentReadiness(deployment, route.spec.target.replicas);
+    const state: ReadyState = readiness.ready
+      ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${routeServiceName(name)} forwards port ${this.#d.settings.servicePort} to the sidecars` }
+      : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
+    await this.#writeStatus(raw, route, state, readiness.readyReplicas);
+    return {};
+  }
+
+  async #invalid(raw: KubeObject, message: string): Promise<void> {
+    this.#d.events.event(raw, 'Warning', Reasons.InvalidSpec, message);
+    await this.#writeStatus(raw, undefined, { status: 'False', reason: Reasons.InvalidSpec, message }, undefined);
+  }
+
+  async #writeStatus(raw: KubeObject, route: RateLimitRoute | undefined, state: ReadyState, readyReplicas: number | undefined): Promise<void> {
+    const previous = asRecord(raw['status']);
+    const conditions = Array.isArray(previous?.['conditions']) ? (previous['conditions'] as Parameters<typeof readyCondition>[0]) : undefined;
+    const generation = raw.metadata.generation;
+    const status: Record<string, unknown> = {
+      ...(generation === undefined ? {} : { observedGeneration: generation }),
+      conditions: [readyCondition(conditions, state, generation, this.#d.clock.now())],
+    };
+    if (readyReplicas !== undefined) status['readyReplicas'] = readyReplicas;
+    if (route !== undefined) status['service'] = routeServiceName(route.metadata.name);
+    await this.#d.applier.applyStatus(raw, status);
+  }
+}

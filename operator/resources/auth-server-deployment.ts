@@ -1,0 +1,122 @@
+// The per-namespace auth server: Deployment reading three mounted Secrets (client registry,
+// users, signing keys) by the file paths of its config (services/auth-server/config.ts). The
+// auth server re-reads those files when they change, so a new OAuthClient needs no restart.
+import type { KubeObject } from '../runtime/kube-object.ts';
+import {
+  AUTH_CONFIG_ROOT,
+  AUTH_SERVER_ENTRY,
+  AUTH_SERVER_NAME,
+  CLIENT_REGISTRY_KEY,
+  CLIENT_REGISTRY_SECRET,
+  SIGNING_KEYS_KEY,
+  SIGNING_KEYS_SECRET,
+} from './auth-server-names.ts';
+import { baseLabels, containerSecurityContext, type Owner, ownerRef, podSecurityContext } from './metadata.ts';
+import type { ResourceSettings } from './settings.ts';
+
+export const AUTH_SERVER_CONTAINER = 'auth-server';
+
+export function authServerSelectorLabels(): Record<string, string> {
+  return { 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/instance': AUTH_SERVER_NAME };
+}
+
+export function issuerFor(namespace: string, settings: Pick<ResourceSettings, 'issuerUrl'>): string {
+  return settings.issuerUrl.replaceAll('{namespace}', namespace);
+}
+
+/** Where each mounted file lands in the container (the auth server's AUTH_*_FILE settings). */
+export const authServerFiles = {
+  clients: `${AUTH_CONFIG_ROOT}/clients/${CLIENT_REGISTRY_KEY}`,
+  users: `${AUTH_CONFIG_ROOT}/users/users.json`,
+  keys: `${AUTH_CONFIG_ROOT}/keys/${SIGNING_KEYS_KEY}`,
+} as const;
+
+export function authServerDeployment(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
+  const labels = baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server');
+  const env: Array<{ name: string; value: string }> = [
+    { name: 'NODE_ENV', value: 'production' },
+    { name: 'PORT', value: String(settings.authServerPort) },
+    { name: 'AUTH_ISSUER', value: issuerFor(namespace, settings) },
+    { name: 'AUTH_CLIENTS_FILE', value: authServerFiles.clients },
+    { name: 'AUTH_USERS_FILE', value: authServerFiles.users },
+    { name: 'AUTH_KEYS_FILE', value: authServerFiles.keys },
+    { name: 'AUTH_ACCESS_TOKEN_TTL_SECONDS', value: String(settings.accessTokenTtlSeconds) },
+  ];
+  if (settings.defaultRedisUrl !== undefined) env.push({ name: 'REDIS_URL', value: settings.defaultRedisUrl });
+  // Without Redis, codes and sessions live in one process's memory: one replica only.
+  const replicas = settings.defaultRedisUrl === undefined ? 1 : settings.authServerReplicas;
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: AUTH_SERVER_NAME,
+      namespace,
+      labels,
+      ownerReferences: [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef),
+    },
+    spec: {
+      replicas,
+      selector: { matchLabels: authServerSelectorLabels() },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      revisionHistoryLimit: 5,
+      template: {
+        metadata: { labels },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          terminationGracePeriodSeconds: 30,
+          securityContext: podSecurityContext,
+          containers: [
+            {
+              name: AUTH_SERVER_CONTAINER,
+              image: settings.authServerImage,
+              imagePullPolicy: settings.imagePullPolicy,
+              command: ['node', AUTH_SERVER_ENTRY],
+              env,
+              ports: [{ name: 'http', containerPort: settings.authServerPort, protocol: 'TCP' }],
+              readinessProbe: {
+                httpGet: { path: '/.well-known/oauth-authorization-server', port: 'http', scheme: 'HTTP' },
+                periodSeconds: 5,
+                timeoutSeconds: 2,
+                failureThreshold: 3,
+              },
+              livenessProbe: { tcpSocket: { port: 'http' }, periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
+              resources: { requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '384Mi' } },
+              securityContext: containerSecurityContext,
+              volumeMounts: [
+                { name: 'clients', mountPath: `${AUTH_CONFIG_ROOT}/clients`, readOnly: true },
+                { name: 'users', mountPath: `${AUTH_CONFIG_ROOT}/users`, readOnly: true },
+                { name: 'keys', mountPath: `${AUTH_CONFIG_ROOT}/keys`, readOnly: true },
+                { name: 'tmp', mountPath: '/tmp' },
+              ],
+            },
+          ],
+          volumes: [
+            { name: 'clients', secret: { secretName: CLIENT_REGISTRY_SECRET, items: [{ key: CLIENT_REGISTRY_KEY, path: CLIENT_REGISTRY_KEY }] } },
+            { name: 'users', secret: { secretName: settings.usersSecretName, items: [{ key: settings.usersSecretKey, path: 'users.json' }] } },
+            { name: 'keys', secret: { secretName: SIGNING_KEYS_SECRET, items: [{ key: SIGNING_KEYS_KEY, path: SIGNING_KEYS_KEY }] } },
+            { name: 'tmp', emptyDir: { sizeLimit: '16Mi' } },
+          ],
+        },
+      },
+    },
+  };
+}
+
+export function authServerService(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: {
+      name: AUTH_SERVER_NAME,
+      namespace,
+      labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server'),
+      ownerReferences: [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef),
+    },
+    spec: {
+      type: 'ClusterIP',
+      selector: authServerSelectorLabels(),
+      ports: [{ name: 'http', port: settings.servicePort, targetPort: 'http', protocol: 'TCP' }],
+    },
+  };
+}

@@ -1,0 +1,14 @@
+// Names of the per-namespace auth-server objects and of an OAuthClient's Secret.
+
+export const AUTH_SERVER_NAME = 'portcullis-auth-server';
+export const CLIENT_REGISTRY_SECRET = 'portcullis-auth-clients';
+export const CLIENT_REGISTRY_KEY = 'clients.json';
+export const SIGNING_KEYS_SECRET = 'portcullis-auth-signing-keys';
+export const SIGNING_KEYS_KEY = 'keys.json';
+export const AUTH_CONFIG_ROOT = '/etc/portcullis/auth';
+export const AUTH_SERVER_ENTRY = 'services/auth-server/main.ts';
+
+/** The DESIGN.md example: demo-app -> demo-app-oauth-client. */
+export function oauthClientSecretName(client: string): string {
+  return `${client}-oauth-client`;
+}

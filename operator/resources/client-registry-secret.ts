@@ -1,0 +1,62 @@
+// Every OAuthClient of a namespace -> the auth server's client registry (clients.json, schema
+// clientRegistrySchema of services/auth-server/config.ts): ids, secret HASHES (never secrets),
+// redirect URIs, scopes. Sorted by client_id so that the same clients render the same bytes.
+import type { OAuthClient } from '../api/index.ts';
+import { clientRegistrySchema, hashClientSecret, type ClientRegistry } from '../../services/auth-server/config.ts';
+import type { KubeObject } from '../runtime/kube-object.ts';
+import { AUTH_SERVER_NAME, CLIENT_REGISTRY_KEY, CLIENT_REGISTRY_SECRET } from './auth-server-names.ts';
+import { base64, baseLabels, fromBase64, ownerRef } from './metadata.ts';
+import type { ClientCredentials } from './oauth-client-secret.ts';
+
+export interface RegisteredOAuthClient {
+  client: OAuthClient;
+  credentials: ClientCredentials;
+}
+
+export function clientRegistry(entries: readonly RegisteredOAuthClient[]): ClientRegistry {
+  const clients = [...entries]
+    .sort((a, b) => (a.credentials.clientId < b.credentials.clientId ? -1 : a.credentials.clientId > b.credentials.clientId ? 1 : 0))
+    .map(({ client, credentials }) => ({
+      client_id: credentials.clientId,
+      client_secret_hash: hashClientSecret(credentials.clientSecret),
+      display_name: client.spec.displayName,
+      redirect_uris: [...client.spec.redirectUris],
+      scopes: [...client.spec.scopes],
+      grant_types: [...client.spec.grantTypes],
+      token_endpoint_auth_method: client.spec.tokenEndpointAuthMethod,
+    }));
+  // The auth server's own schema: the operator never writes a registry the server would refuse.
+  return clientRegistrySchema.parse({ clients });
+}
+
+export function clientRegistrySecret(namespace: string, entries: readonly RegisteredOAuthClient[]): KubeObject {
+  const owners = [...entries].sort((a, b) => (a.client.metadata.name < b.client.metadata.name ? -1 : 1)).map((e) => ownerRef(e.client));
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: {
+      name: CLIENT_REGISTRY_SECRET,
+      namespace,
+      labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'client-registry'),
+      ownerReferences: owners,
+    },
+    type: 'Opaque',
+    data: { [CLIENT_REGISTRY_KEY]: base64(`${JSON.stringify(clientRegistry(entries), null, 2)}\n`) },
+  };
+}
+
+/** The client ids a registry Secret lists (for status: "is this client registered yet?"). */
+export function registeredClientIds(secret: KubeObject | undefined): Map<string, string> {
+  const ids = new Map<string, string>();
+  const data = secret?.['data'];
+  if (typeof data !== 'object' || data === null) return ids;
+  const text = fromBase64((data as Record<string, unknown>)[CLIENT_REGISTRY_KEY]);
+  if (text === undefined) return ids;
+  try {
+    const parsed = clientRegistrySchema.safeParse(JSON.parse(text));
+    if (parsed.success) for (const c of parsed.data.clients) ids.set(c.client_id, c.client_secret_hash ?? '');
+  } catch {
+    // not JSON: nothing registered
+  }
+  return ids;
+}

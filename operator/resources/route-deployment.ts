@@ -1,0 +1,122 @@
+// RateLimitRoute -> Deployment: the target container and the sidecar in one pod. A spec change
+// reaches running pods by a rolling restart: the pod template carries a hash of the sidecar
+// config, so a new config is a new template (maxUnavailable 0: capacity never drops; the
+// sidecar's preStop pause lets endpoints drop the old pod before it stops accepting).
+import type { RateLimitRoute } from '../api/index.ts';
+import { contentHash } from '../runtime/compare.ts';
+import type { KubeObject } from '../runtime/kube-object.ts';
+import {
+  baseLabels,
+  CONFIG_HASH_ANNOTATION,
+  containerSecurityContext,
+  controllerRef,
+  podSecurityContext,
+  ROUTE_LABEL,
+} from './metadata.ts';
+import {
+  routeConfigMapName,
+  routeDeploymentName,
+  SIDECAR_CONFIG_DIR,
+  SIDECAR_CONFIG_KEY,
+  SIDECAR_CONTAINER,
+  TARGET_CONTAINER,
+} from './route-names.ts';
+import { sidecarPorts } from './route-ports.ts';
+import type { ResourceSettings } from './settings.ts';
+
+export const SIDECAR_ENTRY = 'sidecar/main.ts';
+
+/** The API server returns every quantity as a string; render them so, or each compare would differ. */
+function quantitiesAsStrings(resources: NonNullable<RateLimitRoute['spec']['target']['resources']>): Record<string, Record<string, string>> {
+  const out: Record<string, Record<string, string>> = {};
+  for (const [group, list] of Object.entries(resources)) {
+    if (list !== undefined) out[group] = Object.fromEntries(Object.entries(list).map(([k, v]) => [k, String(v)]));
+  }
+  return out;
+}
+
+export function routeSelectorLabels(route: string): Record<string, string> {
+  return { 'app.kubernetes.io/name': 'portcullis-gateway', 'app.kubernetes.io/instance': route };
+}
+
+export function routeDeployment(route: RateLimitRoute, settings: ResourceSettings, sidecarConfigText: string): KubeObject {
+  const name = route.metadata.name;
+  const { target } = route.spec;
+  const ports = sidecarPorts(target.port, settings);
+  const labels = { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name };
+
+  const targetContainer: Record<string, unknown> = {
+    name: TARGET_CONTAINER,
+    image: target.image,
+    ...(target.command === undefined ? {} : { command: target.command }),
+    ...(target.args === undefined ? {} : { args: target.args }),
+    ...(target.env === undefined || target.env.length === 0 ? {} : { env: target.env }),
+    ports: [{ name: 'target', containerPort: target.port, protocol: 'TCP' }],
+    readinessProbe: {
+      httpGet: { path: target.readinessPath, port: target.port, scheme: 'HTTP' },
+      periodSeconds: 5,
+      timeoutSeconds: 2,
+      failureThreshold: 3,
+    },
+    ...(target.resources === undefined ? {} : { resources: quantitiesAsStrings(target.resources) }),
+    securityContext: containerSecurityContext,
+    volumeMounts: [{ name: 'target-tmp', mountPath: '/tmp' }],
+  };
+
+  const sidecarContainer = {
+    name: SIDECAR_CONTAINER,
+    image: settings.sidecarImage,
+    imagePullPolicy: settings.imagePullPolicy,
+    command: ['node', SIDECAR_ENTRY],
+    args: ['--config', `${SIDECAR_CONFIG_DIR}/${SIDECAR_CONFIG_KEY}`],
+    env: [{ name: 'NODE_ENV', value: 'production' }],
+    ports: [
+      { name: 'http', containerPort: ports.proxy, protocol: 'TCP' },
+      { name: 'admin', containerPort: ports.admin, protocol: 'TCP' },
+    ],
+    readinessProbe: { httpGet: { path: '/readyz', port: 'admin', scheme: 'HTTP' }, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 3 },
+    livenessProbe: { httpGet: { path: '/healthz', port: 'admin', scheme: 'HTTP' }, periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
+    resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+    securityContext: containerSecurityContext,
+    lifecycle: { preStop: { sleep: { seconds: 5 } } },
+    volumeMounts: [
+      { name: 'sidecar-config', mountPath: SIDECAR_CONFIG_DIR, readOnly: true },
+      { name: 'sidecar-tmp', mountPath: '/tmp' },
+    ],
+  };
+
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: routeDeploymentName(name),
+      namespace: route.metadata.namespace,
+      labels,
+      ownerReferences: [controllerRef(route)],
+    },
+    spec: {
+      replicas: target.replicas,
+      selector: { matchLabels: routeSelectorLabels(name) },
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
+      revisionHistoryLimit: 5,
+      template: {
+        metadata: {
+          labels,
+          annotations: { [CONFIG_HASH_ANNOTATION]: contentHash(sidecarConfigText) },
+        },
+        spec: {
+          automountServiceAccountToken: false,
+          enableServiceLinks: false,
+          terminationGracePeriodSeconds: 30,
+          securityContext: podSecurityContext,
+          containers: [targetContainer, sidecarContainer],
+          volumes: [
+            { name: 'sidecar-config', configMap: { name: routeConfigMapName(name), items: [{ key: SIDECAR_CONFIG_KEY, path: SIDECAR_CONFIG_KEY }] } },
+            { name: 'sidecar-tmp', emptyDir: { sizeLimit: '16Mi' } },
+            { name: 'target-tmp', emptyDir: { sizeLimit: '64Mi' } },
+          ],
+        },
+      },
+    },
+  };
+}

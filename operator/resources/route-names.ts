@@ -1,0 +1,26 @@
+// Names of a RateLimitRoute's children.
+
+/** Deployment and Service share the route's name (the Service name is the route id). */
+export function routeDeploymentName(route: string): string {
+  return route;
+}
+
+export function routeServiceName(route: string): string {
+  return route;
+}
+
+export function routeConfigMapName(route: string): string {
+  return `${route}-sidecar`;
+}
+
+export const SIDECAR_CONFIG_KEY = 'config.yaml';
+export const SIDECAR_CONFIG_DIR = '/etc/portcullis/sidecar';
+export const SIDECAR_CONTAINER = 'sidecar';
+export const TARGET_CONTAINER = 'target';
+
+/** A Service name must be a DNS-1035 label: at most 63 characters, no dots, starts with a letter. */
+export function serviceNameProblem(name: string): string | undefined {
+  return /^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name)
+    ? undefined
+    : `the route name "${name}" is used as its Service name, which must be a DNS-1035 label (at most 63 characters of a-z, 0-9 and -, starting with a letter); rename the RateLimitRoute`;
+}

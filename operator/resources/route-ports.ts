@@ -1,0 +1,21 @@
+// The sidecar shares the pod's network namespace with the target: its ports must differ from the
+// target's. Preferred ports come from the settings; a collision moves the sidecar's port up.
+import type { ResourceSettings } from './settings.ts';
+
+export interface SidecarPorts {
+  proxy: number;
+  admin: number;
+}
+
+export function sidecarPorts(targetPort: number, settings: Pick<ResourceSettings, 'sidecarPort' | 'sidecarAdminPort'>): SidecarPorts {
+  const taken = new Set([targetPort]);
+  const pick = (preferred: number): number => {
+    let p = preferred;
+    while (taken.has(p)) p = p >= 65535 ? 1024 : p + 1;
+    taken.add(p);
+    return p;
+  };
+  const proxy = pick(settings.sidecarPort);
+  const admin = pick(settings.sidecarAdminPort);
+  return { proxy, admin };
+}

@@ -1,0 +1,44 @@
+// What the resource builders need from the operator's settings (operator/config.ts): images,
+// ports and defaults. Pure data, so that every builder stays a pure function of (CR, settings).
+
+export interface ResourceSettings {
+  sidecarImage: string;
+  authServerImage: string;
+  imagePullPolicy: 'Always' | 'IfNotPresent' | 'Never';
+  /** Port the sidecar proxy listens on inside the pod (moved up by one while it collides with the target's). */
+  sidecarPort: number;
+  /** Port of the sidecar's /healthz, /readyz, /metrics. */
+  sidecarAdminPort: number;
+  /** Port of the Services in front of the sidecars and the auth server. */
+  servicePort: number;
+  /** Used when a RateLimitRoute names no Redis; undefined: buckets in each sidecar's memory. */
+  defaultRedisUrl: string | undefined;
+  authServerPort: number;
+  authServerReplicas: number;
+  /** Issuer URL of the auth server; `{namespace}` is replaced by the namespace it runs in. */
+  issuerUrl: string;
+  /** Secret (in each namespace with OAuthClients) holding the users file. */
+  usersSecretName: string;
+  usersSecretKey: string;
+  /** Access-token lifetime, s: the auth server's setting and how long a retired signing key stays published. */
+  accessTokenTtlSeconds: number;
+  /** A new signing key after this long, ms (0 = never rotate on a timer). */
+  signingKeyRotationMs: number;
+}
+
+export const defaultResourceSettings: ResourceSettings = {
+  sidecarImage: 'ghcr.io/portcullis/sidecar:latest',
+  authServerImage: 'ghcr.io/portcullis/auth-server:latest',
+  imagePullPolicy: 'IfNotPresent',
+  sidecarPort: 8080,
+  sidecarAdminPort: 9090,
+  servicePort: 80,
+  defaultRedisUrl: undefined,
+  authServerPort: 9000,
+  authServerReplicas: 1,
+  issuerUrl: 'http://portcullis-auth-server.{namespace}.svc',
+  usersSecretName: 'portcullis-auth-users',
+  usersSecretKey: 'users.json',
+  accessTokenTtlSeconds: 300,
+  signingKeyRotationMs: 30 * 24 * 3600_000,
+};
