@@ -1,0 +1,89 @@
+// Issue 2 test 2: the specification's "Normal" limits (20/s, burst 100, 3 per request). A burst
+// admits exactly 33 (100 tokens, 3 each); the 34th is 429 with a correct Retry-After; after a
+// wait the refill matches the exact model (checked against the state and time Redis used).
+import { Redis } from 'ioredis';
+import { Pool } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { takeUs, type BucketRule } from '../../sidecar/bucket.ts';
+import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { sleep, startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+
+const rule: BucketRule = { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 };
+
+describe('Normal limits 20/100/3', () => {
+  let redis: RedisServer;
+  let admin: Redis;
+  let user: Awaited<ReturnType<typeof startUserService>>;
+  let sidecar: RunningSidecar;
+  let pool: Pool;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    admin = new Redis(redis.url);
+    user = await startUserService();
+    sidecar = await startSidecar({
+      upstream: { url: user.url },
+      route: { id: 'all' },
+      limiter: { ...rule },
+      redis: { url: redis.url, commandTimeoutMs: 2000 },
+    });
+    pool = new Pool(sidecar.url, { connections: 40 });
+  });
+  afterAll(async () => {
+    await pool?.close();
+    await sidecar?.program.stop();
+    await user?.program.stop();
+    admin?.disconnect();
+    await redis?.stop();
+  });
+
+  const get = async (userId: string) => {
+    const res = await pool.request({ method: 'GET', path: '/healthcheck/ready', headers: { 'user-id': userId } });
+    const body = await res.body.text();
+    return { status: res.statusCode, headers: res.headers, body };
+  };
+
+  it('a burst admits exactly 33; the others are 429 with Retry-After; the refill then matches the model', async () => {
+    // Open the 40 connections first (on another user's bucket) so the burst itself is fast.
+    await Promise.all(Array.from({ length: 40 }, (_, i) => get(`warm-${i}`)));
+
+    const key = 'normal-burst';
+    const results = await Promise.all(Array.from({ length: 40 }, () => get(key)));
+    const ok = results.filter((r) => r.status === 200);
+    const limited = results.filter((r) => r.status === 429);
+    expect(ok.length + limited.length).toBe(40);
+    expect(ok).toHaveLength(33);
+    for (const r of ok) expect(r.body).toBe('OK');
+    for (const r of limited) {
+      expect(r.headers['content-type']).toBe('application/problem+json');
+      const problem = JSON.parse(r.body) as { status: number; retryAfterMs: number };
+      expect(problem.status).toBe(429);
+      // At most 1 token left and 3 needed at 20 tokens/s: at most 100 ms; Retry-After rounds up.
+      expect(problem.retryAfterMs).toBeGreaterThan(0);
+      expect(problem.retryAfterMs).toBeLessThanOrEqual(100);
+      expect(r.headers['retry-after']).toBe('1');
+      expect(r.headers['ratelimit-limit']).toBe('100');
+      expect(['1', '2']).toContain(r.headers['ratelimit-remaining']); // 1 token + what the burst's span refilled
+    }
+
+    // Waiting the advertised time is enough.
+    const wait = Math.max(...limited.map((r) => (JSON.parse(r.body) as { retryAfterMs: number }).retryAfterMs));
+    await sleep(wait + 5);
+    const state0 = await admin.hgetall(`portcullis:bucket:{all:${key}}`);
+    const after = await get(key);
+    expect(after.status).toBe(200);
+
+    // Refill after a longer wait: exactly what the model says for the times Redis used.
+    const state1 = await admin.hgetall(`portcullis:bucket:{all:${key}}`);
+    await sleep(700);
+    const res = await get(key);
+    const state2 = await admin.hgetall(`portcullis:bucket:{all:${key}}`);
+    const model = takeUs({ microTokens: Number(state1.t), updatedUs: Number(state1.ts) }, rule, Number(state2.ts), 3);
+    expect(res.status).toBe(model.decision.allowed ? 200 : 429);
+    expect(res.headers['ratelimit-remaining']).toBe(String(model.decision.remaining));
+    expect(Number(state2.t)).toBe(model.state.microTokens);
+    // ~0.7 s at 20/s is ~14 tokens: the bucket regained several requests' worth.
+    expect(model.decision.remaining).toBeGreaterThanOrEqual(10);
+    expect(Number(state0.ts)).toBeLessThanOrEqual(Number(state1.ts));
+  });
+});

@@ -1,0 +1,101 @@
+// Issue 2 test 1: the specification's end-to-end scenario (SPEC 8.3) through a real sidecar, a
+// real user service and a real redis-server: limits 1/10/2, 30 GETs of the readiness path with one
+// USER-ID, 0.5 s apart. The expectation is the exact token-bucket model evaluated at the times
+// actually used, never at times assumed from sleeps.
+import { performance } from 'node:perf_hooks';
+import { Redis } from 'ioredis';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { take, takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { sleep, startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+
+const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
+
+function modelAdmitted(timesMs: readonly number[]): boolean[] {
+  let state: BucketState | undefined;
+  return timesMs.map((t) => {
+    const r = take(state, rule, t);
+    state = r.state;
+    return r.decision.allowed;
+  });
+}
+
+describe('specification scenario: 1/10/2, 30 GETs 0.5 s apart', () => {
+  let redis: RedisServer;
+  let admin: Redis;
+  let user: Awaited<ReturnType<typeof startUserService>>;
+  let sidecar: RunningSidecar;
+
+  beforeAll(async () => {
+    redis = await startRedis();
+    admin = new Redis(redis.url);
+    user = await startUserService();
+    sidecar = await startSidecar({
+      upstream: { url: user.url },
+      route: { id: 'all', path: '/**' },
+      limiter: { ...rule },
+      redis: { url: redis.url, commandTimeoutMs: 2000 },
+    });
+  });
+  afterAll(async () => {
+    await sidecar?.program.stop();
+    await user?.program.stop();
+    admin?.disconnect();
+    await redis?.stop();
+  });
+
+  it('the exact model at exactly 0.5 s spacing admits 12', () => {
+    expect(modelAdmitted(Array.from({ length: 30 }, (_, i) => i * 500)).filter(Boolean)).toHaveLength(12);
+  });
+
+  it('admits what the exact model predicts for the send times used, each admitted one 200 OK, the rest 429', async () => {
+    const key = 'spec-scenario-user';
+    const bucketKey = `portcullis:bucket:{all:${key}}`;
+    const sendMs: number[] = [];
+    const redisUs: number[] = [];
+    const statuses: number[] = [];
+    const start = performance.now();
+    for (let i = 0; i < 30; i++) {
+      // Aim at start + 0.5 s x i. Every request after the first aims 50 ms later than that: with
+      // exact 0.5 s spacing every admission after the burst happens at exactly 2.0 tokens, so a
+      // millisecond of scheduling noise would decide it; 50 ms keeps the model's decisions clear
+      // of that edge while leaving its count at 12.
+      const target = start + i * 500 + (i === 0 ? 0 : 50);
+      const wait = target - performance.now();
+      if (wait > 0) await sleep(wait);
+      sendMs.push(performance.now());
+      const res = await request(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': key } });
+      const body = await res.body.text();
+      statuses.push(res.statusCode);
+      if (res.statusCode === 200) expect(body).toBe('OK');
+      else {
+        expect(res.statusCode).toBe(429);
+        expect(res.headers['content-type']).toBe('application/problem+json');
+        expect(JSON.parse(body)).toMatchObject({ status: 429, title: 'Too Many Requests' });
+        expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      }
+      // The time Redis used for this decision (the hash's ts field, µs on Redis' clock).
+      redisUs.push(Number(await admin.hget(bucketKey, 'ts')));
+    }
+    const actual = statuses.map((s) => s === 200);
+    const admitted = actual.filter(Boolean).length;
+
+    // 1. The model at the client's send times.
+    const fromSend = modelAdmitted(sendMs.map((t) => t - sendMs[0]!));
+    expect(admitted).toBe(fromSend.filter(Boolean).length);
+    // 2. Decision by decision, the model at the times the Lua script used (exact, no jitter).
+    let state: BucketState | undefined;
+    const fromRedis = redisUs.map((t) => {
+      const r = takeUs(state, rule, t, rule.requestedTokens);
+      state = r.state;
+      return r.decision.allowed;
+    });
+    expect(actual).toEqual(fromRedis);
+    // When the schedule held (every gap from the first send within 45 ms of its aim), the count is
+    // the exact-model 12 of the specification scenario; a machine too busy to hold it still checks
+    // 1 and 2 above.
+    const slipMs = Math.max(...sendMs.slice(1).map((t, i) => Math.abs(t - sendMs[0]! - (i + 1) * 500 - 50)));
+    if (slipMs < 45) expect(admitted).toBe(12);
+  });
+});
