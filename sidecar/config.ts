@@ -26,7 +26,9 @@ export const upstreamSchema = z
   .strictObject({
     url: z
       .url({ protocol: /^https?$/ })
-      .refine((u) => { const p = new URL(u); return (p.pathname === '/' || p.pathname === '') && p.search === '' && p.hash === ''; }, 'an origin only: scheme, host and port, no path or query')
+      // zod runs this check even when the url check above failed: parse defensively, so that a
+      // malformed URL is reported with its field path instead of escaping as a bare TypeError.
+      .refine((u) => { const p = URL.parse(u); return p === null || ((p.pathname === '/' || p.pathname === '') && p.search === '' && p.hash === ''); }, 'an origin only: scheme, host and port, no path or query')
       .describe('Origin of the service the route forwards to, e.g. http://127.0.0.1:8081'),
     connectTimeoutMs: z.number().int().positive().default(2000).describe('Longest wait to connect to the upstream (ms); then 504'),
     timeoutMs: z.number().int().positive().default(30_000).describe('Longest wait for the upstream response headers (ms); then 504'),
