@@ -83,10 +83,25 @@ export function rawRequest(port: number, request: string): Promise<RawResponse> 
         const i = line.indexOf(':');
         headers.set(line.slice(0, i).trim().toLowerCase(), line.slice(i + 1).trim());
       }
-      resolve({ status: Number(statusLine.split(' ')[1]), head, headers, body: text.slice(split + 4) });
+      let body = text.slice(split + 4);
+      if (headers.get('transfer-encoding') === 'chunked') body = dechunk(body);
+      resolve({ status: Number(statusLine.split(' ')[1]), head, headers, body });
     });
     socket.write(request.includes('\r\nConnection:') ? request : request.replace(/\r\n\r\n$/, '\r\nConnection: close\r\n\r\n'));
   });
+}
+
+function dechunk(text: string): string {
+  let out = '';
+  let at = 0;
+  for (;;) {
+    const eol = text.indexOf('\r\n', at);
+    if (eol < 0) return out;
+    const size = parseInt(text.slice(at, eol), 16);
+    if (!(size > 0)) return out;
+    out += text.slice(eol + 2, eol + 2 + size);
+    at = eol + 2 + size + 2;
+  }
 }
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -1,0 +1,72 @@
+// A changed config file is picked up without dropping in-flight requests; an invalid new config is
+// logged and the running one kept (DESIGN.md section 2: hot reload of the mounted file).
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { request } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sleep, startSidecar, type RunningSidecar } from './sidecar-support.ts';
+
+describe('config hot reload', () => {
+  let upstream: http.Server;
+  let sidecar: RunningSidecar;
+  let upstreamUrl: string;
+
+  beforeAll(async () => {
+    // /slow answers after 1.5 s: long enough to be in flight across a reload.
+    upstream = http.createServer((req, res) => {
+      if (req.url === '/slow') setTimeout(() => res.end('slow done'), 1500).unref();
+      else res.end('OK');
+    });
+    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
+    upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
+    sidecar = await startSidecar({
+      upstream: { url: upstreamUrl },
+      route: { id: 'all', path: '/**' },
+      limiter: { replenishRate: 1, burstCapacity: 50, requestedTokens: 1 },
+    });
+  });
+  afterAll(async () => {
+    await sidecar?.program.stop();
+    upstream?.closeAllConnections();
+    await new Promise((r) => upstream?.close(r));
+  });
+
+  const get = async (path: string, user = 'reload-user') => {
+    const res = await request(`${sidecar.url}${path}`, { headers: { 'USER-ID': user } });
+    return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
+  };
+
+  it('applies a valid change to new requests while in-flight ones complete', async () => {
+    expect((await get('/x')).headers['ratelimit-limit']).toBe('50');
+    const inFlight = Array.from({ length: 5 }, (_, i) => get('/slow', `slow-${i}`));
+    await sleep(200);
+    sidecar.write({
+      ...sidecar.config,
+      route: { id: 'all', path: '/api/**' },
+      limiter: { replenishRate: 1, burstCapacity: 7, requestedTokens: 1 },
+    });
+    await sidecar.program.waitForLine(/"msg":"config reloaded"/, 10_000);
+    const done = await Promise.all(inFlight);
+    for (const r of done) {
+      expect(r.status).toBe(200);
+      expect(r.body).toBe('slow done');
+      expect(r.headers['ratelimit-limit']).toBe('50'); // decided under the old config
+    }
+    const fresh = await get('/api/thing');
+    expect(fresh.status).toBe(200);
+    expect(fresh.headers['ratelimit-limit']).toBe('7');
+    expect((await get('/outside')).status).toBe(404);
+  });
+
+  it('an invalid new config is logged and the running one kept', async () => {
+    sidecar.write({ ...sidecar.config, route: { id: 'all', path: '/api/**' }, limiter: { replenishRate: 0, burstCapacity: 7 } });
+    const line = await sidecar.program.waitForLine(/config reload rejected/, 10_000);
+    expect(line).toContain('limiter.replenishRate');
+    sidecar.write('not: [valid yaml');
+    await sidecar.program.waitForLine(/not YAML or JSON.*config reload rejected/, 10_000);
+    const still = await get('/api/thing');
+    expect(still.status).toBe(200);
+    expect(still.headers['ratelimit-limit']).toBe('7');
+    expect(sidecar.program.exited()).toBe(false);
+  });
+});
