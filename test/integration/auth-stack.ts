@@ -1,0 +1,208 @@
+// Test helper (not a test file): runs the sign-in stack as real processes on free ports — the
+// auth server (one or more replicas), and on request the user service, the sidecar in front of
+// it and the demo client — with fixture clients, users and a signing-keys file the test can read.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { stringify } from 'yaml';
+import { hashClientSecret, type ClientRegistry, type SigningKeysFile, type UsersFile } from '../../services/auth-server/config.ts';
+import { hashPassword } from '../../services/auth-server/passwords.ts';
+import { generateSigningJwks } from '../../services/auth-server/signing-keys.ts';
+import { freePort } from '../harness/ports.ts';
+import { startProgram, type Program } from '../harness/programs.ts';
+
+export const AUDIENCE = 'urn:portcullis:user-service';
+export const SECRETS = { post: 'post-client-secret-0123456789abcdef0123456789', basic: 'basic-client-secret-0123456789abcdef012345678', other: 'other-client-secret-0123456789abcdef012345678' };
+
+export interface StackOptions {
+  readonly redisUrl?: string;
+  /** Auth-server replicas (sharing Redis when redisUrl is set). */
+  readonly replicas?: number;
+  readonly authEnv?: Record<string, string>;
+  readonly userService?: boolean;
+  readonly sidecar?: boolean;
+  readonly demoClient?: boolean;
+}
+
+export interface Stack {
+  readonly issuer: string;
+  /** Base URL of each auth-server replica (the first is the issuer). */
+  readonly authUrls: string[];
+  readonly userServiceUrl?: string;
+  readonly sidecarUrl?: string;
+  readonly demoClientUrl?: string;
+  /** The redirect URI registered for the fixture clients. */
+  readonly redirectUri: string;
+  readonly keys: SigningKeysFile;
+  readonly dir: string;
+  readonly clientsFile: string;
+  readonly clients: ClientRegistry;
+  readonly programs: Program[];
+  stop(): Promise<void>;
+}
+
+export async function fixtureFiles(dir: string, redirectUri: string) {
+  // ln=14: fast enough for many sign-ins in tests; production hashes use ln=17.
+  const fast = { ln: 14, r: 8, p: 1 };
+  const clients: ClientRegistry = {
+    clients: [
+      {
+        client_id: 'demo-client',
+        client_secret_hash: hashClientSecret(SECRETS.post),
+        display_name: 'Demo <Client>',
+        redirect_uris: [redirectUri],
+        scopes: ['profile', 'email'],
+        grant_types: ['authorization_code', 'refresh_token'],
+        token_endpoint_auth_method: 'client_secret_post',
+      },
+      {
+        client_id: 'basic-client',
+        client_secret_hash: hashClientSecret(SECRETS.basic),
+        display_name: 'Basic Client',
+        redirect_uris: [redirectUri],
+        scopes: ['profile', 'email'],
+        grant_types: ['authorization_code', 'refresh_token'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+      {
+        client_id: 'other-client',
+        client_secret_hash: hashClientSecret(SECRETS.other),
+        display_name: 'Other Client',
+        redirect_uris: [redirectUri],
+        scopes: ['profile'],
+        grant_types: ['authorization_code'],
+        token_endpoint_auth_method: 'client_secret_post',
+      },
+      {
+        client_id: 'public-client',
+        display_name: 'Public Client',
+        redirect_uris: [redirectUri],
+        scopes: ['profile'],
+        grant_types: ['authorization_code', 'refresh_token'],
+        token_endpoint_auth_method: 'none',
+      },
+    ],
+  };
+  const users: UsersFile = {
+    users: [
+      {
+        username: 'alice',
+        password_hash: await hashPassword('wonderland', fast),
+        profile: { name: 'Alice Liddell', preferred_username: 'alice', email: 'alice@example.com', email_verified: true },
+      },
+      { username: 'bob', password_hash: await hashPassword('builder', fast), profile: { name: 'Bob' } },
+    ],
+  };
+  const keys = await generateSigningJwks({ alg: 'ES256' });
+  const clientsFile = path.join(dir, 'clients.json');
+  writeFileSync(clientsFile, JSON.stringify(clients));
+  writeFileSync(path.join(dir, 'users.json'), JSON.stringify(users));
+  writeFileSync(path.join(dir, 'keys.json'), JSON.stringify(keys));
+  return { clients, users, keys, clientsFile, usersFile: path.join(dir, 'users.json'), keysFile: path.join(dir, 'keys.json') };
+}
+
+export async function startStack(options: StackOptions = {}): Promise<Stack> {
+  const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-auth-'));
+  const programs: Program[] = [];
+  const stop = async () => {
+    await Promise.all(programs.reverse().map((p) => p.stop()));
+    rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const demoPort = await freePort();
+    const redirectUri = options.demoClient === true ? `http://127.0.0.1:${demoPort}/callback` : 'http://127.0.0.1:1/callback';
+    const files = await fixtureFiles(dir, redirectUri);
+    const authPorts: number[] = [];
+    for (let i = 0; i < (options.replicas ?? 1); i++) authPorts.push(await freePort());
+    const issuer = `http://127.0.0.1:${authPorts[0]}`;
+    for (const [i, port] of authPorts.entries()) {
+      programs.push(
+        await startProgram({
+          name: `auth-server-${i}`,
+          entry: 'services/auth-server/main.ts',
+          waitPort: port,
+          env: {
+            PORT: String(port),
+            HOST: '127.0.0.1',
+            AUTH_ISSUER: issuer,
+            AUTH_CLIENTS_FILE: files.clientsFile,
+            AUTH_USERS_FILE: files.usersFile,
+            AUTH_KEYS_FILE: files.keysFile,
+            AUTH_FILE_CHECK_MS: '100',
+            LOG_LEVEL: 'info',
+            ...(options.redisUrl !== undefined ? { REDIS_URL: options.redisUrl } : {}),
+            ...options.authEnv,
+          },
+        }),
+      );
+    }
+    let userServiceUrl: string | undefined;
+    let sidecarUrl: string | undefined;
+    let demoClientUrl: string | undefined;
+    if (options.userService === true || options.sidecar === true || options.demoClient === true) {
+      const port = await freePort();
+      programs.push(
+        await startProgram({
+          name: 'user-service',
+          entry: 'services/user-service/main.ts',
+          waitPort: port,
+          env: { PORT: String(port), HOST: '127.0.0.1', AUTH_ISSUER: issuer, AUTH_JWKS_URL: `${issuer}/jwks.json`, AUTH_AUDIENCE: AUDIENCE },
+        }),
+      );
+      userServiceUrl = `http://127.0.0.1:${port}`;
+    }
+    if ((options.sidecar === true || options.demoClient === true) && userServiceUrl !== undefined) {
+      const port = await freePort();
+      const admin = await freePort();
+      const configFile = path.join(dir, 'sidecar.yaml');
+      writeFileSync(
+        configFile,
+        stringify({
+          listen: { host: '127.0.0.1', port },
+          admin: { host: '127.0.0.1', port: admin },
+          upstream: { url: userServiceUrl },
+          route: { id: 'all', path: '/**' },
+          limiter: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 },
+        }),
+      );
+      programs.push(await startProgram({ name: 'sidecar', entry: 'sidecar/main.ts', args: ['--config', configFile], waitPort: port }));
+      sidecarUrl = `http://127.0.0.1:${port}`;
+    }
+    if (options.demoClient === true && sidecarUrl !== undefined) {
+      programs.push(
+        await startProgram({
+          name: 'demo-client',
+          entry: 'services/demo-client/main.ts',
+          waitPort: demoPort,
+          env: {
+            PORT: String(demoPort),
+            HOST: '127.0.0.1',
+            DEMO_ISSUER: issuer,
+            DEMO_CLIENT_ID: 'demo-client',
+            DEMO_CLIENT_SECRET: SECRETS.post,
+            DEMO_REDIRECT_URI: redirectUri,
+            DEMO_ME_URL: `${sidecarUrl}/me`,
+          },
+        }),
+      );
+      demoClientUrl = `http://127.0.0.1:${demoPort}`;
+    }
+    return {
+      issuer,
+      authUrls: authPorts.map((p) => `http://127.0.0.1:${p}`),
+      ...(userServiceUrl !== undefined ? { userServiceUrl } : {}),
+      ...(sidecarUrl !== undefined ? { sidecarUrl } : {}),
+      ...(demoClientUrl !== undefined ? { demoClientUrl } : {}),
+      redirectUri,
+      keys: files.keys,
+      dir,
+      clientsFile: files.clientsFile,
+      clients: files.clients,
+      programs,
+      stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
