@@ -100,13 +100,13 @@ export class AuthServerReconciler implements Reconciler {
     const desired = signingKeysSecret(namespace, next, owners);
     if (live === undefined) {
       try {
-        await this.#d.client.create(desired);
+        await this.#d.applier.create(desired);
       } catch (err) {
         if (isConflict(err)) throw new Error(`Secret ${SIGNING_KEYS_SECRET} appeared while creating it; retrying`, { cause: err });
         throw err;
       }
     } else if (cached === undefined) {
-      await this.#d.client.apply(desired);
+      await this.#d.applier.force(desired);
     } else {
       await this.#d.applier.apply(desired, this.#d.caches.secrets);
     }

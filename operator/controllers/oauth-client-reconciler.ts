@@ -84,7 +84,7 @@ export class OAuthClientReconciler implements Reconciler {
     if (secret === undefined) {
       const credentials = generateCredentials(client);
       try {
-        await this.#d.client.create(oauthClientSecret(client, credentials, wantedRotation));
+        await this.#d.applier.create(oauthClientSecret(client, credentials, wantedRotation));
       } catch (err) {
         // Created meanwhile (a stale read): never overwrite it; the retry reads it.
         if (isConflict(err)) throw new Error(`Secret ${oauthClientSecretName(client.metadata.name)} appeared while creating it; retrying`, { cause: err });
@@ -101,7 +101,7 @@ export class OAuthClientReconciler implements Reconciler {
     }
     // Rotation asked for, or the Secret is unusable / left over from an older OAuthClient of this name.
     const credentials = generateCredentials(client, existing?.clientId);
-    await this.#d.client.apply(oauthClientSecret(client, credentials, wantedRotation ?? rotatedFor));
+    await this.#d.applier.force(oauthClientSecret(client, credentials, wantedRotation ?? rotatedFor));
     const why = existing === undefined ? 'the Secret held no usable credentials' : `rotation "${wantedRotation ?? ''}" was asked for`;
     this.#d.events.event(raw, 'Normal', 'SecretRotated', `generated a new client secret for ${credentials.clientId}: ${why}`);
     return credentials;

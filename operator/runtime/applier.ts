@@ -47,6 +47,16 @@ export class Applier {
     return { object: await this.#client.apply(stamped), changed: true };
   }
 
+  /** Creates (POST) the stamped object: fails with 409 if it exists, so it never overwrites. */
+  async create(desired: KubeObject): Promise<KubeObject> {
+    return this.#client.create(stampHash(desired));
+  }
+
+  /** Applies the stamped object without looking at any cache (the caller knows it differs). */
+  async force(desired: KubeObject): Promise<KubeObject> {
+    return this.#client.apply(stampHash(desired));
+  }
+
   /** Applies the status subresource unless the live status already contains the desired one. */
   async applyStatus(owner: KubeObject, status: Record<string, unknown>): Promise<boolean> {
     if (isSubset(status, asRecord(owner['status']) ?? {})) {

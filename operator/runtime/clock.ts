@@ -11,7 +11,9 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   setTimer(fn, ms) {
-    const t = setTimeout(fn, ms);
+    // Node timers overflow past 2^31-1 ms (~24.8 days) and fire at once; a long wait fires early
+    // instead, which every caller tolerates (a reconcile recomputes what is due).
+    const t = setTimeout(fn, Math.min(Math.max(0, ms), 2 ** 31 - 1));
     t.unref();
     return () => clearTimeout(t);
   },
@@ -20,7 +22,7 @@ export const systemClock: Clock = {
 /** Resolves after ms on the clock, or early (without error) when the signal aborts. */
 export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    if (signal?.aborted) {
+    if (signal?.aborted || ms <= 0) {
       resolve();
       return;
     }

@@ -46,6 +46,8 @@ export class MemoryKubeClient implements KubeClient {
   readonly requests: RecordedRequest[] = [];
   readonly #objects = new Map<string, KubeObject>();
   readonly #watchers = new Set<Watcher>();
+  /** Every event with the resourceVersion it happened at: a watch from version V replays what came after V. */
+  readonly #history: Array<{ rv: number; type: ResourceType; event: WatchEvent }> = [];
   readonly #failures: Array<{ verb: RecordedRequest['verb']; kind?: string; error: Error }> = [];
   #rv = 1;
 
@@ -79,6 +81,8 @@ export class MemoryKubeClient implements KubeClient {
     const key = this.#key(type, obj.metadata.namespace, obj.metadata.name);
     const existing = this.#objects.get(key);
     const next = clone(obj);
+    // Like a write to the main resource of a kind with a status subresource: status is kept.
+    if (!('status' in next) && existing !== undefined && 'status' in existing) next['status'] = clone(existing['status']);
     next.metadata.uid = existing?.metadata.uid ?? next.metadata.uid ?? randomUUID();
     next.metadata.generation = existing === undefined ? 1 : (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
     next.metadata.creationTimestamp = existing?.metadata.creationTimestamp ?? new Date(0).toISOString();
@@ -126,6 +130,8 @@ export class MemoryKubeClient implements KubeClient {
       }
       signal.addEventListener('abort', () => watcher.end(), { once: true });
       this.#watchers.add(watcher);
+      const from = Number(options.resourceVersion);
+      for (const h of this.#history) if (h.rv > from && this.#wants(watcher, h.type, h.event)) onEvent(clone(h.event));
     });
   }
 
@@ -211,11 +217,14 @@ export class MemoryKubeClient implements KubeClient {
     return obj;
   }
 
+  #wants(w: Watcher, type: ResourceType, event: WatchEvent): boolean {
+    if (w.type.kind !== type.kind || w.type.group !== type.group) return false;
+    return w.namespace === undefined || w.namespace === event.object.metadata.namespace;
+  }
+
   #emit(type: ResourceType, event: WatchEvent): void {
-    for (const w of this.#watchers) {
-      if (w.type.kind !== type.kind || w.type.group !== type.group) continue;
-      if (w.namespace !== undefined && w.namespace !== event.object.metadata.namespace) continue;
-      w.onEvent(clone(event));
-    }
+    this.#history.push({ rv: Number(event.object.metadata.resourceVersion), type, event: clone(event) });
+    if (this.#history.length > 20_000) this.#history.splice(0, 10_000);
+    for (const w of this.#watchers) if (this.#wants(w, type, event)) w.onEvent(clone(event));
   }
 }

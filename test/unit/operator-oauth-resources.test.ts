@@ -1,0 +1,107 @@
+import { describe, expect, it } from 'vitest';
+import { clientRegistrySchema, hashClientSecret, signingKeysFileSchema } from '../../services/auth-server/config.ts';
+import { generateSigningJwks } from '../../services/auth-server/signing-keys.ts';
+import { authServerDeployment, authServerFiles } from '../../operator/resources/auth-server-deployment.ts';
+import { clientRegistrySecret } from '../../operator/resources/client-registry-secret.ts';
+import { fromBase64 } from '../../operator/resources/metadata.ts';
+import { credentialsOf, generateCredentials, oauthClientSecret } from '../../operator/resources/oauth-client-secret.ts';
+import { planSigningKeys, signingKeysSecret, signingKeysStateOf } from '../../operator/resources/signing-keys-secret.ts';
+import { oauthClient, settings } from './operator-fixtures.ts';
+
+describe('OAuthClient -> Secret and auth-server objects', () => {
+  it('the client Secret holds client_id and client_secret and reads back', () => {
+    const c = oauthClient();
+    const creds = generateCredentials(c);
+    expect(creds.clientId).toMatch(/^demo-app-[0-9a-f]{12}$/);
+    expect(creds.clientSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
+    const secret = oauthClientSecret(c, creds, undefined);
+    expect(secret.metadata.name).toBe('demo-app-oauth-client');
+    expect(secret.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'OAuthClient', name: 'demo-app', controller: true });
+    expect(credentialsOf(secret)).toEqual(creds);
+    expect(generateCredentials(c, creds.clientId).clientId).toBe(creds.clientId);
+  });
+
+  it('the registry lists secret hashes, never secrets, and passes the auth server schema', () => {
+    const c = oauthClient();
+    const creds = generateCredentials(c);
+    const secret = clientRegistrySecret('team-a', [{ client: c, credentials: creds }]);
+    const text = fromBase64((secret['data'] as Record<string, string>)['clients.json']) ?? '';
+    expect(text).not.toContain(creds.clientSecret);
+    const registry = clientRegistrySchema.parse(JSON.parse(text));
+    expect(registry.clients).toEqual([
+      {
+        client_id: creds.clientId,
+        client_secret_hash: hashClientSecret(creds.clientSecret),
+        display_name: 'Demo App',
+        redirect_uris: ['https://app.example.com/callback'],
+        scopes: ['profile', 'email'],
+        grant_types: ['authorization_code'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+    ]);
+    expect(secret.metadata.ownerReferences).toEqual([{ apiVersion: 'portcullis.dev/v1alpha1', kind: 'OAuthClient', name: 'demo-app', uid: 'uid-demo-app' }]);
+  });
+
+  it('the auth-server Deployment mounts the three files where its config points', () => {
+    const dep = authServerDeployment('team-a', settings, [oauthClient()]) as unknown as {
+      spec: { replicas: number; template: { spec: { containers: Array<{ command: string[]; env: Array<{ name: string; value: string }> }>; volumes: Array<{ secret?: { secretName: string } }> } } };
+    };
+    const [c] = dep.spec.template.spec.containers;
+    expect(c?.command).toEqual(['node', 'services/auth-server/main.ts']);
+    const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value]));
+    expect(env).toMatchObject({
+      AUTH_ISSUER: 'http://portcullis-auth-server.team-a.svc',
+      AUTH_CLIENTS_FILE: authServerFiles.clients,
+      AUTH_USERS_FILE: authServerFiles.users,
+      AUTH_KEYS_FILE: authServerFiles.keys,
+      REDIS_URL: 'redis://redis:6379',
+      PORT: '9000',
+    });
+    expect(dep.spec.template.spec.volumes.flatMap((v) => (v.secret ? [v.secret.secretName] : []))).toEqual([
+      'portcullis-auth-clients',
+      'portcullis-auth-users',
+      'portcullis-auth-signing-keys',
+    ]);
+    expect(dep.spec.replicas).toBe(2);
+    const noRedis = authServerDeployment('team-a', { ...settings, defaultRedisUrl: undefined }, []) as unknown as { spec: { replicas: number } };
+    expect(noRedis.spec.replicas).toBe(1);
+  });
+});
+
+describe('signing-key rotation plan', () => {
+  const policy = { accessTokenTtlSeconds: 300, signingKeyRotationMs: 24 * 3600_000 };
+  const day = 24 * 3600_000;
+
+  it('no keys yet: generate one', () => {
+    expect(planSigningKeys(undefined, 0, policy)).toMatchObject({ generate: true, keep: [] });
+  });
+
+  it('rotates after the interval, keeps the old key until its tokens expired, then drops it', async () => {
+    const first = await generateSigningJwks();
+    const kid1 = first.keys[0]?.kid ?? '';
+    const t0 = Date.UTC(2026, 0, 1);
+    const s1 = { file: first, createdAt: { [kid1]: t0 } };
+    const p1 = planSigningKeys(s1, t0 + day - 1, policy);
+    expect(p1.generate).toBe(false);
+    expect(p1.recheckInMs).toBe(1000); // floor of 1 s; the rotation is 1 ms away
+    const p2 = planSigningKeys(s1, t0 + day, policy);
+    expect(p2.generate).toBe(true);
+    expect(p2.keep.map((k) => k.kid)).toEqual([kid1]);
+
+    const rotated = await generateSigningJwks({ existing: { keys: p2.keep } });
+    const kid2 = rotated.keys[0]?.kid ?? '';
+    const s2 = { file: rotated, createdAt: { [kid1]: t0, [kid2]: t0 + day } };
+    // within access-token lifetime + margin: the old public key stays published
+    expect(planSigningKeys(s2, t0 + day + 300_000, policy).keep.map((k) => k.kid)).toEqual([kid2, kid1]);
+    expect(planSigningKeys(s2, t0 + day + 360_000, policy).keep.map((k) => k.kid)).toEqual([kid2]);
+  });
+
+  it('the Secret round-trips the keys and their creation times', async () => {
+    const file = await generateSigningJwks();
+    const kid = file.keys[0]?.kid ?? '';
+    const secret = signingKeysSecret('team-a', { file, createdAt: { [kid]: 42 } }, [oauthClient()]);
+    const state = signingKeysStateOf(secret);
+    expect(state?.createdAt).toEqual({ [kid]: 42 });
+    expect(signingKeysFileSchema.parse(state?.file).keys[0]?.kid).toBe(kid);
+  });
+});
