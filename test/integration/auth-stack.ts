@@ -130,6 +130,9 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
             AUTH_KEYS_FILE: files.keysFile,
             AUTH_FILE_CHECK_MS: '100',
             LOG_LEVEL: 'info',
+            // Tests sign in many times; the throttle test sets its own limits.
+            AUTH_SIGNIN_USER_BURST: '1000',
+            AUTH_SIGNIN_ADDRESS_BURST: '1000',
             ...(options.redisUrl !== undefined ? { REDIS_URL: options.redisUrl } : {}),
             ...options.authEnv,
           },
