@@ -42,7 +42,7 @@ export type AccessTokenVerifier = (token: string) => Promise<TokenCheck>;
 
 /** Verifies tokens with keys from `keys` (a remote JWKS in production, a local set in tests). */
 export function createAccessTokenVerifier(settings: ResourceServerSettings, keys?: JWTVerifyGetKey): AccessTokenVerifier {
-  const jwks = keys ?? createRemoteJWKSet(new URL(settings.jwksUrl), { timeoutDuration: 2000, cooldownDuration: 10_000 });
+  const jwks = keys ?? createRemoteJWKSet(new URL(settings.jwksUrl), { timeoutDuration: 2000, cooldownDuration: 1000 });
   return async (token) => {
     try {
       const { payload } = await jwtVerify(token, jwks, {
