@@ -93,6 +93,7 @@ export class Proxy {
     let sawProto = false;
     let sawHost = false;
     let host: string | undefined;
+    let hostCount = 0;
     for (let i = 0; i < raw.length; i += 2) {
       const name = raw[i] as string;
       const value = raw[i + 1] as string;
@@ -118,9 +119,18 @@ export class Proxy {
           break;
         case 'host':
           host = value;
+          hostCount++;
           break;
       }
       forward.push(name, value);
+    }
+
+    // RFC 9112 section 3.2: more than one Host line is a 400 (undici would refuse to forward it,
+    // which used to surface as a 502).
+    if (hostCount > 1) {
+      rt.metrics.outcome.bad_request.inc();
+      sendProblem(res, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'A request must carry exactly one Host header.' });
+      return;
     }
 
     const rejection = rejectKey(key);
@@ -209,6 +219,11 @@ export class Proxy {
 
 /** Removes headers named by the Connection header (RFC 9110 section 7.6.1). */
 function removeConnectionTokens(forward: string[], connection: string): void {
+  // The common values name no header: skip the work.
+  if (connection.length <= 10) {
+    const v = connection.toLowerCase();
+    if (v === 'keep-alive' || v === 'close') return;
+  }
   const names = new Set(connection.split(',').map((t) => t.trim().toLowerCase()).filter((t) => t !== ''));
   names.delete('close');
   names.delete('keep-alive');
@@ -293,6 +308,12 @@ class UpstreamHandler implements Dispatcher.DispatchHandler {
     if (this.#res.headersSent) {
       this.#log.warn({ route: this.#rt.routeId, code, err: err.message }, 'upstream failed mid-response');
       this.#res.destroy(err);
+      return;
+    }
+    if (code === 'UND_ERR_INVALID_ARG') {
+      // The request itself cannot be forwarded as sent (the client's fault, not the upstream's).
+      this.#log.debug({ route: this.#rt.routeId, err: err.message }, 'request not forwardable');
+      sendProblem(this.#res, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'The request cannot be forwarded as sent.' });
       return;
     }
     const timeout = timeoutCodes.has(code);

@@ -1,0 +1,53 @@
+// Runs Debian's wrk (a C load generator, so it does not compete for a Node core) against a URL and
+// returns its summary. Installed on demand by scripts/ensure-system-deps.sh.
+import { execFileSync, spawn } from 'node:child_process';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+
+export interface WrkResult {
+  readonly requests: number;
+  readonly durationUs: number;
+  readonly bytes: number;
+  readonly errors: { connect: number; read: number; write: number; status: number; timeout: number };
+  readonly latencyUs: { mean: number; stdev: number; max: number; p50: number; p90: number; p99: number; p999: number };
+}
+
+export interface WrkOptions {
+  readonly url: string;
+  readonly connections: number;
+  readonly threads: number;
+  readonly durationS: number;
+  readonly headers?: Readonly<Record<string, string>>;
+}
+
+export function ensureWrk(): void {
+  execFileSync(path.join(here, '..', 'scripts', 'ensure-system-deps.sh'), ['wrk:wrk'], { stdio: 'inherit' });
+}
+
+export function runWrk(options: WrkOptions): Promise<WrkResult> {
+  const args = [
+    '-t', String(options.threads),
+    '-c', String(options.connections),
+    '-d', `${options.durationS}s`,
+    '--timeout', '5s',
+    '-s', path.join(here, 'gateway-wrk.lua'),
+  ];
+  for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}: ${value}`);
+  args.push(options.url);
+  return new Promise((resolve, reject) => {
+    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    child.once('error', reject);
+    child.once('exit', (code) => {
+      const line = out.split('\n').find((l) => l.startsWith('WRK_JSON '));
+      if (code !== 0 || line === undefined) {
+        reject(new Error(`wrk exited with ${code}:\n${out}`));
+        return;
+      }
+      resolve(JSON.parse(line.slice('WRK_JSON '.length)) as WrkResult);
+    });
+  });
+}
