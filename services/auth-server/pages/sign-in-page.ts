@@ -10,6 +10,8 @@ export interface SignInPageInput {
   readonly clientName?: string;
   readonly failed: boolean;
   readonly username?: string;
+  /** Origin of the client's redirect URI: with consent already stored, the form's 303 goes there. */
+  readonly redirectOrigin?: string;
 }
 
 export function sendSignInPage(reply: FastifyReply, input: SignInPageInput): FastifyReply {
@@ -29,5 +31,6 @@ ${input.failed ? html`<p class="error" id="error-message" role="alert">The usern
 <input id="password" name="password" type="password" autocomplete="current-password" required>
 <button type="submit" id="sign-in">Sign in</button>
 </form>`,
+    input.redirectOrigin !== undefined ? { formTargets: [input.redirectOrigin] } : {},
   );
 }

@@ -90,7 +90,14 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
         },
         ttlMs,
       );
-      return sendSignInPage(reply, { action: '/auth/sign-in', interactionId: id, csrf, clientName: client.display_name, failed: false });
+      return sendSignInPage(reply, {
+        action: '/auth/sign-in',
+        interactionId: id,
+        csrf,
+        clientName: client.display_name,
+        failed: false,
+        redirectOrigin: new URL(target.redirectUri).origin,
+      });
     });
   };
 }

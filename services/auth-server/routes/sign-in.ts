@@ -27,7 +27,14 @@ export function signInRoute(ctx: AuthContext): FastifyPluginAsync {
       const ix = await loadInteraction(ctx, request, query.success ? query.data.interaction : undefined, 'authorize');
       const client = ctx.directory.client(ix.clientId);
       if (client === undefined) throw new PageError(400, 'Unknown application', 'The application is no longer registered.');
-      return sendSignInPage(reply, { action: '/auth/sign-in', interactionId: query.data?.interaction ?? '', csrf: ix.csrf, clientName: client.display_name, failed: ix.failed ?? false });
+      return sendSignInPage(reply, {
+        action: '/auth/sign-in',
+        interactionId: query.data?.interaction ?? '',
+        csrf: ix.csrf,
+        clientName: client.display_name,
+        failed: ix.failed ?? false,
+        redirectOrigin: new URL(ix.redirectUri).origin,
+      });
     });
 
     app.post('/auth/sign-in', async (request, reply) => {
