@@ -10,6 +10,7 @@ export default defineConfig({
         test: {
           name: 'unit',
           include: ['test/unit/**/*.test.ts'],
+          setupFiles: ['test/harness/reliability-setup.ts'],
           testTimeout: 10_000,
         },
       },
@@ -17,6 +18,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
+          setupFiles: ['test/harness/reliability-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 60_000,
           // Timing-sensitive tests (token refill, Redis kill) share a 2-core machine: one file at a time.
@@ -27,6 +29,7 @@ export default defineConfig({
         test: {
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
+          setupFiles: ['test/harness/reliability-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 60_000,
           fileParallelism: false,
@@ -36,6 +39,7 @@ export default defineConfig({
         test: {
           name: 'k8s',
           include: ['test/k8s/**/*.test.ts'],
+          setupFiles: ['test/harness/reliability-setup.ts'],
           // Builds (once, cached) or finds kube-apiserver, etcd, kubectl and helm.
           globalSetup: ['test/harness/k8s/global-setup.ts'],
           testTimeout: 180_000,

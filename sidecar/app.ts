@@ -61,9 +61,16 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   let shuttingDown = false;
 
   const proxy = new Proxy({ logger: log, runtime: () => runtime });
-  const proxyServer = http.createServer({ keepAliveTimeout: 65_000, requestTimeout: 0 }, proxy.handle);
-  proxyServer.on('clientError', (err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+  // headersTimeout bounds slow clients (slowloris); Node checks it every connectionsCheckingInterval,
+  // whose default (30 s) would let a header trickle live 30 s past the timeout.
+  const proxyServer = http.createServer(
+    { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: initial.listen.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    proxy.handle,
+  );
+  proxyServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // Keep Node's own statuses for the two errors that have one (408 and 431); 400 otherwise.
+    const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
     else socket.destroy(err);
   });
 

@@ -12,6 +12,12 @@ export const listenSchema = z
   .strictObject({
     host: z.string().min(1).default('0.0.0.0').describe('Address the proxy binds'),
     port: port.default(8080).describe('Port the proxy listens on (the Service port)'),
+    headersTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(60_000)
+      .describe('Longest time a client may take to send the request headers (ms); then 408 and the connection is closed (slow-client defence)'),
   })
   .describe('Where the proxy listens');
 
@@ -107,7 +113,7 @@ export const redisSchema = z
 
 export const sidecarConfigSchema = z
   .strictObject({
-    listen: listenSchema.default({ host: '0.0.0.0', port: 8080 }),
+    listen: listenSchema.default({ host: '0.0.0.0', port: 8080, headersTimeoutMs: 60_000 }),
     admin: adminSchema.default({ host: '0.0.0.0', port: 9090 }),
     upstream: upstreamSchema,
     route: routeSchema,

@@ -31,6 +31,9 @@ export interface StartOptions {
   name?: string;
 }
 
+/** Every program started in this test file (the log scanner in reliability-setup.ts reads their lines). */
+export const startedPrograms: Program[] = [];
+
 export async function startProgram(options: StartOptions): Promise<Program> {
   const name = options.name ?? path.basename(path.dirname(options.entry));
   const logDir = path.join(repoRoot, 'test-results', 'logs');
@@ -95,6 +98,7 @@ export async function startProgram(options: StartOptions): Promise<Program> {
     },
   };
 
+  startedPrograms.push(program);
   if (options.waitPort !== undefined) {
     try {
       await Promise.race([
