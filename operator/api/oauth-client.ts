@@ -19,7 +19,8 @@ export const redirectUriSchema = z
     }
   }, REDIRECT_URI_RULE)
   .meta({
-    format: 'uri',
+    // No `format: uri`: the API server's uri check runs first and its message ("must be of type
+    // uri") says less than this rule's, which then never runs.
     'x-kubernetes-validations': [
       {
         rule: "isURL(self) && (url(self).getScheme() == 'https' || url(self).getScheme() == 'http') && url(self).getHostname() != '' && !self.contains('#')",

@@ -114,6 +114,10 @@ build_wrapper() { # name srcdir dest ldflags pkg...
   log "$name: building $* (this takes a while the first time; 2 cores: ~10-40 min)"
   (cd "$work" && nice -n 10 "$GO" build -mod=mod -ldflags "$ldflags" -o "$dest.tmp/bin/" "$@") \
     || die "$name: go build failed (see above). Is the Go module proxy reachable?"
+  # etcd's main package is go.etcd.io/etcd/server/v3: go names the binary "server".
+  if [ "$name" = etcd ]; then mv "$dest.tmp/bin/server" "$dest.tmp/bin/etcd"; fi
+  cp "$work/go.sum" "$dest.tmp/go.sum"
+  [ -f "$src/go.sum" ] || log "$name: $src/go.sum is missing; the one this build resolved is $dest/go.sum (commit it)"
   rm -rf "$dest"; mv "$dest.tmp" "$dest"
   echo "built $(date -u +%FT%TZ) in $((SECONDS - start))s with $("$GO" env GOVERSION)" > "$dest/.complete"
   log "$name: built in $((SECONDS - start))s into $dest/bin"
@@ -132,10 +136,6 @@ build_wrapper kubernetes "$here/kubernetes" "$k8s_dir" "$k8s_ldflags" \
 build_wrapper etcd "$here/etcd" "$etcd_dir" \
   "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" go.etcd.io/etcd/server/v3
 
-# etcd's main package is named after its module directory: rename to etcd.
-for n in server v3; do
-  if [ -f "$etcd_dir/bin/$n" ] && [ ! -f "$etcd_dir/bin/etcd" ]; then mv "$etcd_dir/bin/$n" "$etcd_dir/bin/etcd"; fi
-done
 
 if complete "$helm_dir"; then
   log "helm: cached in $helm_dir/bin"

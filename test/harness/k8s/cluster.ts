@@ -27,7 +27,7 @@ export interface K8sTools {
   readonly helm: string;
 }
 
-/** Paths of the cached tools (the same layout build-tools.sh writes). Throws when one is missing. */
+/** Paths of the cached tools (the layout build-tools.sh writes). Throws when the control plane's are missing. */
 export function k8sTools(): K8sTools {
   const versions = Object.fromEntries(
     readFileSync(path.join(HERE, 'versions.env'), 'utf8')
@@ -54,7 +54,7 @@ export function k8sTools(): K8sTools {
     etcd: path.join(root, `etcd-${need('ETCD_VERSION')}`, 'bin', 'etcd'),
     helm: path.join(root, `helm-${need('HELM_VERSION')}`, 'bin', 'helm'),
   };
-  for (const bin of [tools.kubeApiserver, tools.kubectl, tools.etcd, tools.helm]) {
+  for (const bin of [tools.kubeApiserver, tools.kubectl, tools.etcd]) {
     if (!existsSync(bin)) throw new Error(`${bin} is missing: run \`make k8s-tools\` (test/harness/k8s/build-tools.sh) first`);
   }
   return tools;
@@ -351,6 +351,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
       return run(tools.kubectl, ['--kubeconfig', opts.kubeconfig ?? cluster.kubeconfigPath, ...args], { input: opts.input });
     },
     helm(args, opts = {}) {
+      if (!existsSync(tools.helm)) throw new Error(`${tools.helm} is missing: run \`make k8s-tools\` first`);
       const env = { ...process.env, KUBECONFIG: cluster.kubeconfigPath, HELM_CACHE_HOME: file('helm/cache'), HELM_CONFIG_HOME: file('helm/config'), HELM_DATA_HOME: file('helm/data') };
       return run(tools.helm, args, { input: opts.input, env });
     },

@@ -2,7 +2,7 @@
 // Its own go.mod replaces sibling modules by path, so `go install` cannot build it directly.
 module portcullis.dev/test/k8s-tools/etcd
 
-go 1.25
+go 1.26.0
 
 require (
 	go.etcd.io/etcd/api/v3 v3.6.16
