@@ -1,0 +1,51 @@
+// Redis going away under the auth server: requests fail fast with 503 (an HTML page for the
+// browser, RFC 6749 temporarily_unavailable for the token endpoint), the process stays up, and
+// sign-in works again once Redis is back. Never a 500, a crash or a hung request.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { authorize, tokenRequest } from './auth-flow.ts';
+import { SECRETS, startStack, type Stack } from './auth-stack.ts';
+
+describe('auth server when Redis is down', () => {
+  let redis: RedisServer;
+  let stack: Stack;
+  beforeAll(async () => {
+    redis = await startRedis();
+    stack = await startStack({ redisUrl: redis.url });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await redis?.stop();
+  });
+
+  const authUrl = () => `${stack.issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code' })}`;
+
+  it('answers 503 quickly while Redis is gone and recovers when it returns', async () => {
+    const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
+    const code = location.searchParams.get('code') ?? '';
+    await redis.kill();
+
+    const started = Date.now();
+    const page = await fetch(authUrl(), { redirect: 'manual', signal: AbortSignal.timeout(10_000) });
+    expect(page.status).toBe(503);
+    expect(page.headers.get('location')).toBeNull();
+    expect(await page.text()).toContain('Try again');
+    const token = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code, redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+    expect(token.status).toBe(503);
+    expect(token.json).toEqual({ error: 'temporarily_unavailable', error_description: 'the server could not complete the request; try again' });
+    // Generous bound for a shared 2-core machine; the commands fail at once or after the 1 s timeout.
+    expect(Date.now() - started).toBeLessThan(5000);
+    expect(stack.programs[0]?.exited()).toBe(false);
+
+    await redis.start();
+    let status = 0;
+    for (let i = 0; i < 100 && status !== 200; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      status = (await fetch(authUrl(), { redirect: 'manual' })).status;
+    }
+    expect(status).toBe(200);
+    const again = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
+    const ok = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: again.location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+    expect(ok.status).toBe(200);
+  });
+});
