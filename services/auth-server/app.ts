@@ -56,7 +56,8 @@ export async function buildApp(deps: AuthServerDeps): Promise<FastifyInstance> {
       if (request.method === 'POST') return sendErrorPage(reply, 400, 'Request refused', 'The form could not be read.');
       return reply.code(status).type('application/problem+json').send({ type: 'about:blank', title: 'Bad Request', status });
     }
-    request.log.error({ err }, 'request failed');
+    // Name and message only: a store error may carry the command's arguments (hashes, CSRF tokens).
+    request.log.error({ err: err instanceof Error ? { type: err.name, message: err.message } : String(err) }, 'request failed');
     if (oauth) return sendOAuthError(reply, new OAuthError('temporarily_unavailable', 'the server could not complete the request; try again'));
     return sendErrorPage(reply, 503, 'Try again later', 'The sign-in service could not complete the request. Try again in a moment.');
   });
