@@ -14,7 +14,7 @@ set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../../.." && pwd)"
-# shellcheck source=versions.env
+# shellcheck source=/dev/null
 source "$here/versions.env"
 
 cache_root="${PORTCULLIS_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/portcullis/k8s}"
@@ -38,6 +38,9 @@ all_cached() { complete "$k8s_dir" && complete "$etcd_dir" && complete "$helm_di
 
 mode="${1:-}"
 
+# cluster.ts makes its certificates with openssl (a Debian package; installed when missing).
+"$repo/scripts/ensure-system-deps.sh" openssl:openssl
+
 # Fast path: nothing to do, no Go needed.
 if [ "$mode" != "--regen-go-mod" ] && all_cached; then
   [ "$mode" = "--print-env" ] && print_env
@@ -59,12 +62,10 @@ if [ "$gomaj" -lt 1 ] || { [ "$gomaj" -eq 1 ] && [ "$gomin" -lt 26 ]; }; then
   log "Go $gov is older than 1.26; relying on GOTOOLCHAIN=auto to fetch a newer toolchain from the module proxy"
   export GOTOOLCHAIN=auto
 fi
-export PATH="$(dirname "$GO"):$PATH"
+go_dir="$(dirname "$GO")"
+export PATH="$go_dir:$PATH"
 export GOFLAGS="-trimpath -buildvcs=false"
 export CGO_ENABLED=0
-
-# --- openssl is needed by cluster.ts for certificates -----------------------------------------
-"$repo/scripts/ensure-system-deps.sh" openssl:openssl
 
 regen_go_mod() {
   local v="$KUBERNETES_VERSION" minor="0.${KUBERNETES_VERSION#v1.}"

@@ -211,10 +211,12 @@ export interface StartClusterOptions {
   readonly apiServerArgs?: readonly string[];
   /** How long to wait for /readyz (ms). The first start on a busy 2-core machine is slow. */
   readonly readyTimeoutMs?: number;
+  /** Other binaries than the cached ones (e.g. Debian's etcd, to check compatibility). */
+  readonly tools?: Partial<K8sTools>;
 }
 
 export async function startCluster(options: StartClusterOptions = {}): Promise<Cluster> {
-  const tools = k8sTools();
+  const tools: K8sTools = { ...k8sTools(), ...options.tools };
   const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-k8s-'));
   const file = (name: string) => path.join(dir, name);
   await makeCertificates(dir);
