@@ -1,0 +1,430 @@
+// Soak and faults (issue 6). For SOAK_SECONDS (60 in `make test`, 600 in `make soak`):
+//   gateway: many users (some far over their limit) through two sidecars sharing one route and a
+//   real redis-server (onStoreError allow) plus a third sidecar on a deny route;
+//   sign-in: OAuth code flows with PKCE, code replays and refresh rotations against two
+//   auth-server replicas sharing the same Redis;
+// while, on a schedule, Redis is SIGKILLed and restarted, the upstream is restarted, the
+// sidecar's config file is changed, and one auth-server replica is SIGKILLed mid-run (and later
+// restarted).
+// Asserted afterwards from the recorded requests: no process exits on its own; no request hangs
+// past its timeout; allow and deny hold exactly while Redis is down; over-admission is zero in
+// every Redis-up window (admitted <= burstCapacity + replenishRate x window, per user); light
+// users are never limited; no code or refresh token is accepted twice; RSS at start and end with
+// bounded growth. A JSON report goes to test-results/soak-report.json (and bench/results/ for
+// `make soak`).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SidecarConfigInput } from '../../sidecar/config.ts';
+import { freePort } from '../harness/ports.ts';
+import { repoRoot, startProgram, type Program } from '../harness/programs.ts';
+import { MiB, rssBytes } from '../harness/raw-http.ts';
+import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { recordCases, recordFaults, recordRequests } from '../harness/reliability-counts.ts';
+import { authorize, pkce, tokenRequest } from './auth-flow.ts';
+import { SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { startSidecarProcess, type SidecarProcess } from './reliability-support.ts';
+
+const SOAK_SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
+const DURATION_MS = SOAK_SECONDS * 1000;
+/** Per-request client deadline: anything slower is a hang. */
+const CLIENT_TIMEOUT_MS = 10_000;
+/** No request may take longer than the sidecar's slowest timeout (upstream 3 s) plus a margin. */
+const MAX_LATENCY_MS = 6_000;
+/** The limiter must be deciding again within this long after Redis accepts connections. */
+const RECOVERY_MS = 2_000;
+const RULE = { replenishRate: 5, burstCapacity: 10, requestedTokens: 1 };
+const RSS_MARGIN = 128 * MiB;
+
+interface GatewayRecord {
+  readonly user: string;
+  readonly route: 'allow' | 'deny';
+  readonly kind: 'heavy' | 'light';
+  readonly via: string;
+  readonly send: number;
+  readonly recv: number;
+  readonly status: number | 'timeout' | 'error';
+  /** The limiter decided (its headers are present). */
+  readonly decided: boolean;
+  readonly spring: boolean;
+}
+
+interface Interval {
+  start: number;
+  end: number;
+}
+
+const now = () => performance.now();
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
+const overlaps = (a: Interval, s: number, e: number) => s <= a.end && e >= a.start;
+
+describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
+  let redis: RedisServer;
+  let upstreamPort: number;
+  let upstream: Program;
+  const upstreamPrograms: Program[] = [];
+  let allowA: SidecarProcess;
+  let allowB: SidecarProcess;
+  let deny: SidecarProcess;
+  let stack: Stack;
+  const replicaRestarts: Program[] = [];
+
+  const startUpstream = async () => {
+    upstream = await startProgram({
+      name: 'user-service',
+      entry: 'services/user-service/main.ts',
+      env: { PORT: String(upstreamPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+      waitPort: upstreamPort,
+    });
+    upstreamPrograms.push(upstream);
+  };
+
+  const sidecarConfig = (route: string, policy: 'allow' | 'deny', spring: boolean): Omit<SidecarConfigInput, 'listen' | 'admin'> => ({
+    upstream: { url: `http://127.0.0.1:${upstreamPort}`, timeoutMs: 3000, connectTimeoutMs: 1000 },
+    route: { id: route },
+    limiter: { ...RULE, onStoreError: policy, headers: { spec: true, draft: false, spring } },
+    // A generous command timeout: fsync-always Redis on a shared 2-core machine can be slow, and a
+    // timeout while Redis is up would fail open (this suite counts that as over-admission).
+    redis: { url: redis.url, commandTimeoutMs: 1000, connectTimeoutMs: 1000 },
+    logLevel: 'info',
+  });
+
+  beforeAll(async () => {
+    // AOF with fsync on every write: a SIGKILL loses no acknowledged write, so consumed codes and
+    // rotated refresh tokens stay consumed across the restart.
+    redis = await startRedis(['--appendonly', 'yes', '--appendfsync', 'always']);
+    upstreamPort = await freePort();
+    await startUpstream();
+    allowA = await startSidecarProcess(sidecarConfig('soak', 'allow', false), 'sidecar-soak-a');
+    allowB = await startSidecarProcess(sidecarConfig('soak', 'allow', false), 'sidecar-soak-b');
+    deny = await startSidecarProcess(sidecarConfig('soak-deny', 'deny', false), 'sidecar-soak-deny');
+    stack = await startStack({
+      redisUrl: redis.url,
+      replicas: 2,
+      authEnv: { AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000' },
+    });
+  });
+
+  afterAll(async () => {
+    await Promise.allSettled([allowA?.program.stop(), allowB?.program.stop(), deny?.program.stop(), upstream?.stop(), ...replicaRestarts.map((p) => p.stop())]);
+    await stack?.stop();
+    await redis?.stop();
+  });
+
+  it('holds every invariant while Redis, the upstream, the config and an auth replica fail', { timeout: DURATION_MS + 180_000 }, async () => {
+    const t0 = now();
+    const end = t0 + DURATION_MS;
+    const gateway: GatewayRecord[] = [];
+    const redisDown: Interval[] = [];
+    const upstreamDown: Interval[] = [];
+    const configChanges: { at: number; spring: boolean }[] = [];
+    const replicaDown: Interval[] = [];
+    let springOnA = false;
+    const pids = () => ({
+      'sidecar-a': allowA.program.child.pid as number,
+      'sidecar-b': allowB.program.child.pid as number,
+      'sidecar-deny': deny.program.child.pid as number,
+      'auth-server-0': (stack.programs.find((p) => p.name === 'auth-server-0') as Program).child.pid as number,
+    });
+    // Warm up before the RSS baseline.
+    for (let i = 0; i < 30; i++) await fetch(`${allowA.url}/healthcheck/ready`, { headers: { 'USER-ID': `warm-${i}` } }).then((r) => r.text());
+    await authorize({ issuer: stack.authUrls[0] as string, clientId: 'demo-client', redirectUri: stack.redirectUri, challenge: pkce().challenge });
+    const rssStart = Object.fromEntries(Object.entries(pids()).map(([k, pid]) => [k, rssBytes(pid)]));
+
+    // ---- gateway traffic ----------------------------------------------------------------------
+    const users: { id: string; route: 'allow' | 'deny'; kind: 'heavy' | 'light'; periodMs: number }[] = [
+      ...Array.from({ length: 6 }, (_, i) => ({ id: `heavy-${i}`, route: 'allow' as const, kind: 'heavy' as const, periodMs: 70 })),
+      ...Array.from({ length: 20 }, (_, i) => ({ id: `light-${i}`, route: 'allow' as const, kind: 'light' as const, periodMs: 1000 })),
+      ...Array.from({ length: 3 }, (_, i) => ({ id: `deny-heavy-${i}`, route: 'deny' as const, kind: 'heavy' as const, periodMs: 100 })),
+      ...Array.from({ length: 3 }, (_, i) => ({ id: `deny-light-${i}`, route: 'deny' as const, kind: 'light' as const, periodMs: 1000 })),
+    ];
+    const userLoop = async (u: (typeof users)[number], index: number) => {
+      let n = index;
+      await sleep((index * 37) % 500);
+      while (now() < end) {
+        const sidecar = u.route === 'deny' ? deny : n++ % 2 === 0 ? allowA : allowB;
+        const send = now();
+        let status: GatewayRecord['status'];
+        let decided = false;
+        let spring = false;
+        try {
+          const res = await fetch(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': u.id }, signal: AbortSignal.timeout(CLIENT_TIMEOUT_MS) });
+          await res.arrayBuffer();
+          status = res.status;
+          decided = res.headers.has('ratelimit-remaining');
+          spring = res.headers.has('x-ratelimit-burst-capacity');
+        } catch (err) {
+          status = (err as Error).name === 'TimeoutError' ? 'timeout' : 'error';
+        }
+        const recv = now();
+        gateway.push({ user: u.id, route: u.route, kind: u.kind, via: sidecar.program.name, send, recv, status, decided, spring });
+        await sleep(u.periodMs - (recv - send));
+      }
+    };
+
+    // ---- OAuth traffic ------------------------------------------------------------------------
+    const oauth = { flows: 0, interrupted: 0, exchanges: 0, codeReplaysRejected: 0, codeDoubleUse: 0, refreshRotations: 0, refreshReplaysRejected: 0, refreshDoubleUse: 0, server5xx: [] as string[], lostInFaultWindow: 0 };
+    const aliveReplicas = () => stack.authUrls.filter((_, i) => !(i === 1 && replicaDown.some((w) => w.end === Infinity)));
+    /** Retries a token call while the answer is 503 (Redis down) or the replica is unreachable. */
+    const tokenCall = async (body: Record<string, string>, preferred: number) => {
+      const deadline = now() + 20_000;
+      let attempt = preferred;
+      for (;;) {
+        const replicas = aliveReplicas();
+        const url = replicas[attempt++ % replicas.length] as string;
+        try {
+          recordRequests('soak: OAuth requests', 1);
+          const r = await tokenRequest(url, body);
+          if (r.status >= 500) {
+            if (r.status !== 503) oauth.server5xx.push(`token ${r.status} ${JSON.stringify(r.json)}`);
+            else if (!redisDown.some((w) => overlaps({ start: w.start, end: w.end + RECOVERY_MS + 1000 }, now() - 2000, now()))) oauth.server5xx.push('token 503 outside a Redis fault window');
+          } else return r;
+        } catch {
+          // connection refused: the replica was killed
+        }
+        if (now() > deadline) return undefined;
+        await sleep(200);
+      }
+    };
+    const flowLoop = async (worker: number) => {
+      let i = worker;
+      while (now() < end) {
+        const started = now();
+        i++;
+        try {
+          const replicas = aliveReplicas();
+          const issuer = replicas[i % replicas.length] as string;
+          const { verifier, challenge } = pkce();
+          recordRequests('soak: OAuth requests', 4);
+          const { location } = await authorize({ issuer, clientId: 'demo-client', redirectUri: stack.redirectUri, challenge, state: `s${i}` });
+          const code = location.searchParams.get('code');
+          if (code === null) throw new Error(`no code: ${location}`);
+          oauth.flows++;
+          const body = { grant_type: 'authorization_code', code, redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post, code_verifier: verifier };
+          const first = await tokenCall(body, i + 1);
+          if (first === undefined || first.status !== 200) {
+            // A 503 during a Redis fault may have consumed the code before the answer was lost.
+            oauth.lostInFaultWindow++;
+            continue;
+          }
+          oauth.exchanges++;
+          const replay = await tokenCall(body, i);
+          if (replay?.status === 200) oauth.codeDoubleUse++;
+          else if (replay?.status === 400 && replay.json.error === 'invalid_grant') oauth.codeReplaysRejected++;
+          // The replay revoked the tokens of the first exchange (RFC 6749 4.1.2): its refresh
+          // token must not work either. Rotate a fresh family instead.
+          const refresh = String(first.json.refresh_token);
+          const revoked = await tokenCall({ grant_type: 'refresh_token', refresh_token: refresh, client_id: 'demo-client', client_secret: SECRETS.post }, i);
+          if (revoked?.status === 200) oauth.refreshDoubleUse++;
+          // A second flow to exercise rotation and reuse detection.
+          const p2 = pkce();
+          const second = await authorize({ issuer, clientId: 'demo-client', redirectUri: stack.redirectUri, challenge: p2.challenge });
+          const code2 = second.location.searchParams.get('code');
+          if (code2 === null) throw new Error('no second code');
+          const t2 = await tokenCall({ ...body, code: code2, code_verifier: p2.verifier }, i);
+          if (t2?.status !== 200) {
+            oauth.lostInFaultWindow++;
+            continue;
+          }
+          const rt1 = String(t2.json.refresh_token);
+          const rotated = await tokenCall({ grant_type: 'refresh_token', refresh_token: rt1, client_id: 'demo-client', client_secret: SECRETS.post }, i + 1);
+          if (rotated?.status !== 200) {
+            oauth.lostInFaultWindow++;
+            continue;
+          }
+          oauth.refreshRotations++;
+          const reuse = await tokenCall({ grant_type: 'refresh_token', refresh_token: rt1, client_id: 'demo-client', client_secret: SECRETS.post }, i);
+          if (reuse?.status === 200) oauth.refreshDoubleUse++;
+          else if (reuse?.status === 400) oauth.refreshReplaysRejected++;
+        } catch {
+          oauth.interrupted++; // a replica died or Redis was down mid-flow: start again
+        }
+        await sleep(500 - (now() - started));
+      }
+    };
+
+    // ---- faults -------------------------------------------------------------------------------
+    const faults: string[] = [];
+    const faultLoop = async () => {
+      const plan = ['redis', 'upstream', 'config', 'redis', 'config', 'upstream'];
+      let k = 0;
+      let replicaKilled = false;
+      let replicaRestarted = false;
+      while (now() < end - 8000) {
+        await sleep(Math.min(6000, end - 8000 - now()));
+        if (now() >= end - 8000) break;
+        if (!replicaKilled && now() - t0 > DURATION_MS / 2) {
+          replicaKilled = true;
+          const victim = stack.programs.find((p) => p.name === 'auth-server-1') as Program;
+          replicaDown.push({ start: now(), end: Infinity });
+          victim.child.kill('SIGKILL');
+          faults.push('auth-server replica SIGKILL');
+          recordFaults('auth-server replica SIGKILL');
+          continue;
+        }
+        if (replicaKilled && !replicaRestarted && now() - t0 > DURATION_MS / 2 + 10_000) {
+          replicaRestarted = true;
+          const port = new URL(stack.authUrls[1] as string).port;
+          replicaRestarts.push(
+            await startProgram({
+              name: 'auth-server-1-restarted',
+              entry: 'services/auth-server/main.ts',
+              waitPort: Number(port),
+              env: {
+                PORT: port, HOST: '127.0.0.1', AUTH_ISSUER: stack.issuer, AUTH_CLIENTS_FILE: stack.clientsFile,
+                AUTH_USERS_FILE: path.join(stack.dir, 'users.json'), AUTH_KEYS_FILE: path.join(stack.dir, 'keys.json'),
+                AUTH_FILE_CHECK_MS: '100', LOG_LEVEL: 'info', REDIS_URL: redis.url,
+                AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000', AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000',
+              },
+            }),
+          );
+          (replicaDown[0] as Interval).end = now();
+          faults.push('auth-server replica restarted');
+          continue;
+        }
+        const fault = plan[k++ % plan.length];
+        if (fault === 'redis') {
+          const w: Interval = { start: now(), end: Infinity };
+          redisDown.push(w);
+          await redis.kill();
+          await sleep(2000);
+          await redis.start();
+          w.end = now();
+          faults.push('redis SIGKILL + restart');
+          recordFaults('redis SIGKILL + restart');
+        } else if (fault === 'upstream') {
+          const w: Interval = { start: now(), end: Infinity };
+          upstreamDown.push(w);
+          await upstream.stop('SIGTERM');
+          await sleep(1000);
+          await startUpstream();
+          w.end = now();
+          faults.push('upstream restart');
+          recordFaults('upstream restart');
+        } else {
+          springOnA = !springOnA;
+          allowA.write({ ...allowA.config, limiter: { ...RULE, onStoreError: 'allow', headers: { spec: true, draft: false, spring: springOnA } } });
+          configChanges.push({ at: now(), spring: springOnA });
+          faults.push(`sidecar config change (spring headers ${springOnA ? 'on' : 'off'})`);
+          recordFaults('sidecar config file change');
+        }
+      }
+    };
+
+    await Promise.all([...users.map(userLoop), flowLoop(0), flowLoop(1), faultLoop()]);
+    recordRequests('soak: gateway requests', gateway.length);
+
+    // ---- invariants ---------------------------------------------------------------------------
+    const rssEnd = Object.fromEntries(Object.entries(pids()).map(([k, pid]) => [k, rssBytes(pid)]));
+    const problems: string[] = [];
+    const inAny = (ws: Interval[], s: number, e: number, padBefore = 0, padAfter = 0) => ws.some((w) => overlaps({ start: w.start - padBefore, end: w.end + padAfter }, s, e));
+
+    // No process exited on its own (the restarted upstream instances exited on our SIGTERM).
+    for (const p of [allowA.program, allowB.program, deny.program, stack.programs.find((x) => x.name === 'auth-server-0') as Program]) {
+      if (p.exited()) problems.push(`${p.name} exited`);
+    }
+
+    // No hang, no 500, policies exact.
+    let maxLatency = 0;
+    const byStatus: Record<string, number> = {};
+    for (const r of gateway) {
+      const latency = r.recv - r.send;
+      maxLatency = Math.max(maxLatency, latency);
+      byStatus[String(r.status)] = (byStatus[String(r.status)] ?? 0) + 1;
+      const tag = `${r.user} via ${r.via} at ${((r.send - t0) / 1000).toFixed(2)} s`;
+      if (r.status === 'timeout' || latency > MAX_LATENCY_MS) problems.push(`${tag}: took ${latency.toFixed(0)} ms (${r.status})`);
+      if (r.status === 'error') problems.push(`${tag}: connection error`);
+      const redisOut = inAny(redisDown, r.send, r.recv, 0, RECOVERY_MS);
+      const upstreamOut = inAny(upstreamDown, r.send, r.recv, 0, 2000);
+      const surelyDown = redisDown.some((w) => r.send > w.start + 500 && r.recv < w.end);
+      if (typeof r.status === 'number') {
+        if (r.status === 500) problems.push(`${tag}: 500`);
+        if ((r.status === 502 || r.status === 504) && !upstreamOut) problems.push(`${tag}: ${r.status} while the upstream was up`);
+        if (r.status === 503 && !(r.route === 'deny' && redisOut)) problems.push(`${tag}: 503 outside a Redis fault on the ${r.route} route`);
+        if (surelyDown && r.route === 'deny' && r.status !== 503) problems.push(`${tag}: deny route answered ${r.status} while Redis was down`);
+        if (surelyDown && r.route === 'allow' && (r.decided || (r.status !== 200 && !upstreamOut))) problems.push(`${tag}: allow route answered ${r.status} (decided ${r.decided}) while Redis was down`);
+        if (!redisOut && !upstreamOut && !(r.decided && (r.status === 200 || r.status === 429))) problems.push(`${tag}: ${r.status} without a limiter decision while Redis was up`);
+        if (r.kind === 'light' && r.status === 429) problems.push(`${tag}: a light user was limited`);
+      }
+    }
+
+    // Over-admission: per user, per Redis-up window, decided admissions against the exact bound.
+    const upWindows: Interval[] = [];
+    let from = t0;
+    for (const w of redisDown) {
+      upWindows.push({ start: from, end: w.start });
+      from = w.end;
+    }
+    upWindows.push({ start: from, end: Infinity });
+    let windowsChecked = 0;
+    let admittedTotal = 0;
+    let maxFill = 0;
+    for (const u of users) {
+      for (const w of upWindows) {
+        // The decision happened between send and recv while Redis was up, so in a window that
+        // [send, recv] overlaps (our clock sees a restart up to ~50 ms late: 200 ms of slack).
+        const admitted = gateway.filter((r) => r.user === u.id && r.decided && r.status === 200 && overlaps({ start: w.start - 200, end: w.end }, r.send, r.recv));
+        if (admitted.length === 0) continue;
+        windowsChecked++;
+        admittedTotal += admitted.length;
+        // Elapsed Redis time between the first and last decision is at most this (our clock sees
+        // the restart up to ~50 ms late, hence the 200 ms of slack on the start).
+        const span = Math.max(...admitted.map((r) => r.recv)) - Math.min(...admitted.map((r) => Math.max(r.send, w.start - 200)));
+        const bound = Math.floor((RULE.burstCapacity + (RULE.replenishRate * span) / 1000) / RULE.requestedTokens);
+        if (u.kind === 'heavy') maxFill = Math.max(maxFill, admitted.length / bound);
+        if (admitted.length > bound) problems.push(`${u.id}: ${admitted.length} admitted in a Redis-up window of ${span.toFixed(0)} ms, bound ${bound}`);
+      }
+    }
+    recordCases('soak: per-user Redis-up windows checked against the exact bound', windowsChecked);
+
+    // Config changes reached sidecar A within 3 s, and B never changed.
+    for (const [idx, c] of configChanges.entries()) {
+      const until = configChanges[idx + 1]?.at ?? Infinity;
+      const seen = gateway.filter((r) => r.via === 'sidecar-soak-a' && r.decided && r.send > c.at + 3000 && r.recv < until);
+      const wrong = seen.filter((r) => r.spring !== c.spring);
+      if (wrong.length > 0) problems.push(`config change #${idx + 1} (spring ${c.spring}) not applied on ${wrong.length} of ${seen.length} responses after 3 s`);
+    }
+    if (gateway.some((r) => r.via !== 'sidecar-soak-a' && r.spring)) problems.push('a sidecar whose config did not change sent Spring headers');
+
+    // OAuth: nothing accepted twice, no unexplained 5xx.
+    if (oauth.codeDoubleUse > 0) problems.push(`${oauth.codeDoubleUse} authorization code(s) accepted twice`);
+    if (oauth.refreshDoubleUse > 0) problems.push(`${oauth.refreshDoubleUse} refresh token(s) accepted twice (or after their family was revoked)`);
+    problems.push(...oauth.server5xx);
+    for (const p of stack.programs.concat(replicaRestarts)) {
+      for (const line of p.lines) if (/"statusCode":500/.test(line)) problems.push(`${p.name} logged a 500: ${line.slice(0, 200)}`);
+    }
+
+    // Memory.
+    for (const [k, start] of Object.entries(rssStart)) {
+      const endRss = rssEnd[k] as number;
+      if (endRss - start > RSS_MARGIN) problems.push(`${k}: RSS grew from ${(start / MiB).toFixed(1)} to ${(endRss / MiB).toFixed(1)} MiB`);
+    }
+
+    const report = {
+      seconds: SOAK_SECONDS,
+      at: new Date().toISOString(),
+      rule: RULE,
+      faults,
+      gateway: { requests: gateway.length, byStatus, maxLatencyMs: Math.round(maxLatency), windowsChecked, admittedByTheLimiter: admittedTotal, heavyUsersMaxFillOfBound: Number(maxFill.toFixed(3)) },
+      oauth,
+      rssMiB: Object.fromEntries(Object.keys(rssStart).map((k) => [k, { start: Number(((rssStart[k] as number) / MiB).toFixed(1)), end: Number(((rssEnd[k] as number) / MiB).toFixed(1)) }])),
+      rssMarginMiB: RSS_MARGIN / MiB,
+      problems: problems.length,
+      firstProblems: problems.slice(0, 30),
+    };
+    mkdirSync(path.join(repoRoot, 'test-results'), { recursive: true });
+    writeFileSync(path.join(repoRoot, 'test-results', 'soak-report.json'), JSON.stringify(report, null, 2));
+    if (SOAK_SECONDS >= 600 || process.env.SOAK_REPORT === 'bench') {
+      mkdirSync(path.join(repoRoot, 'bench', 'results'), { recursive: true });
+      writeFileSync(path.join(repoRoot, 'bench', 'results', 'soak-report.json'), JSON.stringify(report, null, 2));
+    }
+    console.log(`soak report: ${JSON.stringify(report, null, 2)}`);
+
+    expect(problems).toEqual([]);
+    expect(faults.filter((f) => f.startsWith('redis')).length).toBeGreaterThanOrEqual(1);
+    expect(oauth.exchanges).toBeGreaterThan(0);
+    expect(oauth.codeReplaysRejected).toBeGreaterThan(0);
+    expect(oauth.refreshReplaysRejected).toBeGreaterThan(0);
+    expect(maxFill).toBeGreaterThan(0.5); // heavy users really pushed against their limit
+  });
+});
