@@ -1,0 +1,227 @@
+// Issue 4, k8s test 7: the pods the operator renders are runnable. With no kubelet here, take the
+// rendered Deployments' containers (command, args, env, ports) and the ConfigMap/Secret contents
+// written where they would be mounted (mount paths rewritten into a temporary directory), run them
+// as local processes next to a real redis-server, and pass the specification's 30-request
+// scenario (limits 1/10/2) and an OAuth authorization-code flow through them.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { decodeProtectedHeader } from 'jose';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hashPassword } from '../../services/auth-server/config.ts';
+import { take, takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { freePort, waitForPort } from '../harness/ports.ts';
+import { startProgram, type Program } from '../harness/programs.ts';
+import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { authorize, tokenRequest } from '../integration/auth-flow.ts';
+import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+
+const NS = 'team-p';
+const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
+
+let env: OperatorEnv;
+let operator: RunningOperator;
+let redis: RedisServer;
+const programs: Program[] = [];
+const dirs: string[] = [];
+const ports = { target: 0, sidecar: 0, admin: 0, auth: 0 };
+
+const decode = (s: string) => Buffer.from(s, 'base64').toString('utf8');
+
+/** Files of one pod volume, as the kubelet would project them: path inside the mount -> content. */
+async function volumeFiles(volume: Obj): Promise<Map<string, string> | undefined> {
+  const files = new Map<string, string>();
+  if (volume['configMap'] !== undefined || volume['secret'] !== undefined) {
+    const isSecret = volume['secret'] !== undefined;
+    const source = volume['configMap'] ?? volume['secret'];
+    const obj = (await kget(env.cluster, ['-n', NS, isSecret ? 'secret' : 'configmap', source['name'] ?? source['secretName']])) as Obj;
+    const data: Record<string, string> = obj['data'] ?? {};
+    const items: Array<{ key: string; path: string }> = source['items'] ?? Object.keys(data).map((k) => ({ key: k, path: k }));
+    for (const { key, path: p } of items) files.set(p, isSecret ? decode(data[key] ?? '') : (data[key] ?? ''));
+    return files;
+  }
+  return volume['emptyDir'] !== undefined ? files : undefined;
+}
+
+/** Starts every container of a rendered Deployment as a local process; mount paths move into a temp dir. */
+async function runPod(deploymentName: string): Promise<Program[]> {
+  const dep = (await kget(env.cluster, ['-n', NS, 'deployment', deploymentName])) as Obj;
+  const pod = dep['spec']['template']['spec'];
+  const root = mkdtempSync(path.join(tmpdir(), `pod-${deploymentName}-`));
+  dirs.push(root);
+  const volumeDirs = new Map<string, string>();
+  for (const volume of pod['volumes'] ?? []) {
+    const files = await volumeFiles(volume);
+    if (files === undefined) throw new Error(`volume ${volume['name']}: unsupported source`);
+    const dir = path.join(root, volume['name']);
+    mkdirSync(dir, { recursive: true });
+    for (const [p, content] of files) writeFileSync(path.join(dir, p), content);
+    volumeDirs.set(volume['name'], dir);
+  }
+  const started: Program[] = [];
+  for (const c of pod['containers']) {
+    const mounts: Array<[string, string]> = (c['volumeMounts'] ?? []).map((m: Obj) => [m['mountPath'], volumeDirs.get(m['name']) ?? '']);
+    // The longest mount path containing the value wins, as in a container's filesystem; one rewrite only.
+    const rewrite = (s: string) => {
+      const mount = mounts.filter(([from]) => s === from || s.startsWith(`${from}/`)).sort((x, y) => y[0].length - x[0].length)[0];
+      return mount === undefined ? s : mount[1] + s.slice(mount[0].length);
+    };
+    const [node, entry, ...restCommand] = c['command'] as string[];
+    expect(node).toBe('node'); // the image/entry contract: command ["node", "<entry relative to /app>"]
+    const envVars: Record<string, string> = {};
+    for (const e of c['env'] ?? []) if (typeof e['value'] === 'string') envVars[e['name']] = rewrite(e['value']);
+    const program = await startProgram({
+      name: `${deploymentName}-${c['name']}`,
+      entry: entry ?? '',
+      args: [...restCommand, ...((c['args'] ?? []) as string[]).map(rewrite)],
+      env: { ...envVars, NODE_ENV: 'test' },
+      waitPort: c['ports'][0]['containerPort'],
+    });
+    programs.push(program);
+    started.push(program);
+  }
+  return started;
+}
+
+beforeAll(async () => {
+  redis = await startRedis();
+  for (const k of Object.keys(ports) as Array<keyof typeof ports>) ports[k] = await freePort();
+  env = await startOperatorEnv([NS]);
+  operator = await startOperator(env, 'op-pods', {
+    PORTCULLIS_SIDECAR_PORT: String(ports.sidecar),
+    PORTCULLIS_SIDECAR_ADMIN_PORT: String(ports.admin),
+    PORTCULLIS_AUTH_SERVER_PORT: String(ports.auth),
+    PORTCULLIS_DEFAULT_REDIS_URL: redis.url,
+    PORTCULLIS_ISSUER_URL: `http://127.0.0.1:${ports.auth}`,
+  });
+  const users = { users: [{ username: 'alice', password_hash: await hashPassword('wonderland'), profile: { name: 'Alice', email: 'alice@example.com' } }] };
+  const manifests = `apiVersion: v1
+kind: Secret
+metadata: { name: portcullis-auth-users, namespace: ${NS} }
+stringData:
+  users.json: '${JSON.stringify(users)}'
+---
+apiVersion: portcullis.dev/v1alpha1
+kind: RateLimitRoute
+metadata: { name: all, namespace: ${NS} }
+spec:
+  target:
+    image: portcullis/user-service:test
+    command: [node, services/user-service/main.ts]
+    port: ${ports.target}
+    env: [{ name: PORT, value: "${ports.target}" }, { name: HOST, value: 127.0.0.1 }]
+  path: /**
+  limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 }
+---
+apiVersion: portcullis.dev/v1alpha1
+kind: OAuthClient
+metadata: { name: demo-app, namespace: ${NS} }
+spec:
+  displayName: Demo App
+  redirectUris: [http://127.0.0.1:3000/callback]
+  scopes: [profile, email]
+  tokenEndpointAuthMethod: client_secret_post
+`;
+  const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: manifests });
+  expect(r.code, r.stderr).toBe(0);
+  await eventually('route children', () => kget(env.cluster, ['-n', NS, 'deployment', 'all']));
+  await eventually('auth server', () => kget(env.cluster, ['-n', NS, 'deployment', 'portcullis-auth-server']));
+  await eventually('registered', async () => {
+    const o = (await kget(env.cluster, ['-n', NS, 'oauthclient', 'demo-app'])) as Obj;
+    return o['status']?.['conditions']?.[0]?.['reason'] === 'Registered';
+  });
+});
+
+afterAll(async () => {
+  for (const p of programs.reverse()) await p.stop();
+  await operator?.program.stop();
+  await env?.stop();
+  await redis?.stop();
+  for (const d of dirs) rmSync(d, { recursive: true, force: true });
+});
+
+describe('the rendered pods run', () => {
+  it('the route pod (target + sidecar, config from the ConfigMap) passes the specification scenario', async () => {
+    await runPod('all');
+    await eventually('sidecar ready', async () => (await fetch(`http://127.0.0.1:${ports.admin}/readyz`)).status === 200);
+    const admin = new Redis(redis.url);
+    try {
+      const key = 'spec-scenario-user';
+      const bucketKey = `portcullis:bucket:{all:${key}}`;
+      const sendMs: number[] = [];
+      const doneMs: number[] = [];
+      const redisUs: number[] = [];
+      const statuses: number[] = [];
+      const start = performance.now();
+      for (let i = 0; i < 30; i++) {
+        // 0.5 s apart, each after the first 50 ms late: at exact 0.5 s every admission after the
+        // burst falls on exactly 2.0 tokens, where a millisecond of noise would decide it.
+        const wait = start + i * 500 + (i === 0 ? 0 : 50) - performance.now();
+        if (wait > 0) await new Promise((res) => setTimeout(res, wait));
+        sendMs.push(performance.now());
+        const res = await fetch(`http://127.0.0.1:${ports.sidecar}/healthcheck/ready`, { headers: { 'USER-ID': key } });
+        const body = await res.text();
+        doneMs.push(performance.now());
+        statuses.push(res.status);
+        if (res.status === 200) expect(body).toBe('OK');
+        else expect(res.status).toBe(429);
+        redisUs.push(Number(await admin.hget(bucketKey, 'ts')));
+      }
+      const actual = statuses.map((s) => s === 200);
+      // 1. Decision by decision, the exact model at the times Redis used (the Lua script's clock).
+      let exact: BucketState | undefined;
+      const fromRedis = redisUs.map((t) => {
+        const r = takeUs(exact, rule, t, rule.requestedTokens);
+        exact = r.state;
+        return r.decision.allowed;
+      });
+      expect(actual).toEqual(fromRedis);
+      // 2. The exact model at the client's times: each decision happened between sending and the
+      //    response, so the count lies between the model at the send times and at the response times.
+      const model = (times: number[]) => {
+        let st: BucketState | undefined;
+        return times.filter((t) => {
+          const r = take(st, rule, t - (sendMs[0] ?? 0));
+          st = r.state;
+          return r.decision.allowed;
+        }).length;
+      };
+      const counts = [model(sendMs), model(doneMs.map((t, i) => (i === 0 ? (sendMs[0] ?? 0) : t)))].sort((x, y) => x - y);
+      const admitted = actual.filter(Boolean).length;
+      expect(admitted).toBeGreaterThanOrEqual(counts[0] ?? 0);
+      expect(admitted).toBeLessThanOrEqual(counts[1] ?? 0);
+      // 3. When the schedule held (sends within 45 ms of their aim, answers within 40 ms), that is
+      //    the 12 the exact model predicts for the specification scenario.
+      const slipMs = Math.max(...sendMs.slice(1).map((t, i) => Math.abs(t - (sendMs[0] ?? 0) - (i + 1) * 500 - 50)));
+      const slowestMs = Math.max(...doneMs.map((t, i) => t - (sendMs[i] ?? 0)));
+      if (slipMs < 45 && slowestMs < 40) expect(admitted).toBe(12);
+    } finally {
+      admin.disconnect();
+    }
+  });
+
+  it('the auth-server pod (registry, users and keys from the Secrets) runs the code flow for the generated client', async () => {
+    await runPod('portcullis-auth-server');
+    const issuer = `http://127.0.0.1:${ports.auth}`;
+    await waitForPort(ports.auth);
+    const secret = (await kget(env.cluster, ['-n', NS, 'secret', 'demo-app-oauth-client'])) as Obj;
+    const clientId = decode(secret['data']['client_id']);
+    const clientSecret = decode(secret['data']['client_secret']);
+    const redirectUri = 'http://127.0.0.1:3000/callback';
+    const { location, consentShown } = await authorize({ issuer, clientId, redirectUri, scope: 'profile email', state: 's1' });
+    expect(consentShown).toBe(true);
+    expect(location.origin + location.pathname).toBe(redirectUri);
+    const code = location.searchParams.get('code');
+    expect(code).toBeTruthy();
+    // The specification's token request: JSON body, grant_type authorization_token.
+    const token = await tokenRequest(issuer, { client_id: clientId, client_secret: clientSecret, redirect_uri: redirectUri, grant_type: 'authorization_token', code: code ?? '' }, { json: true });
+    expect(token.status).toBe(200);
+    const accessToken = String(token.json['access_token']);
+    const keys = (await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-signing-keys'])) as Obj;
+    const kid = JSON.parse(decode(keys['data']['keys.json']))['keys'][0]['kid'];
+    expect(decodeProtectedHeader(accessToken)).toMatchObject({ alg: 'ES256', kid });
+  });
+});
