@@ -30,7 +30,7 @@ export class Proxy {
   #draining = false;
   #idleWaiters: (() => void)[] = [];
   #storeErrors = 0;
-  #lastStoreWarnMs = 0;
+  #lastStoreWarnMs = Number.NEGATIVE_INFINITY;
 
   constructor(options: ProxyOptions) {
     this.#log = options.logger;
