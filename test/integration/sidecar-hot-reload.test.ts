@@ -2,7 +2,13 @@
 // logged and the running one kept (DESIGN.md section 2: hot reload of the mounted file).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { request } from 'undici';
+import { stringify } from 'yaml';
+import { freePort } from '../harness/ports.ts';
+import { startProgram } from '../harness/programs.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { sleep, startSidecar, type RunningSidecar } from './sidecar-support.ts';
 
@@ -68,5 +74,36 @@ describe('config hot reload', () => {
     expect(still.status).toBe(200);
     expect(still.headers['ratelimit-limit']).toBe('7');
     expect(sidecar.program.exited()).toBe(false);
+  });
+
+  it('a Kubernetes ConfigMap update (atomic ..data symlink swap) is picked up', async () => {
+    // The kubelet's layout: dir/sidecar.yaml -> ..data/sidecar.yaml, ..data -> ..<timestamp>/;
+    // an update writes a new timestamped folder and renames a new ..data symlink over the old.
+    const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-configmap-'));
+    const version = (name: string, config: unknown) => {
+      mkdirSync(path.join(dir, name));
+      writeFileSync(path.join(dir, name, 'sidecar.yaml'), stringify(config));
+      symlinkSync(name, path.join(dir, '..data_tmp'));
+      renameSync(path.join(dir, '..data_tmp'), path.join(dir, '..data'));
+    };
+    const port = await freePort();
+    const base = {
+      listen: { host: '127.0.0.1', port },
+      admin: { host: '127.0.0.1', port: await freePort() },
+      upstream: { url: upstreamUrl },
+      route: { id: 'cm' },
+    };
+    version('..v1', { ...base, limiter: { replenishRate: 1, burstCapacity: 11 } });
+    symlinkSync('..data/sidecar.yaml', path.join(dir, 'sidecar.yaml'));
+    const program = await startProgram({ entry: 'sidecar/main.ts', args: ['--config', path.join(dir, 'sidecar.yaml')], waitPort: port, name: 'sidecar-configmap' });
+    try {
+      const limit = async () => (await request(`http://127.0.0.1:${port}/x`, { headers: { 'USER-ID': 'cm' } })).headers['ratelimit-limit'];
+      expect(await limit()).toBe('11');
+      version('..v2', { ...base, limiter: { replenishRate: 1, burstCapacity: 22 } });
+      await program.waitForLine(/"burstCapacity":22.*"msg":"config reloaded"/, 10_000);
+      expect(await limit()).toBe('22');
+    } finally {
+      await program.stop();
+    }
   });
 });
