@@ -290,3 +290,26 @@ describe('limits that need their own settings', () => {
     expect(ok.location.searchParams.get('code')).not.toBeNull();
   });
 });
+
+describe('sign-in throttling per client address', () => {
+  let stack: Stack;
+  beforeAll(async () => {
+    // Behind a trusted proxy the client address comes from X-Forwarded-For.
+    stack = await startStack({ authEnv: { AUTH_SIGNIN_ADDRESS_BURST: '2', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1', AUTH_TRUST_PROXY: 'true' } });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+  });
+
+  const attempt = async (username: string, address: string) => {
+    const b = browser();
+    const page = await (await b.get(`${stack.issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code' })}`)).text();
+    const res = await b.post(`${stack.issuer}/auth/sign-in`, { interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '', username, password: 'guess' }, { 'x-forwarded-for': address });
+    return res.status;
+  };
+
+  it('guessing across usernames from one address is limited; another address is not', async () => {
+    expect([await attempt('alice', '203.0.113.7'), await attempt('bob', '203.0.113.7'), await attempt('carol', '203.0.113.7')]).toEqual([303, 303, 429]);
+    expect(await attempt('dave', '203.0.113.8')).toBe(303);
+  });
+});

@@ -29,7 +29,7 @@ export function hidden(page: string, name: string): string | undefined {
 export interface Browserish {
   readonly jar: CookieJar;
   get(url: string): Promise<Response>;
-  post(url: string, form: Record<string, string>): Promise<Response>;
+  post(url: string, form: Record<string, string>, headers?: Record<string, string>): Promise<Response>;
 }
 
 export function browser(jar = new CookieJar()): Browserish {
@@ -40,11 +40,11 @@ export function browser(jar = new CookieJar()): Browserish {
       jar.store(res);
       return res;
     },
-    async post(url, form) {
+    async post(url, form, headers = {}) {
       const res = await fetch(url, {
         method: 'POST',
         redirect: 'manual',
-        headers: { cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+        headers: { ...headers, cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
         body: new URLSearchParams(form),
       });
       jar.store(res);
