@@ -20,7 +20,7 @@ import { freePort } from '../harness/ports.ts';
 import { repoRoot, startProgram, type Program } from '../harness/programs.ts';
 import { MiB, rssBytes } from '../harness/raw-http.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { recordCases, recordFaults, recordRequests } from '../harness/reliability-counts.ts';
+import { recordCases, recordFaults } from '../harness/reliability-counts.ts';
 import { authorize, pkce, tokenRequest } from './auth-flow.ts';
 import { SECRETS, startStack, type Stack } from './auth-stack.ts';
 import { startSidecarProcess, type SidecarProcess } from './reliability-support.ts';
@@ -173,7 +173,6 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
         const replicas = aliveReplicas();
         const url = replicas[attempt++ % replicas.length] as string;
         try {
-          recordRequests('soak: OAuth requests', 1);
           const r = await tokenRequest(url, body);
           if (r.status >= 500) {
             if (r.status !== 503) oauth.server5xx.push(`token ${r.status} ${JSON.stringify(r.json)}`);
@@ -195,7 +194,6 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
           const replicas = aliveReplicas();
           const issuer = replicas[i % replicas.length] as string;
           const { verifier, challenge } = pkce();
-          recordRequests('soak: OAuth requests', 4);
           const { location } = await authorize({ issuer, clientId: 'demo-client', redirectUri: stack.redirectUri, challenge, state: `s${i}` });
           const code = location.searchParams.get('code');
           if (code === null) throw new Error(`no code: ${location}`);
@@ -312,7 +310,6 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
     };
 
     await Promise.all([...users.map(userLoop), flowLoop(0), flowLoop(1), faultLoop()]);
-    recordRequests('soak: gateway requests', gateway.length);
 
     // ---- invariants ---------------------------------------------------------------------------
     const rssEnd = Object.fromEntries(Object.entries(pids()).map(([k, pid]) => [k, rssBytes(pid)]));
