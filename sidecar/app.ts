@@ -8,7 +8,8 @@ import { Pool } from 'undici';
 import { buildAdminApp } from './admin.ts';
 import { parseSidecarConfigText, type SidecarConfig } from './config.ts';
 import { SidecarMetrics } from './metrics.ts';
-import { Proxy } from './proxy.ts';
+import { problemTypes } from './problem.ts';
+import { GatewayProxy } from './proxy.ts';
 import { buildRouteRuntime, type RouteRuntime } from './route-runtime.ts';
 import { createBucketStore } from './stores/create-store.ts';
 import type { BucketStore } from './stores/bucket-store.ts';
@@ -27,7 +28,7 @@ export interface SidecarApp {
   readonly proxyServer: http.Server;
   readonly adminApp: FastifyInstance;
   readonly metrics: SidecarMetrics;
-  readonly proxy: Proxy;
+  readonly proxy: GatewayProxy;
   current(): RouteRuntime;
   /** Resolves when the store answers (or after timeoutMs); false when it did not. */
   storeReady(timeoutMs: number): Promise<boolean>;
@@ -60,7 +61,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   let runtime = buildRouteRuntime(initial, first.store, createPool(initial), metrics.forRoute(initial.route.id, first.kind));
   let shuttingDown = false;
 
-  const proxy = new Proxy({ logger: log, runtime: () => runtime });
+  const proxy = new GatewayProxy({ logger: log, runtime: () => runtime });
   // headersTimeout bounds slow clients (slowloris); Node checks it every connectionsCheckingInterval,
   // whose default (30 s) would let a header trickle live 30 s past the timeout.
   const proxyServer = http.createServer(
@@ -68,10 +69,24 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     proxy.handle,
   );
   proxyServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // Keep Node's own statuses for the two errors that have one (408 and 431); 400 otherwise.
-    const status = err.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? '408 Request Timeout' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-    if (socket.writable) socket.end(`HTTP/1.1 ${status}\r\nconnection: close\r\ncontent-length: 0\r\n\r\n`);
-    else socket.destroy(err);
+    if (!socket.writable) {
+      socket.destroy(err);
+      return;
+    }
+    // Keep Node's own statuses for the two errors that have one (408 and 431); 400 otherwise
+    // (e.g. a control character other than tab in USER-ID, which Node's parser refuses itself).
+    // Still a problem+json body, like every other error of the gateway.
+    const [status, title, detail] =
+      err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'Request Timeout', 'The request headers did not arrive in time.']
+        : err.code === 'HPE_HEADER_OVERFLOW'
+          ? [431, 'Request Header Fields Too Large', 'The request headers are too large.']
+          : [400, 'Bad Request', 'The request is not valid HTTP/1.1 (for example a control character in a header value).'];
+    const body = JSON.stringify({ type: problemTypes.badRequest, title, status, detail });
+    socket.end(
+      `HTTP/1.1 ${status} ${title}\r\ncontent-type: application/problem+json\r\n` +
+        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    );
   });
 
   const adminApp = buildAdminApp({

@@ -23,7 +23,7 @@ export interface ProxyOptions {
   readonly runtime: () => RouteRuntime;
 }
 
-export class Proxy {
+export class GatewayProxy {
   readonly #log: Logger;
   readonly #runtime: () => RouteRuntime;
   #inFlight = 0;

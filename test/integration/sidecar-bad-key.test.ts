@@ -55,6 +55,16 @@ describe('bad USER-ID values', () => {
     });
   }
 
+  it('other control characters (refused by the HTTP parser itself): still 400 problem+json', async () => {
+    for (const value of ['a\x01b', 'a\x1bb', 'a\x7fb']) {
+      const res = await rawRequest(sidecar.port, get([`USER-ID: ${value}`]));
+      expect(res.status).toBe(400);
+      expect(res.headers.get('content-type')).toBe('application/problem+json');
+      expect(JSON.parse(res.body)).toMatchObject({ status: 400, title: 'Bad Request' });
+    }
+    expect(sidecar.program.exited()).toBe(false);
+  });
+
   it('exactly 256 bytes is a valid key', async () => {
     const res = await rawRequest(sidecar.port, get([`USER-ID: ${'y'.repeat(256)}`]));
     expect(res.status).toBe(200);
