@@ -40,12 +40,29 @@ describe('sidecar lifecycle', () => {
   });
 
   it('admin: /healthz, /readyz, /metrics; SIGTERM drains in-flight requests then exits 0', async () => {
-    const sidecar = await startSidecar({ upstream: { url: upstreamUrl }, route: { id: 'all' }, limiter: { replenishRate: 10, burstCapacity: 10 } });
+    const sidecar = await startSidecar({ upstream: { url: upstreamUrl }, route: { id: 'all' }, limiter: { replenishRate: 1, burstCapacity: 10 } });
     const admin = `http://127.0.0.1:${sidecar.adminPort}`;
     expect(await (await request(`${admin}/healthz`)).body.text()).toBe('ok');
     const ready = await request(`${admin}/readyz`);
     expect(ready.statusCode).toBe(200);
     await ready.body.dump();
+
+    // Metrics: requests by route and outcome, limiter decisions, store latency, proxy latency.
+    for (let i = 0; i < 12; i++) await (await request(`${sidecar.url}/x`, { headers: { 'USER-ID': 'metrics' } })).body.dump();
+    await (await request(`${sidecar.url}/x`)).body.dump();
+    const metrics = await (await request(`${admin}/metrics`)).body.text();
+    const value = (series: string) => Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm').exec(metrics)?.[1] ?? NaN);
+    // Burst 10 at 1 token/s: 10 forwarded (11 if a second passed during the 12), the rest limited.
+    const forwarded = value('portcullis_sidecar_requests_total{route="all",outcome="forwarded"}');
+    expect([10, 11]).toContain(forwarded);
+    expect(value('portcullis_sidecar_requests_total{route="all",outcome="limited"}')).toBe(12 - forwarded);
+    expect(value('portcullis_sidecar_requests_total{route="all",outcome="bad_key"}')).toBe(1);
+    expect(value('portcullis_sidecar_limiter_decisions_total{route="all",decision="allowed"}')).toBe(forwarded);
+    expect(value('portcullis_sidecar_limiter_decisions_total{route="all",decision="limited"}')).toBe(12 - forwarded);
+    expect(value('portcullis_sidecar_store_duration_seconds_count{store="memory"}')).toBe(12);
+    expect(value('portcullis_sidecar_proxy_duration_seconds_count{route="all"}')).toBe(forwarded);
+    expect(metrics).toMatch(/portcullis_sidecar_store_errors_total/);
+    expect(metrics).toMatch(/portcullis_sidecar_process_resident_memory_bytes \d+/);
 
     const inFlight = request(`${sidecar.url}/slow`, { headers: { 'USER-ID': 'u' } }).then(async (r) => ({ status: r.statusCode, body: await r.body.text() }));
     await sleep(200);
