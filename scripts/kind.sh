@@ -84,6 +84,8 @@ cmd_deploy() {
 
 cmd_e2e() {
   need_docker; tools
+  # The e2e client and the password hasher are TypeScript: Node >= 22.19 (provisioned if older).
+  PATH="$(scripts/ensure-node.sh):$PATH"
   local pids=()
   cleanup() {
     for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
