@@ -7,6 +7,8 @@ export interface Directory {
   user(username: string): UserRecord | undefined;
   /** Every scope some client may request (advertised in the metadata). */
   allScopes(): string[];
+  /** One stored password hash (its scrypt cost is what an unknown username's dummy check uses). */
+  anyPasswordHash(): string | undefined;
 }
 
 export function createDirectory(clients: WatchedFile<ClientRegistry>, users: WatchedFile<UsersFile>): Directory {
@@ -33,6 +35,7 @@ export function createDirectory(clients: WatchedFile<ClientRegistry>, users: Wat
       }
       return userIndex.get(username);
     },
+    anyPasswordHash: () => users.current().users[0]?.password_hash,
     allScopes: () => [...new Set([...clientMap().values()].flatMap((c) => c.scopes))].sort(),
   };
 }
