@@ -186,6 +186,8 @@ export class GatewayProxy {
       rt.metrics.allowed.inc();
     }
 
+    // The client may have gone while the store decided: nothing to forward then.
+    if (res.destroyed) return;
     if (connection !== undefined) removeConnectionTokens(forward, connection);
     const socket = req.socket;
     forward.push('x-forwarded-for', xff === undefined ? (socket.remoteAddress ?? '') : `${xff}, ${socket.remoteAddress ?? ''}`);
