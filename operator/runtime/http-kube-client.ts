@@ -53,16 +53,23 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
   let dispatcher: Dispatcher | undefined;
   let dispatcherReady = false;
 
-  // Authentication headers are computed per request (tokens rotate); the TLS dispatcher is made
-  // once so that connections are pooled and kept alive.
+  // Authentication headers are refreshed every AUTH_REFRESH_MS (service-account tokens and token
+  // files rotate, so never cached for long; client-go re-reads them every minute too). Computing
+  // them per request would also build a fresh TLS agent each time inside client-node. The TLS
+  // dispatcher is made once, so connections are pooled and kept alive.
+  const AUTH_REFRESH_MS = 60_000;
+  let cachedHeaders: { at: number; headers: Record<string, string> } | undefined;
   async function authenticate(url: string, method: HttpMethod): Promise<Record<string, string>> {
+    const now = performance.now();
+    if (cachedHeaders !== undefined && now - cachedHeaders.at < AUTH_REFRESH_MS) return { ...cachedHeaders.headers };
     const ctx = new RequestContext(url, method);
     await kubeConfig.applySecurityAuthentication(ctx);
     if (!dispatcherReady) {
       dispatcher = ctx.getDispatcher();
       dispatcherReady = true;
     }
-    return { ...ctx.getHeaders() };
+    cachedHeaders = { at: now, headers: { ...ctx.getHeaders() } };
+    return { ...cachedHeaders.headers };
   }
 
   async function request(

@@ -1,0 +1,238 @@
+// Operator benchmark (issue 4): create N RateLimitRoutes at once on a real kube-apiserver + etcd
+// and measure
+//   1. the time until every route has its three children and a status for its generation,
+//   2. the API requests the operator made per route (from the API server's audit log, by verb),
+//   3. the writes of a no-op resync of all N (should be 0),
+//   4. the operator's memory (RSS and heap, idle and after convergence; peak RSS).
+// The operator runs as its own process with the chart's ServiceAccount and RBAC, as in the k8s
+// tests. No kubelet runs: routes converge to Ready=False/Progressing (pods never start); that is
+// the status the benchmark waits for. `node bench/operator.ts` (BENCH_ROUTES, default 200) writes
+// bench/results/operator.json and operator.md; bench/run.ts can call runOperatorBench too.
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { auditEvents, eventually, metricValue, startOperator, startOperatorEnv, type AuditEvent } from '../test/k8s/operator-env.ts';
+
+const NS = 'bench';
+
+export interface OperatorBenchResult {
+  readonly suite: 'operator';
+  readonly startedAt: string;
+  readonly machine: { cpus: number; model: string; node: string; loadavgAtStart: number[] };
+  readonly kubernetes: string;
+  readonly routes: number;
+  readonly workers: number;
+  /** NODE_OPTIONS of the operator process (BENCH_OPERATOR_NODE_OPTIONS), e.g. a heap cap. */
+  readonly operatorNodeOptions: string;
+  /** Client side: time to send all creates (concurrency 20), ms. */
+  readonly createMs: number;
+  /** From the first create until every route had 3 children and status.observedGeneration 1, ms. */
+  readonly convergenceMs: number;
+  readonly requests: {
+    readonly total: number;
+    readonly perRoute: number;
+    readonly writesPerRoute: number;
+    /** verb/resource -> count, convergence window only (leases excluded, listed separately). */
+    readonly byVerb: Record<string, number>;
+    readonly leaseRequests: number;
+  };
+  /** A periodic resync of every route after convergence (reconciles counted from the operator's metrics). */
+  readonly noopResync: { readonly reconciles: number; readonly writes: number; readonly requests: number };
+  /** An operator restart: list everything and reconcile every route again. */
+  readonly restart: { readonly reconciles: number; readonly writes: number; readonly requests: number };
+  readonly memoryMiB: { readonly idleRss: number; readonly idleHeap: number; readonly convergedRss: number; readonly convergedHeap: number; readonly peakRss: number };
+}
+
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from the API server
+
+function route(i: number): Obj {
+  return {
+    apiVersion: 'portcullis.dev/v1alpha1',
+    kind: 'RateLimitRoute',
+    metadata: { name: `route-${i}`, namespace: NS },
+    spec: {
+      target: { image: 'portcullis/user-service:bench', port: 8081, replicas: 1 },
+      limiter: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 },
+    },
+  };
+}
+
+const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
+
+function peakRssMiB(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return m === null ? 0 : Math.round((Number(m[1]) / 1024) * 10) / 10;
+}
+
+function countByVerb(events: AuditEvent[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const e of events) {
+    const key = `${e.verb} ${e.objectRef?.resource ?? '?'}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
+    out[key] = (out[key] ?? 0) + 1;
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+const WRITES = new Set(['create', 'update', 'patch', 'delete']);
+
+export async function runOperatorBench(log: (line: string) => void, routes = Number(process.env['BENCH_ROUTES'] ?? 200)): Promise<OperatorBenchResult> {
+  const startedAt = new Date().toISOString();
+  const loadavgAtStart = os.loadavg().map((x) => Math.round(x * 10) / 10);
+  log(`starting kube-apiserver + etcd, CRDs, chart RBAC (load ${loadavgAtStart.join(' ')})`);
+  const env = await startOperatorEnv([NS]);
+  const workers = 4;
+  const operatorNodeOptions = process.env['BENCH_OPERATOR_NODE_OPTIONS'] ?? '';
+  const nodeOptions: Record<string, string> = operatorNodeOptions === '' ? {} : { NODE_OPTIONS: operatorNodeOptions };
+  const resyncMs = 30_000;
+  const op = await startOperator(env, 'op-bench', { PORTCULLIS_RESYNC_INTERVAL_MS: String(resyncMs), PORTCULLIS_WORKERS: String(workers), LOG_LEVEL: 'warn', ...nodeOptions });
+  try {
+    await eventually('operator leading', async () => /leader/.test(await op.readyz()), 60_000);
+    await new Promise((r) => setTimeout(r, 2000));
+    const idle = await op.metrics();
+    const idleRss = mib(metricValue(idle, 'portcullis_operator_process_resident_memory_bytes'));
+    const idleHeap = mib(metricValue(idle, 'portcullis_operator_nodejs_heap_size_used_bytes'));
+    const auditBefore = auditEvents(env).length;
+
+    log(`creating ${routes} RateLimitRoutes (20 at a time)`);
+    const t0 = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 20 }, async () => {
+        while (next < routes) {
+          const i = next++;
+          const res = await env.cluster.request('POST', `/apis/portcullis.dev/v1alpha1/namespaces/${NS}/ratelimitroutes`, route(i));
+          if (res.status !== 201) throw new Error(`create route-${i}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+        }
+      }),
+    );
+    const createMs = Math.round(performance.now() - t0);
+    log(`created in ${createMs} ms; waiting for children and status`);
+
+    const count = async (plural: string, group = '') => {
+      const base = group === '' ? `/api/v1` : `/apis/${group}`;
+      const res = await env.cluster.request('GET', `${base}/namespaces/${NS}/${plural}?labelSelector=${encodeURIComponent('app.kubernetes.io/managed-by=portcullis-operator')}`);
+      return ((res.body as Obj)['items'] as Obj[]).length;
+    };
+    let convergenceMs = 0;
+    await eventually(
+      'convergence',
+      async () => {
+        const res = await env.cluster.request('GET', `/apis/portcullis.dev/v1alpha1/namespaces/${NS}/ratelimitroutes`);
+        const items = (res.body as Obj)['items'] as Obj[];
+        const withStatus = items.filter((r) => r['status']?.['observedGeneration'] === 1 && r['status']?.['conditions']?.[0]?.['reason'] === 'Progressing').length;
+        if (withStatus < routes) return false;
+        const [deployments, services, configMaps] = [await count('deployments', 'apps/v1'), await count('services'), await count('configmaps')];
+        if (deployments < routes || services < routes || configMaps < routes) return false;
+        convergenceMs = Math.round(performance.now() - t0);
+        return true;
+      },
+      600_000,
+      100,
+    );
+    log(`converged in ${convergenceMs} ms`);
+    await new Promise((r) => setTimeout(r, 3000)); // let the last watch events and status echoes settle
+    const converged = await op.metrics();
+    const convergedRss = mib(metricValue(converged, 'portcullis_operator_process_resident_memory_bytes'));
+    const convergedHeap = mib(metricValue(converged, 'portcullis_operator_nodejs_heap_size_used_bytes'));
+
+    const window = auditEvents(env).slice(auditBefore).filter((e) => e.user.username === env.user);
+    const leaseRequests = window.filter((e) => e.objectRef?.resource === 'leases').length;
+    const work = window.filter((e) => e.objectRef?.resource !== 'leases');
+    const writes = work.filter((e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events').length;
+
+    // 3a. The next periodic resync reconciles every route again; it must write nothing.
+    log(`no-op resync: waiting for the next periodic resync (every ${resyncMs / 1000} s)`);
+    const reconcilesAt = metricValue(await op.metrics(), 'portcullis_operator_reconcile_total', { controller: 'ratelimitroute' });
+    const periodicFrom = auditEvents(env).length;
+    let periodicReconciles = 0;
+    await eventually('periodic resync of every route', async () => {
+      periodicReconciles = metricValue(await op.metrics(), 'portcullis_operator_reconcile_total', { controller: 'ratelimitroute' }) - reconcilesAt;
+      return periodicReconciles >= routes;
+    }, resyncMs * 3, 200);
+    await new Promise((r) => setTimeout(r, 2000));
+    const periodic = auditEvents(env).slice(periodicFrom).filter((e) => e.user.username === env.user && e.objectRef?.resource !== 'leases');
+    const periodicWrites = periodic.filter((e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events').length;
+
+    // 3b. A restart lists everything and reconciles every route: the worst case of a resync.
+    log('restart: a new operator lists and reconciles every route; counting its writes');
+    const peakRss = peakRssMiB(op.program.child.pid);
+    await op.program.stop();
+    const resyncFrom = auditEvents(env).length;
+    const op2 = await startOperator(env, 'op-bench-2', { PORTCULLIS_RESYNC_INTERVAL_MS: '600000', PORTCULLIS_WORKERS: String(workers), LOG_LEVEL: 'warn', ...nodeOptions });
+    let reconciles = 0;
+    try {
+      await eventually('restart reconciled every route', async () => {
+        reconciles = metricValue(await op2.metrics(), 'portcullis_operator_reconcile_total', { controller: 'ratelimitroute' });
+        return reconciles >= routes;
+      }, 300_000, 200);
+      await new Promise((r) => setTimeout(r, 2000));
+    } finally {
+      await op2.program.stop();
+    }
+    const resync = auditEvents(env).slice(resyncFrom).filter((e) => e.user.username === env.user && e.objectRef?.resource !== 'leases');
+    const resyncWrites = resync.filter((e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events').length;
+
+    return {
+      suite: 'operator',
+      startedAt,
+      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadavgAtStart },
+      kubernetes: env.cluster.tools.kubernetesVersion,
+      routes,
+      workers,
+      operatorNodeOptions,
+      createMs,
+      convergenceMs,
+      requests: {
+        total: work.length,
+        perRoute: Math.round((work.length / routes) * 100) / 100,
+        writesPerRoute: Math.round((writes / routes) * 100) / 100,
+        byVerb: countByVerb(work),
+        leaseRequests,
+      },
+      noopResync: { reconciles: periodicReconciles, writes: periodicWrites, requests: periodic.length },
+      restart: { reconciles, writes: resyncWrites, requests: resync.length },
+      memoryMiB: { idleRss, idleHeap, convergedRss, convergedHeap, peakRss },
+    };
+  } finally {
+    if (!op.program.exited()) await op.program.stop();
+    await env.stop();
+  }
+}
+
+export function operatorMarkdown(r: OperatorBenchResult): string {
+  const verbs = Object.entries(r.requests.byVerb)
+    .map(([k, v]) => `| ${k} | ${v} | ${Math.round((v / r.routes) * 100) / 100} |`)
+    .join('\n');
+  return `Operator benchmark, ${r.startedAt}: ${r.machine.cpus} CPUs (${r.machine.model}), Node ${r.machine.node}, kube-apiserver ${r.kubernetes} + etcd on loopback, operator with ${r.workers} workers per controller as the chart ServiceAccount${r.operatorNodeOptions === '' ? '' : ` (NODE_OPTIONS ${r.operatorNodeOptions})`}; load average at start ${r.machine.loadavgAtStart.join(' ')}.
+
+| measure | value |
+|---|---:|
+| RateLimitRoutes created at once | ${r.routes} |
+| client time to create them (20 concurrent) | ${r.createMs} ms |
+| until every route had its 3 children and its status | ${r.convergenceMs} ms |
+| operator API requests per route (convergence) | ${r.requests.perRoute} |
+| operator writes per route (children + status) | ${r.requests.writesPerRoute} |
+| writes of a periodic no-op resync of all routes | ${r.noopResync.writes} (${r.noopResync.requests} requests, ${r.noopResync.reconciles} reconciles) |
+| writes of an operator restart (list + reconcile every route) | ${r.restart.writes} (${r.restart.requests} requests, ${r.restart.reconciles} reconciles) |
+| operator RSS idle / converged / peak | ${r.memoryMiB.idleRss} / ${r.memoryMiB.convergedRss} / ${r.memoryMiB.peakRss} MiB |
+| operator heap used idle / converged | ${r.memoryMiB.idleHeap} / ${r.memoryMiB.convergedHeap} MiB |
+
+Requests of the operator during convergence, by verb and resource (audit log; ${r.requests.leaseRequests} lease requests not counted):
+
+| request | count | per route |
+|---|---:|---:|
+${verbs}`;
+}
+
+if (import.meta.main) {
+  const result = await runOperatorBench((line) => console.log(line));
+  const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(path.join(dir, 'operator.json'), `${JSON.stringify(result, null, 2)}\n`);
+  const md = operatorMarkdown(result);
+  writeFileSync(path.join(dir, 'operator.md'), `${md}\n`);
+  console.log(`\n${md}\n\nwritten: bench/results/operator.json, bench/results/operator.md`);
+  process.exit(0);
+}
