@@ -80,6 +80,19 @@ describe('the Helm chart', () => {
     expect(res.stderr).toMatch(/replicaz/);
   });
 
+  it('installs with helm install (CRDs from crds/ first, then the templates)', async () => {
+    const res = await cluster.helm(['install', 'portcullis', 'charts/portcullis', '--namespace', NS]);
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toContain('STATUS: deployed');
+    expect(res.stdout).toContain('kubectl explain ratelimitroute.spec.limiter'); // NOTES.txt
+    const sa = await cluster.kubectl(['-n', NS, 'get', 'serviceaccount', 'portcullis', '-o', 'name']);
+    expect(sa.stdout.trim()).toBe('serviceaccount/portcullis');
+    const can = await cluster.kubectl(['auth', 'can-i', 'patch', 'ratelimitroutes.portcullis.dev', '--subresource=status', '--as', `system:serviceaccount:${NS}:portcullis`, '-n', 'team-a']);
+    expect(can.stdout.trim()).toBe('yes');
+    const cannot = await cluster.kubectl(['auth', 'can-i', 'delete', 'ratelimitroutes.portcullis.dev', '--as', `system:serviceaccount:${NS}:portcullis`, '-n', 'team-a']);
+    expect(cannot.stdout.trim()).toBe('no');
+  });
+
   it('includes the generated CRDs with --include-crds', async () => {
     const res = await template(['--include-crds']);
     expect(kinds(res.stdout)).toEqual(expect.arrayContaining(['CustomResourceDefinition//ratelimitroutes.portcullis.dev', 'CustomResourceDefinition//oauthclients.portcullis.dev']));
