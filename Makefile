@@ -58,6 +58,9 @@ check-generated: deps ## Fail when crds/ or the chart's CRDs are out of date
 bench: deps system-deps ## Benchmarks side by side with their anchors (bench/results/)
 	@$(NODE) bench/run.ts
 
+bench-operator: deps k8s-tools ## Operator: 200 RateLimitRoutes at once on a real API server (bench/results/operator.*)
+	@$(NODE) bench/operator.ts
+
 ##@ Kubernetes
 k8s-tools: ## Build (once, cached outside the repo) kube-apiserver, etcd and helm
 	@test/harness/k8s/build-tools.sh
@@ -87,4 +90,4 @@ node_modules/.installed: package.json package-lock.json
 system-deps: ## Debian packages the tiers need (redis-server, chromium)
 	@scripts/ensure-system-deps.sh redis-server:redis-server chromium:chromium
 
-.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build crds check-generated bench k8s-tools images kind-up kind-load deploy e2e-kind deps system-deps
+.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build crds check-generated bench bench-operator k8s-tools images kind-up kind-load deploy e2e-kind deps system-deps
