@@ -8,14 +8,9 @@ import type { Dispatcher } from 'undici';
 import type { Decision } from './bucket.ts';
 import { problemTypes, sendProblem } from './problem.ts';
 import type { RouteRuntime } from './route-runtime.ts';
+import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
+import { UpstreamHandler } from './upstream-handler.ts';
 import { keyRejectionDetail, rejectKey } from './user-key.ts';
-
-/** Request headers never forwarded (hop-by-hop, or handled by this hop). */
-const dropRequest = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'expect']);
-/** Response headers never forwarded. */
-const dropResponse = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate']);
-
-const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 
 export interface ProxyOptions {
   readonly logger: Logger;
@@ -216,112 +211,5 @@ export class GatewayProxy {
     );
     this.#storeErrors = 0;
     this.#lastStoreWarnMs = now;
-  }
-}
-
-/** Removes headers named by the Connection header (RFC 9110 section 7.6.1). */
-function removeConnectionTokens(forward: string[], connection: string): void {
-  // The common values name no header: skip the work.
-  if (connection.length <= 10) {
-    const v = connection.toLowerCase();
-    if (v === 'keep-alive' || v === 'close') return;
-  }
-  const names = new Set(connection.split(',').map((t) => t.trim().toLowerCase()).filter((t) => t !== ''));
-  names.delete('close');
-  names.delete('keep-alive');
-  if (names.size === 0) return;
-  for (let i = forward.length - 2; i >= 0; i -= 2) {
-    if (names.has((forward[i] as string).toLowerCase())) forward.splice(i, 2);
-  }
-}
-
-/** Streams one upstream response into the client response, with backpressure both ways. */
-class UpstreamHandler implements Dispatcher.DispatchHandler {
-  readonly #res: ServerResponse;
-  readonly #rt: RouteRuntime;
-  readonly #rateHeaders: string[];
-  readonly #start: number;
-  readonly #outcome: 'forwarded' | 'store_error_allowed';
-  readonly #log: Logger;
-  #controller: Dispatcher.DispatchController | undefined;
-
-  constructor(res: ServerResponse, rt: RouteRuntime, rateHeaders: string[], start: number, outcome: 'forwarded' | 'store_error_allowed', log: Logger) {
-    this.#res = res;
-    this.#rt = rt;
-    this.#rateHeaders = rateHeaders;
-    this.#start = start;
-    this.#outcome = outcome;
-    this.#log = log;
-    res.once('close', this.#onClientClose);
-  }
-
-  readonly #onClientClose = (): void => {
-    if (!this.#res.writableFinished && this.#controller !== undefined && !this.#controller.aborted) {
-      this.#controller.abort(new Error('client closed the connection'));
-    }
-  };
-
-  readonly #resume = (): void => {
-    this.#controller?.resume();
-  };
-
-  onRequestStart(controller: Dispatcher.DispatchController): void {
-    this.#controller = controller;
-    if (this.#res.destroyed) controller.abort(new Error('client closed the connection'));
-  }
-
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
-    const out: string[] = [];
-    let connection: string | undefined;
-    for (const name in headers) {
-      const value = headers[name];
-      if (value === undefined) continue;
-      if (dropResponse.has(name)) {
-        if (name === 'connection') connection = Array.isArray(value) ? value.join(', ') : value;
-        continue;
-      }
-      if (typeof value === 'string') out.push(name, value);
-      else for (const v of value) out.push(name, v);
-    }
-    if (connection !== undefined) removeConnectionTokens(out, connection);
-    for (let i = 0; i < this.#rateHeaders.length; i++) out.push(this.#rateHeaders[i] as string);
-    if (statusMessage !== undefined && statusMessage !== '') this.#res.writeHead(statusCode, statusMessage, out);
-    else this.#res.writeHead(statusCode, out);
-  }
-
-  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
-    if (!this.#res.write(chunk)) {
-      controller.pause();
-      this.#res.once('drain', this.#resume);
-    }
-  }
-
-  onResponseEnd(): void {
-    this.#res.end();
-    this.#rt.metrics.outcome[this.#outcome].inc();
-    this.#rt.metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
-  }
-
-  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    this.#rt.metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
-    if (this.#res.destroyed) return; // the client went away first
-    this.#rt.metrics.outcome.upstream_error.inc();
-    const code = (err as { code?: string }).code ?? '';
-    if (this.#res.headersSent) {
-      this.#log.warn({ route: this.#rt.routeId, code, err: err.message }, 'upstream failed mid-response');
-      this.#res.destroy(err);
-      return;
-    }
-    if (code === 'UND_ERR_INVALID_ARG') {
-      // The request itself cannot be forwarded as sent (the client's fault, not the upstream's).
-      this.#log.debug({ route: this.#rt.routeId, err: err.message }, 'request not forwardable');
-      sendProblem(this.#res, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'The request cannot be forwarded as sent.' });
-      return;
-    }
-    const timeout = timeoutCodes.has(code);
-    this.#log.warn({ route: this.#rt.routeId, code, err: err.message }, timeout ? 'upstream timed out' : 'upstream unavailable');
-    sendProblem(this.#res, timeout
-      ? { type: problemTypes.upstreamTimeout, title: 'Gateway Timeout', status: 504, detail: 'The upstream service did not answer in time.' }
-      : { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The upstream service is unreachable.' });
   }
 }
