@@ -96,7 +96,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
     {
       ...controllerOptions,
       workers: Math.min(2, config.PORTCULLIS_WORKERS),
-      reconciler: new AuthServerReconciler({ client, applier, caches: informers, settings, clock, log: log.child({ controller: 'auth-server' }) }),
+      reconciler: new AuthServerReconciler({ client, applier, caches: informers, settings, clock, events, log: log.child({ controller: 'auth-server' }) }),
       keys: () => {
         const ns = new Set<string>();
         for (const c of informers.clients.list()) if (c.metadata.namespace !== undefined) ns.add(c.metadata.namespace);

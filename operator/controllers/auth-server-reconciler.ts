@@ -15,6 +15,7 @@ import type { ResourceSettings } from '../resources/settings.ts';
 import { planSigningKeys, signingKeysSecret, signingKeysStateOf, type SigningKeysState } from '../resources/signing-keys-secret.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
+import type { EventRecorder } from '../runtime/events.ts';
 import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
 import { isConflict } from '../runtime/errors.ts';
 import type { Informer } from '../runtime/informer.ts';
@@ -36,6 +37,8 @@ export interface AuthServerReconcilerDeps {
   settings: ResourceSettings;
   clock: Clock;
   log: Logger;
+  /** Warnings on the OAuthClients of the namespace (e.g. the users Secret is missing). */
+  events?: EventRecorder;
 }
 
 export class AuthServerReconciler implements Reconciler {
@@ -48,13 +51,11 @@ export class AuthServerReconciler implements Reconciler {
 
   async reconcile(namespace: string): Promise<ReconcileResult> {
     const { caches } = this.#d;
-    const clients = caches.clients
-      .list(namespace)
-      .filter((c) => c.metadata.deletionTimestamp === undefined)
-      .flatMap((raw) => {
-        const parsed = oauthClientSchema.safeParse(raw);
-        return parsed.success ? [parsed.data] : [];
-      });
+    const live = caches.clients.list(namespace).filter((c) => c.metadata.deletionTimestamp === undefined);
+    const clients = live.flatMap((raw) => {
+      const parsed = oauthClientSchema.safeParse(raw);
+      return parsed.success ? [parsed.data] : [];
+    });
     if (clients.length === 0) {
       await this.#prune(namespace);
       return {};
@@ -75,6 +76,7 @@ export class AuthServerReconciler implements Reconciler {
     const recheckInMs = await this.#ensureSigningKeys(namespace, owners);
     await this.#d.applier.apply(authServerDeployment(namespace, this.#d.settings, owners), caches.deployments);
     await this.#d.applier.apply(authServerService(namespace, this.#d.settings, owners), caches.services);
+    await this.#checkUsersSecret(namespace, live);
     return recheckInMs === undefined ? {} : { requeueAfterMs: recheckInMs };
   }
 
@@ -111,6 +113,18 @@ export class AuthServerReconciler implements Reconciler {
       await this.#d.applier.apply(desired, this.#d.caches.secrets);
     }
     return plan.recheckInMs;
+  }
+
+  /** The users Secret is the operator's setting, not its child: tell a person when it is missing. */
+  async #checkUsersSecret(namespace: string, clients: readonly KubeObject[]): Promise<void> {
+    const { usersSecretName, usersSecretKey } = this.#d.settings;
+    const users = await this.#d.client.get(resourceTypes.secret, namespace, usersSecretName);
+    const data = users?.['data'];
+    const hasKey = typeof data === 'object' && data !== null && usersSecretKey in data;
+    if (hasKey) return;
+    const message = `the auth server in ${namespace} cannot start: Secret ${usersSecretName} ${users === undefined ? 'does not exist' : `has no key ${usersSecretKey}`}; create it with the users file (kubectl -n ${namespace} create secret generic ${usersSecretName} --from-file=${usersSecretKey}=users.json; password hashes from node services/auth-server/hash-password.ts)`;
+    this.#d.log.warn({ namespace, secret: usersSecretName }, 'users Secret missing');
+    for (const c of clients) this.#d.events?.event(c, 'Warning', 'UsersSecretMissing', message);
   }
 
   async #prune(namespace: string): Promise<void> {

@@ -169,6 +169,22 @@ describe('OAuthClient and auth-server reconcilers', () => {
     expect(keysOf()[0]).not.toBe(kid1);
   });
 
+  it('warns on the OAuthClients when the users Secret is missing, and stops once it exists', async () => {
+    const client = new MemoryKubeClient();
+    const clock = new ManualClock();
+    const caches = await startCaches(client, clock);
+    stops.push(caches.stop);
+    const events = recordingEvents();
+    const auth = new AuthServerReconciler({ client, applier: new Applier(client), caches, settings, clock, events, log: silent });
+    client.put(clientObject());
+    await flush();
+    await auth.reconcile('team-a');
+    expect(events.list).toEqual([expect.objectContaining({ name: 'demo-app', type: 'Warning', reason: 'UsersSecretMissing', message: expect.stringMatching(/portcullis-auth-users does not exist/) })]);
+    client.put({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'portcullis-auth-users', namespace: 'team-a' }, data: { 'users.json': 'e30=' } });
+    await auth.reconcile('team-a');
+    expect(events.list).toHaveLength(1);
+  });
+
   it('a Secret of that name owned by something else is a SecretConflict, and is left alone', async () => {
     const client = new MemoryKubeClient();
     const op = await operatorProcess(client, new ManualClock());
