@@ -1,11 +1,19 @@
-// Gateway benchmark (issue 2, first version): requests/s and p50/p99 latency for
-//   1. the user service directly,
-//   2. through the sidecar with the Redis limiter and a limit nobody reaches,
-//   3. the same with the in-memory store.
-// Everything on loopback and bounded: BENCH_ROUNDS (3) interleaved rounds of BENCH_DURATION_S (10 s)
-// per scenario after a 2 s warm-up; the median round is reported, with every round in the JSON.
-// Besides throughput, the CPU time the front process spends per request is recorded: on a shared
-// machine it varies much less than requests/s.
+// Gateway benchmark (issue 5): the sidecar side by side with its anchors, in one run.
+//   direct          the user service itself (the ceiling: no gateway)
+//   sidecar-redis   Portcullis sidecar, Redis token bucket (one EVALSHA per request)
+//   sidecar-memory  Portcullis sidecar, in-memory token bucket
+//   nginx           Debian's nginx, proxy_pass + limit_req (per instance), 1 worker
+//   node-peer       fastify + @fastify/http-proxy + @fastify/rate-limit with its Redis store
+// Same upstream (one user-service process), same request (GET /healthcheck/ready with a USER-ID),
+// a limit nobody reaches (every request does the full limiter work).
+// Two loads, rounds interleaved across the targets so a busy neighbour hurts all of them alike:
+//   saturation  Debian's wrk, 50 connections, closed model: the most each target serves;
+//   fixed rate  bench/loadgen (Go, open model like wrk2): half of sidecar-redis' saturation
+//               throughput offered to every target, latency from the intended send time.
+// Reported per target: median requests/s, p50/p99/p99.9, CPU µs per request of the front process
+// (load-insensitive: on a shared 2-core machine it varies far less than requests/s), peak RSS.
+// Ratios are taken within each round and the median ratio is reported.
+// Bounded: BENCH_ROUNDS (3) rounds x 5 targets x 2 loads x BENCH_DURATION_S (10 s) + warm-ups.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -15,35 +23,60 @@ import { freePort } from '../test/harness/ports.ts';
 import { startProgram, type Program } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
 import { ensureWrk, runWrk, type WrkResult } from './gateway-wrk.ts';
+import { ensureLoadgen, runRate, type LoadgenResult } from './loadgen.ts';
+import { ensureNginx, startNginx } from './peers/nginx.ts';
+
+export interface Latency {
+  readonly p50: number;
+  readonly p99: number;
+  readonly p999: number;
+  readonly max: number;
+}
 
 export interface GatewayScenarioResult {
   readonly name: string;
   readonly description: string;
-  /** Median over the rounds. */
-  readonly requestsPerSecond: number;
-  /** Latency of the median round. */
-  readonly latencyMs: { readonly p50: number; readonly p90: number; readonly p99: number; readonly max: number };
-  /** CPU time the process in front of wrk used per request (µs; user+system), median round. */
-  readonly cpuUsPerRequest: number;
-  readonly errors: WrkResult['errors'];
-  readonly requests: number;
-  readonly rounds: { requestsPerSecond: number; p50Ms: number; p99Ms: number; cpuUsPerRequest: number }[];
+  readonly saturation: {
+    /** Median over the rounds. */
+    readonly requestsPerSecond: number;
+    /** Latency of the median round, ms (closed model). */
+    readonly latencyMs: Latency;
+    /** CPU time of the front process per request (µs; user+system), median round. */
+    readonly cpuUsPerRequest: number;
+    readonly errors: number;
+  };
+  readonly fixedRate: {
+    readonly offered: number;
+    /** Median over the rounds. */
+    readonly achieved: number;
+    /** Latency of the median-p99 round, ms, from the intended send time. */
+    readonly latencyMs: Latency;
+    readonly cpuUsPerRequest: number;
+    readonly errors: number;
+  };
+  /** Peak resident memory (VmHWM) of the front process(es) over the whole run, MiB. */
+  readonly peakRssMiB: number;
+  readonly rounds: {
+    saturation: { requestsPerSecond: number; p50Ms: number; p99Ms: number; p999Ms: number; cpuUsPerRequest: number }[];
+    fixedRate: { achieved: number; p50Ms: number; p99Ms: number; p999Ms: number; cpuUsPerRequest: number }[];
+  };
 }
 
 export interface GatewayBenchResult {
   readonly suite: 'gateway';
   readonly startedAt: string;
-  readonly machine: { cpus: number; model: string; node: string; loadavgAtStart: number[] };
-  readonly load: { generator: string; connections: number; threads: number; durationS: number; warmupS: number; rounds: number };
+  readonly machine: { cpus: number; model: string; node: string; loadavgAtStart: number[]; loadavgAtEnd: number[] };
+  readonly load: { saturation: string; fixedRate: string; connections: number; durationS: number; warmupS: number; rounds: number };
   readonly scenarios: GatewayScenarioResult[];
-  /** Throughput of each sidecar scenario relative to the direct one. */
+  /** Median over rounds of the per-round ratios (same round, same conditions). */
   readonly ratios: Record<string, number>;
+  readonly goals: { name: string; goal: string; measured: string; met: boolean }[];
 }
 
 /** A limit nobody reaches: 1e9 tokens of burst, refilled at 1e9/s. */
 const unreachable = { replenishRate: 1_000_000_000, burstCapacity: 1_000_000_000, requestedTokens: 1 };
 
-async function startSidecar(upstreamUrl: string, redisUrl: string | undefined): Promise<{ program: Program; url: string }> {
+async function startSidecar(upstreamUrl: string, redisUrl: string | undefined, name: string): Promise<{ program: Program; url: string }> {
   const port = await freePort();
   const adminPort = await freePort();
   const config: SidecarConfigInput = {
@@ -57,12 +90,18 @@ async function startSidecar(upstreamUrl: string, redisUrl: string | undefined): 
   };
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'portcullis-bench-')), 'sidecar.yaml');
   writeFileSync(file, stringify(config));
-  const program = await startProgram({ entry: 'sidecar/main.ts', args: ['--config', file], waitPort: port, name: 'bench-sidecar' });
+  const program = await startProgram({ entry: 'sidecar/main.ts', args: ['--config', file], waitPort: port, name, env: sidecarEnv() });
   return { program, url: `http://127.0.0.1:${port}` };
 }
 
+/** BENCH_CPU_PROF=dir: the sidecars write V8 CPU profiles there (node --cpu-prof) on exit. */
+function sidecarEnv(): Record<string, string> {
+  const dir = process.env['BENCH_CPU_PROF'];
+  return dir === undefined || dir === '' ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` };
+}
+
 /** user+system CPU time of a process so far, in µs (Linux /proc; 0 elsewhere). */
-function cpuUs(pid: number | undefined): number {
+export function cpuUs(pid: number | undefined): number {
   if (pid === undefined) return 0;
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
@@ -73,17 +112,46 @@ function cpuUs(pid: number | undefined): number {
   }
 }
 
-const median = <T>(xs: T[], by: (x: T) => number): T => [...xs].sort((a, b) => by(a) - by(b))[Math.floor(xs.length / 2)] as T;
+/** Peak resident set (VmHWM) of a process, MiB. */
+export function peakRssMiB(pid: number | undefined): number {
+  if (pid === undefined) return 0;
+  try {
+    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m === null ? 0 : Math.round((Number(m[1]) / 1024) * 10) / 10;
+  } catch {
+    return 0;
+  }
+}
+
+export const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  if (s.length === 0) return 0;
+  const mid = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+};
+const r2 = (x: number) => Math.round(x * 100) / 100;
+const ms = (us: number) => Math.round(us) / 1000;
+const wrkRps = (w: WrkResult) => Math.round(w.requests / (w.durationUs / 1e6));
+
+interface Target {
+  readonly name: string;
+  readonly description: string;
+  readonly base: string;
+  /** Processes whose CPU counts as the front's (the gateway itself; the upstream for direct). */
+  readonly cpuPids: () => (number | undefined)[];
+  readonly rssPids: () => (number | undefined)[];
+}
 
 export async function runGatewayBench(log: (line: string) => void = console.log): Promise<GatewayBenchResult> {
   ensureWrk();
-  const durationS = Number(process.env.BENCH_DURATION_S ?? 10);
-  const rounds = Number(process.env.BENCH_ROUNDS ?? 3);
+  ensureNginx();
+  ensureLoadgen();
+  const durationS = Number(process.env['BENCH_DURATION_S'] ?? 10);
+  const rounds = Number(process.env['BENCH_ROUNDS'] ?? 3);
   const warmupS = 2;
-  const connections = Number(process.env.BENCH_CONNECTIONS ?? 50);
-  const threads = 1;
+  const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 50);
   const startedAt = new Date().toISOString();
-  const machine = { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadavgAtStart: os.loadavg() };
+  const loadavgAtStart = os.loadavg();
 
   const redis = await startRedis();
   const userPort = await freePort();
@@ -94,80 +162,178 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     name: 'bench-user-service',
   });
   const userUrl = `http://127.0.0.1:${userPort}`;
-  const viaRedis = await startSidecar(userUrl, redis.url);
-  const viaMemory = await startSidecar(userUrl, undefined);
-  const targets = [
-    { name: 'direct', description: 'user-service directly (no gateway)', base: userUrl, pid: user.child.pid },
-    { name: 'sidecar-redis', description: 'through the sidecar, Redis limiter, limit never reached', base: viaRedis.url, pid: viaRedis.program.child.pid },
-    { name: 'sidecar-memory', description: 'through the sidecar, in-memory limiter, limit never reached', base: viaMemory.url, pid: viaMemory.program.child.pid },
+  const viaRedis = await startSidecar(userUrl, redis.url, 'bench-sidecar-redis');
+  const viaMemory = await startSidecar(userUrl, undefined, 'bench-sidecar-memory');
+  const nginx = await startNginx({ upstreamPort: userPort, ratePerSecond: 1_000_000, burst: 1_000_000 });
+  const peerPort = await freePort();
+  const peer = await startProgram({
+    entry: 'bench/peers/node-peer.ts',
+    env: { PORT: String(peerPort), UPSTREAM_URL: userUrl, REDIS_URL: redis.url, MAX: String(unreachable.burstCapacity), WINDOW_MS: '1000' },
+    waitPort: peerPort,
+    name: 'bench-node-peer',
+  });
+
+  const targets: Target[] = [
+    { name: 'direct', description: 'user service directly (the ceiling)', base: userUrl, cpuPids: () => [user.child.pid], rssPids: () => [user.child.pid] },
+    { name: 'sidecar-redis', description: 'Portcullis sidecar, Redis token bucket', base: viaRedis.url, cpuPids: () => [viaRedis.program.child.pid], rssPids: () => [viaRedis.program.child.pid] },
+    { name: 'sidecar-memory', description: 'Portcullis sidecar, in-memory token bucket', base: viaMemory.url, cpuPids: () => [viaMemory.program.child.pid], rssPids: () => [viaMemory.program.child.pid] },
+    { name: 'nginx', description: 'nginx 1.22 (Debian), proxy_pass + limit_req, 1 worker', base: nginx.url, cpuPids: () => [nginx.workerPid()], rssPids: () => [nginx.child.pid, nginx.workerPid()] },
+    { name: 'node-peer', description: 'fastify + @fastify/http-proxy + @fastify/rate-limit (Redis store)', base: `http://127.0.0.1:${peerPort}`, cpuPids: () => [peer.child.pid], rssPids: () => [peer.child.pid] },
   ];
-  const runs = new Map<string, { wrk: WrkResult; cpuUsPerRequest: number }[]>(targets.map((t) => [t.name, []]));
+  const only = (process.env['BENCH_TARGETS'] ?? '').split(',').filter(Boolean);
+  const chosen = only.length > 0 ? targets.filter((t) => only.includes(t.name)) : targets;
+  const cpu = (t: Target) => t.cpuPids().reduce((s: number, p) => s + cpuUs(p), 0);
+  const headers = { 'USER-ID': 'bench-user' };
+  const sat = new Map<string, { wrk: WrkResult; cpuUsPerRequest: number }[]>(chosen.map((t) => [t.name, []]));
+  const fixed = new Map<string, { lg: LoadgenResult; cpuUsPerRequest: number }[]>(chosen.map((t) => [t.name, []]));
+  let offered = 0;
+  const peakRss = new Map<string, number>();
   try {
-    const headers = { 'USER-ID': 'bench-user' };
-    for (const t of targets) await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads, durationS: warmupS, headers });
-    // Rounds interleave the scenarios so a busy neighbour hurts all of them alike.
+    for (const t of chosen) await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads: 1, durationS: warmupS, headers });
+    log(`saturation: wrk, ${connections} connections, ${rounds} interleaved rounds of ${durationS} s`);
     for (let round = 1; round <= rounds; round++) {
-      for (const t of targets) {
-        const before = cpuUs(t.pid);
-        const wrk = await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads, durationS, headers });
-        const cpuUsPerRequest = Math.round(((cpuUs(t.pid) - before) / Math.max(1, wrk.requests)) * 10) / 10;
-        runs.get(t.name)?.push({ wrk, cpuUsPerRequest });
-        const rps = Math.round(wrk.requests / (wrk.durationUs / 1e6));
-        log(`  round ${round} ${t.name}: ${rps} req/s, p50 ${wrk.latencyUs.p50 / 1000} ms, p99 ${wrk.latencyUs.p99 / 1000} ms, ${cpuUsPerRequest} µs CPU/request`);
+      for (const t of chosen) {
+        const before = cpu(t);
+        const wrk = await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads: 1, durationS, headers });
+        const cpuUsPerRequest = Math.round(((cpu(t) - before) / Math.max(1, wrk.requests)) * 10) / 10;
+        sat.get(t.name)?.push({ wrk, cpuUsPerRequest });
+        log(`  round ${round} ${t.name}: ${wrkRps(wrk)} req/s, p50 ${ms(wrk.latencyUs.p50)} ms, p99 ${ms(wrk.latencyUs.p99)} ms, ${cpuUsPerRequest} µs CPU/request, load ${os.loadavg()[0]?.toFixed(1)}`);
       }
     }
+    const reference = sat.get('sidecar-redis') ?? sat.get(chosen[0]?.name ?? '') ?? [];
+    offered = Math.max(100, Math.round(median(reference.map((r) => wrkRps(r.wrk))) / 2 / 50) * 50);
+    log(`fixed rate: ${offered} req/s offered (half of sidecar-redis' saturation), open model, ${rounds} interleaved rounds of ${durationS} s`);
+    for (let round = 1; round <= rounds; round++) {
+      for (const t of chosen) {
+        const before = cpu(t);
+        const lg = await runRate({ url: `${t.base}/healthcheck/ready`, rate: offered, durationS, connections, headers });
+        const cpuUsPerRequest = Math.round(((cpu(t) - before) / Math.max(1, lg.completed)) * 10) / 10;
+        fixed.get(t.name)?.push({ lg, cpuUsPerRequest });
+        log(`  round ${round} ${t.name}: ${Math.round(lg.achievedRate)} req/s, p50 ${ms(lg.latencyUs.p50)} ms, p99 ${ms(lg.latencyUs.p99)} ms, p99.9 ${ms(lg.latencyUs.p999)} ms, ${cpuUsPerRequest} µs CPU/request`);
+      }
+    }
+    for (const t of chosen) peakRss.set(t.name, Math.round(t.rssPids().reduce((s: number, p) => s + peakRssMiB(p), 0) * 10) / 10);
   } finally {
-    await viaRedis.program.stop();
-    await viaMemory.program.stop();
+    await Promise.allSettled([viaRedis.program.stop(), viaMemory.program.stop(), nginx.stop(), peer.stop()]);
     await user.stop();
     await redis.stop();
   }
 
-  const ms = (us: number) => Math.round(us) / 1000;
-  const rps = (w: WrkResult) => Math.round(w.requests / (w.durationUs / 1e6));
-  const scenarios: GatewayScenarioResult[] = targets.map((t) => {
-    const all = runs.get(t.name) ?? [];
-    const mid = median(all, (r) => rps(r.wrk));
-    const errors = { connect: 0, read: 0, write: 0, status: 0, timeout: 0 };
-    for (const r of all) for (const k of Object.keys(errors) as (keyof typeof errors)[]) errors[k] += r.wrk.errors[k];
+  const scenarios: GatewayScenarioResult[] = chosen.map((t) => {
+    const s = sat.get(t.name) ?? [];
+    const f = fixed.get(t.name) ?? [];
+    const midS = [...s].sort((a, b) => wrkRps(a.wrk) - wrkRps(b.wrk))[Math.floor(s.length / 2)];
+    const midF = [...f].sort((a, b) => a.lg.latencyUs.p99 - b.lg.latencyUs.p99)[Math.floor(f.length / 2)];
+    const wrkErr = (w: WrkResult) => w.errors.connect + w.errors.read + w.errors.write + w.errors.status + w.errors.timeout;
+    const lgErr = (l: LoadgenResult) => l.errors + Object.entries(l.statuses).reduce((n, [code, c]) => n + (code === '200' ? 0 : c), 0);
     return {
       name: t.name,
       description: t.description,
-      requestsPerSecond: rps(mid.wrk),
-      latencyMs: { p50: ms(mid.wrk.latencyUs.p50), p90: ms(mid.wrk.latencyUs.p90), p99: ms(mid.wrk.latencyUs.p99), max: ms(mid.wrk.latencyUs.max) },
-      cpuUsPerRequest: median(all, (r) => r.cpuUsPerRequest).cpuUsPerRequest,
-      errors,
-      requests: all.reduce((n, r) => n + r.wrk.requests, 0),
-      rounds: all.map((r) => ({ requestsPerSecond: rps(r.wrk), p50Ms: ms(r.wrk.latencyUs.p50), p99Ms: ms(r.wrk.latencyUs.p99), cpuUsPerRequest: r.cpuUsPerRequest })),
+      saturation: {
+        requestsPerSecond: median(s.map((r) => wrkRps(r.wrk))),
+        latencyMs: midS === undefined ? { p50: 0, p99: 0, p999: 0, max: 0 } : { p50: ms(midS.wrk.latencyUs.p50), p99: ms(midS.wrk.latencyUs.p99), p999: ms(midS.wrk.latencyUs.p999), max: ms(midS.wrk.latencyUs.max) },
+        cpuUsPerRequest: median(s.map((r) => r.cpuUsPerRequest)),
+        errors: s.reduce((n, r) => n + wrkErr(r.wrk), 0),
+      },
+      fixedRate: {
+        offered,
+        achieved: Math.round(median(f.map((r) => r.lg.achievedRate))),
+        latencyMs: midF === undefined ? { p50: 0, p99: 0, p999: 0, max: 0 } : { p50: ms(midF.lg.latencyUs.p50), p99: ms(midF.lg.latencyUs.p99), p999: ms(midF.lg.latencyUs.p999), max: ms(midF.lg.latencyUs.max) },
+        cpuUsPerRequest: median(f.map((r) => r.cpuUsPerRequest)),
+        errors: f.reduce((n, r) => n + lgErr(r.lg), 0),
+      },
+      peakRssMiB: peakRss.get(t.name) ?? 0,
+      rounds: {
+        saturation: s.map((r) => ({ requestsPerSecond: wrkRps(r.wrk), p50Ms: ms(r.wrk.latencyUs.p50), p99Ms: ms(r.wrk.latencyUs.p99), p999Ms: ms(r.wrk.latencyUs.p999), cpuUsPerRequest: r.cpuUsPerRequest })),
+        fixedRate: f.map((r) => ({ achieved: Math.round(r.lg.achievedRate), p50Ms: ms(r.lg.latencyUs.p50), p99Ms: ms(r.lg.latencyUs.p99), p999Ms: ms(r.lg.latencyUs.p999), cpuUsPerRequest: r.cpuUsPerRequest })),
+      },
     };
   });
 
-  const direct = scenarios.find((s) => s.name === 'direct')?.requestsPerSecond ?? 0;
+  // Per-round ratios, then their median.
+  const byName = new Map(scenarios.map((s) => [s.name, s]));
+  const ratio = (a: string, b: string, pick: (s: GatewayScenarioResult, i: number) => number | undefined): number | undefined => {
+    const sa = byName.get(a);
+    const sb = byName.get(b);
+    if (sa === undefined || sb === undefined) return undefined;
+    const xs: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      const x = pick(sa, i);
+      const y = pick(sb, i);
+      if (x !== undefined && y !== undefined && y !== 0) xs.push(x / y);
+    }
+    return xs.length === 0 ? undefined : r2(median(xs));
+  };
+  const rps = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.requestsPerSecond;
+  const cpuPer = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.cpuUsPerRequest;
   const ratios: Record<string, number> = {};
-  for (const s of scenarios) if (s.name !== 'direct' && direct > 0) ratios[`${s.name}/direct`] = Math.round((s.requestsPerSecond / direct) * 100) / 100;
+  for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct']] as const) {
+    const x = ratio(a, b, rps);
+    if (x !== undefined) ratios[`throughput ${a}/${b}`] = x;
+    const c = ratio(b, a, cpuPer); // higher is better for a: b's CPU per request over a's
+    if (c !== undefined && b !== 'direct') ratios[`cpu-efficiency ${a}/${b}`] = c;
+  }
+  const addedP99 = (() => {
+    const sr = byName.get('sidecar-redis');
+    const d = byName.get('direct');
+    if (sr === undefined || d === undefined) return undefined;
+    const xs: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      const a = sr.rounds.fixedRate[i]?.p99Ms;
+      const b = d.rounds.fixedRate[i]?.p99Ms;
+      if (a !== undefined && b !== undefined) xs.push(a - b);
+    }
+    return xs.length === 0 ? undefined : r2(median(xs));
+  })();
+  const goals: GatewayBenchResult['goals'] = [];
+  const tp = ratios['throughput sidecar-redis/node-peer'];
+  if (tp !== undefined) goals.push({ name: 'throughput vs Node peer', goal: '>= 1.5x', measured: `${tp}x`, met: tp >= 1.5 });
+  const tn = ratios['throughput sidecar-redis/nginx'];
+  if (tn !== undefined) goals.push({ name: 'throughput vs nginx', goal: '>= 0.5x', measured: `${tn}x`, met: tn >= 0.5 });
+  if (addedP99 !== undefined) goals.push({ name: `p99 added over direct at ${offered} req/s (half saturation)`, goal: '< 2 ms', measured: `${addedP99} ms`, met: addedP99 < 2 });
+  const rss = Math.max(byName.get('sidecar-redis')?.peakRssMiB ?? 0, byName.get('sidecar-memory')?.peakRssMiB ?? 0);
+  if (rss > 0) goals.push({ name: 'sidecar peak RSS under load', goal: '< 100 MB', measured: `${rss} MiB`, met: rss * 1.048576 < 100 });
+
   return {
     suite: 'gateway',
     startedAt,
-    machine,
-    load: { generator: 'wrk (Debian)', connections, threads, durationS, warmupS, rounds },
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadavgAtStart, loadavgAtEnd: os.loadavg() },
+    load: {
+      saturation: `wrk (Debian), ${connections} connections, 1 thread`,
+      fixedRate: `bench/loadgen (Go, open model), ${offered} req/s, ${connections} connections`,
+      connections,
+      durationS,
+      warmupS,
+      rounds,
+    },
     scenarios,
     ratios,
+    goals,
   };
 }
 
+const load = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
+
 export function gatewayMarkdown(result: GatewayBenchResult): string {
+  const lat = (l: Latency) => `${l.p50} / ${l.p99} / ${l.p999}`;
   const rows = result.scenarios.map(
-    (s) => `| ${s.name} | ${s.description} | ${s.requestsPerSecond} | ${s.latencyMs.p50} | ${s.latencyMs.p99} | ${s.cpuUsPerRequest} | ${s.errors.status + s.errors.connect + s.errors.read + s.errors.timeout} |`,
+    (s) =>
+      `| ${s.name} | ${s.description} | ${s.saturation.requestsPerSecond} | ${lat(s.saturation.latencyMs)} | ${s.saturation.cpuUsPerRequest} | ` +
+      `${s.fixedRate.achieved} | ${lat(s.fixedRate.latencyMs)} | ${s.peakRssMiB} | ${s.saturation.errors + s.fixedRate.errors} |`,
   );
   return [
-    `Gateway benchmark, ${result.startedAt}: ${result.machine.cpus} CPUs (${result.machine.model}), Node ${result.machine.node}, ` +
-      `${result.load.generator} with ${result.load.connections} connections, median of ${result.load.rounds} interleaved rounds of ${result.load.durationS} s ` +
-      `(after ${result.load.warmupS} s warm-up), all on loopback; load average at start ${result.machine.loadavgAtStart.map((x) => x.toFixed(1)).join(' ')}.`,
+    `Gateway, ${result.startedAt}: ${result.machine.cpus} CPUs (${result.machine.model}), Node ${result.machine.node}; ` +
+      `median of ${result.load.rounds} interleaved rounds of ${result.load.durationS} s per load; saturation: ${result.load.saturation}; ` +
+      `fixed rate: ${result.load.fixedRate}; load average ${load(result.machine.loadavgAtStart)} at start, ${load(result.machine.loadavgAtEnd)} at end.`,
     '',
-    '| scenario | what | requests/s | p50 ms | p99 ms | CPU µs/request (front process) | errors |',
-    '|---|---|---:|---:|---:|---:|---:|',
+    '| target | what | saturation req/s | p50 / p99 / p99.9 ms | CPU µs/req | fixed-rate req/s | p50 / p99 / p99.9 ms | peak RSS MiB | errors |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    `Ratios to direct: ${Object.entries(result.ratios).map(([k, v]) => `${k} = ${v}`).join(', ')}`,
+    `Ratios (median of per-round ratios): ${Object.entries(result.ratios).map(([k, v]) => `${k} = ${v}`).join('; ')}.`,
+    '',
+    '| goal | target | measured | met |',
+    '|---|---|---|---|',
+    ...result.goals.map((g) => `| ${g.name} | ${g.goal} | ${g.measured} | ${g.met ? 'yes' : 'no'} |`),
   ].join('\n');
 }

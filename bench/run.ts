@@ -1,21 +1,52 @@
-// `make bench`: runs the benchmark suites side by side and writes bench/results/<suite>.json and
-// <suite>.md (the latest run; git history keeps earlier ones). `node bench/run.ts [suite ...]`
-// runs only the named suites. Add a suite by adding it to the registry below.
+// `make bench`: runs the benchmark suites side by side with their anchors and writes
+// bench/results/<suite>.json and <suite>.md (the latest run; git history keeps earlier ones), then
+// bench/results/summary.md (every suite's table, with the goals) and bench/results/chart.svg, and
+// puts the summary into README.md between the bench markers.
+// `node bench/run.ts [suite ...]` runs only the named suites (the summary still covers the latest
+// results of every suite). Add a suite by adding it to the registry below.
 import { mkdirSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { accuracyMarkdown, runAccuracyBench } from './accuracy.ts';
+import { authMarkdown, runAuthBench } from './auth.ts';
 import { gatewayMarkdown, runGatewayBench } from './gateway.ts';
+import { operatorMarkdown, runOperatorBench, type OperatorBenchResult } from './operator.ts';
+import { writeSummary } from './summary.ts';
+import { runTokenBench, tokenMarkdown } from './token.ts';
 
 interface Suite {
   readonly run: (log: (line: string) => void) => Promise<unknown>;
   readonly markdown: (result: never) => string;
 }
 
+interface OperatorSuiteResult {
+  readonly suite: 'operator';
+  readonly runs: OperatorBenchResult[];
+}
+
+const operatorSizes = (process.env['BENCH_OPERATOR_ROUTES'] ?? '200,1000').split(',').map(Number).filter((n) => n > 0);
+
 const suites: Record<string, Suite> = {
   gateway: { run: runGatewayBench, markdown: gatewayMarkdown as (r: never) => string },
+  accuracy: { run: runAccuracyBench, markdown: accuracyMarkdown as (r: never) => string },
+  token: { run: runTokenBench, markdown: tokenMarkdown as (r: never) => string },
+  auth: { run: runAuthBench, markdown: authMarkdown as (r: never) => string },
+  operator: {
+    run: async (log): Promise<OperatorSuiteResult> => {
+      const runs: OperatorBenchResult[] = [];
+      for (const n of operatorSizes) {
+        log(`-- ${n} RateLimitRoutes`);
+        runs.push(await runOperatorBench(log, n));
+      }
+      return { suite: 'operator', runs };
+    },
+    markdown: ((r: OperatorSuiteResult) => r.runs.map(operatorMarkdown).join('\n\n')) as (r: never) => string,
+  },
 };
 
-const resultsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
+const benchDir = path.dirname(fileURLToPath(import.meta.url));
+const resultsDir = path.join(benchDir, 'results');
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((n) => !(n in suites));
 if (unknown.length > 0) {
@@ -26,10 +57,12 @@ if (unknown.length > 0) {
 mkdirSync(resultsDir, { recursive: true });
 for (const [name, suite] of Object.entries(suites)) {
   if (wanted.length > 0 && !wanted.includes(name)) continue;
-  console.log(`== bench: ${name}`);
+  console.log(`== bench: ${name} (load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
   const result = await suite.run((line) => console.log(line));
   const md = suite.markdown(result as never);
   writeFileSync(path.join(resultsDir, `${name}.json`), `${JSON.stringify(result, null, 2)}\n`);
   writeFileSync(path.join(resultsDir, `${name}.md`), `${md}\n`);
   console.log(`\n${md}\n\nwritten: bench/results/${name}.json, bench/results/${name}.md`);
 }
+const written = writeSummary(resultsDir, path.join(benchDir, '..', 'README.md'));
+console.log(`written: ${written.join(', ')}`);

@@ -1,0 +1,3 @@
+module portcullis.dev/bench/loadgen
+
+go 1.22

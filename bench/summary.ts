@@ -1,0 +1,138 @@
+// The summary of the latest results of every suite: bench/results/summary.md (the headline table
+// with the goals, then each suite's own table), bench/results/chart.svg (plain bars, written by
+// hand: no chart library), and the headline copied into README.md between the bench markers.
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import type { AccuracyBenchResult } from './accuracy.ts';
+import type { GatewayBenchResult } from './gateway.ts';
+import type { OperatorBenchResult } from './operator.ts';
+import type { TokenBenchResult } from './token.ts';
+
+const BEGIN = '<!-- bench:begin (written by make bench: bench/summary.ts) -->';
+const END = '<!-- bench:end -->';
+
+function read<T>(dir: string, name: string): T | undefined {
+  const file = path.join(dir, `${name}.json`);
+  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as T) : undefined;
+}
+
+const loadavg = (xs: number[] | undefined) => (xs ?? []).map((x) => x.toFixed(1)).join(' ');
+
+/** The headline rows: each goal of issue 5 with its measured figure. */
+export function headline(dir: string): string {
+  const g = read<GatewayBenchResult>(dir, 'gateway');
+  const a = read<AccuracyBenchResult>(dir, 'accuracy');
+  const t = read<TokenBenchResult>(dir, 'token');
+  const o = read<{ runs: OperatorBenchResult[] }>(dir, 'operator');
+  const rows: string[] = [];
+  if (g !== undefined) {
+    const s = (n: string) => g.scenarios.find((x) => x.name === n);
+    for (const goal of g.goals) rows.push(`| gateway: ${goal.name} | ${goal.goal} | ${goal.measured} | ${goal.met ? 'yes' : '**no**'} |`);
+    const direct = s('direct');
+    const sr = s('sidecar-redis');
+    if (direct !== undefined && sr !== undefined) {
+      rows.push(`| gateway: sidecar-redis CPU per request / direct's (context) | - | ${(sr.saturation.cpuUsPerRequest / Math.max(1, direct.saturation.cpuUsPerRequest)).toFixed(2)}x (${sr.saturation.cpuUsPerRequest} vs ${direct.saturation.cpuUsPerRequest} µs) | - |`);
+    }
+    const c = g.ratios['cpu-efficiency sidecar-redis/node-peer'];
+    if (c !== undefined) rows.push(`| gateway: CPU per request, Node peer / sidecar-redis | - | ${c}x | - |`);
+    const cn = g.ratios['cpu-efficiency sidecar-redis/nginx'];
+    if (cn !== undefined) rows.push(`| gateway: CPU per request, nginx / sidecar-redis | - | ${cn}x | - |`);
+  }
+  if (a !== undefined) {
+    for (const l of a.limiters) {
+      rows.push(
+        `| accuracy: ${l.name} over-admission (admitted - exact bound), ${a.setup.processes} processes, ${a.setup.connections} connections, one key | <= 0 | ` +
+          `${l.median.overAdmitted} (${l.median.admitted} vs ${l.median.bound}); most in any 1 s: ${l.median.maxInAnySecondAfterFirst} for 100/s | ${l.median.overAdmitted <= 0 && l.median.maxInAnySecondAfterFirst <= 110 ? 'yes' : '**no**'} |`,
+      );
+    }
+  }
+  if (t !== undefined) {
+    const p = t.servers.find((x) => x.name === 'portcullis');
+    const op = t.servers.find((x) => x.name === 'oidc-provider');
+    rows.push(`| token endpoint: exchanges/s vs oidc-provider | > 1x | ${t.ratio}x (${p?.exchangesPerSecond ?? '?'} vs ${op?.exchangesPerSecond ?? '?'}/s) | ${t.goal.met ? 'yes' : '**no**'} |`);
+  }
+  if (o !== undefined) {
+    for (const r of o.runs) {
+      rows.push(`| operator: ${r.routes} RateLimitRoutes converged | - | ${(r.convergenceMs / 1000).toFixed(1)} s, ${r.requests.perRoute} requests/route, no-op resync writes ${r.noopResync.writes}, peak RSS ${r.memoryMiB.peakRss} MiB | - |`);
+    }
+  }
+  const when = [g?.startedAt, a?.startedAt, t?.startedAt].filter(Boolean).join(', ');
+  return [
+    `Latest \`make bench\` (${when}; load average at the gateway run's start ${loadavg(g?.machine.loadavgAtStart)}, end ${loadavg(g?.machine.loadavgAtEnd)}; 2 shared cores, so ratios from the same interleaved run count, not absolute numbers):`,
+    '',
+    '| measure | goal | measured | met |',
+    '|---|---|---|---|',
+    ...rows,
+  ].join('\n');
+}
+
+function bars(title: string, unit: string, items: { label: string; value: number; highlight?: boolean }[], y: number, width: number): { svg: string; height: number } {
+  const rowH = 22;
+  const labelW = 150;
+  const max = Math.max(1, ...items.map((i) => i.value));
+  const scale = (width - labelW - 90) / max;
+  const esc = (s: string) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;');
+  const parts = [`<text x="10" y="${y + 16}" font-weight="bold">${esc(title)}</text>`];
+  items.forEach((it, i) => {
+    const top = y + 26 + i * rowH;
+    const w = Math.max(1, Math.round(it.value * scale));
+    parts.push(
+      `<text x="${labelW - 6}" y="${top + 14}" text-anchor="end">${esc(it.label)}</text>`,
+      `<rect x="${labelW}" y="${top + 2}" width="${w}" height="${rowH - 6}" fill="${it.highlight === true ? '#c0392b' : '#7f8c8d'}"/>`,
+      `<text x="${labelW + w + 6}" y="${top + 14}">${esc(`${Math.round(it.value * 10) / 10} ${unit}`)}</text>`,
+    );
+  });
+  return { svg: parts.join('\n'), height: 26 + items.length * rowH + 14 };
+}
+
+export function chartSvg(dir: string): string {
+  const g = read<GatewayBenchResult>(dir, 'gateway');
+  const t = read<TokenBenchResult>(dir, 'token');
+  const width = 640;
+  const panels: string[] = [];
+  let y = 10;
+  const add = (p: { svg: string; height: number }) => {
+    panels.push(p.svg);
+    y += p.height;
+  };
+  if (g !== undefined) {
+    const items = (pick: (s: GatewayBenchResult['scenarios'][number]) => number) =>
+      g.scenarios.map((s) => ({ label: s.name, value: pick(s), highlight: s.name.startsWith('sidecar') }));
+    add(bars('Gateway throughput at saturation (requests/s, median)', 'req/s', items((s) => s.saturation.requestsPerSecond), y, width));
+    add(bars('CPU per request of the front process (µs, lower is better)', 'µs', items((s) => s.saturation.cpuUsPerRequest), y, width));
+    add(bars(`p99 at a fixed ${g.scenarios[0]?.fixedRate.offered ?? ''} req/s (ms, lower is better)`, 'ms', items((s) => s.fixedRate.latencyMs.p99), y, width));
+  }
+  if (t !== undefined) {
+    add(bars('Token endpoint: code exchanges/s (median)', '/s', t.servers.map((s) => ({ label: s.name, value: s.exchangesPerSecond, highlight: s.name === 'portcullis' })), y, width));
+  }
+  return [
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${y + 10}" font-family="sans-serif" font-size="12">`,
+    `<rect width="100%" height="100%" fill="#ffffff"/>`,
+    ...panels,
+    '</svg>',
+  ].join('\n');
+}
+
+/** Writes summary.md and chart.svg into `dir` and the headline into the README; returns what it wrote. */
+export function writeSummary(dir: string, readme: string): string[] {
+  const written: string[] = [];
+  const head = headline(dir);
+  const sections = ['gateway', 'accuracy', 'token', 'auth', 'operator']
+    .filter((n) => existsSync(path.join(dir, `${n}.md`)))
+    .map((n) => readFileSync(path.join(dir, `${n}.md`), 'utf8').trim());
+  writeFileSync(path.join(dir, 'summary.md'), `${[head, '', '![benchmark chart](chart.svg)', '', ...sections.flatMap((s) => [s, ''])].join('\n')}`);
+  writeFileSync(path.join(dir, 'chart.svg'), `${chartSvg(dir)}\n`);
+  written.push('bench/results/summary.md', 'bench/results/chart.svg');
+  if (existsSync(readme)) {
+    const text = readFileSync(readme, 'utf8');
+    const from = text.indexOf(BEGIN);
+    const to = text.indexOf(END);
+    if (from >= 0 && to > from) {
+      const gateway = existsSync(path.join(dir, 'gateway.md')) ? readFileSync(path.join(dir, 'gateway.md'), 'utf8').trim() : '';
+      const block = [BEGIN, head, '', gateway, '', '![benchmark chart](bench/results/chart.svg)', '', 'Every table (accuracy, token endpoint, sign-in, operator): [bench/results/summary.md](bench/results/summary.md).', END].join('\n');
+      writeFileSync(readme, text.slice(0, from) + block + text.slice(to + END.length));
+      written.push('README.md (bench section)');
+    }
+  }
+  return written;
+}

@@ -1,0 +1,274 @@
+// Token endpoint benchmark (issue 5): authorization-code exchanges per second, Portcullis' auth
+// server against oidc-provider set up the same way (code + PKCE S256, client_secret_basic, RFC 9068
+// access token signed ES256, a refresh token issued with each exchange, in-memory stores on both).
+// Codes are minted beforehand through each server's real flow (GET /auth, sign-in, consent once),
+// so what is measured is the exchange alone: POST /token with Basic client auth, code, redirect_uri
+// and code_verifier; the sign-in's scrypt (and its cost parameters) does not enter the figure.
+// Each round mints BENCH_CODES (1000) codes per server, then bench/loadgen sends every exchange once
+// over 16 keep-alive connections; rounds interleave the two servers; medians and per-round ratios.
+import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair } from 'jose';
+import { hashPassword } from '../services/auth-server/config.ts';
+import { freePort } from '../test/harness/ports.ts';
+import { startProgram } from '../test/harness/programs.ts';
+import { authorize, browser, type Browserish } from '../test/integration/auth-flow.ts';
+import { AUDIENCE, SECRETS, startStack } from '../test/integration/auth-stack.ts';
+import { cpuUs, median, peakRssMiB } from './gateway.ts';
+import { ensureLoadgen, runList, type LoadgenResult } from './loadgen.ts';
+
+export interface TokenServerResult {
+  readonly name: string;
+  readonly description: string;
+  /** Median over rounds. */
+  readonly exchangesPerSecond: number;
+  readonly latencyMs: { p50: number; p99: number; p999: number };
+  readonly cpuUsPerExchange: number;
+  readonly failures: number;
+  readonly peakRssMiB: number;
+  /** What one issued access token looked like (checked, not assumed). */
+  readonly accessToken: { alg: string; typ: string; aud: unknown; hasRefreshToken: boolean };
+  readonly rounds: { exchangesPerSecond: number; p50Ms: number; p99Ms: number; cpuUsPerExchange: number; failures: number }[];
+}
+
+export interface TokenBenchResult {
+  readonly suite: 'token';
+  readonly startedAt: string;
+  readonly machine: { cpus: number; model: string; node: string; loadavgAtStart: number[]; loadavgAtEnd: number[] };
+  readonly load: { codesPerRound: number; connections: number; rounds: number; generator: string };
+  readonly servers: TokenServerResult[];
+  /** Median of per-round ratios. */
+  readonly ratio: number;
+  readonly goal: { goal: string; measured: string; met: boolean };
+}
+
+interface Minted {
+  code: string;
+  verifier: string;
+}
+
+const pkce = () => {
+  const verifier = randomBytes(32).toString('base64url');
+  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
+};
+
+async function pool<T>(n: number, concurrency: number, one: (i: number) => Promise<T>): Promise<T[]> {
+  const out: T[] = new Array(n);
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < n) {
+        const i = next++;
+        out[i] = await one(i);
+      }
+    }),
+  );
+  return out;
+}
+
+/** oidc-provider's flow: /auth, its dev login and consent pages, back to /auth, the code redirect. */
+async function oidcProviderCode(issuer: string, clientId: string, redirectUri: string, b: Browserish): Promise<Minted> {
+  const { verifier, challenge } = pkce();
+  const q = new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: 'code', scope: 'profile', code_challenge: challenge, code_challenge_method: 'S256', state: randomBytes(8).toString('hex') });
+  let url = `${issuer}/auth?${q}`;
+  for (let step = 0; step < 12; step++) {
+    const res = await b.get(url);
+    const body = await res.text();
+    const location = res.headers.get('location');
+    if (location === null) {
+      const uid = /\/interaction\/([^/?#]+)/.exec(url)?.[1];
+      if (res.status !== 200 || uid === undefined) throw new Error(`oidc-provider flow: ${res.status} at ${url}: ${body.slice(0, 200)}`);
+      const prompt = /name="prompt" value="(\w+)"/.exec(body)?.[1] ?? 'consent';
+      const posted = await b.post(`${issuer}/interaction/${uid}`, prompt === 'login' ? { prompt, login: 'alice', password: 'x' } : { prompt });
+      await posted.arrayBuffer();
+      url = new URL(posted.headers.get('location') ?? '', issuer).toString();
+      continue;
+    }
+    const next = new URL(location, url);
+    if (next.toString().startsWith(redirectUri)) {
+      const code = next.searchParams.get('code');
+      if (code === null) throw new Error(`oidc-provider flow ended without a code: ${next}`);
+      return { code, verifier };
+    }
+    url = next.toString();
+  }
+  throw new Error('oidc-provider flow: too many steps');
+}
+
+function exchangeFile(dir: string, name: string, codes: Minted[], clientId: string, secret: string, redirectUri: string): string {
+  const basic = `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}`;
+  const lines = codes.map((m) =>
+    JSON.stringify({
+      method: 'POST',
+      path: '/token',
+      headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
+      body: new URLSearchParams({ grant_type: 'authorization_code', code: m.code, redirect_uri: redirectUri, code_verifier: m.verifier }).toString(),
+    }),
+  );
+  const file = path.join(dir, `${name}.jsonl`);
+  writeFileSync(file, `${lines.join('\n')}\n`);
+  return file;
+}
+
+async function inspectToken(issuer: string, m: Minted, clientId: string, secret: string, redirectUri: string): Promise<TokenServerResult['accessToken']> {
+  const res = await fetch(`${issuer}/token`, {
+    method: 'POST',
+    headers: { authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
+    body: new URLSearchParams({ grant_type: 'authorization_code', code: m.code, redirect_uri: redirectUri, code_verifier: m.verifier }),
+  });
+  const json = (await res.json()) as Record<string, unknown>;
+  if (res.status !== 200 || typeof json['access_token'] !== 'string') throw new Error(`${issuer}: exchange answered ${res.status} ${JSON.stringify(json)}`);
+  const header = decodeProtectedHeader(json['access_token']);
+  return { alg: String(header.alg), typ: String(header.typ), aud: decodeJwt(json['access_token']).aud, hasRefreshToken: typeof json['refresh_token'] === 'string' };
+}
+
+export async function runTokenBench(log: (line: string) => void = console.log): Promise<TokenBenchResult> {
+  ensureLoadgen();
+  const codesPerRound = Number(process.env['BENCH_CODES'] ?? 1000);
+  const rounds = Number(process.env['BENCH_ROUNDS'] ?? 3);
+  const connections = 16;
+  const startedAt = new Date().toISOString();
+  const loadavgAtStart = os.loadavg();
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-token-bench-'));
+  const redirectUri = 'http://127.0.0.1:1/callback';
+
+  // Portcullis: the test stack's fixture clients, a users file with a cheap scrypt (ln=10, the
+  // lowest the server accepts) so minting is quick, codes living long enough to mint a round.
+  const usersFile = path.join(dir, 'users.json');
+  writeFileSync(usersFile, JSON.stringify({ users: [{ username: 'alice', password_hash: await hashPassword('wonderland', { ln: 10, r: 8, p: 1 }), profile: { name: 'Alice' } }] }));
+  const stack = await startStack({
+    authEnv: { AUTH_USERS_FILE: usersFile, AUTH_CODE_TTL_SECONDS: '600', LOG_LEVEL: 'warn', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000' },
+  });
+  const portcullisPid = stack.programs[0]?.child.pid;
+
+  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
+  const jwk = { ...(await exportJWK(privateKey)), alg: 'ES256', use: 'sig', kid: 'bench-es256' };
+  const opPort = await freePort();
+  const opIssuer = `http://127.0.0.1:${opPort}`;
+  const op = await startProgram({
+    entry: 'bench/peers/oidc-provider-peer.ts',
+    name: 'bench-oidc-provider',
+    waitPort: opPort,
+    env: { PORT: String(opPort), ISSUER: opIssuer, CLIENT_ID: 'basic-client', CLIENT_SECRET: SECRETS.basic, REDIRECT_URI: redirectUri, AUDIENCE, SIGNING_JWK: JSON.stringify(jwk), CODE_TTL_SECONDS: '600' },
+  });
+
+  const servers = [
+    {
+      name: 'portcullis',
+      description: 'Portcullis auth server (memory store)',
+      issuer: stack.issuer,
+      pid: portcullisPid,
+      mint: async (b: Browserish): Promise<Minted> => {
+        const { verifier, challenge } = pkce();
+        const { location } = await authorize({ issuer: stack.issuer, clientId: 'basic-client', redirectUri, challenge, state: randomBytes(8).toString('hex'), b });
+        const code = location.searchParams.get('code');
+        if (code === null) throw new Error(`portcullis flow ended without a code: ${location}`);
+        return { code, verifier };
+      },
+    },
+    {
+      name: 'oidc-provider',
+      description: 'oidc-provider 9 (memory adapter)',
+      issuer: opIssuer,
+      pid: op.child.pid,
+      mint: (b: Browserish) => oidcProviderCode(opIssuer, 'basic-client', redirectUri, b),
+    },
+  ];
+  const results = new Map<string, { lg: LoadgenResult; cpuUsPerExchange: number }[]>(servers.map((s) => [s.name, []]));
+  const inspected = new Map<string, TokenServerResult['accessToken']>();
+  const rss = new Map<string, number>();
+  try {
+    for (const s of servers) {
+      const b = browser();
+      await s.mint(b); // consent given once
+      inspected.set(s.name, await inspectToken(s.issuer, await s.mint(b), 'basic-client', SECRETS.basic, redirectUri));
+      // Warm-up: 100 exchanges.
+      const warm = await pool(100, 4, () => s.mint(b));
+      await runList({ baseUrl: s.issuer, file: exchangeFile(dir, `${s.name}-warm`, warm, 'basic-client', SECRETS.basic, redirectUri), connections });
+    }
+    for (let round = 1; round <= rounds; round++) {
+      for (const s of servers) {
+        const b = browser();
+        await s.mint(b);
+        const t0 = performance.now();
+        const codes = await pool(codesPerRound, 4, () => s.mint(b));
+        const file = exchangeFile(dir, `${s.name}-${round}`, codes, 'basic-client', SECRETS.basic, redirectUri);
+        const before = cpuUs(s.pid);
+        const lg = await runList({ baseUrl: s.issuer, file, connections });
+        const cpuUsPerExchange = Math.round(((cpuUs(s.pid) - before) / Math.max(1, lg.completed)) * 10) / 10;
+        results.get(s.name)?.push({ lg, cpuUsPerExchange });
+        const failures = lg.errors + lg.completed - (lg.statuses['200'] ?? 0);
+        log(
+          `  round ${round} ${s.name}: minted ${codesPerRound} codes in ${Math.round(performance.now() - t0)} ms; ` +
+            `${Math.round(lg.achievedRate)} exchanges/s, p50 ${lg.latencyUs.p50 / 1000} ms, p99 ${lg.latencyUs.p99 / 1000} ms, ${cpuUsPerExchange} µs CPU/exchange, ${failures} failed` +
+            (failures > 0 ? ` (${lg.firstError ?? lg.sampleNon2xxBody ?? ''})` : ''),
+        );
+      }
+    }
+  } finally {
+    for (const s of servers) rss.set(s.name, peakRssMiB(s.pid));
+    await op.stop();
+    await stack.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+
+  const ms = (us: number) => Math.round(us) / 1000;
+  const out: TokenServerResult[] = servers.map((s) => {
+    const rs = results.get(s.name) ?? [];
+    const mid = [...rs].sort((a, b) => a.lg.achievedRate - b.lg.achievedRate)[Math.floor(rs.length / 2)];
+    return {
+      name: s.name,
+      description: s.description,
+      exchangesPerSecond: Math.round(median(rs.map((r) => r.lg.achievedRate))),
+      latencyMs: mid === undefined ? { p50: 0, p99: 0, p999: 0 } : { p50: ms(mid.lg.latencyUs.p50), p99: ms(mid.lg.latencyUs.p99), p999: ms(mid.lg.latencyUs.p999) },
+      cpuUsPerExchange: median(rs.map((r) => r.cpuUsPerExchange)),
+      failures: rs.reduce((n, r) => n + r.lg.errors + r.lg.completed - (r.lg.statuses['200'] ?? 0), 0),
+      peakRssMiB: rss.get(s.name) ?? 0,
+      accessToken: inspected.get(s.name) ?? { alg: '?', typ: '?', aud: undefined, hasRefreshToken: false },
+      rounds: rs.map((r) => ({
+        exchangesPerSecond: Math.round(r.lg.achievedRate),
+        p50Ms: ms(r.lg.latencyUs.p50),
+        p99Ms: ms(r.lg.latencyUs.p99),
+        cpuUsPerExchange: r.cpuUsPerExchange,
+        failures: r.lg.errors + r.lg.completed - (r.lg.statuses['200'] ?? 0),
+      })),
+    };
+  });
+  const [p, o] = out;
+  const perRound: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const a = p?.rounds[i]?.exchangesPerSecond;
+    const b = o?.rounds[i]?.exchangesPerSecond;
+    if (a !== undefined && b !== undefined && b > 0) perRound.push(a / b);
+  }
+  const ratio = Math.round(median(perRound) * 100) / 100;
+  return {
+    suite: 'token',
+    startedAt,
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadavgAtStart, loadavgAtEnd: os.loadavg() },
+    load: { codesPerRound, connections, rounds, generator: 'bench/loadgen list mode (Go), every exchange sent once' },
+    servers: out,
+    ratio,
+    goal: { goal: 'Portcullis ahead of oidc-provider (> 1x)', measured: `${ratio}x`, met: ratio > 1 },
+  };
+}
+
+export function tokenMarkdown(r: TokenBenchResult): string {
+  return [
+    `Token endpoint, ${r.startedAt}: ${r.machine.cpus} CPUs, Node ${r.machine.node}; ${r.load.codesPerRound} codes per round minted through each server's flow, ` +
+      `then exchanged by ${r.load.generator} over ${r.load.connections} connections; median of ${r.load.rounds} interleaved rounds; ` +
+      `load average ${r.machine.loadavgAtStart.map((x) => x.toFixed(1)).join(' ')} at start, ${r.machine.loadavgAtEnd.map((x) => x.toFixed(1)).join(' ')} at end.`,
+    '',
+    '| server | exchanges/s | p50 / p99 / p99.9 ms | CPU µs/exchange | access token | refresh token | failures | peak RSS MiB |',
+    '|---|---:|---:|---:|---|---|---:|---:|',
+    ...r.servers.map(
+      (s) =>
+        `| ${s.description} | ${s.exchangesPerSecond} | ${s.latencyMs.p50} / ${s.latencyMs.p99} / ${s.latencyMs.p999} | ${s.cpuUsPerExchange} | ` +
+        `JWT ${s.accessToken.alg}, typ ${s.accessToken.typ} | ${s.accessToken.hasRefreshToken ? 'yes' : 'no'} | ${s.failures} | ${s.peakRssMiB} |`,
+    ),
+    '',
+    `Portcullis / oidc-provider exchanges per second (median of per-round ratios): ${r.ratio}x; goal ${r.goal.goal}: ${r.goal.met ? 'met' : 'not met'}.`,
+  ].join('\n');
+}
