@@ -44,7 +44,7 @@ describe('informer', () => {
     client.put(cm('b', '1'));
     client.put(cm('a', '2'));
     client.remove(resourceTypes.configMap, 'default', 'b');
-    await vi.waitFor(() => expect(seen).toEqual(['add a', 'add b', 'update a', 'delete b']));
+    await vi.waitFor(() => expect(seen).toEqual(['add a', 'add b', 'update a', 'delete b']), { timeout: 5000 });
     expect(informer.get('default', 'a')?.['data']).toEqual({ value: '2' });
     await informer.stop();
   });
@@ -65,7 +65,7 @@ describe('informer', () => {
     await clock.advance(1000);
     expect(restarts).toEqual(['error', 'error']);
     await clock.advance(2000);
-    await vi.waitFor(() => expect(seen).toEqual(['add a', 'add c', 'delete a']));
+    await vi.waitFor(() => expect(seen).toEqual(['add a', 'add c', 'delete a']), { timeout: 5000 });
     expect(informer.list().map((o) => o.metadata.name)).toEqual(['c']);
     await informer.stop();
   });
