@@ -4,6 +4,7 @@
 //   sidecar-memory  Portcullis sidecar, in-memory token bucket
 //   nginx           Debian's nginx, proxy_pass + limit_req (per instance), 1 worker
 //   node-peer       fastify + @fastify/http-proxy + @fastify/rate-limit with its Redis store
+//   bare-proxy      node:http + undici Pool and nothing else (the floor of any Node gateway)
 // Same upstream (one user-service process), same request (GET /healthcheck/ready with a USER-ID),
 // a limit nobody reaches (every request does the full limiter work).
 // Two loads, rounds interleaved across the targets so a busy neighbour hurts all of them alike:
@@ -13,7 +14,7 @@
 // Reported per target: median requests/s, p50/p99/p99.9, CPU µs per request of the front process
 // (load-insensitive: on a shared 2-core machine it varies far less than requests/s), peak RSS.
 // Ratios are taken within each round and the median ratio is reported.
-// Bounded: BENCH_ROUNDS (3) rounds x 5 targets x 2 loads x BENCH_DURATION_S (10 s) + warm-ups.
+// Bounded: BENCH_ROUNDS (3) rounds x 6 targets x 2 loads x BENCH_DURATION_S (10 s) + warm-ups.
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -172,6 +173,8 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     waitPort: peerPort,
     name: 'bench-node-peer',
   });
+  const barePort = await freePort();
+  const bare = await startProgram({ entry: 'bench/peers/bare-proxy.ts', env: { PORT: String(barePort), UPSTREAM_URL: userUrl }, waitPort: barePort, name: 'bench-bare-proxy' });
 
   const targets: Target[] = [
     { name: 'direct', description: 'user service directly (the ceiling)', base: userUrl, cpuPids: () => [user.child.pid], rssPids: () => [user.child.pid] },
@@ -179,6 +182,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     { name: 'sidecar-memory', description: 'Portcullis sidecar, in-memory token bucket', base: viaMemory.url, cpuPids: () => [viaMemory.program.child.pid], rssPids: () => [viaMemory.program.child.pid] },
     { name: 'nginx', description: 'nginx 1.22 (Debian), proxy_pass + limit_req, 1 worker', base: nginx.url, cpuPids: () => [nginx.workerPid()], rssPids: () => [nginx.child.pid, nginx.workerPid()] },
     { name: 'node-peer', description: 'fastify + @fastify/http-proxy + @fastify/rate-limit (Redis store)', base: `http://127.0.0.1:${peerPort}`, cpuPids: () => [peer.child.pid], rssPids: () => [peer.child.pid] },
+    { name: 'bare-proxy', description: 'node:http + undici Pool, no limiter (floor of a Node proxy)', base: `http://127.0.0.1:${barePort}`, cpuPids: () => [bare.child.pid], rssPids: () => [bare.child.pid] },
   ];
   const only = (process.env['BENCH_TARGETS'] ?? '').split(',').filter(Boolean);
   const chosen = only.length > 0 ? targets.filter((t) => only.includes(t.name)) : targets;
@@ -214,7 +218,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     }
     for (const t of chosen) peakRss.set(t.name, Math.round(t.rssPids().reduce((s: number, p) => s + peakRssMiB(p), 0) * 10) / 10);
   } finally {
-    await Promise.allSettled([viaRedis.program.stop(), viaMemory.program.stop(), nginx.stop(), peer.stop()]);
+    await Promise.allSettled([viaRedis.program.stop(), viaMemory.program.stop(), nginx.stop(), peer.stop(), bare.stop()]);
     await user.stop();
     await redis.stop();
   }
@@ -267,7 +271,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   const rps = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.requestsPerSecond;
   const cpuPer = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.cpuUsPerRequest;
   const ratios: Record<string, number> = {};
-  for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct']] as const) {
+  for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct'], ['bare-proxy', 'direct'], ['sidecar-redis', 'bare-proxy']] as const) {
     const x = ratio(a, b, rps);
     if (x !== undefined) ratios[`throughput ${a}/${b}`] = x;
     const c = ratio(b, a, cpuPer); // higher is better for a: b's CPU per request over a's
