@@ -18,9 +18,10 @@ spec:
   limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 }
 `;
 
+/** Straight from the API (no kubectl start-up per poll: the take-over time is measured with it). */
 async function holder(): Promise<string | undefined> {
-  const lease = (await kget(env.cluster, ['-n', RELEASE_NS, 'lease', LEASE])) as Obj | undefined;
-  return lease?.['spec']?.['holderIdentity'];
+  const res = await env.cluster.request('GET', `/apis/coordination.k8s.io/v1/namespaces/${RELEASE_NS}/leases/${LEASE}`);
+  return res.status === 200 ? (res.body as Obj)['spec']?.['holderIdentity'] : undefined;
 }
 
 const reconciles = async (op: RunningOperator) => metricValue(await op.metrics(), 'portcullis_operator_reconcile_total');
@@ -56,8 +57,11 @@ describe('operator: leader election on a Lease', () => {
     const killedAt = Date.now();
     await eventually('b holds the lease', async () => (await holder()) === 'op-b', 30_000, 100);
     const tookMs = Date.now() - killedAt;
-    // The lease was last renewed up to one retry period (0.5 s) before the kill; polling adds 0.1 s.
-    expect(tookMs).toBeLessThanOrEqual(LEASE_MS + 1000);
+    console.info(`standby took over ${tookMs} ms after the leader was killed (lease ${LEASE_MS} ms)`);
+    // Within the lease duration of the last renewal as the standby saw it: the standby notices a
+    // renewal up to one retry period (0.5 s) late and tries again every 0.5 s; 0.5 s more for a
+    // busy 2-core machine.
+    expect(tookMs).toBeLessThanOrEqual(LEASE_MS + 1500);
     const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: route('two') });
     expect(r.code, r.stderr).toBe(0);
     await eventually('b reconciles', () => kget(env.cluster, ['-n', NS, 'deployment', 'two']));
