@@ -229,7 +229,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     const midS = [...s].sort((a, b) => wrkRps(a.wrk) - wrkRps(b.wrk))[Math.floor(s.length / 2)];
     const midF = [...f].sort((a, b) => a.lg.latencyUs.p99 - b.lg.latencyUs.p99)[Math.floor(f.length / 2)];
     const wrkErr = (w: WrkResult) => w.errors.connect + w.errors.read + w.errors.write + w.errors.status + w.errors.timeout;
-    const lgErr = (l: LoadgenResult) => l.errors + Object.entries(l.statuses).reduce((n, [code, c]) => n + (code === '200' ? 0 : c), 0);
+    const lgErr = (l: LoadgenResult) => l.errors + l.dropped + Object.entries(l.statuses).reduce((n, [code, c]) => n + (code === '200' ? 0 : c), 0);
     return {
       name: t.name,
       description: t.description,

@@ -14,6 +14,8 @@ export interface LoadgenResult {
   readonly sent: number;
   readonly completed: number;
   readonly errors: number;
+  /** Requests never sent because the time limit passed (the target stalled). */
+  readonly dropped: number;
   readonly statuses: Record<string, number>;
   readonly elapsedUs: number;
   readonly offeredRate?: number;

@@ -45,6 +45,7 @@ type summary struct {
 	Sent         int64            `json:"sent"`
 	Completed    int64            `json:"completed"`
 	Errors       int64            `json:"errors"`
+	Dropped      int64            `json:"dropped"`
 	Statuses     map[string]int   `json:"statuses"`
 	ElapsedUs    int64            `json:"elapsedUs"`
 	OfferedRate  float64          `json:"offeredRate,omitempty"`
@@ -85,7 +86,7 @@ func (k *conn) do(req []byte) (int, string, error) {
 			k.c = c
 			k.r = bufio.NewReaderSize(c, 16384)
 		}
-		k.c.SetDeadline(time.Now().Add(10 * time.Second))
+		k.c.SetDeadline(time.Now().Add(5 * time.Second))
 		if _, err := k.c.Write(req); err != nil {
 			k.c.Close()
 			k.c = nil
@@ -188,6 +189,7 @@ func main() {
 	duration := fs.Duration("duration", 10*time.Second, "how long to send (rate mode)")
 	connections := fs.Int("connections", 50, "keep-alive connections")
 	file := fs.String("file", "", "JSON lines of {method,path,headers,body} (list mode)")
+	limit := fs.Duration("limit", 0, "stop sending after this long (default: duration + 5s in rate mode, 120s in list mode)")
 	var hdrs headerList
 	fs.Var(&hdrs, "H", "header 'Name: value' (repeatable)")
 	fs.Parse(os.Args[2:])
@@ -222,6 +224,14 @@ func main() {
 	for i := range conns {
 		conns[i] = &conn{addr: *addr}
 	}
+	stopAfter := *limit
+	if stopAfter == 0 {
+		stopAfter = 120 * time.Second
+		if mode == "rate" {
+			stopAfter = *duration + 5*time.Second
+		}
+	}
+	var dropped int64
 	start := time.Now()
 	var lastDone atomic.Int64
 	var wg sync.WaitGroup
@@ -233,6 +243,11 @@ func main() {
 				i := atomic.AddInt64(&next, 1) - 1
 				if i >= total {
 					return
+				}
+				if time.Since(start) > stopAfter {
+					// Bounded in time whatever the target does: the rest is counted as dropped.
+					atomic.AddInt64(&dropped, 1)
+					continue
 				}
 				var from time.Time
 				req := reqs[0]
@@ -260,6 +275,7 @@ func main() {
 		Sent:       sent,
 		Completed:  int64(len(rec.lat)),
 		Errors:     rec.errors,
+		Dropped:    dropped,
 		Statuses:   rec.statuses,
 		ElapsedUs:  elapsed.Microseconds(),
 		LatencyUs:  percentiles(rec.lat),

@@ -17,6 +17,7 @@ const server = http.createServer((req, res) => {
   pool.dispatch(
     { method: req.method as Dispatcher.HttpMethod, path: req.url ?? '/', headers, body: hasBody ? req : null },
     {
+      onRequestStart() {},
       onResponseStart(_c, status, h) {
         const out: string[] = [];
         for (const name in h) {
