@@ -32,7 +32,7 @@ const suites: Record<string, Suite> = {
   accuracy: { run: runAccuracyBench, markdown: accuracyMarkdown as (r: never) => string },
   token: { run: runTokenBench, markdown: tokenMarkdown as (r: never) => string },
   auth: { run: runAuthBench, markdown: authMarkdown as (r: never) => string },
-  operator: {
+  'operator-scale': {
     run: async (log): Promise<OperatorSuiteResult> => {
       const runs: OperatorBenchResult[] = [];
       for (const n of operatorSizes) {
