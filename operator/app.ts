@@ -75,7 +75,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const routes = new Controller(
     {
       ...controllerOptions,
-      reconciler: new RateLimitRouteReconciler({ applier, caches: informers, settings, clock, events, log: log.child({ controller: 'ratelimitroute' }) }),
+      reconciler: new RateLimitRouteReconciler({ applier, caches: informers, settings, clock, events, client, log: log.child({ controller: 'ratelimitroute' }) }),
       keys: () => informers.routes.list().map(keyOf),
     },
     clock,

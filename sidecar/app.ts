@@ -10,6 +10,7 @@ import { parseSidecarConfigText, type SidecarConfig } from './config.ts';
 import { SidecarMetrics } from './metrics.ts';
 import { problemTypes } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
+import { resolveRedisConfig } from './redis-url-file.ts';
 import { buildRouteRuntime, type RouteRuntime } from './route-runtime.ts';
 import { createBucketStore } from './stores/create-store.ts';
 import type { BucketStore } from './stores/bucket-store.ts';
@@ -34,6 +35,11 @@ export interface SidecarApp {
   storeReady(timeoutMs: number): Promise<boolean>;
   /** Validates and applies new config text; an invalid one is logged and the old config kept. */
   reloadText(text: string): Promise<boolean>;
+  /**
+   * Re-reads the files the running config names (`redis.urlFile`) and reconnects the store when
+   * the URL changed; an unreadable or invalid file is logged and the running store kept.
+   */
+  refreshFiles(): Promise<boolean>;
   /** Graceful: stop accepting, drain in-flight up to graceMs, close everything. */
   shutdown(): Promise<void>;
 }
@@ -51,12 +57,25 @@ function createPool(config: SidecarConfig): Pool {
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
+/** Resolves true once the store answers, false after timeoutMs. */
+async function readyWithin(store: BucketStore, timeoutMs: number): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<boolean>((resolve) => {
+    timer = setTimeout(() => resolve(false), timeoutMs);
+  });
+  const ok = await Promise.race([store.ready().then(() => true), timeout]);
+  clearTimeout(timer);
+  return ok;
+}
+
 export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   const log = deps.logger;
   const metrics = deps.metrics ?? new SidecarMetrics();
   const override = deps.override ?? ((c: SidecarConfig) => c);
   const initial = override(deps.config);
-  const first = createBucketStore(initial.redis, deps.now);
+  // The redis settings the current store was built from, urlFile resolved to the URL it held.
+  let storeRedis = resolveRedisConfig(initial.redis);
+  const first = createBucketStore(storeRedis, deps.now);
   let storeKind = first.kind;
   let runtime = buildRouteRuntime(initial, first.store, createPool(initial), metrics.forRoute(initial.route.id, first.kind));
   let shuttingDown = false;
@@ -104,24 +123,38 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     void Promise.allSettled([store?.close(), pool?.close()]);
   };
 
-  const apply = (config: SidecarConfig): void => {
-    const old = runtime;
-    const next = override(config);
-    for (const field of ['listen', 'admin'] as const) {
-      if (!same(next[field], old.config[field])) log.warn({ field }, 'config: a changed listen/admin address needs a restart; keeping the old one');
-    }
-    let store = old.store;
+  /** Applies `config`, or re-applies the running one (re-reading the files it names). */
+  const applyNow = async (config: SidecarConfig | undefined): Promise<void> => {
+    const next = override(config ?? runtime.config);
+    let store = runtime.store;
     let kind = storeKind;
-    if (!same(next.redis, old.config.redis)) {
-      const created = createBucketStore(next.redis, deps.now);
+    const nextRedis = resolveRedisConfig(next.redis);
+    if (!same(nextRedis, storeRedis)) {
+      const created = createBucketStore(nextRedis, deps.now);
+      // Switch once the new store answers (at most its connect timeout), so that new requests
+      // are not refused by onStoreError while it connects; the old store serves until then.
+      const connected = await readyWithin(created.store, nextRedis?.connectTimeoutMs ?? 0);
       store = created.store;
       kind = created.kind;
+      log.info({ store: kind, connected }, 'store settings changed: new requests use a new store connection');
+    }
+    const old = runtime;
+    for (const field of ['listen', 'admin'] as const) {
+      if (!same(next[field], old.config[field])) log.warn({ field }, 'config: a changed listen/admin address needs a restart; keeping the old one');
     }
     const pool = same(next.upstream, old.config.upstream) ? old.upstream : createPool(next);
     runtime = buildRouteRuntime(next, store, pool, metrics.forRoute(next.route.id, kind));
     storeKind = kind;
+    storeRedis = nextRedis;
     log.level = next.logLevel;
     retire(store === old.store ? undefined : old.store, pool === old.upstream ? undefined : old.upstream);
+  };
+  // One apply at a time (applyNow may wait for a store to connect): each sees the last one's result.
+  let applying: Promise<unknown> = Promise.resolve();
+  const apply = (config: SidecarConfig | undefined): Promise<void> => {
+    const done = applying.then(() => applyNow(config));
+    applying = done.catch(() => undefined);
+    return done;
   };
 
   return {
@@ -130,15 +163,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     metrics,
     proxy,
     current: () => runtime,
-    async storeReady(timeoutMs) {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<boolean>((resolve) => {
-        timer = setTimeout(() => resolve(false), timeoutMs);
-      });
-      const ok = await Promise.race([runtime.store.ready().then(() => true), timeout]);
-      clearTimeout(timer);
-      return ok;
-    },
+    storeReady: (timeoutMs) => readyWithin(runtime.store, timeoutMs),
     async reloadText(text) {
       let config: SidecarConfig;
       try {
@@ -149,7 +174,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
         return false;
       }
       try {
-        apply(config);
+        await apply(config);
       } catch (err) {
         metrics.reloads.labels('failed').inc();
         log.error({ err: (err as Error).message }, 'config reload failed; keeping the running config');
@@ -161,6 +186,16 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
         { route: runtime.routeId, path: runtime.config.route.path, replenishRate: l.replenishRate, burstCapacity: l.burstCapacity, requestedTokens: l.requestedTokens },
         'config reloaded',
       );
+      return true;
+    },
+    async refreshFiles() {
+      try {
+        await apply(undefined);
+      } catch (err) {
+        metrics.reloads.labels('failed').inc();
+        log.error({ err: (err as Error).message }, 'redis.urlFile unreadable or invalid; keeping the running store');
+        return false;
+      }
       return true;
     },
     async shutdown() {

@@ -90,9 +90,17 @@ export const limiterSchema = z
   .refine((l) => l.requestedTokens <= l.burstCapacity, { message: 'requestedTokens must not exceed burstCapacity', path: ['requestedTokens'] })
   .describe('Token-bucket limiter of the route (the specification\'s RequestRateLimiter filter)');
 
+/** A redis:// or rediss:// URL (also what a `redis.urlFile` must hold). */
+export const REDIS_URL = /^rediss?:\/\//;
+
 export const redisSchema = z
   .strictObject({
-    url: z.string().regex(/^rediss?:\/\//, 'a redis:// or rediss:// URL').optional().describe('Single Redis node'),
+    url: z.string().regex(REDIS_URL, 'a redis:// or rediss:// URL').optional().describe('Single Redis node'),
+    urlFile: z
+      .string()
+      .min(1)
+      .optional()
+      .describe('File holding the URL of a single Redis node (a mounted Secret key); read at start and again whenever it changes'),
     sentinel: z
       .strictObject({
         name: z.string().min(1).describe('Master set name'),
@@ -106,8 +114,12 @@ export const redisSchema = z
     commandTimeoutMs: z.number().int().positive().default(50).describe('Longest wait for one limiter decision (ms); then onStoreError'),
     connectTimeoutMs: z.number().int().positive().default(2000).describe('Longest wait to connect (ms)'),
   })
-  .refine((r) => [r.url, r.sentinel, r.cluster].filter((x) => x !== undefined).length === 1, {
-    message: 'exactly one of url, sentinel or cluster',
+  .refine((r) => r.url === undefined || r.urlFile === undefined, {
+    message: 'url and urlFile are mutually exclusive: set one of them',
+    path: ['urlFile'],
+  })
+  .refine((r) => [r.url ?? r.urlFile, r.sentinel, r.cluster].filter((x) => x !== undefined).length === 1, {
+    message: 'exactly one of url (or urlFile), sentinel or cluster',
   })
   .describe('Shared bucket store; without it the sidecar keeps buckets in memory (one process only)');
 

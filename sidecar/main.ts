@@ -9,6 +9,7 @@ import { pino } from 'pino';
 import { buildSidecarApp } from './app.ts';
 import { ConfigError, parseSidecarConfigText, type SidecarConfig } from './config.ts';
 import { ConfigWatcher } from './config-watcher.ts';
+import { RedisUrlWatcher } from './redis-url-watcher.ts';
 
 const bootLog = pino({ name: 'portcullis-sidecar' });
 
@@ -47,13 +48,25 @@ try {
 
 const logger = pino({ name: 'portcullis-sidecar', level: config.logLevel });
 const now = () => performance.timeOrigin + performance.now();
-const app = buildSidecarApp({ config, logger, now, override });
+let app: ReturnType<typeof buildSidecarApp>;
+try {
+  app = buildSidecarApp({ config, logger, now, override });
+} catch (err) {
+  fail(err instanceof ConfigError ? err.message : `cannot start: ${(err as Error).message}`);
+}
 const effective = app.current().config;
+
+// redis.urlFile (a mounted Secret): a rewritten file reconnects the store, like a config change.
+const urlWatcher = new RedisUrlWatcher({
+  onChange: () => void app.refreshFiles(),
+  onError: (err) => logger.error({ err: err.message }, 'redis.urlFile unreadable; keeping the running store'),
+});
+urlWatcher.follow(effective.redis?.urlFile);
 
 const watcher = new ConfigWatcher({
   file,
   initialText: text,
-  onText: (t) => void app.reloadText(t),
+  onText: (t) => void app.reloadText(t).then(() => urlWatcher.follow(app.current().config.redis?.urlFile)),
   onError: (err) => logger.error({ err: err.message }, 'config file unreadable; keeping the running config'),
 });
 
@@ -63,6 +76,7 @@ const shutdown = (signal: string) => {
   stopping = true;
   logger.info({ signal }, 'shutting down: draining in-flight requests');
   watcher.close();
+  urlWatcher.close();
   app.shutdown().then(
     () => {
       logger.info('stopped');

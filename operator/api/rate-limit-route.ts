@@ -163,7 +163,7 @@ export const redisSchema = z
       .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
       .optional()
       .describe('Redis URL, e.g. redis://redis:6379 (no password here: use secretRef for one).'),
-    secretRef: secretKeyRefSchema.optional().describe('A Secret key holding the Redis URL (for URLs with credentials).'),
+    secretRef: secretKeyRefSchema.optional().describe('A Secret key holding the Redis URL (for URLs with credentials). Mounted read-only into the sidecar; a rotated Secret is picked up without a restart.'),
   })
   .refine((r) => (r.url === undefined) !== (r.secretRef === undefined), { message: REDIS_RULE })
   .meta({ 'x-kubernetes-validations': [{ rule: 'has(self.url) != has(self.secretRef)', message: REDIS_RULE }] })

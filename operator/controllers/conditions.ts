@@ -17,6 +17,8 @@ export const Reasons = {
   Registering: 'Registering',
   /** OAuthClient: a Secret of that name exists and belongs to something else. */
   SecretConflict: 'SecretConflict',
+  /** Route (Event only): spec.redis.secretRef names a Secret or key that does not exist. */
+  RedisSecretMissing: 'RedisSecretMissing',
 } as const;
 export type Reason = (typeof Reasons)[keyof typeof Reasons];
 

@@ -13,7 +13,9 @@ import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
 import { InvalidSpecError, KubeApiError } from '../runtime/errors.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
+import { resourceTypes } from '../runtime/resource-types.ts';
 import { Reasons, readyCondition, type ReadyState } from './conditions.ts';
 import { deploymentReadiness } from './deployment-readiness.ts';
 import { describeIssues } from './spec-issues.ts';
@@ -32,6 +34,8 @@ export interface RateLimitRouteReconcilerDeps {
   clock: Clock;
   events: EventRecorder;
   log: Logger;
+  /** For a live look at a spec.redis.secretRef Secret (not cached: the operator caches only its own Secrets). */
+  client?: KubeClient;
 }
 
 export class RateLimitRouteReconciler implements Reconciler {
@@ -97,12 +101,28 @@ export class RateLimitRouteReconciler implements Reconciler {
       this.#d.events.event(raw, 'Normal', 'Applied', `applied ${changed.join(', ')}`);
     }
 
+    await this.#checkRedisSecret(raw, route);
     const readiness = deploymentReadiness(deployment, route.spec.target.replicas);
     const state: ReadyState = readiness.ready
       ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${routeServiceName(name)} forwards port ${this.#d.settings.servicePort} to the sidecars` }
       : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
     await this.#writeStatus(raw, route, state, readiness.readyReplicas);
     return {};
+  }
+
+  /**
+   * A missing Secret (or key) is the kubelet's to report (the pod stays in ContainerCreating), so
+   * it does not make the spec invalid; a Warning Event says it where the route's owner looks.
+   */
+  async #checkRedisSecret(raw: KubeObject, route: RateLimitRoute): Promise<void> {
+    const ref = route.spec.redis?.secretRef;
+    if (ref === undefined || this.#d.client === undefined) return;
+    const secret = await this.#d.client.get(resourceTypes.secret, route.metadata.namespace, ref.name).catch(() => null);
+    if (secret === null) return; // could not look (e.g. RBAC): say nothing rather than guess
+    const data = asRecord(secret?.['data']);
+    if (data !== undefined && ref.key in data) return;
+    const what = secret === undefined ? `Secret ${ref.name} does not exist` : `Secret ${ref.name} has no key ${ref.key}`;
+    this.#d.events.event(raw, 'Warning', Reasons.RedisSecretMissing, `spec.redis.secretRef: ${what}; the route's pods cannot start until it does (kubectl -n ${route.metadata.namespace} create secret generic ${ref.name} --from-literal=${ref.key}=redis://...)`);
   }
 
   async #invalid(raw: KubeObject, message: string): Promise<void> {

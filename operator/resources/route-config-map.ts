@@ -7,7 +7,7 @@ import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../
 import { InvalidSpecError } from '../runtime/errors.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
-import { routeConfigMapName, SIDECAR_CONFIG_KEY } from './route-names.ts';
+import { routeConfigMapName, SIDECAR_CONFIG_KEY, SIDECAR_REDIS_URL_FILE } from './route-names.ts';
 import { sidecarPorts } from './route-ports.ts';
 import type { ResourceSettings } from './settings.ts';
 
@@ -31,16 +31,13 @@ export function sidecarConfigFor(route: RateLimitRoute, settings: ResourceSettin
     },
   };
   if (redisUrl !== undefined) config.redis = { url: redisUrl };
+  // A URL from a Secret (it may carry a password): the Deployment mounts the key at this path.
+  if (spec.redis?.secretRef !== undefined) config.redis = { urlFile: SIDECAR_REDIS_URL_FILE };
   return config;
 }
 
 /** Renders and validates the sidecar config file (YAML). Throws InvalidSpecError naming the bad field. */
 export function renderSidecarConfig(route: RateLimitRoute, settings: ResourceSettings): string {
-  if (route.spec.redis?.secretRef !== undefined) {
-    throw new InvalidSpecError(
-      'spec.redis.secretRef is not supported by the sidecar config yet (it has no URL-from-file setting); use spec.redis.url, or omit spec.redis to use the operator default Redis',
-    );
-  }
   const config = sidecarConfigFor(route, settings);
   try {
     parseSidecarConfig(config);

@@ -14,11 +14,14 @@ import {
   ROUTE_LABEL,
 } from './metadata.ts';
 import {
+  REDIS_URL_VOLUME,
   routeConfigMapName,
   routeDeploymentName,
   SIDECAR_CONFIG_DIR,
   SIDECAR_CONFIG_KEY,
   SIDECAR_CONTAINER,
+  SIDECAR_REDIS_DIR,
+  SIDECAR_REDIS_URL_FILE,
   TARGET_CONTAINER,
 } from './route-names.ts';
 import { sidecarPorts } from './route-ports.ts';
@@ -42,6 +45,14 @@ export function routeSelectorLabels(route: string): Record<string, string> {
 export function routeDeployment(route: RateLimitRoute, settings: ResourceSettings, sidecarConfigText: string): KubeObject {
   const name = route.metadata.name;
   const { target } = route.spec;
+  // spec.redis.secretRef: the one key, read-only, as the file the sidecar config names. A volume
+  // (not a subPath mount) so that the kubelet's rewrite on a Secret rotation reaches the sidecar.
+  const secretRef = route.spec.redis?.secretRef;
+  const redisVolumes =
+    secretRef === undefined
+      ? []
+      : [{ name: REDIS_URL_VOLUME, secret: { secretName: secretRef.name, items: [{ key: secretRef.key, path: SIDECAR_REDIS_URL_FILE.slice(SIDECAR_REDIS_DIR.length + 1) }], defaultMode: 0o440 } }];
+  const redisMounts = secretRef === undefined ? [] : [{ name: REDIS_URL_VOLUME, mountPath: SIDECAR_REDIS_DIR, readOnly: true }];
   const ports = sidecarPorts(target.port, settings);
   const labels = { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name };
 
@@ -82,6 +93,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
     volumeMounts: [
       { name: 'sidecar-config', mountPath: SIDECAR_CONFIG_DIR, readOnly: true },
       { name: 'sidecar-tmp', mountPath: '/tmp' },
+      ...redisMounts,
     ],
   };
 
@@ -114,6 +126,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
             { name: 'sidecar-config', configMap: { name: routeConfigMapName(name), items: [{ key: SIDECAR_CONFIG_KEY, path: SIDECAR_CONFIG_KEY }] } },
             { name: 'sidecar-tmp', emptyDir: { sizeLimit: '16Mi' } },
             { name: 'target-tmp', emptyDir: { sizeLimit: '64Mi' } },
+            ...redisVolumes,
           ],
         },
       },

@@ -16,6 +16,10 @@ export function routeConfigMapName(route: string): string {
 export const SIDECAR_CONFIG_KEY = 'config.yaml';
 export const SIDECAR_CONFIG_DIR = '/etc/portcullis/sidecar';
 export const SIDECAR_CONTAINER = 'sidecar';
+/** spec.redis.secretRef: the Secret key is mounted (whole volume, not subPath, so a rotation reaches the pod) as this file. */
+export const SIDECAR_REDIS_DIR = '/etc/portcullis/redis';
+export const SIDECAR_REDIS_URL_FILE = `${SIDECAR_REDIS_DIR}/url`;
+export const REDIS_URL_VOLUME = 'redis-url';
 export const TARGET_CONTAINER = 'target';
 
 /** A Service name must be a DNS-1035 label: at most 63 characters, no dots, starts with a letter. */

@@ -3,9 +3,6 @@
 // written where they would be mounted (mount paths rewritten into a temporary directory), run them
 // as local processes next to a real redis-server, and pass the specification's 30-request
 // scenario (limits 1/10/2) and an OAuth authorization-code flow through them.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { decodeProtectedHeader } from 'jose';
 import { Redis } from 'ioredis';
@@ -13,10 +10,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../services/auth-server/config.ts';
 import { take, takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
 import { freePort, waitForPort } from '../harness/ports.ts';
-import { startProgram, type Program } from '../harness/programs.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { authorize, tokenRequest } from '../integration/auth-flow.ts';
 import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { createPodRunner, type PodRunner } from './pod-runner.ts';
 
 const NS = 'team-p';
 const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
@@ -25,71 +22,17 @@ type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 let env: OperatorEnv;
 let operator: RunningOperator;
 let redis: RedisServer;
-const programs: Program[] = [];
-const dirs: string[] = [];
+let pods: PodRunner;
 const ports = { target: 0, sidecar: 0, admin: 0, auth: 0 };
 
 const decode = (s: string) => Buffer.from(s, 'base64').toString('utf8');
-
-/** Files of one pod volume, as the kubelet would project them: path inside the mount -> content. */
-async function volumeFiles(volume: Obj): Promise<Map<string, string> | undefined> {
-  const files = new Map<string, string>();
-  if (volume['configMap'] !== undefined || volume['secret'] !== undefined) {
-    const isSecret = volume['secret'] !== undefined;
-    const source = volume['configMap'] ?? volume['secret'];
-    const obj = (await kget(env.cluster, ['-n', NS, isSecret ? 'secret' : 'configmap', source['name'] ?? source['secretName']])) as Obj;
-    const data: Record<string, string> = obj['data'] ?? {};
-    const items: Array<{ key: string; path: string }> = source['items'] ?? Object.keys(data).map((k) => ({ key: k, path: k }));
-    for (const { key, path: p } of items) files.set(p, isSecret ? decode(data[key] ?? '') : (data[key] ?? ''));
-    return files;
-  }
-  return volume['emptyDir'] !== undefined ? files : undefined;
-}
-
-/** Starts every container of a rendered Deployment as a local process; mount paths move into a temp dir. */
-async function runPod(deploymentName: string): Promise<Program[]> {
-  const dep = (await kget(env.cluster, ['-n', NS, 'deployment', deploymentName])) as Obj;
-  const pod = dep['spec']['template']['spec'];
-  const root = mkdtempSync(path.join(tmpdir(), `pod-${deploymentName}-`));
-  dirs.push(root);
-  const volumeDirs = new Map<string, string>();
-  for (const volume of pod['volumes'] ?? []) {
-    const files = await volumeFiles(volume);
-    if (files === undefined) throw new Error(`volume ${volume['name']}: unsupported source`);
-    const dir = path.join(root, volume['name']);
-    mkdirSync(dir, { recursive: true });
-    for (const [p, content] of files) writeFileSync(path.join(dir, p), content);
-    volumeDirs.set(volume['name'], dir);
-  }
-  const started: Program[] = [];
-  for (const c of pod['containers']) {
-    const mounts: Array<[string, string]> = (c['volumeMounts'] ?? []).map((m: Obj) => [m['mountPath'], volumeDirs.get(m['name']) ?? '']);
-    // The longest mount path containing the value wins, as in a container's filesystem; one rewrite only.
-    const rewrite = (s: string) => {
-      const mount = mounts.filter(([from]) => s === from || s.startsWith(`${from}/`)).sort((x, y) => y[0].length - x[0].length)[0];
-      return mount === undefined ? s : mount[1] + s.slice(mount[0].length);
-    };
-    const [node, entry, ...restCommand] = c['command'] as string[];
-    expect(node).toBe('node'); // the image/entry contract: command ["node", "<entry relative to /app>"]
-    const envVars: Record<string, string> = {};
-    for (const e of c['env'] ?? []) if (typeof e['value'] === 'string') envVars[e['name']] = rewrite(e['value']);
-    const program = await startProgram({
-      name: `${deploymentName}-${c['name']}`,
-      entry: entry ?? '',
-      args: [...restCommand, ...((c['args'] ?? []) as string[]).map(rewrite)],
-      env: { ...envVars, NODE_ENV: 'test' },
-      waitPort: c['ports'][0]['containerPort'],
-    });
-    programs.push(program);
-    started.push(program);
-  }
-  return started;
-}
+const runPod = (name: string) => pods.runPod(name);
 
 beforeAll(async () => {
   redis = await startRedis();
   for (const k of Object.keys(ports) as Array<keyof typeof ports>) ports[k] = await freePort();
   env = await startOperatorEnv([NS]);
+  pods = createPodRunner(env, NS);
   operator = await startOperator(env, 'op-pods', {
     PORTCULLIS_SIDECAR_PORT: String(ports.sidecar),
     PORTCULLIS_SIDECAR_ADMIN_PORT: String(ports.admin),
@@ -136,11 +79,10 @@ spec:
 });
 
 afterAll(async () => {
-  for (const p of programs.reverse()) await p.stop();
+  await pods?.stop();
   await operator?.program.stop();
   await env?.stop();
   await redis?.stop();
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
 });
 
 describe('the rendered pods run', () => {

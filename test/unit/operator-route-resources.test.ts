@@ -7,7 +7,6 @@ import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { sidecarPorts } from '../../operator/resources/route-ports.ts';
 import { routeService } from '../../operator/resources/route-service.ts';
 import { serviceNameProblem } from '../../operator/resources/route-names.ts';
-import { InvalidSpecError } from '../../operator/runtime/errors.ts';
 import { route, settings } from './operator-fixtures.ts';
 
 interface Container {
@@ -43,8 +42,11 @@ describe('RateLimitRoute -> children', () => {
     expect(parseSidecarConfigText(renderSidecarConfig(route(), { ...settings, defaultRedisUrl: undefined })).redis).toBeUndefined();
   });
 
-  it('refuses spec.redis.secretRef with a message saying what to do', () => {
-    expect(() => renderSidecarConfig(route('all', { redis: { secretRef: { name: 's', key: 'url' } } }), settings)).toThrow(InvalidSpecError);
+  it('spec.redis.secretRef: the sidecar reads the URL from the mounted key (redis.urlFile), not the default URL', () => {
+    expect(parseSidecarConfigText(renderSidecarConfig(route('all', { redis: { secretRef: { name: 's', key: 'url' } } }), settings)).redis).toMatchObject({
+      urlFile: '/etc/portcullis/redis/url',
+    });
+    expect(parseSidecarConfigText(renderSidecarConfig(route('all', { redis: { secretRef: { name: 's', key: 'url' } } }), settings)).redis?.url).toBeUndefined();
   });
 
   it('moves the sidecar ports off the target port', () => {
