@@ -36,6 +36,8 @@ export function ensureLoadgen(): string {
   const dir = path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'portcullis', `loadgen-${hash.digest('hex').slice(0, 16)}`);
   const out = path.join(dir, 'loadgen');
   if (!existsSync(out)) {
+    // Debian's golang-go when no Go toolchain is on PATH (the Go machines have one already).
+    execFileSync(path.join(source, '..', '..', 'scripts', 'ensure-system-deps.sh'), ['go:golang-go'], { stdio: 'inherit' });
     mkdirSync(dir, { recursive: true });
     execFileSync('go', ['build', '-o', out, '.'], { cwd: source, stdio: 'inherit', env: { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local' } });
   }

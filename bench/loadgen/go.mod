@@ -1,3 +1,3 @@
 module portcullis.dev/bench/loadgen
 
-go 1.22
+go 1.19
