@@ -13,6 +13,7 @@
 // end, with bounded growth (and almost none over the second half). A JSON report goes to test-results/soak-report.json (and bench/results/ for
 // `make soak`).
 import { mkdirSync, writeFileSync } from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SidecarConfigInput } from '../../sidecar/config.ts';
@@ -60,6 +61,31 @@ interface Interval {
 }
 
 const now = () => performance.now();
+
+/**
+ * Resolves once Redis answers PING with PONG. Accepting connections is not enough: while it
+ * replays its append-only file after a restart, Redis answers every command with -LOADING.
+ */
+async function redisAnswers(port: number, timeoutMs = 60_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  for (;;) {
+    const reply = await new Promise<string>((resolve) => {
+      const socket = net.connect({ port, host: '127.0.0.1' });
+      let text = '';
+      socket.setTimeout(1000, () => socket.destroy());
+      socket.on('data', (c: Buffer) => {
+        text += c.toString('latin1');
+        if (text.includes('\r\n')) socket.end();
+      });
+      socket.on('close', () => resolve(text));
+      socket.on('error', () => resolve(''));
+      socket.write('PING\r\n');
+    });
+    if (reply.startsWith('+PONG')) return;
+    if (performance.now() > deadline) throw new Error(`redis on ${port} still answers ${JSON.stringify(reply.slice(0, 60))}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 const overlaps = (a: Interval, s: number, e: number) => s <= a.end && e >= a.start;
 
@@ -318,6 +344,7 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
           await redis.kill();
           await sleep(2000);
           await redis.start();
+          await redisAnswers(redis.port);
           w.end = now();
           faults.push('redis SIGKILL + restart');
           recordFaults('redis SIGKILL + restart');
@@ -439,6 +466,7 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
       at: new Date().toISOString(),
       rule: RULE,
       faults,
+      redisDownSeconds: redisDown.map((w) => [Number(((w.start - t0) / 1000).toFixed(2)), Number(((w.end - t0) / 1000).toFixed(2))]),
       gateway: { requests: gateway.length, byStatus, maxLatencyMs: Math.round(maxLatency), windowsChecked, admittedByTheLimiter: admittedTotal, heavyUsersMaxFillOfBound: Number(maxFill.toFixed(3)) },
       oauth: { ...oauth, auth503: auth503LagMs.length, auth503MaxMsAfterRedisReturned: Math.round(Math.max(0, ...auth503LagMs.filter((x) => Number.isFinite(x)))) },
       rssMiB: Object.fromEntries(
