@@ -256,7 +256,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
       `--service-account-key-file=${file('sa.pub')}`,
       `--service-account-signing-key-file=${file('sa.key')}`,
       // Allocated only (no kube-proxy, no traffic): the built-in `kubernetes` Service needs a range.
-      '--service-cluster-ip-range=10.96.0.0/24',
+      '--service-cluster-ip-range=10.96.0.0/20', // 4,094 Services: the operator benchmark creates 1,000
       '--endpoint-reconciler-type=none',
       '--allow-privileged=true',
       '--profiling=false',
