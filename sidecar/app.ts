@@ -12,6 +12,7 @@ import { problemTypes } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
 import { resolveRedisConfig } from './redis-url-file.ts';
 import { buildRouteRuntime, type RouteRuntime } from './route-runtime.ts';
+import { UpgradeProxy } from './upgrade.ts';
 import { createBucketStore } from './stores/create-store.ts';
 import type { BucketStore } from './stores/bucket-store.ts';
 
@@ -30,6 +31,7 @@ export interface SidecarApp {
   readonly adminApp: FastifyInstance;
   readonly metrics: SidecarMetrics;
   readonly proxy: GatewayProxy;
+  readonly upgrades: UpgradeProxy;
   current(): RouteRuntime;
   /** Resolves when the store answers (or after timeoutMs); false when it did not. */
   storeReady(timeoutMs: number): Promise<boolean>;
@@ -87,6 +89,9 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: initial.listen.headersTimeoutMs, connectionsCheckingInterval: 1000 },
     proxy.handle,
   );
+  // HTTP Upgrade (WebSocket): admitted like a request, then tunnelled (sidecar/upgrade.ts).
+  const upgrades = new UpgradeProxy({ logger: log, runtime: () => runtime, registry: metrics.registry });
+  proxyServer.on('upgrade', upgrades.handle);
   proxyServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) {
       socket.destroy(err);
@@ -162,6 +167,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     adminApp,
     metrics,
     proxy,
+    upgrades,
     current: () => runtime,
     storeReady: (timeoutMs) => readyWithin(runtime.store, timeoutMs),
     async reloadText(text) {
@@ -213,6 +219,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
       clearTimeout(timer);
       if (!drained) log.warn({ inFlight: proxy.inFlight, graceMs: grace }, 'shutdown grace elapsed; closing remaining connections');
       proxyServer.closeAllConnections();
+      upgrades.closeAll(); // tunnels have no natural end; the server cannot close while they live
       await closed;
       await Promise.allSettled([runtime.upstream.close(), runtime.store.close(), adminApp.close()]);
     },

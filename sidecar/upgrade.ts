@@ -1,0 +1,326 @@
+// HTTP/1.1 Upgrade (WebSocket and the like) through the sidecar: the node:http server's 'upgrade'
+// event. The request is admitted exactly like a normal one (route match, key, one take from the
+// bucket, onStoreError), refusals are problem+json written to the raw socket; an admitted one
+// opens its own connection to the upstream (node:http, not the keep-alive pool: the connection
+// becomes the tunnel) with Upgrade/Connection kept and X-Forwarded-* added. On the upstream's
+// 101 the response head goes to the client and the two sockets are piped; an error or close on
+// either side destroys the other, so no socket outlives its tunnel.
+import http from 'node:http';
+import https from 'node:https';
+import type { Duplex } from 'node:stream';
+import { Gauge, type Registry } from 'prom-client';
+import type { Logger } from 'pino';
+import type { Decision } from './bucket.ts';
+import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
+import { problemTypes, type Problem } from './problem.ts';
+import type { RouteRuntime } from './route-runtime.ts';
+import { keyRejectionDetail, rejectKey } from './user-key.ts';
+
+/** After one side of a tunnel ended, the longest wait for the other to close (ms). */
+const END_GRACE_MS = 5000;
+
+export interface UpgradeProxyOptions {
+  readonly logger: Logger;
+  /** The runtime a new request uses (swapped by reloads). */
+  readonly runtime: () => RouteRuntime;
+  /** Registry for the open-tunnel gauge (the sidecar's /metrics). */
+  readonly registry?: Registry;
+}
+
+/** Writes a complete HTTP/1.1 response to a socket that left the HTTP parser, then closes it. */
+export function writeSocketProblem(socket: Duplex, problem: Problem, headers: readonly string[] = []): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(problem);
+  let head = `HTTP/1.1 ${problem.status} ${problem.title}\r\n`;
+  for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  head += `content-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n`;
+  socket.end(head + body);
+}
+
+/** The request headers to send upstream: hop-by-hop dropped, Upgrade kept, X-Forwarded-* added. */
+interface UpgradeRequestHeaders {
+  readonly forward: string[];
+  readonly key: string | undefined;
+  readonly hostCount: number;
+}
+
+function upgradeHeaders(req: http.IncomingMessage, keyHeader: string): UpgradeRequestHeaders {
+  const raw = req.rawHeaders;
+  const forward: string[] = [];
+  let key: string | undefined;
+  let connection: string | undefined;
+  let upgrade: string | undefined;
+  let xff: string | undefined;
+  let sawProto = false;
+  let sawHost = false;
+  let host: string | undefined;
+  let hostCount = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
+    const lower = name.toLowerCase();
+    if (lower === keyHeader && key === undefined) key = value;
+    if (lower === 'upgrade') upgrade = upgrade === undefined ? value : `${upgrade}, ${value}`;
+    if (lower === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
+    if (dropRequest.has(lower)) continue;
+    if (lower === 'x-forwarded-for') {
+      xff = xff === undefined ? value : `${xff}, ${value}`;
+      continue;
+    }
+    if (lower === 'x-forwarded-proto') sawProto = true;
+    if (lower === 'x-forwarded-host') sawHost = true;
+    if (lower === 'host') {
+      host = value;
+      hostCount++;
+    }
+    forward.push(name, value);
+  }
+  // Headers named by Connection are hop-by-hop too, except the Upgrade this hop passes on.
+  if (connection !== undefined) removeConnectionTokens(forward, connection);
+  const socket = req.socket;
+  forward.push('connection', 'Upgrade', 'upgrade', upgrade ?? '');
+  forward.push('x-forwarded-for', xff === undefined ? (socket.remoteAddress ?? '') : `${xff}, ${socket.remoteAddress ?? ''}`);
+  if (!sawProto) forward.push('x-forwarded-proto', 'encrypted' in socket && socket.encrypted === true ? 'https' : 'http');
+  if (!sawHost && host !== undefined) forward.push('x-forwarded-host', host);
+  return { forward, key, hostCount };
+}
+
+export class UpgradeProxy {
+  readonly #log: Logger;
+  readonly #runtime: () => RouteRuntime;
+  /** Every socket of an upgrade in progress or an open tunnel, client and upstream side. */
+  readonly #sockets = new Set<Duplex>();
+  #tunnels = 0;
+
+  constructor(options: UpgradeProxyOptions) {
+    this.#log = options.logger;
+    this.#runtime = options.runtime;
+    if (options.registry !== undefined) {
+      const tunnels = () => this.#tunnels;
+      new Gauge({
+        name: 'portcullis_sidecar_upgrade_tunnels',
+        help: 'Open upgraded connections (e.g. WebSocket) between a client and the upstream',
+        registers: [options.registry],
+        collect() {
+          this.set(tunnels());
+        },
+      });
+    }
+  }
+
+  /** Open tunnels (after the upstream's 101, until either side closes). */
+  get tunnels(): number {
+    return this.#tunnels;
+  }
+
+  /** Sockets held: client and upstream, of upgrades in progress and open tunnels. */
+  get sockets(): number {
+    return this.#sockets.size;
+  }
+
+  /** Destroys every tunnel and pending upgrade (shutdown: a tunnel has no natural end). */
+  closeAll(): void {
+    for (const s of this.#sockets) s.destroy();
+  }
+
+  readonly handle = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
+    this.#track(socket);
+    socket.on('error', (err) => this.#log.debug({ err: err.message }, 'upgrade: client socket error'));
+    this.#handle(req, socket, head).catch((err: unknown) => {
+      this.#log.error({ err }, 'upgrade: unexpected failure');
+      writeSocketProblem(socket, { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The gateway failed to forward the upgrade.' });
+    });
+  };
+
+  #track(socket: Duplex): void {
+    this.#sockets.add(socket);
+    socket.once('close', () => this.#sockets.delete(socket));
+  }
+
+  async #handle(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const rt = this.#runtime();
+    const url = req.url ?? '';
+    if (url.charCodeAt(0) !== 47 /* '/' */) {
+      rt.metrics.outcome.bad_request.inc();
+      writeSocketProblem(socket, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'Only origin-form request targets are accepted.' });
+      return;
+    }
+    const q = url.indexOf('?');
+    if (!rt.match(q < 0 ? url : url.slice(0, q))) {
+      rt.metrics.outcome.no_route.inc();
+      writeSocketProblem(socket, { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No route matches this path (route ${rt.routeId} serves ${rt.config.route.path}).` });
+      return;
+    }
+    const { forward, key, hostCount } = upgradeHeaders(req, rt.keyHeader);
+    if (hostCount > 1) {
+      rt.metrics.outcome.bad_request.inc();
+      writeSocketProblem(socket, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'A request must carry exactly one Host header.' });
+      return;
+    }
+    const rejection = rejectKey(key);
+    if (rejection !== undefined) {
+      rt.metrics.outcome.bad_key.inc();
+      this.#log.debug({ route: rt.routeId, reason: rejection }, 'upgrade without a valid key');
+      writeSocketProblem(socket, {
+        type: problemTypes.badKey,
+        title: 'Invalid user id',
+        status: rt.missingKeyStatus,
+        detail: keyRejectionDetail[rejection](rt.config.limiter.keyHeader),
+      });
+      return;
+    }
+
+    // One take per upgrade, like one request: the tunnel's messages are not metered.
+    let decision: Decision | undefined;
+    try {
+      decision = await rt.store.take(rt.bucketPrefix + (key as string), rt.rule);
+    } catch (err) {
+      rt.metrics.storeError.inc();
+      this.#log.warn({ route: rt.routeId, policy: rt.onStoreError, err: (err as Error).message }, 'upgrade: limiter store unavailable; applying onStoreError policy');
+      if (rt.onStoreError === 'deny') {
+        rt.metrics.outcome.store_error_denied.inc();
+        writeSocketProblem(socket, { type: problemTypes.storeUnavailable, title: 'Service Unavailable', status: 503, detail: 'The rate limiter cannot decide right now; retry shortly.' }, ['retry-after', '1']);
+        return;
+      }
+    }
+    const rateHeaders: string[] = [];
+    if (decision !== undefined) {
+      rt.rateHeaders(decision, rt.headerContext, rateHeaders);
+      if (!decision.allowed) {
+        rt.metrics.limited.inc();
+        rt.metrics.outcome.limited.inc();
+        const retryAfterS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+        rateHeaders.push('retry-after', String(retryAfterS));
+        writeSocketProblem(socket, {
+          type: problemTypes.rateLimited,
+          title: 'Too Many Requests',
+          status: 429,
+          detail: `Rate limit of route ${rt.routeId} reached; retry in ${retryAfterS} s.`,
+          retryAfterMs: decision.retryAfterMs,
+        }, rateHeaders);
+        return;
+      }
+      rt.metrics.allowed.inc();
+    }
+    // The client may have gone while the store decided.
+    if (socket.destroyed) return;
+    this.#forward(req, socket, head, rt, forward, rateHeaders, decision === undefined ? 'store_error_allowed' : 'forwarded');
+  }
+
+  #forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, rt: RouteRuntime, headers: string[], rateHeaders: string[], outcome: 'forwarded' | 'store_error_allowed'): void {
+    const target = new URL(rt.config.upstream.url);
+    const client = target.protocol === 'https:' ? https : http;
+    const upstreamReq = client.request({
+      protocol: target.protocol,
+      hostname: target.hostname.replace(/^\[|\]$/g, ''),
+      port: target.port === '' ? undefined : Number(target.port),
+      method: req.method,
+      path: req.url,
+      headers,
+      agent: false, // the connection becomes the tunnel: never pooled
+      setHost: false,
+    });
+    let settled = false;
+    // No 101 (or other answer) within upstream.timeoutMs: 504. The connect timeout counts in it.
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      rt.metrics.outcome.upstream_error.inc();
+      upstreamReq.destroy();
+      writeSocketProblem(socket, { type: problemTypes.upstreamTimeout, title: 'Gateway Timeout', status: 504, detail: 'The upstream did not answer the upgrade in time.' });
+    }, rt.config.upstream.timeoutMs);
+    timer.unref();
+    // A client leaving before the upstream answered takes the pending upstream request with it.
+    const onClientGone = () => upstreamReq.destroy();
+    socket.once('close', onClientGone);
+    upstreamReq.on('socket', (s) => this.#track(s));
+
+    upstreamReq.on('error', (err: NodeJS.ErrnoException) => {
+      clearTimeout(timer);
+      if (settled) return;
+      settled = true;
+      rt.metrics.outcome.upstream_error.inc();
+      this.#log.warn({ route: rt.routeId, err: err.message, code: err.code }, 'upgrade: upstream unavailable');
+      writeSocketProblem(socket, { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The upstream service is unavailable.' });
+    });
+
+    // The upstream declined the upgrade (e.g. 400, 403, 426): relay its answer and close.
+    upstreamReq.on('response', (res) => {
+      clearTimeout(timer);
+      settled = true;
+      socket.off('close', onClientGone);
+      rt.metrics.outcome.forwarded.inc();
+      let headText = `HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}\r\n`;
+      const raw = res.rawHeaders;
+      for (let i = 0; i < raw.length; i += 2) {
+        const lower = (raw[i] as string).toLowerCase();
+        if (lower === 'connection' || lower === 'keep-alive' || lower === 'transfer-encoding' || lower === 'upgrade') continue;
+        headText += `${raw[i]}: ${raw[i + 1]}\r\n`;
+      }
+      for (let i = 0; i < rateHeaders.length; i += 2) headText += `${rateHeaders[i]}: ${rateHeaders[i + 1]}\r\n`;
+      // Without a length the body runs to the close (which this answer ends with anyway).
+      socket.write(`${headText}connection: close\r\n\r\n`);
+      res.pipe(socket);
+      res.on('error', () => socket.destroy());
+      socket.once('close', () => res.destroy());
+    });
+
+    upstreamReq.on('upgrade', (res, upstream: Duplex, upstreamHead: Buffer) => {
+      clearTimeout(timer);
+      socket.off('close', onClientGone);
+      if (settled || socket.destroyed) {
+        upstream.destroy();
+        return;
+      }
+      settled = true;
+      rt.metrics.outcome[outcome].inc();
+      this.#tunnel(socket, head, res, upstream, upstreamHead, rateHeaders);
+    });
+    upstreamReq.end();
+  }
+
+  #tunnel(socket: Duplex, head: Buffer, res: http.IncomingMessage, upstream: Duplex, upstreamHead: Buffer, rateHeaders: string[]): void {
+    this.#tunnels++;
+    let open = true;
+    const close = () => {
+      if (!open) return;
+      open = false;
+      this.#tunnels--;
+      socket.destroy();
+      upstream.destroy();
+    };
+    // Either side failing or closing ends the tunnel. An end (FIN) is passed on by pipe() so a
+    // close handshake completes; if the other side has not closed within END_GRACE_MS after that,
+    // the tunnel is torn down anyway: half-open tunnels would leak.
+    let endTimer: NodeJS.Timeout | undefined;
+    const onEnd = () => {
+      endTimer ??= setTimeout(close, END_GRACE_MS).unref();
+    };
+    for (const s of [socket, upstream]) {
+      s.on('error', close);
+      s.on('close', () => {
+        clearTimeout(endTimer);
+        close();
+      });
+      s.on('end', onEnd);
+    }
+    for (const s of [socket, upstream]) {
+      if ('setNoDelay' in s && typeof s.setNoDelay === 'function') s.setNoDelay(true);
+      if ('setTimeout' in s && typeof s.setTimeout === 'function') s.setTimeout(0);
+    }
+    // The 101 head as the upstream sent it (Upgrade, Connection, Sec-WebSocket-Accept, ...), plus
+    // the limiter headers of this admission.
+    let headText = `HTTP/1.1 101 ${res.statusMessage ?? 'Switching Protocols'}\r\n`;
+    const raw = res.rawHeaders;
+    for (let i = 0; i < raw.length; i += 2) headText += `${raw[i]}: ${raw[i + 1]}\r\n`;
+    for (let i = 0; i < rateHeaders.length; i += 2) headText += `${rateHeaders[i]}: ${rateHeaders[i + 1]}\r\n`;
+    socket.write(`${headText}\r\n`);
+    if (upstreamHead.length > 0) socket.write(upstreamHead);
+    if (head.length > 0) upstream.write(head);
+    upstream.pipe(socket);
+    socket.pipe(upstream);
+  }
+}
