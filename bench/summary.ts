@@ -11,19 +11,27 @@ import type { TokenBenchResult } from './token.ts';
 const BEGIN = '<!-- bench:begin (written by make bench: bench/summary.ts) -->';
 const END = '<!-- bench:end -->';
 
-function read<T>(dir: string, name: string): T | undefined {
+/** The latest result of a suite, or undefined when absent or written by an older version of the suite. */
+function read<T>(dir: string, name: string, current: (x: Record<string, unknown>) => boolean): T | undefined {
   const file = path.join(dir, `${name}.json`);
-  return existsSync(file) ? (JSON.parse(readFileSync(file, 'utf8')) as T) : undefined;
+  if (!existsSync(file)) return undefined;
+  const x = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
+  return current(x) ? (x as T) : undefined;
 }
+
+const isGateway = (x: Record<string, unknown>) => Array.isArray(x['goals']) && Array.isArray(x['scenarios']);
+const isAccuracy = (x: Record<string, unknown>) => Array.isArray(x['limiters']);
+const isToken = (x: Record<string, unknown>) => Array.isArray(x['servers']);
+const isOperatorScale = (x: Record<string, unknown>) => Array.isArray(x['runs']);
 
 const loadavg = (xs: number[] | undefined) => (xs ?? []).map((x) => x.toFixed(1)).join(' ');
 
 /** The headline rows: each goal of issue 5 with its measured figure. */
 export function headline(dir: string): string {
-  const g = read<GatewayBenchResult>(dir, 'gateway');
-  const a = read<AccuracyBenchResult>(dir, 'accuracy');
-  const t = read<TokenBenchResult>(dir, 'token');
-  const o = read<{ runs: OperatorBenchResult[] }>(dir, 'operator-scale');
+  const g = read<GatewayBenchResult>(dir, 'gateway', isGateway);
+  const a = read<AccuracyBenchResult>(dir, 'accuracy', isAccuracy);
+  const t = read<TokenBenchResult>(dir, 'token', isToken);
+  const o = read<{ runs: OperatorBenchResult[] }>(dir, 'operator-scale', isOperatorScale);
   const rows: string[] = [];
   if (g !== undefined) {
     const s = (n: string) => g.scenarios.find((x) => x.name === n);
@@ -86,8 +94,8 @@ function bars(title: string, unit: string, items: { label: string; value: number
 }
 
 export function chartSvg(dir: string): string {
-  const g = read<GatewayBenchResult>(dir, 'gateway');
-  const t = read<TokenBenchResult>(dir, 'token');
+  const g = read<GatewayBenchResult>(dir, 'gateway', isGateway);
+  const t = read<TokenBenchResult>(dir, 'token', isToken);
   const width = 640;
   const panels: string[] = [];
   let y = 10;
