@@ -233,9 +233,20 @@ export class UpgradeProxy {
       writeSocketProblem(socket, { type: problemTypes.upstreamTimeout, title: 'Gateway Timeout', status: 504, detail: 'The upstream did not answer the upgrade in time.' });
     }, rt.config.upstream.timeoutMs);
     timer.unref();
-    // A client leaving before the upstream answered takes the pending upstream request with it.
-    const onClientGone = () => upstreamReq.destroy();
+    // A client leaving (or half-closing) before the upstream answered takes the pending upstream
+    // request with it.
+    const onClientGone = () => {
+      clearTimeout(timer);
+      settled = true; // nobody to answer: not an upstream error
+      upstreamReq.destroy();
+      socket.destroy();
+    };
+    const stopWatchingClient = () => {
+      socket.off('close', onClientGone);
+      socket.off('end', onClientGone);
+    };
     socket.once('close', onClientGone);
+    socket.once('end', onClientGone);
     upstreamReq.on('socket', (s) => this.#track(s));
 
     upstreamReq.on('error', (err: NodeJS.ErrnoException) => {
@@ -250,8 +261,12 @@ export class UpgradeProxy {
     // The upstream declined the upgrade (e.g. 400, 403, 426): relay its answer and close.
     upstreamReq.on('response', (res) => {
       clearTimeout(timer);
+      if (settled) {
+        res.destroy(); // too late: the client already has its 504
+        return;
+      }
       settled = true;
-      socket.off('close', onClientGone);
+      stopWatchingClient();
       rt.metrics.outcome.forwarded.inc();
       let headText = `HTTP/1.1 ${res.statusCode ?? 502} ${res.statusMessage ?? ''}\r\n`;
       const raw = res.rawHeaders;
@@ -270,7 +285,7 @@ export class UpgradeProxy {
 
     upstreamReq.on('upgrade', (res, upstream: Duplex, upstreamHead: Buffer) => {
       clearTimeout(timer);
-      socket.off('close', onClientGone);
+      stopWatchingClient();
       if (settled || socket.destroyed) {
         upstream.destroy();
         return;

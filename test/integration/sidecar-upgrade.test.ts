@@ -5,7 +5,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket, { WebSocketServer } from 'ws';
 import { freePort } from '../harness/ports.ts';
@@ -42,6 +42,12 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
       upgradeHeaders.push(req.headers);
       upstreamConnections.upgraded.add(socket);
       socket.on('close', () => upstreamConnections.upgraded.delete(socket));
+      if (req.url === '/hang') {
+        // Never answers the upgrade, but reads, and closes when the other side does.
+        socket.resume();
+        socket.on('end', () => socket.end());
+        return;
+      }
       if (req.url === '/forbidden') {
         socket.end('HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: 9\r\n\r\nforbidden');
         return;
@@ -166,6 +172,52 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
     expect(await closed(ws)).toBe(1006);
     expect(await exit).toBe(0);
     await noSocketsLeft();
+  });
+
+  it('an upstream not answering the upgrade in time: 504; a client leaving first takes the upstream socket with it', async () => {
+    const s = await startSidecar({
+      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, timeoutMs: 2000 }, // generous: the client must leave well before it
+      route: { id: 'slow', path: '/**' },
+      limiter: { replenishRate: 1, burstCapacity: 10 },
+      name: 'sidecar-slow',
+    });
+    try {
+      const res = await rawRequest(s.port, upgradeRequest('/hang', 'USER-ID: kim\r\n'));
+      expect(res.status).toBe(504);
+      expect(JSON.parse(res.body)).toMatchObject({ type: 'urn:portcullis:problem:upstream-timeout', status: 504 });
+      await eventually('upstream socket of the timed-out upgrade closed', () => upstreamConnections.upgraded.size === 0);
+
+      const socket = net.connect(s.port, '127.0.0.1');
+      socket.write(upgradeRequest('/hang', 'USER-ID: lou\r\n'));
+      await eventually('upgrade reached the upstream', () => upstreamConnections.upgraded.size === 1);
+      socket.destroy();
+      await eventually('upstream socket closed after the client left', () => upstreamConnections.upgraded.size === 0);
+      // Only the first counts as an upstream error: the second was the client's doing.
+      const metrics = await (await fetch(`http://127.0.0.1:${s.adminPort}/metrics`)).text();
+      expect(metrics).toMatch(/^portcullis_sidecar_requests_total\{route="slow",outcome="upstream_error"\} 1$/m);
+    } finally {
+      await s.program.stop();
+    }
+  });
+
+  it('the limiter store down and onStoreError deny: 503 problem+json with Retry-After', async () => {
+    const s = await startSidecar({
+      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+      route: { id: 'deny', path: '/**' },
+      limiter: { replenishRate: 1, burstCapacity: 10, onStoreError: 'deny' },
+      redis: { url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 200 },
+      name: 'sidecar-deny',
+    });
+    try {
+      const before = upstreamConnections.accepted;
+      const res = await rawRequest(s.port, upgradeRequest('/chat', 'USER-ID: max\r\n'));
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('1');
+      expect(JSON.parse(res.body)).toMatchObject({ type: 'urn:portcullis:problem:limiter-unavailable', status: 503 });
+      expect(upstreamConnections.accepted).toBe(before);
+    } finally {
+      await s.program.stop();
+    }
   });
 
   it('a path outside the route gets 404 problem+json', async () => {
