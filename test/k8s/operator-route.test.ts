@@ -137,21 +137,31 @@ describe('operator: RateLimitRoute on a real API server, as the chart ServiceAcc
   });
 
   it('an invalid spec the CRD lets through is reported, not crashed on', async () => {
-    // The sidecar cannot take a Redis URL from a Secret yet: accepted by the CRD, refused by the operator.
-    await apply(`apiVersion: portcullis.dev/v1alpha1
+    // The CRD and the operator check the same rules (spec.redis.secretRef, once refused here, is
+    // supported now), so play an older CRD (version skew): drop the CEL rule requestedTokens <=
+    // burstCapacity, create a route breaking it, then put the CRD back.
+    const rule = '/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/limiter/x-kubernetes-validations';
+    const p = await env.cluster.kubectl(['patch', 'crd', 'ratelimitroutes.portcullis.dev', '--type=json', '-p', JSON.stringify([{ op: 'remove', path: rule }])]);
+    expect(p.code, p.stderr).toBe(0);
+    try {
+      const bad = `apiVersion: portcullis.dev/v1alpha1
 kind: RateLimitRoute
 metadata: { name: bad, namespace: ${NS} }
 spec:
   target: { image: x, port: 8081 }
-  limiter: { replenishRate: 1, burstCapacity: 10 }
-  redis: { secretRef: { name: redis, key: url } }
-`);
-    const c = await eventually('InvalidSpec', async () => {
-      const r = (await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'bad'])) as Obj;
-      return r['status']?.['conditions']?.find((x: Obj) => x['reason'] === 'InvalidSpec');
-    });
-    expect(c['message']).toMatch(/secretRef/);
-    expect(await kget(env.cluster, ['-n', NS, 'deployment', 'bad'])).toBeUndefined();
+  limiter: { replenishRate: 1, burstCapacity: 1, requestedTokens: 2 }
+`;
+      await eventually('the API server without the rule', async () => (await env.cluster.kubectl(['apply', '-f', '-'], { input: bad })).code === 0);
+      const c = await eventually('InvalidSpec', async () => {
+        const r = (await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'bad'])) as Obj;
+        return r['status']?.['conditions']?.find((x: Obj) => x['reason'] === 'InvalidSpec');
+      });
+      expect(c['message']).toMatch(/requestedTokens/);
+      expect(await kget(env.cluster, ['-n', NS, 'deployment', 'bad'])).toBeUndefined();
+    } finally {
+      const r = await env.cluster.kubectl(['apply', '--server-side', '--force-conflicts', '-f', 'crds/portcullis.dev_ratelimitroutes.yaml']);
+      expect(r.code, r.stderr).toBe(0);
+    }
   });
 
   it('everything above ran with the chart RBAC: no request of the operator was forbidden', () => {
