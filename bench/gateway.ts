@@ -149,7 +149,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   ensureLoadgen();
   const durationS = Number(process.env['BENCH_DURATION_S'] ?? 10);
   const rounds = Number(process.env['BENCH_ROUNDS'] ?? 3);
-  const warmupS = 2;
+  const warmupS = Number(process.env['BENCH_WARMUP_S'] ?? 5); // JIT and heap settle: round 1 was ~20 % slower after 2 s
   const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 50);
   const startedAt = new Date().toISOString();
   const loadavgAtStart = os.loadavg();

@@ -8,6 +8,32 @@
 // Env: PORT, ISSUER, CLIENT_ID, CLIENT_SECRET, REDIRECT_URI, AUDIENCE, SIGNING_JWK (private ES256
 // JWK as JSON), CODE_TTL_SECONDS.
 import Provider, { type ProviderClient } from 'oidc-provider';
+import MemoryAdapter from 'oidc-provider/lib/adapters/memory_adapter.js';
+
+/**
+ * The provider's own memory adapter over an unbounded map. Its default storage is an LRU of 1,000
+ * entries, which evicts codes before they are exchanged when a round mints 1,000 at once (seen as
+ * `invalid_grant`); Portcullis' memory store has no entry cap either. Entries keep their expiry.
+ */
+class UnboundedStore {
+  readonly #entries = new Map<string, { value: unknown; expiresAt: number }>();
+  get(key: string): unknown {
+    const e = this.#entries.get(key);
+    if (e === undefined) return undefined;
+    if (e.expiresAt <= Date.now()) {
+      this.#entries.delete(key);
+      return undefined;
+    }
+    return e.value;
+  }
+  set(key: string, value: unknown, options?: { maxAge?: number }): void {
+    this.#entries.set(key, { value, expiresAt: options?.maxAge === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.maxAge });
+  }
+  delete(key: string): void {
+    this.#entries.delete(key);
+  }
+}
+const store = new UnboundedStore();
 
 const env = process.env;
 const need = (name: string): string => {
@@ -28,6 +54,7 @@ const provider = new Provider(need('ISSUER'), {
       token_endpoint_auth_method: 'client_secret_basic',
     },
   ],
+  adapter: (model: string) => new MemoryAdapter(model, store),
   jwks: { keys: [JSON.parse(need('SIGNING_JWK')) as Record<string, string>] },
   clientDefaults: { id_token_signed_response_alg: 'ES256' },
   pkce: { required: () => true },

@@ -12,3 +12,10 @@ declare module 'oidc-provider' {
     on(event: 'server_error', listener: (ctx: unknown, err: Error) => void): this;
   }
 }
+
+declare module 'oidc-provider/lib/adapters/memory_adapter.js' {
+  /** The provider's in-memory adapter; `store` is any object with get, set(key, value, { maxAge }) and delete. */
+  export default class MemoryAdapter {
+    constructor(model: string, store: unknown, clockTolerance?: number);
+  }
+}
