@@ -25,10 +25,22 @@ export const scopeDescriptions: Record<string, string> = {
   email: 'Your email address',
 };
 
+/**
+ * Own keys only: a registered scope may be any scope token, including `constructor` or
+ * `toString`, which a plain `record[scope]` would resolve to Object.prototype members.
+ */
+function own<T>(record: Record<string, T>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
+export function scopeDescription(scope: string): string | undefined {
+  return own(scopeDescriptions, scope);
+}
+
 export function releasedClaims(profile: ProfileClaims, scopes: readonly string[]): Partial<ProfileClaims> {
   const out: Record<string, unknown> = {};
   for (const scope of scopes) {
-    for (const claim of claimsByScope[scope] ?? []) {
+    for (const claim of own(claimsByScope, scope) ?? []) {
       if (profile[claim] !== undefined) out[claim] = profile[claim];
     }
   }

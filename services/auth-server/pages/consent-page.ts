@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { scopeDescriptions } from '../scopes.ts';
+import { scopeDescription } from '../scopes.ts';
 import { html, sendPage } from './html.ts';
 
 export interface ConsentPageInput {
@@ -13,7 +13,7 @@ export interface ConsentPageInput {
 }
 
 export function sendConsentPage(reply: FastifyReply, input: ConsentPageInput): FastifyReply {
-  const items = input.scopes.map((s) => html`<li><code>${s}</code> ${scopeDescriptions[s] ?? ''}</li>`);
+  const items = input.scopes.map((s) => html`<li><code>${s}</code> ${scopeDescription(s) ?? ''}</li>`);
   return sendPage(
     reply,
     'Allow access',
