@@ -14,6 +14,8 @@ export interface DemoClientDeps {
   readonly issuer: string;
   /** GET /me through the sidecar, e.g. http://localhost:8080/me. */
   readonly meUrl: string;
+  /** Epoch ms; sessions expire by it. main.ts passes the real clock, tests a fake one. */
+  readonly now: () => number;
   readonly logger?: FastifyBaseLogger;
 }
 
@@ -46,7 +48,7 @@ export async function buildApp(deps: DemoClientDeps): Promise<FastifyInstance> {
 
   const session = (request: FastifyRequest, reply: FastifyReply): Session => {
     const id = readCookie(request.headers.cookie, COOKIE);
-    const now = Date.now();
+    const now = deps.now();
     const existing = id === undefined ? undefined : sessions.get(id);
     if (existing !== undefined && existing.expiresAt > now) return existing;
     for (const [k, s] of sessions) if (s.expiresAt <= now) sessions.delete(k);

@@ -15,7 +15,7 @@ async function startLogin() {
     },
     verify: async () => ({}),
   };
-  const app = await buildApp({ oauth, issuer: ISSUER, meUrl: 'http://127.0.0.1:1/me' });
+  const app = await buildApp({ oauth, issuer: ISSUER, meUrl: 'http://127.0.0.1:1/me', now: () => Date.now() });
   const login = await app.inject({ method: 'POST', url: '/login' });
   expect(login.statusCode).toBe(303);
   expect(login.headers['location']).toBe(`${ISSUER}/auth?state=S`);
