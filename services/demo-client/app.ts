@@ -53,10 +53,19 @@ export async function buildApp(deps: DemoClientDeps): Promise<FastifyInstance> {
     if (existing !== undefined && existing.expiresAt > now) return existing;
     for (const [k, s] of sessions) if (s.expiresAt <= now) sessions.delete(k);
     const fresh: Session = { expiresAt: now + SESSION_TTL_MS };
-    const newId = randomBytes(32).toString('base64url');
-    sessions.set(newId, fresh);
-    reply.header('set-cookie', serializeCookie(COOKIE, newId, { path: '/', secure: false }));
+    issueId(reply, fresh);
     return fresh;
+  };
+  const issueId = (reply: FastifyReply, s: Session) => {
+    const newId = randomBytes(32).toString('base64url');
+    sessions.set(newId, s);
+    reply.header('set-cookie', serializeCookie(COOKIE, newId, { path: '/', secure: false }));
+  };
+  /** Signing in moves the session to a new id (no session fixation): the id from before stops working. */
+  const rotate = (request: FastifyRequest, reply: FastifyReply, s: Session) => {
+    const old = readCookie(request.headers.cookie, COOKIE);
+    if (old !== undefined && sessions.get(old) === s) sessions.delete(old);
+    issueId(reply, s);
   };
 
   app.get('/static/demo.css', async (_request, reply) => reply.type('text/css; charset=utf-8').send(stylesheet));
@@ -103,6 +112,7 @@ export async function buildApp(deps: DemoClientDeps): Promise<FastifyInstance> {
       });
       const profile: unknown = await me.json().catch(() => ({ error: 'the response was not JSON' }));
       s.view = { profile, profileStatus: me.status, claims: { ...claims }, scope: tokens.scope ?? '', hasRefreshToken: tokens.refresh_token !== undefined };
+      rotate(request, reply, s);
       request.log.info({ sub: claims.sub, me_status: me.status }, 'signed in');
       return reply.code(303).header('location', '/').send();
     } catch (err) {
