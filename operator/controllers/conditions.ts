@@ -1,6 +1,7 @@
 // The Ready condition: reasons as constants (controllers and tests agree on them) and the
 // Kubernetes rule that lastTransitionTime changes only when the status does.
-import { CONDITION_READY, type Condition } from '../api/index.ts';
+import { CONDITION_READY, conditionSchema, type Condition } from '../api/index.ts';
+import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
 
 export const Reasons = {
   /** Route: every child applied and all pods ready. */
@@ -39,5 +40,29 @@ export function readyCondition(previous: readonly Condition[] | undefined, next:
     lastTransitionTime,
     reason: next.reason,
     message: next.message,
+  };
+}
+
+/**
+ * The conditions of a live object's status, each parsed with the API's schema (never cast): the
+ * status comes from the API server and a hand edit may hold anything; an entry that does not parse
+ * is ignored (it only costs a fresh lastTransitionTime).
+ */
+export function previousConditions(status: unknown): Condition[] {
+  const list = asRecord(status)?.['conditions'];
+  if (!Array.isArray(list)) return [];
+  return list.flatMap((c: unknown) => {
+    const parsed = conditionSchema.safeParse(c);
+    return parsed.success ? [parsed.data] : [];
+  });
+}
+
+/** The status both kinds write: observedGeneration and the Ready condition, plus kind-specific fields. */
+export function readyStatus(raw: KubeObject, state: ReadyState, nowMs: number, fields: Record<string, unknown> = {}): Record<string, unknown> {
+  const generation = raw.metadata.generation;
+  return {
+    ...(generation === undefined ? {} : { observedGeneration: generation }),
+    conditions: [readyCondition(previousConditions(raw['status']), state, generation, nowMs)],
+    ...fields,
   };
 }

@@ -23,9 +23,9 @@ import { isConflict } from '../runtime/errors.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
-import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
+import { splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes } from '../runtime/resource-types.ts';
-import { Reasons, readyCondition, type ReadyState } from './conditions.ts';
+import { Reasons, readyStatus, type ReadyState } from './conditions.ts';
 import { describeIssues } from './spec-issues.ts';
 
 export interface OAuthClientReconcilerDeps {
@@ -108,15 +108,9 @@ export class OAuthClientReconciler implements Reconciler {
   }
 
   async #writeStatus(raw: KubeObject, secretName: string | undefined, state: ReadyState, clientId?: string): Promise<void> {
-    const previous = asRecord(raw['status']);
-    const conditions = Array.isArray(previous?.['conditions']) ? (previous['conditions'] as Parameters<typeof readyCondition>[0]) : undefined;
-    const generation = raw.metadata.generation;
-    const status: Record<string, unknown> = {
-      ...(generation === undefined ? {} : { observedGeneration: generation }),
-      conditions: [readyCondition(conditions, state, generation, this.#d.clock.now())],
-    };
-    if (clientId !== undefined) status['clientId'] = clientId;
-    if (secretName !== undefined) status['secretName'] = secretName;
-    await this.#d.applier.applyStatus(raw, status);
+    const fields: Record<string, unknown> = {};
+    if (clientId !== undefined) fields['clientId'] = clientId;
+    if (secretName !== undefined) fields['secretName'] = secretName;
+    await this.#d.applier.applyStatus(raw, readyStatus(raw, state, this.#d.clock.now(), fields));
   }
 }

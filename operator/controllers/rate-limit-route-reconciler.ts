@@ -16,7 +16,7 @@ import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes } from '../runtime/resource-types.ts';
-import { Reasons, readyCondition, type ReadyState } from './conditions.ts';
+import { Reasons, readyStatus, type ReadyState } from './conditions.ts';
 import { deploymentReadiness } from './deployment-readiness.ts';
 import { describeIssues } from './spec-issues.ts';
 
@@ -131,15 +131,9 @@ export class RateLimitRouteReconciler implements Reconciler {
   }
 
   async #writeStatus(raw: KubeObject, route: RateLimitRoute | undefined, state: ReadyState, readyReplicas: number | undefined): Promise<void> {
-    const previous = asRecord(raw['status']);
-    const conditions = Array.isArray(previous?.['conditions']) ? (previous['conditions'] as Parameters<typeof readyCondition>[0]) : undefined;
-    const generation = raw.metadata.generation;
-    const status: Record<string, unknown> = {
-      ...(generation === undefined ? {} : { observedGeneration: generation }),
-      conditions: [readyCondition(conditions, state, generation, this.#d.clock.now())],
-    };
-    if (readyReplicas !== undefined) status['readyReplicas'] = readyReplicas;
-    if (route !== undefined) status['service'] = routeServiceName(route.metadata.name);
-    await this.#d.applier.applyStatus(raw, status);
+    const fields: Record<string, unknown> = {};
+    if (readyReplicas !== undefined) fields['readyReplicas'] = readyReplicas;
+    if (route !== undefined) fields['service'] = routeServiceName(route.metadata.name);
+    await this.#d.applier.applyStatus(raw, readyStatus(raw, state, this.#d.clock.now(), fields));
   }
 }
