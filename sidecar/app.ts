@@ -11,6 +11,7 @@ import { SidecarMetrics } from './metrics.ts';
 import { problemTypes } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
 import { resolveRedisConfig } from './redis-url-file.ts';
+import { requestBodyTimeout } from './request-body-timeout.ts';
 import { buildRouteRuntime, type RouteRuntime } from './route-runtime.ts';
 import { UpgradeProxy } from './upgrade.ts';
 import { createBucketStore } from './stores/create-store.ts';
@@ -92,6 +93,15 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   // HTTP Upgrade (WebSocket): admitted like a request, then tunnelled (sidecar/upgrade.ts).
   const upgrades = new UpgradeProxy({ logger: log, runtime: () => runtime, registry: metrics.registry });
   proxyServer.on('upgrade', upgrades.handle);
+  // requestTimeout: 0 above keeps long uploads alive; a stalled body is cut by this idle timeout.
+  // listen.* needs a restart, so the initial value holds for the life of the server.
+  proxyServer.on('request', requestBodyTimeout({
+    idleMs: () => initial.listen.requestTimeoutMs,
+    onTimeout: (answered) => {
+      runtime.metrics.outcome.bad_request.inc();
+      log.debug({ answered408: answered }, 'request body stalled; connection closed');
+    },
+  }));
   proxyServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) {
       socket.destroy(err);

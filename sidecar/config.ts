@@ -18,6 +18,15 @@ export const listenSchema = z
       .positive()
       .default(60_000)
       .describe('Longest time a client may take to send the request headers (ms); then 408 and the connection is closed (slow-client defence)'),
+    requestTimeoutMs: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(60_000)
+      .describe(
+        'Longest pause while a request body arrives (ms; 0 = none): a client that declares a body and stops sending it gets 408 problem+json ' +
+          '(or a close when a response already started). An idle timeout, not a total one, so long streaming uploads still work as long as bytes keep coming',
+      ),
   })
   .describe('Where the proxy listens');
 
@@ -125,7 +134,7 @@ export const redisSchema = z
 
 export const sidecarConfigSchema = z
   .strictObject({
-    listen: listenSchema.default({ host: '0.0.0.0', port: 8080, headersTimeoutMs: 60_000 }),
+    listen: listenSchema.default({ host: '0.0.0.0', port: 8080, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 }),
     admin: adminSchema.default({ host: '0.0.0.0', port: 9090 }),
     upstream: upstreamSchema,
     route: routeSchema,

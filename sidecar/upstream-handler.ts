@@ -46,7 +46,12 @@ export class UpstreamHandler implements Dispatcher.DispatchHandler {
     if (this.#res.destroyed) controller.abort(new Error('client closed the connection'));
   }
 
-  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
+  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
+    if (this.#res.headersSent) {
+      // The client was already answered (408 for a stalled request body): drop the upstream's.
+      controller.abort(new Error('client already answered'));
+      return;
+    }
     const out: string[] = [];
     let connection: string | undefined;
     for (const name in headers) {

@@ -20,6 +20,13 @@ describe('sidecar config', () => {
     expect(c.redis).toBeUndefined();
   });
 
+  it('listen.requestTimeoutMs: an idle request-body timeout, 60 s by default, 0 disables, never negative', () => {
+    expect(parseSidecarConfig(minimal).listen.requestTimeoutMs).toBe(60_000);
+    expect(parseSidecarConfig({ ...minimal, listen: {} }).listen.requestTimeoutMs).toBe(60_000);
+    expect(parseSidecarConfig({ ...minimal, listen: { requestTimeoutMs: 0 } }).listen.requestTimeoutMs).toBe(0);
+    expect(() => parseSidecarConfig({ ...minimal, listen: { requestTimeoutMs: -1 } })).toThrow(/listen\.requestTimeoutMs/);
+  });
+
   it('reads YAML and JSON with redis url, sentinel or cluster', () => {
     const yaml = `
 upstream: { url: http://127.0.0.1:8081 }
