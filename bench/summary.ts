@@ -41,6 +41,10 @@ export function headline(dir: string): string {
     if (direct !== undefined && sr !== undefined) {
       rows.push(`| gateway: sidecar-redis CPU per request / direct's (context) | - | ${(sr.saturation.cpuUsPerRequest / Math.max(1, direct.saturation.cpuUsPerRequest)).toFixed(2)}x (${sr.saturation.cpuUsPerRequest} vs ${direct.saturation.cpuUsPerRequest} µs) | - |`);
     }
+    const w = (x: typeof sr) => (x?.fixedRate.waitingForCpu === undefined ? '?' : `${Math.round(x.fixedRate.waitingForCpu * 100)} %`);
+    if (sr?.fixedRate.waitingForCpu !== undefined) {
+      rows.push(`| gateway: share of the fixed-rate round the process waited for a CPU (context for p99), sidecar-redis / direct / nginx | - | ${w(sr)} / ${w(direct)} / ${w(s('nginx'))} | - |`);
+    }
     const c = g.ratios['cpu-efficiency sidecar-redis/node-peer'];
     if (c !== undefined) rows.push(`| gateway: CPU per request, Node peer / sidecar-redis | - | ${c}x | - |`);
     const cn = g.ratios['cpu-efficiency sidecar-redis/nginx'];
