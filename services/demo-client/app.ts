@@ -46,11 +46,16 @@ export async function buildApp(deps: DemoClientDeps): Promise<FastifyInstance> {
   const authOrigin = new URL(deps.issuer).origin;
   const sendDemoPage = (reply: FastifyReply, title: string, body: Parameters<typeof sendPage>[3], status = 200) => sendPage(reply, authOrigin, title, body, status);
 
-  const session = (request: FastifyRequest, reply: FastifyReply): Session => {
+  /** This browser's live session, if any. Only POST /login creates one: a page view costs no memory. */
+  const current = (request: FastifyRequest): Session | undefined => {
     const id = readCookie(request.headers.cookie, COOKIE);
-    const now = deps.now();
     const existing = id === undefined ? undefined : sessions.get(id);
-    if (existing !== undefined && existing.expiresAt > now) return existing;
+    return existing !== undefined && existing.expiresAt > deps.now() ? existing : undefined;
+  };
+  const session = (request: FastifyRequest, reply: FastifyReply): Session => {
+    const existing = current(request);
+    if (existing !== undefined) return existing;
+    const now = deps.now();
     for (const [k, s] of sessions) if (s.expiresAt <= now) sessions.delete(k);
     const fresh: Session = { expiresAt: now + SESSION_TTL_MS };
     issueId(reply, fresh);
@@ -71,8 +76,8 @@ export async function buildApp(deps: DemoClientDeps): Promise<FastifyInstance> {
   app.get('/static/demo.css', async (_request, reply) => reply.type('text/css; charset=utf-8').send(stylesheet));
 
   app.get('/', async (request, reply) => {
-    const s = session(request, reply);
-    return s.view !== undefined ? sendDemoPage(reply, 'Signed in', signedInPage(s.view)) : sendDemoPage(reply, 'Home', homePage());
+    const view = current(request)?.view;
+    return view !== undefined ? sendDemoPage(reply, 'Signed in', signedInPage(view)) : sendDemoPage(reply, 'Home', homePage());
   });
 
   app.post('/login', async (request, reply) => {
@@ -83,20 +88,20 @@ export async function buildApp(deps: DemoClientDeps): Promise<FastifyInstance> {
   });
 
   app.post('/logout', async (request, reply) => {
-    const s = session(request, reply);
-    delete s.view;
-    delete s.pending;
+    const s = current(request);
+    delete s?.view;
+    delete s?.pending;
     return reply.code(303).header('location', '/').send();
   });
 
   app.get('/callback', async (request, reply) => {
-    const s = session(request, reply);
+    const s = current(request);
     const query = callbackSchema.safeParse(request.query);
-    const pending = s.pending;
-    delete s.pending;
+    const pending = s?.pending;
+    delete s?.pending;
     if (!query.success) return sendDemoPage(reply, 'Error', errorPage('invalid_request', 'the callback parameters are malformed'), 400);
     const q = query.data;
-    if (pending === undefined || q.state !== pending.state) {
+    if (s === undefined || pending === undefined || q.state !== pending.state) {
       return sendDemoPage(reply, 'Error', errorPage('state_mismatch', 'this response does not belong to a sign-in started here'), 400);
     }
     if (q.iss !== deps.issuer) return sendDemoPage(reply, 'Error', errorPage('issuer_mismatch', 'the response did not come from the expected issuer (RFC 9207)'), 400);

@@ -55,3 +55,19 @@ describe('demo client sign-in', () => {
     }
   });
 });
+
+describe('demo client pages without a session', () => {
+  it('create none: only POST /login starts a session (page views and stray callbacks cost no memory)', async () => {
+    const s = await setup();
+    for (const url of ['/', `/callback?${new URLSearchParams({ state: 'S', iss: ISSUER, code: 'c' })}`]) {
+      const res = await s.app.inject({ method: 'GET', url });
+      expect(res.headers['set-cookie']).toBeUndefined();
+    }
+    const logout = await s.app.inject({ method: 'POST', url: '/logout' });
+    expect(logout.statusCode).toBe(303);
+    expect(logout.headers['set-cookie']).toBeUndefined();
+    const home = await s.app.inject({ method: 'GET', url: '/', headers: { cookie: s.cookie } });
+    expect(home.statusCode).toBe(200);
+    expect(home.headers['set-cookie']).toBeUndefined();
+  });
+});
