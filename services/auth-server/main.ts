@@ -45,7 +45,10 @@ if (config.AUTH_KEYS_FILE !== undefined) {
   log.warn({ kid: generated.keys[0]?.kid }, 'AUTH_KEYS_FILE not set: signing with a key generated at start (single replica only)');
 }
 
-const { stores, buckets } = await createStores(config.REDIS_URL, now);
+const { stores, buckets } = await createStores(config.REDIS_URL, now, (err) =>
+  // The message only: an ioredis error can carry command arguments.
+  log.warn({ err: err.message }, 'redis connection error; requests needing state answer 503 until it returns'),
+);
 const ctx: AuthContext = {
   settings: {
     issuer: config.AUTH_ISSUER,

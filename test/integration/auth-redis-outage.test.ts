@@ -36,6 +36,8 @@ describe('auth server when Redis is down', () => {
     // Generous bound for a shared 2-core machine; the commands fail at once or after the 1 s timeout.
     expect(Date.now() - started).toBeLessThan(5000);
     expect(stack.programs[0]?.exited()).toBe(false);
+    // Stay down long enough for the client's reconnect attempts (50, 100, 150 ms ...) to fail.
+    await new Promise((r) => setTimeout(r, 600));
 
     await redis.start();
     let status = 0;
@@ -47,5 +49,10 @@ describe('auth server when Redis is down', () => {
     const again = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
     const ok = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: again.location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
     expect(ok.status).toBe(200);
+
+    // The outage is in the JSON log as a warning, and nothing escapes to stderr unstructured.
+    const lines = stack.programs[0]?.lines ?? [];
+    expect(lines.some((l) => l.includes('redis connection error'))).toBe(true);
+    expect(lines.filter((l) => l.includes('Unhandled error event'))).toEqual([]);
   });
 });

@@ -13,7 +13,14 @@ export interface CreatedStores {
   readonly buckets: BucketStore;
 }
 
-export async function createStores(redisUrl: string | undefined, now: () => number): Promise<CreatedStores> {
+/** Called with each connection error of the Redis client (it reconnects by itself). */
+export type RedisErrorListener = (err: Error) => void;
+
+export async function createStores(
+  redisUrl: string | undefined,
+  now: () => number,
+  onRedisError: RedisErrorListener,
+): Promise<CreatedStores> {
   if (redisUrl === undefined) {
     return { stores: createMemoryStores(now), buckets: new MemoryBucketStore({ now }) };
   }
@@ -25,6 +32,8 @@ export async function createStores(redisUrl: string | undefined, now: () => numb
     retryStrategy: (times) => Math.min(50 * times, 1000),
     lazyConnect: true,
   });
+  // Without a listener ioredis prints "Unhandled error event" to stderr, outside the JSON logs.
+  redis.on('error', onRedisError);
   await redis.connect();
   const buckets = new RedisBucketStore({ url: redisUrl, keyPrefix: 'portcullis:signin:', commandTimeoutMs: 200 });
   await buckets.ready();
