@@ -5,12 +5,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import type { Decision } from './bucket.ts';
+import { Admission, refuseTarget } from './admission.ts';
 import { problemTypes, sendProblem } from './problem.ts';
 import type { RouteRuntime } from './route-runtime.ts';
 import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
 import { UpstreamHandler } from './upstream-handler.ts';
-import { keyRejectionDetail, rejectKey } from './user-key.ts';
 
 export interface ProxyOptions {
   readonly logger: Logger;
@@ -24,12 +23,12 @@ export class GatewayProxy {
   #inFlight = 0;
   #draining = false;
   #idleWaiters: (() => void)[] = [];
-  #storeErrors = 0;
-  #lastStoreWarnMs = Number.NEGATIVE_INFINITY;
+  readonly #admission: Admission;
 
   constructor(options: ProxyOptions) {
     this.#log = options.logger;
     this.#runtime = options.runtime;
+    this.#admission = new Admission(options.logger);
   }
 
   get inFlight(): number {
@@ -66,15 +65,9 @@ export class GatewayProxy {
     const rt = this.#runtime();
     const start = performance.now();
     const url = req.url ?? '';
-    if (url.charCodeAt(0) !== 47 /* '/' */) {
-      rt.metrics.outcome.bad_request.inc();
-      sendProblem(res, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'Only origin-form request targets are accepted.' });
-      return;
-    }
-    const q = url.indexOf('?');
-    if (!rt.match(q < 0 ? url : url.slice(0, q))) {
-      rt.metrics.outcome.no_route.inc();
-      sendProblem(res, { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No route matches this path (route ${rt.routeId} serves ${rt.config.route.path}).` });
+    const badTarget = refuseTarget(rt, url);
+    if (badTarget !== undefined) {
+      sendProblem(res, badTarget);
       return;
     }
 
@@ -120,66 +113,12 @@ export class GatewayProxy {
       forward.push(name, value);
     }
 
-    // RFC 9112 section 3.2: more than one Host line is a 400 (undici would refuse to forward it,
-    // which used to surface as a 502).
-    if (hostCount > 1) {
-      rt.metrics.outcome.bad_request.inc();
-      sendProblem(res, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'A request must carry exactly one Host header.' });
+    const verdict = await this.#admission.decide(rt, key, hostCount);
+    if (!verdict.admitted) {
+      sendProblem(res, verdict.problem, verdict.headers);
       return;
     }
-
-    const rejection = rejectKey(key);
-    if (rejection !== undefined) {
-      rt.metrics.outcome.bad_key.inc();
-      if (this.#log.isLevelEnabled('debug')) this.#log.debug({ route: rt.routeId, reason: rejection }, 'request without a valid key');
-      sendProblem(res, {
-        type: problemTypes.badKey,
-        title: 'Invalid user id',
-        status: rt.missingKeyStatus,
-        detail: keyRejectionDetail[rejection](rt.config.limiter.keyHeader),
-      });
-      return;
-    }
-
-    let decision: Decision | undefined;
-    const storeStart = performance.now();
-    try {
-      decision = await rt.store.take(rt.bucketPrefix + (key as string), rt.rule);
-      rt.metrics.storeDuration.observe((performance.now() - storeStart) / 1000);
-    } catch (err) {
-      rt.metrics.storeError.inc();
-      this.#warnStoreError(rt, err);
-      if (rt.onStoreError === 'deny') {
-        rt.metrics.outcome.store_error_denied.inc();
-        sendProblem(res, {
-          type: problemTypes.storeUnavailable,
-          title: 'Service Unavailable',
-          status: 503,
-          detail: 'The rate limiter cannot decide right now; retry shortly.',
-        }, ['retry-after', '1']);
-        return;
-      }
-    }
-
-    const rateHeaders: string[] = [];
-    if (decision !== undefined) {
-      rt.rateHeaders(decision, rt.headerContext, rateHeaders);
-      if (!decision.allowed) {
-        rt.metrics.limited.inc();
-        rt.metrics.outcome.limited.inc();
-        const retryAfterS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-        rateHeaders.push('retry-after', String(retryAfterS));
-        sendProblem(res, {
-          type: problemTypes.rateLimited,
-          title: 'Too Many Requests',
-          status: 429,
-          detail: `Rate limit of route ${rt.routeId} reached; retry in ${retryAfterS} s.`,
-          retryAfterMs: decision.retryAfterMs,
-        }, rateHeaders);
-        return;
-      }
-      rt.metrics.allowed.inc();
-    }
+    const { decision, rateHeaders } = verdict;
 
     // The client may have gone while the store decided: nothing to forward then.
     if (res.destroyed) return;
@@ -199,17 +138,5 @@ export class GatewayProxy {
       },
       handler,
     );
-  }
-
-  #warnStoreError(rt: RouteRuntime, err: unknown): void {
-    this.#storeErrors++;
-    const now = performance.now();
-    if (now - this.#lastStoreWarnMs < 5000) return;
-    this.#log.warn(
-      { route: rt.routeId, policy: rt.onStoreError, errors: this.#storeErrors, err: (err as Error).message },
-      'limiter store unavailable; applying onStoreError policy',
-    );
-    this.#storeErrors = 0;
-    this.#lastStoreWarnMs = now;
   }
 }

@@ -10,11 +10,10 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import type { Decision } from './bucket.ts';
+import { Admission, refuseTarget } from './admission.ts';
 import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import type { RouteRuntime } from './route-runtime.ts';
-import { keyRejectionDetail, rejectKey } from './user-key.ts';
 
 /** After one side of a tunnel ended, the longest wait for the other to close (ms). */
 const END_GRACE_MS = 5000;
@@ -91,6 +90,7 @@ function upgradeHeaders(req: http.IncomingMessage, keyHeader: string): UpgradeRe
 export class UpgradeProxy {
   readonly #log: Logger;
   readonly #runtime: () => RouteRuntime;
+  readonly #admission: Admission;
   /** Every socket of an upgrade in progress or an open tunnel, client and upstream side. */
   readonly #sockets = new Set<Duplex>();
   #tunnels = 0;
@@ -98,6 +98,7 @@ export class UpgradeProxy {
   constructor(options: UpgradeProxyOptions) {
     this.#log = options.logger;
     this.#runtime = options.runtime;
+    this.#admission = new Admission(options.logger);
     if (options.registry !== undefined) {
       const tunnels = () => this.#tunnels;
       new Gauge({
@@ -142,69 +143,19 @@ export class UpgradeProxy {
 
   async #handle(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const rt = this.#runtime();
-    const url = req.url ?? '';
-    if (url.charCodeAt(0) !== 47 /* '/' */) {
-      rt.metrics.outcome.bad_request.inc();
-      writeSocketProblem(socket, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'Only origin-form request targets are accepted.' });
-      return;
-    }
-    const q = url.indexOf('?');
-    if (!rt.match(q < 0 ? url : url.slice(0, q))) {
-      rt.metrics.outcome.no_route.inc();
-      writeSocketProblem(socket, { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No route matches this path (route ${rt.routeId} serves ${rt.config.route.path}).` });
+    const badTarget = refuseTarget(rt, req.url ?? '');
+    if (badTarget !== undefined) {
+      writeSocketProblem(socket, badTarget);
       return;
     }
     const { forward, key, hostCount } = upgradeHeaders(req, rt.keyHeader);
-    if (hostCount > 1) {
-      rt.metrics.outcome.bad_request.inc();
-      writeSocketProblem(socket, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'A request must carry exactly one Host header.' });
-      return;
-    }
-    const rejection = rejectKey(key);
-    if (rejection !== undefined) {
-      rt.metrics.outcome.bad_key.inc();
-      this.#log.debug({ route: rt.routeId, reason: rejection }, 'upgrade without a valid key');
-      writeSocketProblem(socket, {
-        type: problemTypes.badKey,
-        title: 'Invalid user id',
-        status: rt.missingKeyStatus,
-        detail: keyRejectionDetail[rejection](rt.config.limiter.keyHeader),
-      });
-      return;
-    }
-
     // One take per upgrade, like one request: the tunnel's messages are not metered.
-    let decision: Decision | undefined;
-    try {
-      decision = await rt.store.take(rt.bucketPrefix + (key as string), rt.rule);
-    } catch (err) {
-      rt.metrics.storeError.inc();
-      this.#log.warn({ route: rt.routeId, policy: rt.onStoreError, err: (err as Error).message }, 'upgrade: limiter store unavailable; applying onStoreError policy');
-      if (rt.onStoreError === 'deny') {
-        rt.metrics.outcome.store_error_denied.inc();
-        writeSocketProblem(socket, { type: problemTypes.storeUnavailable, title: 'Service Unavailable', status: 503, detail: 'The rate limiter cannot decide right now; retry shortly.' }, ['retry-after', '1']);
-        return;
-      }
+    const verdict = await this.#admission.decide(rt, key, hostCount);
+    if (!verdict.admitted) {
+      writeSocketProblem(socket, verdict.problem, verdict.headers);
+      return;
     }
-    const rateHeaders: string[] = [];
-    if (decision !== undefined) {
-      rt.rateHeaders(decision, rt.headerContext, rateHeaders);
-      if (!decision.allowed) {
-        rt.metrics.limited.inc();
-        rt.metrics.outcome.limited.inc();
-        const retryAfterS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-        rateHeaders.push('retry-after', String(retryAfterS));
-        writeSocketProblem(socket, {
-          type: problemTypes.rateLimited,
-          title: 'Too Many Requests',
-          status: 429,
-          detail: `Rate limit of route ${rt.routeId} reached; retry in ${retryAfterS} s.`,
-          retryAfterMs: decision.retryAfterMs,
-        }, rateHeaders);
-        return;
-      }
-      rt.metrics.allowed.inc();
-    }
+    const { decision, rateHeaders } = verdict;
     // The client may have gone while the store decided.
     if (socket.destroyed) return;
     this.#forward(req, socket, head, rt, forward, rateHeaders, decision === undefined ? 'store_error_allowed' : 'forwarded');
