@@ -14,6 +14,7 @@ import type { AuthContext } from './context.ts';
 import { createKeyRing } from './key-ring.ts';
 import { createDirectory } from './registry.ts';
 import { generateSigningJwks } from './signing-keys.ts';
+import { serveUntilSignal } from '../serve.ts';
 import { createStores } from './stores/create-stores.ts';
 import { createSignInThrottle } from './throttle.ts';
 import { watchFile } from './watched-file.ts';
@@ -77,29 +78,10 @@ await ctx.keys.signer();
 
 const app = await buildApp({ ctx, logger: log, trustProxy: config.AUTH_TRUST_PROXY });
 
-let closing = false;
-const shutdown = (signal: string) => {
-  if (closing) return;
-  closing = true;
-  log.info({ signal }, 'shutting down');
-  app
-    .close()
-    .then(() => Promise.all([stores.close(), buckets.close()]))
-    .then(
-      () => process.exit(0),
-      (err: unknown) => {
-        log.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-};
-process.on('SIGTERM', () => shutdown('SIGTERM'));
-process.on('SIGINT', () => shutdown('SIGINT'));
-
-try {
-  await app.listen({ port: config.PORT, host: config.HOST });
-  log.info({ issuer: config.AUTH_ISSUER, port: config.PORT, store: stores.kind, clients: clients.current().clients.length, users: users.current().users.length }, 'auth server listening');
-} catch (err) {
-  log.error({ err }, 'could not listen');
-  process.exit(1);
-}
+await serveUntilSignal(app, {
+  port: config.PORT,
+  host: config.HOST,
+  log,
+  release: () => Promise.all([stores.close(), buckets.close()]),
+});
+log.info({ issuer: config.AUTH_ISSUER, port: config.PORT, store: stores.kind, clients: clients.current().clients.length, users: users.current().users.length }, 'auth server listening');

@@ -1,4 +1,5 @@
 // User service entry point: the only place reading process.env; listens and shuts down gracefully.
+import { serveUntilSignal } from '../serve.ts';
 import { buildApp } from './app.ts';
 import { createAccessTokenVerifier } from './routes/me.ts';
 import { loadUserServiceConfig } from './config.ts';
@@ -11,25 +12,4 @@ const verifyAccessToken = createAccessTokenVerifier({
 });
 const app = await buildApp({ logger: { level: config.LOG_LEVEL }, verifyAccessToken });
 
-let closing = false;
-const shutdown = (signal: string) => {
-  if (closing) return;
-  closing = true;
-  app.log.info({ signal }, 'shutting down');
-  app.close().then(
-    () => process.exit(0),
-    (err: unknown) => {
-      app.log.error({ err }, 'shutdown failed');
-      process.exit(1);
-    },
-  );
-};
-process.on('SIGTERM', () => shutdown('SIGTERM'));
-process.on('SIGINT', () => shutdown('SIGINT'));
-
-try {
-  await app.listen({ port: config.PORT, host: config.HOST });
-} catch (err) {
-  app.log.error({ err }, 'could not listen');
-  process.exit(1);
-}
+await serveUntilSignal(app, { port: config.PORT, host: config.HOST, log: app.log });
