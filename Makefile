@@ -36,7 +36,7 @@ test-browser: deps system-deps ## Sign-in and consent pages in Debian's Chromium
 test-k8s: deps k8s-tools ## Operator, CRDs and chart against a real kube-apiserver + etcd
 	@echo "== tier: k8s"; $(VITEST) --project k8s
 
-soak: deps system-deps ## The 10-minute soak and fault run (writes a report)
+soak: deps system-deps build-sidecar ## The 10-minute soak and fault run (writes a report)
 	@SOAK_SECONDS=600 $(VITEST) --project integration test/integration/soak
 
 ##@ Code
@@ -46,8 +46,11 @@ lint: deps ## ESLint
 typecheck: deps ## tsc --noEmit (strict)
 	@$(NODE) node_modules/typescript/bin/tsc --noEmit -p tsconfig.json
 
-build: typecheck ## The programs run from source on Node 24 (type stripping); build = typecheck
-	@echo "build: typecheck passed; programs run as TypeScript on $$($(NODE) --version)"
+build: typecheck build-sidecar ## Typecheck, and bundle the sidecar (the other programs run from source on Node 24)
+	@echo "build: typecheck passed; sidecar bundled; the other programs run as TypeScript on $$($(NODE) --version)"
+
+build-sidecar: deps ## Bundle the sidecar as its image runs it: dist/sidecar/main.mjs (esbuild)
+	@$(NODE) scripts/build-sidecar.ts
 
 crds: deps ## Generate crds/*.yaml and the chart's CRDs from operator/api
 	@$(NODE) scripts/gen-crds.ts
@@ -55,7 +58,7 @@ crds: deps ## Generate crds/*.yaml and the chart's CRDs from operator/api
 check-generated: deps ## Fail when crds/ or the chart's CRDs are out of date
 	@$(NODE) scripts/gen-crds.ts --check
 
-bench: deps system-deps k8s-tools ## Benchmarks side by side with their anchors (bench/results/, README Benchmarks)
+bench: deps system-deps k8s-tools build-sidecar ## Benchmarks side by side with their anchors (bench/results/, README Benchmarks)
 	@$(NODE) bench/run.ts
 
 bench-operator: deps k8s-tools ## Operator: 200 RateLimitRoutes at once on a real API server (bench/results/operator.*)
@@ -90,4 +93,4 @@ node_modules/.installed: package.json package-lock.json
 system-deps: ## Debian packages the tiers need (redis-server, chromium)
 	@scripts/ensure-system-deps.sh redis-server:redis-server chromium:chromium
 
-.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build crds check-generated bench bench-operator k8s-tools images kind-up kind-load deploy e2e-kind deps system-deps
+.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build build-sidecar crds check-generated bench bench-operator k8s-tools images kind-up kind-load deploy e2e-kind deps system-deps

@@ -1,14 +1,15 @@
 // Gateway benchmark (issue 5): the sidecar side by side with its anchors, in one run.
 //   direct          the user service itself (the ceiling: no gateway)
-//   sidecar-redis   Portcullis sidecar, Redis token bucket (one EVALSHA per request)
-//   sidecar-memory  Portcullis sidecar, in-memory token bucket
+//   sidecar-redis   Portcullis sidecar, Redis token bucket (one EVALSHA per request), run as the
+//                   operator deploys it: the bundle (dist/sidecar/main.mjs) with the container's
+//                   environment (V8 heap caps, two malloc arenas; operator SIDECAR_ENV)
+//   sidecar-memory  the same, in-memory token bucket
 //   nginx           Debian's nginx, proxy_pass + limit_req (per instance), 1 worker
 //   node-peer       fastify + @fastify/http-proxy + @fastify/rate-limit with its Redis store
 //   bare-proxy      node:http + undici Pool and nothing else (the floor of any Node gateway)
-//   sidecar-redis-pod  the Redis sidecar with the V8 heap Node configures inside the operator's
-//                   256 MiB container limit (old space 128 MiB, 1 MiB semi-spaces; this host is
-//                   not memory-limited, so V8 would otherwise size its young generation from the
-//                   host's memory): what the pod's memory and CPU look like
+//   sidecar-redis-source  the Redis sidecar as it ran before issue 5's memory work: the
+//                   TypeScript sources (type stripping) with V8's defaults (a heap sized from
+//                   this host's memory); kept as the "before" of that change
 // Same upstream (one user-service process), same request (GET /healthcheck/ready with a USER-ID),
 // a limit nobody reaches (every request does the full limiter work).
 // Two loads, rounds interleaved across the targets so a busy neighbour hurts all of them alike:
@@ -23,6 +24,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
+import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
 import type { SidecarConfigInput } from '../sidecar/config.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram, type Program } from '../test/harness/programs.ts';
@@ -80,18 +82,13 @@ export interface GatewayBenchResult {
   readonly goals: { name: string; goal: string; measured: string; met: boolean }[];
 }
 
-/**
- * About the heap V8 gets inside the operator's 256 MiB sidecar limit (operator/resources/route-
- * deployment.ts): Node passes the cgroup-constrained memory to V8's defaults, which for 256 MiB on
- * x64 give a 128 MiB old generation and the minimum 1 MiB semi-spaces. Emulated with flags, since
- * the benchmark cannot put the process under a memory cgroup here.
- */
-const POD_HEAP = '--max-old-space-size=128 --max-semi-space-size=1';
-
 /** A limit nobody reaches: 1e9 tokens of burst, refilled at 1e9/s. */
 const unreachable = { replenishRate: 1_000_000_000, burstCapacity: 1_000_000_000, requestedTokens: 1 };
 
-async function startSidecar(upstreamUrl: string, redisUrl: string | undefined, name: string, nodeOptions = ''): Promise<{ program: Program; url: string }> {
+/** How a sidecar process is started: as deployed (bundle + container env) or from the sources with V8's defaults. */
+type SidecarForm = 'deployed' | 'source';
+
+async function startSidecar(upstreamUrl: string, redisUrl: string | undefined, name: string, form: SidecarForm = 'deployed'): Promise<{ program: Program; url: string }> {
   const port = await freePort();
   const adminPort = await freePort();
   const config: SidecarConfigInput = {
@@ -105,9 +102,11 @@ async function startSidecar(upstreamUrl: string, redisUrl: string | undefined, n
   };
   const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'portcullis-bench-')), 'sidecar.yaml');
   writeFileSync(file, stringify(config));
-  const env = sidecarEnv();
-  if (nodeOptions !== '') env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${nodeOptions}`.trim();
-  const program = await startProgram({ entry: 'sidecar/main.ts', args: ['--config', file], waitPort: port, name, env });
+  const env: Record<string, string> = form === 'deployed' ? { ...SIDECAR_ENV } : {};
+  const profiling = sidecarEnv()['NODE_OPTIONS'];
+  if (profiling !== undefined) env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${profiling}`.trim();
+  const entry = form === 'deployed' ? SIDECAR_ENTRY : 'sidecar/main.ts';
+  const program = await startProgram({ entry, args: ['--config', file], waitPort: port, name, env });
   return { program, url: `http://127.0.0.1:${port}` };
 }
 
@@ -194,7 +193,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   const userUrl = `http://127.0.0.1:${userPort}`;
   const viaRedis = await startSidecar(userUrl, redis.url, 'bench-sidecar-redis');
   const viaMemory = await startSidecar(userUrl, undefined, 'bench-sidecar-memory');
-  const viaRedisPod = await startSidecar(userUrl, redis.url, 'bench-sidecar-redis-pod', POD_HEAP);
+  const viaRedisSource = await startSidecar(userUrl, redis.url, 'bench-sidecar-redis-source', 'source');
   const nginx = await startNginx({ upstreamPort: userPort, ratePerSecond: 1_000_000, burst: 1_000_000 });
   const peerPort = await freePort();
   const peer = await startProgram({
@@ -212,7 +211,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     { name: 'sidecar-memory', description: 'Portcullis sidecar, in-memory token bucket', base: viaMemory.url, cpuPids: () => [viaMemory.program.child.pid], rssPids: () => [viaMemory.program.child.pid] },
     { name: 'nginx', description: 'nginx 1.22 (Debian), proxy_pass + limit_req, 1 worker', base: nginx.url, cpuPids: () => [nginx.workerPid()], rssPids: () => [nginx.child.pid, nginx.workerPid()] },
     { name: 'node-peer', description: 'fastify + @fastify/http-proxy + @fastify/rate-limit (Redis store)', base: `http://127.0.0.1:${peerPort}`, cpuPids: () => [peer.child.pid], rssPids: () => [peer.child.pid] },
-    { name: 'sidecar-redis-pod', description: `the Redis sidecar with the heap V8 gets in its 256 MiB pod (${POD_HEAP})`, base: viaRedisPod.url, cpuPids: () => [viaRedisPod.program.child.pid], rssPids: () => [viaRedisPod.program.child.pid] },
+    { name: 'sidecar-redis-source', description: 'the Redis sidecar before issue 5: TypeScript sources, V8 defaults (heap sized from the host)', base: viaRedisSource.url, cpuPids: () => [viaRedisSource.program.child.pid], rssPids: () => [viaRedisSource.program.child.pid] },
     { name: 'bare-proxy', description: 'node:http + undici Pool, no limiter (floor of a Node proxy)', base: `http://127.0.0.1:${barePort}`, cpuPids: () => [bare.child.pid], rssPids: () => [bare.child.pid] },
   ];
   const only = (process.env['BENCH_TARGETS'] ?? '').split(',').filter(Boolean);
@@ -255,7 +254,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     }
     for (const t of chosen) peakRss.set(t.name, Math.round(t.rssPids().reduce((s: number, p) => s + peakRssMiB(p), 0) * 10) / 10);
   } finally {
-    await Promise.allSettled([viaRedis.program.stop(), viaMemory.program.stop(), viaRedisPod.program.stop(), nginx.stop(), peer.stop(), bare.stop()]);
+    await Promise.allSettled([viaRedis.program.stop(), viaMemory.program.stop(), viaRedisSource.program.stop(), nginx.stop(), peer.stop(), bare.stop()]);
     await user.stop();
     await redis.stop();
   }
@@ -309,7 +308,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   const rps = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.requestsPerSecond;
   const cpuPer = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.cpuUsPerRequest;
   const ratios: Record<string, number> = {};
-  for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct'], ['bare-proxy', 'direct'], ['sidecar-redis', 'bare-proxy'], ['sidecar-redis-pod', 'node-peer'], ['sidecar-redis-pod', 'sidecar-redis']] as const) {
+  for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct'], ['bare-proxy', 'direct'], ['sidecar-redis', 'bare-proxy'], ['sidecar-redis-source', 'node-peer'], ['sidecar-redis', 'sidecar-redis-source']] as const) {
     const x = ratio(a, b, rps);
     if (x !== undefined) ratios[`throughput ${a}/${b}`] = x;
     const c = ratio(b, a, cpuPer); // higher is better for a: b's CPU per request over a's
@@ -334,9 +333,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   if (tn !== undefined) goals.push({ name: 'throughput vs nginx', goal: '>= 0.5x', measured: `${tn}x`, met: tn >= 0.5 });
   if (addedP99 !== undefined) goals.push({ name: `p99 added over direct at ${offered} req/s (half saturation)`, goal: '< 2 ms', measured: `${addedP99} ms`, met: addedP99 < 2 });
   const rss = Math.max(byName.get('sidecar-redis')?.peakRssMiB ?? 0, byName.get('sidecar-memory')?.peakRssMiB ?? 0);
-  if (rss > 0) goals.push({ name: 'sidecar peak RSS under load (host-sized V8 heap)', goal: '< 100 MB', measured: `${rss} MiB`, met: rss * 1.048576 < 100 });
-  const podRss = byName.get('sidecar-redis-pod')?.peakRssMiB ?? 0;
-  if (podRss > 0) goals.push({ name: 'sidecar peak RSS under load (heap as in its 256 MiB pod)', goal: '< 100 MB', measured: `${podRss} MiB`, met: podRss * 1.048576 < 100 });
+  if (rss > 0) goals.push({ name: 'sidecar peak RSS under load (as deployed)', goal: '< 100 MB', measured: `${rss} MiB`, met: rss * 1.048576 < 100 });
 
   return {
     suite: 'gateway',

@@ -2,10 +2,9 @@
 // current RouteRuntime and swaps it atomically on reload: new requests see the new config,
 // in-flight ones finish with the one they started with.
 import http from 'node:http';
-import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
-import { buildAdminApp } from './admin.ts';
+import { buildAdminServer } from './admin.ts';
 import { parseSidecarConfigText, type SidecarConfig } from './config.ts';
 import { SidecarMetrics } from './metrics.ts';
 import { problemTypes } from './problem.ts';
@@ -29,7 +28,7 @@ export interface SidecarDeps {
 
 export interface SidecarApp {
   readonly proxyServer: http.Server;
-  readonly adminApp: FastifyInstance;
+  readonly adminServer: http.Server;
   readonly metrics: SidecarMetrics;
   readonly proxy: GatewayProxy;
   readonly upgrades: UpgradeProxy;
@@ -123,7 +122,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     );
   });
 
-  const adminApp = buildAdminApp({
+  const adminServer = buildAdminServer({
     registry: metrics.registry,
     notReadyReason: () => {
       if (shuttingDown) return 'shutting down';
@@ -174,7 +173,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
 
   return {
     proxyServer,
-    adminApp,
+    adminServer,
     metrics,
     proxy,
     upgrades,
@@ -231,7 +230,9 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
       proxyServer.closeAllConnections();
       upgrades.closeAll(); // tunnels have no natural end; the server cannot close while they live
       await closed;
-      await Promise.allSettled([runtime.upstream.close(), runtime.store.close(), adminApp.close()]);
+      const adminClosed = new Promise<void>((resolve) => adminServer.close(() => resolve()));
+      adminServer.closeAllConnections();
+      await Promise.allSettled([runtime.upstream.close(), runtime.store.close(), adminClosed]);
     },
   };
 }

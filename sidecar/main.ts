@@ -105,7 +105,7 @@ const listen = (server: Server, port: number, host: string) =>
   });
 
 try {
-  await app.adminApp.listen({ port: effective.admin.port, host: effective.admin.host });
+  await listen(app.adminServer, effective.admin.port, effective.admin.host);
   await listen(app.proxyServer, effective.listen.port, effective.listen.host);
 } catch (err) {
   logger.fatal({ err: (err as Error).message }, 'could not listen');

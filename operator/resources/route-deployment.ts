@@ -27,7 +27,25 @@ import {
 import { sidecarPorts } from './route-ports.ts';
 import type { ResourceSettings } from './settings.ts';
 
-export const SIDECAR_ENTRY = 'sidecar/main.ts';
+/** The sidecar image runs its bundle (scripts/build-sidecar.ts), not the TypeScript sources. */
+export const SIDECAR_ENTRY = 'dist/sidecar/main.mjs';
+/** The sidecar container's memory limit, MiB. */
+export const SIDECAR_MEMORY_LIMIT_MIB = 256;
+/**
+ * The sidecar container's environment. V8 would otherwise size its heap from the container's
+ * memory limit (1 MiB semi-spaces for 256 MiB: frequent scavenges, ~60 % more CPU per request in
+ * `make bench`) or, without a limit, from the node's memory (hundreds of MiB under load). These
+ * caps were chosen by measurement (bench/results/optimization.md): 8 MiB semi-spaces, so that a
+ * request's short-lived objects die young without the young generation growing to 64 MiB; the
+ * old generation capped at half the limit (the sidecar's live heap is ~15-25 MiB; without a cap
+ * V8 grows it against a multi-GiB limit); and glibc held to two malloc arenas (V8's background
+ * threads otherwise each grow their own).
+ */
+export const SIDECAR_ENV = {
+  NODE_ENV: 'production',
+  NODE_OPTIONS: '--max-semi-space-size=8 --max-old-space-size=128',
+  MALLOC_ARENA_MAX: '2',
+} as const;
 
 /** The API server returns every quantity as a string; render them so, or each compare would differ. */
 function quantitiesAsStrings(resources: NonNullable<RateLimitRoute['spec']['target']['resources']>): Record<string, Record<string, string>> {
@@ -80,14 +98,14 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
     imagePullPolicy: settings.imagePullPolicy,
     command: ['node', SIDECAR_ENTRY],
     args: ['--config', `${SIDECAR_CONFIG_DIR}/${SIDECAR_CONFIG_KEY}`],
-    env: [{ name: 'NODE_ENV', value: 'production' }],
+    env: Object.entries(SIDECAR_ENV).map(([envName, value]) => ({ name: envName, value })),
     ports: [
       { name: 'http', containerPort: ports.proxy, protocol: 'TCP' },
       { name: 'admin', containerPort: ports.admin, protocol: 'TCP' },
     ],
     readinessProbe: { httpGet: { path: '/readyz', port: 'admin', scheme: 'HTTP' }, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 3 },
     livenessProbe: { httpGet: { path: '/healthz', port: 'admin', scheme: 'HTTP' }, periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
-    resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
+    resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: `${SIDECAR_MEMORY_LIMIT_MIB}Mi` } },
     securityContext: containerSecurityContext,
     lifecycle: { preStop: { sleep: { seconds: 5 } } },
     volumeMounts: [

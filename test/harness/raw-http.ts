@@ -77,12 +77,21 @@ export function rawExchange(port: number, data: Buffer | string, options: RawOpt
   });
 }
 
+function statusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
+  if (m === null) throw new Error(`no ${field} for pid ${pid}`);
+  return Number(m[1]);
+}
+
 /** Resident set size of a process, in bytes (Linux /proc). */
 export function rssBytes(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const m = /VmRSS:\s+(\d+) kB/.exec(status);
-  if (m === null) throw new Error(`no VmRSS for pid ${pid}`);
-  return Number(m[1]) * 1024;
+  return statusKiB(pid, 'VmRSS') * 1024;
+}
+
+/** Peak resident set size of a process so far (VmHWM), in bytes. */
+export function peakRssBytes(pid: number): number {
+  return statusKiB(pid, 'VmHWM') * 1024;
 }
 
 export const MiB = 1024 * 1024;

@@ -20,7 +20,17 @@ export interface SidecarProcess {
   write(config: SidecarConfigInput): void;
 }
 
-export async function startSidecarProcess(config: Omit<SidecarConfigInput, 'listen' | 'admin'> & { listen?: Partial<NonNullable<SidecarConfigInput['listen']>> }, name = 'sidecar'): Promise<SidecarProcess> {
+export interface SidecarProcessOptions {
+  /** Entry relative to the repository root: the sources by default, or the deployed bundle. */
+  readonly entry?: string;
+  readonly env?: Record<string, string>;
+}
+
+export async function startSidecarProcess(
+  config: Omit<SidecarConfigInput, 'listen' | 'admin'> & { listen?: Partial<NonNullable<SidecarConfigInput['listen']>> },
+  name = 'sidecar',
+  options: SidecarProcessOptions = {},
+): Promise<SidecarProcess> {
   const port = await freePort();
   const adminPort = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-reliability-'));
@@ -31,7 +41,7 @@ export async function startSidecarProcess(config: Omit<SidecarConfigInput, 'list
     admin: { host: '127.0.0.1', port: adminPort },
   };
   writeFileSync(configFile, stringify(full));
-  const program = await startProgram({ entry: 'sidecar/main.ts', args: ['--config', configFile], waitPort: port, name });
+  const program = await startProgram({ entry: options.entry ?? 'sidecar/main.ts', args: ['--config', configFile], waitPort: port, name, ...(options.env === undefined ? {} : { env: options.env }) });
   const handle: SidecarProcess = {
     program,
     port,

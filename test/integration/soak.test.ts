@@ -9,17 +9,22 @@
 // Asserted afterwards from the recorded requests: no process exits on its own; no request hangs
 // past its timeout; allow and deny hold exactly while Redis is down; over-admission is zero in
 // every Redis-up window (admitted <= burstCapacity + replenishRate x window, per user); light
-// users are never limited; no code or refresh token is accepted twice; RSS at start, mid-run and
-// end, with bounded growth (and almost none over the second half). A JSON report goes to test-results/soak-report.json (and bench/results/ for
-// `make soak`).
+// users are never limited; no code or refresh token is accepted twice; memory does not grow: the
+// V8 heap in use after a forced full GC (read through the inspector, so it counts live objects,
+// not garbage or the heap V8 chose to reserve) at start, mid-run and end, with almost no growth
+// over the second half; RSS is reported at the same points, and the sidecars, run as deployed (the
+// bundle with the pod's V8 flags), stay under their container's memory limit throughout. A JSON
+// report goes to test-results/soak-report.json (and bench/results/ for `make soak`).
 import { mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SIDECAR_ENTRY, SIDECAR_ENV, SIDECAR_MEMORY_LIMIT_MIB } from '../../operator/resources/route-deployment.ts';
 import type { SidecarConfigInput } from '../../sidecar/config.ts';
+import { connectInspector, type Inspector } from '../harness/inspector.ts';
 import { freePort } from '../harness/ports.ts';
 import { repoRoot, startProgram, type Program } from '../harness/programs.ts';
-import { MiB, rssBytes } from '../harness/raw-http.ts';
+import { MiB, peakRssBytes, rssBytes } from '../harness/raw-http.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { recordCases, recordFaults } from '../harness/reliability-counts.ts';
 import { authorize, pkce, tokenRequest } from './auth-flow.ts';
@@ -39,10 +44,17 @@ const MAX_LATENCY_MS = 6_000;
  */
 const RECOVERY_BOUND_MS = 5_000;
 const RULE = { replenishRate: 5, burstCapacity: 10, requestedTokens: 1 };
-/** RSS may grow this much from the warm start (heaps and allocator pools fill up, scrypt buffers)... */
-const RSS_MARGIN = 192 * MiB;
+/**
+ * The live heap (after a forced full GC) may grow this much from the warm start (JIT feedback,
+ * pools and caches filling up, a reload's new runtime)...
+ */
+const HEAP_MARGIN = 24 * MiB;
 /** ...but only this much over the second half of the run, once warm: growth there would be a leak. */
-const RSS_SECOND_HALF_MARGIN = 64 * MiB;
+const HEAP_SECOND_HALF_MARGIN = 8 * MiB;
+/** The sidecar container's memory limit (operator/resources/route-deployment.ts): its RSS must stay under it. */
+const SIDECAR_RSS_LIMIT = SIDECAR_MEMORY_LIMIT_MIB * MiB;
+/** Every process is started with its inspector on a free port, for the heap readings. */
+const INSPECT = '--inspect=127.0.0.1:0';
 /** The auth server may answer 503 (store unavailable) until this long after Redis returns. */
 const AUTH_RECOVERY_MS = 10_000;
 
@@ -94,6 +106,7 @@ async function redisAnswers(port: number, timeoutMs = 60_000): Promise<void> {
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, Math.max(0, ms)));
 const overlaps = (a: Interval, s: number, e: number) => s <= a.end && e >= a.start;
+const toMiB = (bytes: number | undefined) => Number(((bytes ?? 0) / MiB).toFixed(1));
 
 describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
   let redis: RedisServer;
@@ -105,6 +118,9 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
   let deny: SidecarProcess;
   let stack: Stack;
   const replicaRestarts: Program[] = [];
+  /** Inspectors of the processes whose memory is checked, by report name. */
+  const inspectors: Record<string, Inspector> = {};
+  const authServer0 = () => stack.programs.find((p) => p.name === 'auth-server-0') as Program;
 
   /**
    * (Re)starts the upstream on its fixed port and waits until it really serves. While it is down,
@@ -148,17 +164,22 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
     redis = await startRedis(['--appendonly', 'yes', '--appendfsync', 'always']);
     upstreamPort = await freePort();
     await startUpstream();
-    allowA = await startSidecarProcess(sidecarConfig('soak', 'allow', false), 'sidecar-soak-a');
-    allowB = await startSidecarProcess(sidecarConfig('soak', 'allow', false), 'sidecar-soak-b');
-    deny = await startSidecarProcess(sidecarConfig('soak-deny', 'deny', false), 'sidecar-soak-deny');
+    // The sidecars run as the operator deploys them: the bundle, with the container's environment.
+    const deployed = { entry: SIDECAR_ENTRY, env: { ...SIDECAR_ENV, NODE_OPTIONS: `${SIDECAR_ENV.NODE_OPTIONS} ${INSPECT}` } };
+    allowA = await startSidecarProcess(sidecarConfig('soak', 'allow', false), 'sidecar-soak-a', deployed);
+    allowB = await startSidecarProcess(sidecarConfig('soak', 'allow', false), 'sidecar-soak-b', deployed);
+    deny = await startSidecarProcess(sidecarConfig('soak-deny', 'deny', false), 'sidecar-soak-deny', deployed);
     stack = await startStack({
       redisUrl: redis.url,
       replicas: 2,
-      authEnv: { AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000' },
+      authEnv: { AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000', NODE_OPTIONS: INSPECT },
     });
+    const watched = { 'sidecar-a': allowA.program, 'sidecar-b': allowB.program, 'sidecar-deny': deny.program, 'auth-server-0': authServer0() };
+    for (const [k, p] of Object.entries(watched)) inspectors[k] = await connectInspector(p);
   });
 
   afterAll(async () => {
+    for (const i of Object.values(inspectors)) i.close();
     await Promise.allSettled([allowA?.program.stop(), allowB?.program.stop(), deny?.program.stop(), upstream?.stop(), ...replicaRestarts.map((p) => p.stop())]);
     await stack?.stop();
     await redis?.stop();
@@ -177,12 +198,22 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
       'sidecar-a': allowA.program.child.pid as number,
       'sidecar-b': allowB.program.child.pid as number,
       'sidecar-deny': deny.program.child.pid as number,
-      'auth-server-0': (stack.programs.find((p) => p.name === 'auth-server-0') as Program).child.pid as number,
+      'auth-server-0': authServer0().child.pid as number,
     });
+    /** RSS and live heap (after a full GC) of every watched process, bytes. */
+    const sampleMemory = async () => {
+      const rss: Record<string, number> = {};
+      const heap: Record<string, number> = {};
+      for (const [k, pid] of Object.entries(pids())) {
+        rss[k] = rssBytes(pid);
+        heap[k] = await (inspectors[k] as Inspector).heapUsedAfterGc();
+      }
+      return { rss, heap };
+    };
     // Warm up before the RSS baseline.
     for (let i = 0; i < 30; i++) await fetch(`${allowA.url}/healthcheck/ready`, { headers: { 'USER-ID': `warm-${i}` } }).then((r) => r.text());
     await authorize({ issuer: stack.authUrls[0] as string, clientId: 'demo-client', redirectUri: stack.redirectUri, challenge: pkce().challenge });
-    const rssStart = Object.fromEntries(Object.entries(pids()).map(([k, pid]) => [k, rssBytes(pid)]));
+    const memStart = await sampleMemory();
 
     // ---- gateway traffic ----------------------------------------------------------------------
     const users: { id: string; route: 'allow' | 'deny'; kind: 'heavy' | 'light'; periodMs: number }[] = [
@@ -374,19 +405,20 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
       }
     };
 
-    let rssMid: Record<string, number> = {};
-    const midSample = sleep(DURATION_MS / 2).then(() => {
-      rssMid = Object.fromEntries(Object.entries(pids()).map(([k, pid]) => [k, rssBytes(pid)]));
+    let memMid: Awaited<ReturnType<typeof sampleMemory>> = { rss: {}, heap: {} };
+    const midSample = sleep(DURATION_MS / 2).then(async () => {
+      memMid = await sampleMemory();
     });
     await Promise.all([...users.map(userLoop), flowLoop(0), flowLoop(1), faultLoop(), midSample]);
 
     // ---- invariants ---------------------------------------------------------------------------
-    const rssEnd = Object.fromEntries(Object.entries(pids()).map(([k, pid]) => [k, rssBytes(pid)]));
+    const memEnd = await sampleMemory();
+    const rssPeak = Object.fromEntries(Object.entries(pids()).map(([k, pid]) => [k, peakRssBytes(pid)]));
     const problems: string[] = [];
     const inAny = (ws: Interval[], s: number, e: number, padBefore = 0, padAfter = 0) => ws.some((w) => overlaps({ start: w.start - padBefore, end: w.end + padAfter }, s, e));
 
     // No process exited on its own (the restarted upstream instances exited on our SIGTERM).
-    for (const p of [allowA.program, allowB.program, deny.program, stack.programs.find((x) => x.name === 'auth-server-0') as Program]) {
+    for (const p of [allowA.program, allowB.program, deny.program, authServer0()]) {
       if (p.exited()) problems.push(`${p.name} exited`);
     }
 
@@ -476,12 +508,15 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
       for (const line of p.lines) if (/"statusCode":500/.test(line)) problems.push(`${p.name} logged a 500: ${line.slice(0, 200)}`);
     }
 
-    // Memory.
-    for (const [k, start] of Object.entries(rssStart)) {
-      const endRss = rssEnd[k] as number;
-      if (endRss - start > RSS_MARGIN) problems.push(`${k}: RSS grew from ${(start / MiB).toFixed(1)} to ${(endRss / MiB).toFixed(1)} MiB`);
-      const mid = rssMid[k] as number;
-      if (endRss - mid > RSS_SECOND_HALF_MARGIN) problems.push(`${k}: RSS grew from ${(mid / MiB).toFixed(1)} MiB at mid-run to ${(endRss / MiB).toFixed(1)} MiB`);
+    // Memory: the live heap does not grow (a leak would show there first); the sidecars' RSS stays
+    // under their container limit at its peak.
+    const mib = (b: number | undefined) => `${((b ?? 0) / MiB).toFixed(1)} MiB`;
+    for (const [k, start] of Object.entries(memStart.heap)) {
+      const end = memEnd.heap[k] as number;
+      const mid = memMid.heap[k] as number;
+      if (end - start > HEAP_MARGIN) problems.push(`${k}: live heap grew from ${mib(start)} to ${mib(end)}`);
+      if (end - mid > HEAP_SECOND_HALF_MARGIN) problems.push(`${k}: live heap grew from ${mib(mid)} at mid-run to ${mib(end)}`);
+      if (k.startsWith('sidecar') && (rssPeak[k] as number) > SIDECAR_RSS_LIMIT) problems.push(`${k}: peak RSS ${mib(rssPeak[k])} is over the container limit ${mib(SIDECAR_RSS_LIMIT)}`);
     }
 
     const report = {
@@ -492,10 +527,14 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
       redisDownSeconds: redisDown.map((w) => [Number(((w.start - t0) / 1000).toFixed(2)), Number(((w.end - t0) / 1000).toFixed(2))]),
       gateway: { requests: gateway.length, byStatus, maxLatencyMs: Math.round(maxLatency), maxRecoveryMsAfterRedisAnswered: Math.round(maxRecoveryMs), windowsChecked, admittedByTheLimiter: admittedTotal, heavyUsersMaxFillOfBound: Number(maxFill.toFixed(3)) },
       oauth: { ...oauth, auth503: auth503LagMs.length, auth503MaxMsAfterRedisReturned: Math.round(Math.max(0, ...auth503LagMs.filter((x) => Number.isFinite(x)))) },
-      rssMiB: Object.fromEntries(
-        Object.keys(rssStart).map((k) => [k, { start: Number(((rssStart[k] as number) / MiB).toFixed(1)), mid: Number(((rssMid[k] as number) / MiB).toFixed(1)), end: Number(((rssEnd[k] as number) / MiB).toFixed(1)) }]),
+      memoryMiB: Object.fromEntries(
+        Object.keys(memStart.rss).map((k) => {
+          const at = (m: Awaited<ReturnType<typeof sampleMemory>>) => ({ rss: toMiB(m.rss[k]), liveHeap: toMiB(m.heap[k]) });
+          return [k, { start: at(memStart), mid: at(memMid), end: at(memEnd), peakRss: toMiB(rssPeak[k]) }];
+        }),
       ),
-      rssMarginMiB: { fromStart: RSS_MARGIN / MiB, secondHalf: RSS_SECOND_HALF_MARGIN / MiB },
+      memoryBoundsMiB: { liveHeapFromStart: HEAP_MARGIN / MiB, liveHeapSecondHalf: HEAP_SECOND_HALF_MARGIN / MiB, sidecarPeakRss: SIDECAR_RSS_LIMIT / MiB },
+      sidecarRuns: { entry: SIDECAR_ENTRY, env: SIDECAR_ENV },
       problems: problems.length,
       firstProblems: problems.slice(0, 30),
     };

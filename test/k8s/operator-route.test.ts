@@ -71,7 +71,7 @@ describe('operator: RateLimitRoute on a real API server, as the chart ServiceAcc
     expect(dep['metadata']['managedFields'].map((f: Obj) => `${f['manager']}/${f['operation']}`)).toContain('portcullis-operator/Apply');
     const containers = dep['spec']['template']['spec']['containers'];
     expect(containers.map((c: Obj) => c['name'])).toEqual(['target', 'sidecar']);
-    expect(containers[1]['command']).toEqual(['node', 'sidecar/main.ts']);
+    expect(containers[1]['command']).toEqual(['node', 'dist/sidecar/main.mjs']);
   });
 
   it('status: observedGeneration and Ready=False Progressing until the pods are ready, then Ready=True with readyReplicas', async () => {

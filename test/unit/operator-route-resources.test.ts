@@ -14,6 +14,7 @@ interface Container {
   command?: string[];
   args?: string[];
   ports: Array<{ name: string; containerPort: number }>;
+  env?: Array<{ name: string; value?: string }>;
   securityContext: Record<string, unknown>;
   readinessProbe?: unknown;
   livenessProbe?: unknown;
@@ -75,7 +76,9 @@ describe('RateLimitRoute -> children', () => {
     expect(target?.ports).toEqual([{ name: 'target', containerPort: 8081, protocol: 'TCP' }]);
     expect(target?.readinessProbe).toMatchObject({ httpGet: { path: '/healthcheck/ready', port: 8081 } });
     expect(sidecar?.name).toBe('sidecar');
-    expect(sidecar?.command).toEqual(['node', 'sidecar/main.ts']);
+    expect(sidecar?.command).toEqual(['node', 'dist/sidecar/main.mjs']);
+    // The V8 and allocator caps chosen in issue 5 reach the container (memory under load).
+    expect(sidecar?.env).toEqual(expect.arrayContaining([{ name: 'NODE_OPTIONS', value: expect.stringMatching(/--max-semi-space-size=\d+ --max-old-space-size=\d+/) }, { name: 'MALLOC_ARENA_MAX', value: '2' }]));
     expect(sidecar?.args).toEqual(['--config', '/etc/portcullis/sidecar/config.yaml']);
     expect(sidecar?.ports.map((p) => [p.name, p.containerPort])).toEqual([['http', 8080], ['admin', 9090]]);
     expect(sidecar?.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'admin' } });
