@@ -1,12 +1,19 @@
-// Redis BucketStore: one atomic Lua script per take (EVALSHA through ioredis defineCommand),
-// one hash key per bucket, hash-tagged so each bucket lives in one Redis Cluster slot, time from
-// Redis TIME (every sidecar shares one clock), PEXPIRE on every write, a short command timeout.
+// Redis BucketStore: one atomic Lua script (EVALSHA through ioredis defineCommand) per batch of
+// takes, one hash key per bucket, hash-tagged so each bucket lives in one Redis Cluster slot, time
+// from Redis TIME (every sidecar shares one clock), PEXPIRE on every write, a short command timeout.
+// Batching: the takes that arrive in one event-loop turn go to Redis as ONE script call (on a
+// single node or Sentinel; on a Cluster the keys of a batch may live on different nodes, so each
+// take is its own call there). Per take that saves ioredis' command, promise, timer and parse work
+// and Redis' script invocation; the script runs the takes in arrival order, atomically, so the
+// decisions are exactly those of separate calls at the same Redis time.
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import { assertRule, bucketTtlMs, toDecision, type BucketRule, type Decision } from '../bucket.ts';
 import { StoreUnavailableError, type BucketStore } from './bucket-store.ts';
 
 const script = readFileSync(new URL('./token-bucket.lua', import.meta.url), 'utf8');
+/** Takes per script call by default: ~1-2 µs of script time each, so a batch stays well under 1 ms. */
+const DEFAULT_MAX_BATCH = 128;
 
 export interface RedisStoreOptions {
   /** Single node: redis[s]://[user:password@]host:port[/db]. */
@@ -23,8 +30,11 @@ export interface RedisStoreOptions {
   readonly commandTimeoutMs?: number;
   /** Longest wait to connect, ms. */
   readonly connectTimeoutMs?: number;
-  /** Pipeline commands issued in the same tick (fewer syscalls under load). Default true. */
-  readonly autoPipelining?: boolean;
+  /**
+   * Takes per script call at most (single node and Sentinel; default 128). 1 turns batching off:
+   * one call per take, auto-pipelined by ioredis.
+   */
+  readonly maxBatch?: number;
   /**
    * Test-only: a clock (ms) whose time is sent to the script instead of Redis TIME, so a test can
    * replay exact sequences. Production leaves it unset.
@@ -32,10 +42,20 @@ export interface RedisStoreOptions {
   readonly clockForTests?: () => number;
 }
 
-type TakeReply = [number, string, number, number, string];
+/** Entries the script returns per take (see token-bucket.lua). */
+const REPLY_FIELDS = 5;
 
 interface BucketCommands {
-  portcullisTake(key: string, rate: number, capacity: number, cost: number, ttlMs: number, nowUs: string): Promise<TakeReply>;
+  /** numkeys, the keys, now (µs or ''), then 4 arguments per take. */
+  portcullisTake(...args: (string | number)[]): Promise<unknown>;
+}
+
+interface PendingTake {
+  readonly key: string;
+  readonly rule: BucketRule;
+  readonly cost: number;
+  readonly resolve: (take: RawTake) => void;
+  readonly reject: (err: Error) => void;
 }
 
 /** The raw reply of the script, for tests that compare it with the pure function. */
@@ -49,15 +69,20 @@ export class RedisBucketStore implements BucketStore {
   readonly client: (Redis | Cluster) & BucketCommands;
   readonly #prefix: string;
   readonly #clock: (() => number) | undefined;
+  readonly #maxBatch: number;
+  #pending: PendingTake[] = [];
+  #flushScheduled = false;
 
   constructor(options: RedisStoreOptions) {
+    const batching = options.cluster === undefined && (options.maxBatch ?? DEFAULT_MAX_BATCH) > 1;
     const common: RedisOptions = {
       commandTimeout: options.commandTimeoutMs ?? 50,
       connectTimeout: options.connectTimeoutMs ?? 2000,
       // Fail fast while disconnected instead of queueing: the caller's policy decides.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      enableAutoPipelining: options.autoPipelining ?? true,
+      // Batched takes are already one command per turn; without batching, ioredis pipelines.
+      enableAutoPipelining: !batching,
       // Reconnect quickly and forever: limiting resumes within ~0.5 s of Redis returning.
       retryStrategy: (times) => Math.min(50 * times, 500),
       ...(options.password !== undefined ? { password: options.password } : {}),
@@ -67,7 +92,7 @@ export class RedisBucketStore implements BucketStore {
       const nodes: ClusterNode[] = options.cluster.nodes.map((n) => ({ host: n.host, port: n.port }));
       client = new Cluster(nodes, {
         enableOfflineQueue: false,
-        enableAutoPipelining: common.enableAutoPipelining ?? true,
+        enableAutoPipelining: true,
         clusterRetryStrategy: (times) => Math.min(50 * times, 500),
         redisOptions: common,
       });
@@ -84,10 +109,12 @@ export class RedisBucketStore implements BucketStore {
     // Errors surface through rejected takes and the caller's metrics; without a listener ioredis
     // would print every reconnect attempt.
     client.on('error', () => {});
-    client.defineCommand('portcullisTake', { numberOfKeys: 1, lua: script });
+    // No numberOfKeys: the first argument of each call says how many keys follow.
+    client.defineCommand('portcullisTake', { lua: script });
     this.client = client as (Redis | Cluster) & BucketCommands;
     this.#prefix = options.keyPrefix ?? 'portcullis:bucket:';
     this.#clock = options.clockForTests;
+    this.#maxBatch = batching ? (options.maxBatch ?? DEFAULT_MAX_BATCH) : 1;
   }
 
   /** The Redis key of a bucket: prefix + `{key}` (the hash tag keeps a bucket in one slot). */
@@ -100,24 +127,51 @@ export class RedisBucketStore implements BucketStore {
   }
 
   /** take() with the script's exact state, for equivalence tests. */
-  async takeRaw(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<RawTake> {
+  takeRaw(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<RawTake> {
     assertRule(rule, cost);
-    const nowUs = this.#clock === undefined ? '' : String(Math.round(this.#clock() * 1000));
-    let reply: unknown;
-    try {
-      reply = await this.client.portcullisTake(
-        this.keyOf(key),
-        rule.replenishRate,
-        rule.burstCapacity,
-        cost,
-        bucketTtlMs(rule),
-        nowUs,
-      );
-    } catch (err) {
-      throw new StoreUnavailableError(`redis bucket store: ${(err as Error).message}`, { cause: err });
-    }
-    return parseReply(reply, rule, cost);
+    return new Promise<RawTake>((resolve, reject) => {
+      this.#pending.push({ key: this.keyOf(key), rule, cost, resolve, reject });
+      if (this.#pending.length >= this.#maxBatch) this.#flush();
+      else if (!this.#flushScheduled) {
+        // setImmediate runs after the poll phase: every request read in this turn joins the batch.
+        this.#flushScheduled = true;
+        setImmediate(this.#flush);
+      }
+    });
   }
+
+  /** Sends the pending takes as one script call and settles each with its slice of the reply. */
+  readonly #flush = (): void => {
+    this.#flushScheduled = false;
+    const batch = this.#pending;
+    if (batch.length === 0) return;
+    this.#pending = [];
+    const args: (string | number)[] = [batch.length];
+    for (const t of batch) args.push(t.key);
+    args.push(this.#clock === undefined ? '' : String(Math.round(this.#clock() * 1000)));
+    for (const t of batch) args.push(t.rule.replenishRate, t.rule.burstCapacity, t.cost, bucketTtlMs(t.rule));
+    this.client.portcullisTake(...args).then(
+      (reply) => {
+        if (!Array.isArray(reply) || reply.length !== batch.length * REPLY_FIELDS) {
+          const err = new StoreUnavailableError('redis bucket store: malformed reply');
+          for (const t of batch) t.reject(err);
+          return;
+        }
+        for (let i = 0; i < batch.length; i++) {
+          const t = batch[i] as PendingTake;
+          try {
+            t.resolve(parseReply(reply as unknown[], i * REPLY_FIELDS, t.rule, t.cost));
+          } catch (err) {
+            t.reject(err as Error);
+          }
+        }
+      },
+      (err: unknown) => {
+        const failure = new StoreUnavailableError(`redis bucket store: ${(err as Error).message}`, { cause: err });
+        for (const t of batch) t.reject(failure);
+      },
+    );
+  };
 
   async ready(): Promise<void> {
     if (this.isReady()) return;
@@ -137,10 +191,13 @@ export class RedisBucketStore implements BucketStore {
   }
 }
 
-/** Checks the script's reply (zod would allocate on the hot path; this is the same check by hand). */
-function parseReply(reply: unknown, rule: BucketRule, cost: number): RawTake {
-  if (!Array.isArray(reply) || reply.length !== 5) throw new StoreUnavailableError('redis bucket store: malformed reply');
-  const [allowed, tokensS, retryUs, resetUs, nowS] = reply as unknown[];
+/** Checks one take's slice of the script's reply (zod would allocate on the hot path; this is the same check by hand). */
+function parseReply(reply: unknown[], at: number, rule: BucketRule, cost: number): RawTake {
+  const allowed = reply[at];
+  const tokensS = reply[at + 1];
+  const retryUs = reply[at + 2];
+  const resetUs = reply[at + 3];
+  const nowS = reply[at + 4];
   const microTokens = Number(tokensS);
   const nowUs = Number(nowS);
   if (

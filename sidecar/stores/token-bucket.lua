@@ -1,55 +1,76 @@
--- Token bucket check-and-take: the Lua twin of takeUs() in sidecar/bucket.ts (same operations,
--- same order, so both give identical results; a test holds them to it).
+-- Token bucket check-and-take for one or more buckets in one atomic call: the Lua twin of takeUs()
+-- in sidecar/bucket.ts (same operations, same order, so both give identical results; a test holds
+-- them to it). The store batches the takes that arrive in one event-loop turn into one call
+-- (sidecar/stores/redis.ts): the takes run in KEYS order, so two takes of one bucket in a batch
+-- see each other exactly as two separate calls would.
 --
--- KEYS[1]  the bucket's hash key (fields: t = micro-tokens, ts = µs of that state)
--- ARGV[1]  replenishRate, tokens per second (integer >= 1)
--- ARGV[2]  burstCapacity, tokens (integer >= 1)
--- ARGV[3]  cost of this request, tokens (integer, 0..burstCapacity)
--- ARGV[4]  key TTL in ms (PEXPIRE on every write)
--- ARGV[5]  now in µs, or '' to use Redis TIME (the default: every sidecar shares one clock)
+-- KEYS[i]          the bucket hash key of take i (fields: t = micro-tokens, ts = µs of that state)
+-- ARGV[1]          now in µs, or '' to use Redis TIME (the default: every sidecar shares one clock)
+-- ARGV[4i-2..4i+1] take i: replenishRate (tokens per second, integer >= 1), burstCapacity
+--                  (tokens, integer >= 1), cost of this request (tokens, 0..burstCapacity), key TTL
+--                  in ms (PEXPIRE on every write)
 --
--- Reply: { allowed (1|0), micro-tokens left (string), retry-after µs, reset µs, now µs (string) }
+-- Reply: for each take i, 5 entries in order: allowed (1|0), micro-tokens left (string),
+-- retry-after µs, reset µs, now µs (string).
 -- Large integers travel as strings: Lua numbers are doubles and Redis truncates number replies.
-local rate = tonumber(ARGV[1])
-local capacity = tonumber(ARGV[2]) * 1000000
-local need = tonumber(ARGV[3]) * 1000000
-local ttl = tonumber(ARGV[4])
 local now
-if ARGV[5] ~= '' then
-  now = tonumber(ARGV[5])
+if ARGV[1] ~= '' then
+  now = tonumber(ARGV[1])
 else
   local time = redis.call('TIME')
   now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
+local now_s = string.format('%.0f', now)
 
-local fill = math.ceil(capacity / rate)
-local stored = redis.call('HMGET', KEYS[1], 't', 'ts')
-local tokens = tonumber(stored[1])
-local last = tonumber(stored[2])
-if tokens == nil or last == nil then
-  tokens = capacity
-else
-  if now < last then now = last end
-  local elapsed = now - last
-  if elapsed >= fill then
+local reply = {}
+for i = 1, #KEYS do
+  local a = 4 * i - 2
+  local rate = tonumber(ARGV[a])
+  local capacity = tonumber(ARGV[a + 1]) * 1000000
+  local need = tonumber(ARGV[a + 2]) * 1000000
+  local ttl = tonumber(ARGV[a + 3])
+
+  local fill = math.ceil(capacity / rate)
+  local stored = redis.call('HMGET', KEYS[i], 't', 'ts')
+  local tokens = tonumber(stored[1])
+  local last = tonumber(stored[2])
+  -- A clock behind the stored state (another sidecar's test clock, or Redis failed over to a
+  -- replica whose clock is behind) counts as no time passed: this take's time is the stored one.
+  local at = now
+  local at_s = now_s
+  if tokens == nil or last == nil then
     tokens = capacity
   else
-    tokens = math.min(capacity, tokens + elapsed * rate)
+    if at < last then
+      at = last
+      at_s = string.format('%.0f', last)
+    end
+    local elapsed = at - last
+    if elapsed >= fill then
+      tokens = capacity
+    else
+      tokens = math.min(capacity, tokens + elapsed * rate)
+    end
   end
-end
 
-local allowed = 0
-if tokens >= need then
-  allowed = 1
-  tokens = tokens - need
-end
-local retry = 0
-if allowed == 0 then retry = math.ceil((need - tokens) / rate) end
-local reset = math.ceil((capacity - tokens) / rate)
+  local allowed = 0
+  if tokens >= need then
+    allowed = 1
+    tokens = tokens - need
+  end
+  local retry = 0
+  if allowed == 0 then retry = math.ceil((need - tokens) / rate) end
+  local reset = math.ceil((capacity - tokens) / rate)
 
--- %.0f keeps every digit (tostring would print 16-digit µs values as 1.7953e+15).
-local tokens_s = string.format('%.0f', tokens)
-local now_s = string.format('%.0f', now)
-redis.call('HSET', KEYS[1], 't', tokens_s, 'ts', now_s)
-redis.call('PEXPIRE', KEYS[1], ttl)
-return { allowed, tokens_s, retry, reset, now_s }
+  -- %.0f keeps every digit (tostring would print 16-digit µs values as 1.7953e+15).
+  local tokens_s = string.format('%.0f', tokens)
+  redis.call('HSET', KEYS[i], 't', tokens_s, 'ts', at_s)
+  redis.call('PEXPIRE', KEYS[i], ttl)
+  local r = #reply
+  reply[r + 1] = allowed
+  reply[r + 2] = tokens_s
+  reply[r + 3] = retry
+  reply[r + 4] = reset
+  reply[r + 5] = at_s
+end
+return reply

@@ -1,0 +1,111 @@
+// The Redis store sends the takes of one event-loop turn as one script call (issue 5: hot path).
+// Batched decisions must be exactly those of separate calls: takes of one bucket in a batch see
+// each other in arrival order, buckets stay independent, the bound holds, and a failed call fails
+// every take in it (the caller's onStoreError policy then applies to each).
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { StoreUnavailableError } from '../../sidecar/stores/bucket-store.ts';
+import { RedisBucketStore } from '../../sidecar/stores/redis.ts';
+import { startRedis, type RedisServer } from '../harness/redis.ts';
+
+/** EVALSHA calls Redis has executed so far. */
+async function scriptCalls(admin: Redis): Promise<number> {
+  const stats = await admin.info('commandstats');
+  const m = /cmdstat_evalsha:calls=(\d+)/.exec(stats);
+  return m === null ? 0 : Number(m[1]);
+}
+
+describe('batched takes on Redis', () => {
+  let redis: RedisServer;
+  let admin: Redis;
+  beforeAll(async () => {
+    redis = await startRedis();
+    admin = new Redis(redis.url);
+  });
+  afterAll(async () => {
+    admin.disconnect();
+    await redis.stop();
+  });
+
+  it('one script call for the takes of one turn, with exactly the decisions of separate calls', async () => {
+    let clockMs = 1_795_000_000_000;
+    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000, clockForTests: () => clockMs });
+    await store.ready();
+    const rules: Record<string, BucketRule> = {
+      a: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 },
+      b: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 },
+      c: { replenishRate: 5, burstCapacity: 5, requestedTokens: 5 },
+    };
+    const states: Record<string, BucketState | undefined> = {};
+    try {
+      await store.take('warm-up', rules.a as BucketRule); // loads the script (EVAL once, then EVALSHA)
+      for (let turn = 0; turn < 6; turn++) {
+        clockMs += 700;
+        // 30 takes in one turn, interleaved over three buckets with different rules.
+        const order = Array.from({ length: 30 }, (_, i) => ['a', 'b', 'c'][(i * 7 + turn) % 3] as string);
+        const before = await scriptCalls(admin);
+        const got = await Promise.all(order.map((k) => store.takeRaw(`batch-${k}`, rules[k] as BucketRule)));
+        expect(await scriptCalls(admin)).toBe(before + 1);
+        // The same takes, one after another, through the pure function at the same time.
+        order.forEach((k, i) => {
+          const rule = rules[k] as BucketRule;
+          const pure = takeUs(states[k], rule, clockMs * 1000, rule.requestedTokens);
+          states[k] = pure.state;
+          expect(got[i]?.decision).toEqual(pure.decision);
+          expect(got[i]?.microTokens).toBe(pure.state.microTokens);
+        });
+      }
+      // Every bucket was pushed past its limit at least once, so the order really mattered.
+      expect(Object.values(states).every((s) => s !== undefined && s.microTokens < 5_000_000)).toBe(true);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('splits a turn larger than maxBatch and still admits exactly the burst', async () => {
+    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000, maxBatch: 16 });
+    await store.ready();
+    const rule: BucketRule = { replenishRate: 1, burstCapacity: 50, requestedTokens: 1 };
+    try {
+      await store.take('warm-up-2', rule);
+      const before = await scriptCalls(admin);
+      const decisions = await Promise.all(Array.from({ length: 80 }, () => store.take('split', rule)));
+      expect(await scriptCalls(admin)).toBe(before + 5); // 80 takes / 16 per call
+      // 50 tokens, at most a fraction of one refilled while the calls ran.
+      expect(decisions.filter((d) => d.allowed).length).toBe(50);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('maxBatch 1 sends one call per take', async () => {
+    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000, maxBatch: 1 });
+    await store.ready();
+    const rule: BucketRule = { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 };
+    try {
+      await store.take('warm-up-3', rule);
+      const before = await scriptCalls(admin);
+      await Promise.all(Array.from({ length: 12 }, (_, i) => store.take(`single-${i}`, rule)));
+      expect(await scriptCalls(admin)).toBe(before + 12);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('a failed call rejects every take of its batch with StoreUnavailableError', async () => {
+    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 300 });
+    await store.ready();
+    const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 1 };
+    const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
+    expect(pid).toBeGreaterThan(0);
+    process.kill(pid, 'SIGSTOP'); // frozen, connections open: the call times out
+    try {
+      const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => store.take(`stalled-${i}`, rule)));
+      expect(results.map((r) => r.status === 'rejected' && r.reason instanceof StoreUnavailableError)).toEqual(Array(10).fill(true));
+    } finally {
+      process.kill(pid, 'SIGCONT');
+      await store.close();
+    }
+  });
+});
