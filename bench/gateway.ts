@@ -7,9 +7,9 @@
 //   nginx           Debian's nginx, proxy_pass + limit_req (per instance), 1 worker
 //   node-peer       fastify + @fastify/http-proxy + @fastify/rate-limit with its Redis store
 //   bare-proxy      node:http + undici Pool and nothing else (the floor of any Node gateway)
-//   sidecar-redis-source  the Redis sidecar as it ran before issue 5's memory work: the
-//                   TypeScript sources (type stripping) with V8's defaults (a heap sized from
-//                   this host's memory); kept as the "before" of that change
+//   sidecar-redis-source  the same Redis sidecar code run as before the bundle and heap caps
+//                   (ADR 0008): the TypeScript sources (type stripping) with V8's defaults (a
+//                   heap sized from this host's memory); the "before" of that change
 // Same upstream (one user-service process), same request (GET /healthcheck/ready with a USER-ID),
 // a limit nobody reaches (every request does the full limiter work).
 // Two loads, rounds interleaved across the targets so a busy neighbour hurts all of them alike:
@@ -211,7 +211,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     { name: 'sidecar-memory', description: 'Portcullis sidecar, in-memory token bucket', base: viaMemory.url, cpuPids: () => [viaMemory.program.child.pid], rssPids: () => [viaMemory.program.child.pid] },
     { name: 'nginx', description: 'nginx 1.22 (Debian), proxy_pass + limit_req, 1 worker', base: nginx.url, cpuPids: () => [nginx.workerPid()], rssPids: () => [nginx.child.pid, nginx.workerPid()] },
     { name: 'node-peer', description: 'fastify + @fastify/http-proxy + @fastify/rate-limit (Redis store)', base: `http://127.0.0.1:${peerPort}`, cpuPids: () => [peer.child.pid], rssPids: () => [peer.child.pid] },
-    { name: 'sidecar-redis-source', description: 'the Redis sidecar before issue 5: TypeScript sources, V8 defaults (heap sized from the host)', base: viaRedisSource.url, cpuPids: () => [viaRedisSource.program.child.pid], rssPids: () => [viaRedisSource.program.child.pid] },
+    { name: 'sidecar-redis-source', description: 'the same sidecar run as before ADR 0008: TypeScript sources, V8 defaults (heap sized from the host)', base: viaRedisSource.url, cpuPids: () => [viaRedisSource.program.child.pid], rssPids: () => [viaRedisSource.program.child.pid] },
     { name: 'bare-proxy', description: 'node:http + undici Pool, no limiter (floor of a Node proxy)', base: `http://127.0.0.1:${barePort}`, cpuPids: () => [bare.child.pid], rssPids: () => [bare.child.pid] },
   ];
   const only = (process.env['BENCH_TARGETS'] ?? '').split(',').filter(Boolean);
