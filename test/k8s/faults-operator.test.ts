@@ -123,7 +123,11 @@ const restarts: string[] = [];
 let generation = 1;
 async function superviseOperator(): Promise<void> {
   if (!operator.program.exited()) return;
-  const why = operator.program.lines.filter((l) => /"level":(40|50|60)/.test(l)).slice(-1)[0] ?? 'no reason logged';
+  // The lease-lost line when there is one: warnings the informers log as their connections drop
+  // can reach the captured output after it (same millisecond, other writes), so "the last warning"
+  // is not the reason. Otherwise the last warning or error, which the test then reports.
+  const warnings = operator.program.lines.filter((l) => /"level":(40|50|60)/.test(l));
+  const why = warnings.find((l) => /leader lease lost: exiting/.test(l)) ?? warnings.slice(-1)[0] ?? 'no reason logged';
   restarts.push(`${operator.identity}: ${why.slice(0, 200)}`);
   retired.push(operator);
   operator = await startOperator(env, `op-faults-${++generation}`, OPERATOR_ENV);
