@@ -1,7 +1,25 @@
 import net from 'node:net';
 
-/** A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it). */
+/** Ports this process has handed out: the OS may pick a closed one again for the next bind(0). */
+const handedOut = new Set<number>();
+
+/**
+ * A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it), never one this process
+ * handed out before: two calls in a row (a program's port and its admin port) could otherwise get
+ * the same number, and the program then fails with EADDRINUSE on its own second listener.
+ */
 export async function freePort(): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = await osPicksPort();
+    if (!handedOut.has(port)) {
+      handedOut.add(port);
+      return port;
+    }
+  }
+  throw new Error('no unused free port after 50 attempts');
+}
+
+function osPicksPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.unref();
