@@ -3,6 +3,7 @@
 // serializer code) out of every sidecar process, which runs once per pod (issue 5: memory).
 import http from 'node:http';
 import type { Registry } from 'prom-client';
+import { sendProblem } from './problem.ts';
 
 export interface AdminDeps {
   readonly registry: Registry;
@@ -12,8 +13,8 @@ export interface AdminDeps {
 
 const TEXT = 'text/plain; charset=utf-8';
 
-function send(res: http.ServerResponse, status: number, contentType: string, body: string, extra: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', ...extra });
+function send(res: http.ServerResponse, status: number, contentType: string, body: string): void {
+  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
   res.end(body);
 }
 
@@ -34,11 +35,11 @@ export function buildAdminServer(deps: AdminDeps): http.Server {
     const path = q < 0 ? url : url.slice(0, q);
     const route = Object.hasOwn(routes, path) ? routes[path] : undefined;
     if (route === undefined) {
-      send(res, 404, 'application/problem+json', JSON.stringify({ type: 'about:blank', title: 'Not Found', status: 404, detail: 'The admin port serves /healthz, /readyz and /metrics.' }));
+      sendProblem(res, { type: 'about:blank', title: 'Not Found', status: 404, detail: 'The admin port serves /healthz, /readyz and /metrics.' });
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      send(res, 405, 'application/problem+json', JSON.stringify({ type: 'about:blank', title: 'Method Not Allowed', status: 405, detail: 'Only GET and HEAD.' }), { allow: 'GET, HEAD' });
+      sendProblem(res, { type: 'about:blank', title: 'Method Not Allowed', status: 405, detail: 'Only GET and HEAD.' }, ['allow', 'GET, HEAD']);
       return;
     }
     Promise.resolve(route(res)).catch(() => send(res, 503, TEXT, 'metrics unavailable'));

@@ -74,7 +74,8 @@ export class RedisBucketStore implements BucketStore {
   #flushScheduled = false;
 
   constructor(options: RedisStoreOptions) {
-    const batching = options.cluster === undefined && (options.maxBatch ?? DEFAULT_MAX_BATCH) > 1;
+    // A Cluster keeps one call per take: the keys of a batch may live on different nodes.
+    const maxBatch = options.cluster === undefined ? (options.maxBatch ?? DEFAULT_MAX_BATCH) : 1;
     const common: RedisOptions = {
       commandTimeout: options.commandTimeoutMs ?? 50,
       connectTimeout: options.connectTimeoutMs ?? 2000,
@@ -82,7 +83,7 @@ export class RedisBucketStore implements BucketStore {
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
       // Batched takes are already one command per turn; without batching, ioredis pipelines.
-      enableAutoPipelining: !batching,
+      enableAutoPipelining: maxBatch === 1,
       // Reconnect quickly and forever: limiting resumes within ~0.5 s of Redis returning.
       retryStrategy: (times) => Math.min(50 * times, 500),
       ...(options.password !== undefined ? { password: options.password } : {}),
@@ -114,7 +115,7 @@ export class RedisBucketStore implements BucketStore {
     this.client = client as (Redis | Cluster) & BucketCommands;
     this.#prefix = options.keyPrefix ?? 'portcullis:bucket:';
     this.#clock = options.clockForTests;
-    this.#maxBatch = batching ? (options.maxBatch ?? DEFAULT_MAX_BATCH) : 1;
+    this.#maxBatch = maxBatch;
   }
 
   /** The Redis key of a bucket: prefix + `{key}` (the hash tag keeps a bucket in one slot). */
