@@ -4,6 +4,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AccuracyBenchResult } from './accuracy.ts';
+import type { ContainerMemoryBenchResult } from './container-memory.ts';
 import type { GatewayBenchResult } from './gateway.ts';
 import type { OperatorBenchResult } from './operator.ts';
 import type { TokenBenchResult } from './token.ts';
@@ -22,6 +23,7 @@ function read<T>(dir: string, name: string, current: (x: Record<string, unknown>
 const isGateway = (x: Record<string, unknown>) => Array.isArray(x['goals']) && Array.isArray(x['scenarios']);
 const isAccuracy = (x: Record<string, unknown>) => Array.isArray(x['limiters']);
 const isToken = (x: Record<string, unknown>) => Array.isArray(x['servers']);
+const isContainerMemory = (x: Record<string, unknown>) => x['suite'] === 'container-memory' && Array.isArray(x['runs']);
 const isOperatorScale = (x: Record<string, unknown>) => Array.isArray(x['runs']);
 
 const loadavg = (xs: number[] | undefined) => (xs ?? []).map((x) => x.toFixed(1)).join(' ');
@@ -45,10 +47,26 @@ export function headline(dir: string): string {
     if (sr?.fixedRate.waitingForCpu !== undefined) {
       rows.push(`| gateway: share of the fixed-rate round the process waited for a CPU (context for p99), sidecar-redis / direct / nginx | - | ${w(sr)} / ${w(direct)} / ${w(s('nginx'))} | - |`);
     }
+    const addedBy = ['nginx', 'bare-proxy', 'sidecar-memory', 'node-peer'].flatMap((n) => {
+      const x = s(n)?.fixedRate.p99AddedMs;
+      return x === undefined ? [] : [`${n} ${x} ms`];
+    });
+    if (addedBy.length > 0) rows.push(`| gateway: p99 added over direct by the other proxies in the same fixed-rate rounds (context for the p99 goal) | - | ${addedBy.join(', ')} | - |`);
     const c = g.ratios['cpu-efficiency sidecar-redis/node-peer'];
     if (c !== undefined) rows.push(`| gateway: CPU per request, Node peer / sidecar-redis | - | ${c}x | - |`);
     const cn = g.ratios['cpu-efficiency sidecar-redis/nginx'];
     if (cn !== undefined) rows.push(`| gateway: CPU per request, nginx / sidecar-redis | - | ${cn}x | - |`);
+  }
+  const cm = read<ContainerMemoryBenchResult>(dir, 'container-memory', isContainerMemory);
+  if (cm?.notRun !== undefined) rows.push(`| gateway: sidecar under a 100 MiB container memory limit | - | **not run on this machine**: ${cm.notRun} | - |`);
+  if (cm?.goal !== undefined) rows.push(`| gateway: ${cm.goal.name} | ${cm.goal.goal} | ${cm.goal.measured} | ${cm.goal.met ? 'yes' : '**no**'} |`);
+  const alone = cm?.runs.find((r) => r.executable === 'charged' && r.limitMiB === 100);
+  const alone160 = cm?.runs.find((r) => r.executable === 'charged' && r.limitMiB === 160);
+  if (alone !== undefined) {
+    rows.push(
+      `| gateway: the same, node executable charged to the container (one Node pod alone on a node; context) | - | ${alone.requestsPerSecond} req/s, ${alone.majorFaults} major faults at 100 MiB` +
+        `${alone160 === undefined ? '' : `; ${alone160.requestsPerSecond} req/s, ${alone160.majorFaults} major faults at 160 MiB`} | - |`,
+    );
   }
   if (a !== undefined) {
     for (const l of a.limiters) {
@@ -129,7 +147,7 @@ export function chartSvg(dir: string): string {
 export function writeSummary(dir: string, readme: string): string[] {
   const written: string[] = [];
   const head = headline(dir);
-  const sections = ['gateway', 'accuracy', 'token', 'auth', 'operator-scale']
+  const sections = ['gateway', 'container-memory', 'accuracy', 'token', 'auth', 'operator-scale']
     .filter((n) => existsSync(path.join(dir, `${n}.md`)))
     .map((n) => readFileSync(path.join(dir, `${n}.md`), 'utf8').trim());
   writeFileSync(path.join(dir, 'summary.md'), `${[head, '', '![benchmark chart](chart.svg)', '', ...sections.flatMap((s) => [s, ''])].join('\n')}`);

@@ -29,6 +29,10 @@ export interface StartOptions {
   /** Wait until this port accepts connections before resolving. */
   waitPort?: number;
   name?: string;
+  /** The Node binary to run (default: the one running the tests). */
+  node?: string;
+  /** A command that ends by exec-ing its arguments (`sh -c '...; exec "$@"' sh`), put before the Node binary. */
+  launcher?: string[];
 }
 
 /** Every program started in this test file (the log scanner in reliability-setup.ts reads their lines). */
@@ -39,7 +43,8 @@ export async function startProgram(options: StartOptions): Promise<Program> {
   const logDir = path.join(repoRoot, 'test-results', 'logs');
   mkdirSync(logDir, { recursive: true });
   const log = createWriteStream(path.join(logDir, `${name}-${process.pid}-${Date.now()}.log`));
-  const child = spawn(process.execPath, [path.join(repoRoot, options.entry), ...(options.args ?? [])], {
+  const command = [...(options.launcher ?? []), options.node ?? process.execPath, path.join(repoRoot, options.entry), ...(options.args ?? [])];
+  const child = spawn(command[0] as string, command.slice(1), {
     cwd: repoRoot,
     env: { ...process.env, NODE_ENV: 'test', ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],
