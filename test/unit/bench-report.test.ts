@@ -1,0 +1,74 @@
+// The benchmark report: the summary's rows for the container-memory suite and the p99 context, and
+// the /proc reading behind the private/executable split of the gateway's peak memory.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { containerMemoryMarkdown, type ContainerMemoryBenchResult, type ContainerMemoryRun } from '../../bench/container-memory.ts';
+import { rssSplitKiB } from '../../bench/gateway.ts';
+import { headline } from '../../bench/summary.ts';
+
+const run = (executable: 'shared' | 'charged', limitMiB: number, requestsPerSecond: number, majorFaults: number): ContainerMemoryRun => ({
+  executable,
+  limitMiB,
+  requestsPerSecond,
+  cpuUsPerRequest: requestsPerSecond === 0 ? 0 : 95.5,
+  majorFaults,
+  peakChargeMiB: 84.2,
+  chargeAtEnd: { anonMiB: 80.1, fileMiB: 0.4 },
+  limitHits: 0,
+  oomKills: 0,
+  errors: 0,
+});
+
+function resultsDir(files: Record<string, unknown>): string {
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-bench-report-'));
+  for (const [name, body] of Object.entries(files)) writeFileSync(path.join(dir, `${name}.json`), JSON.stringify(body));
+  return dir;
+}
+
+describe('bench report', () => {
+  it('says loudly that the container-memory suite did not run, and why', () => {
+    const result: ContainerMemoryBenchResult = { suite: 'container-memory', startedAt: 'then', notRun: 'no memory cgroup controller', runs: [], goal: undefined };
+    expect(containerMemoryMarkdown(result)).toContain('**not run on this machine**: no memory cgroup controller');
+    expect(headline(resultsDir({ 'container-memory': result }))).toContain('**not run on this machine**: no memory cgroup controller');
+  });
+
+  it('puts the container-memory goal and the executable-charged context into the headline', () => {
+    const result: ContainerMemoryBenchResult = {
+      suite: 'container-memory',
+      startedAt: 'then',
+      cgroupVersion: 2,
+      runs: [run('shared', 100, 9900, 0), run('shared', 1024, 10000, 0), run('charged', 100, 0, 851), run('charged', 160, 9800, 0)],
+      goal: { name: 'sidecar under a 100 MiB limit', goal: 'no OOM kill', measured: '9900 req/s vs 10000', met: true },
+    };
+    const head = headline(resultsDir({ 'container-memory': result }));
+    expect(head).toContain('| gateway: sidecar under a 100 MiB limit | no OOM kill | 9900 req/s vs 10000 | yes |');
+    expect(head).toContain('0 req/s, 851 major faults at 100 MiB; 9800 req/s, 0 major faults at 160 MiB');
+    // A run that served nothing has no CPU per request, not a division by one.
+    expect(containerMemoryMarkdown(result)).toMatch(/\| charged \| 100 \| 0 \| - \| 851 \|/);
+  });
+
+  it('lists the p99 the other proxies added in the same rounds next to the goal', () => {
+    const scenario = (name: string, p99AddedMs?: number) => ({
+      name,
+      description: name,
+      saturation: { requestsPerSecond: 1, latencyMs: { p50: 1, p99: 1, p999: 1, max: 1 }, cpuUsPerRequest: 1, errors: 0 },
+      fixedRate: { offered: 1, achieved: 1, latencyMs: { p50: 1, p99: 1, p999: 1, max: 1 }, cpuUsPerRequest: 1, waitingForCpu: 0.1, ...(p99AddedMs === undefined ? {} : { p99AddedMs }), errors: 0 },
+      peakRssMiB: 1,
+      sampledPeak: { rssMiB: 1, anonMiB: 0.5, fileMiB: 0.5 },
+      rounds: { saturation: [], fixedRate: [] },
+    });
+    const gateway = { suite: 'gateway', scenarios: [scenario('direct'), scenario('sidecar-redis', 20.5), scenario('nginx', 3.6), scenario('bare-proxy', 17.2)], ratios: {}, goals: [], machine: { loadavgAtStart: [], loadavgAtEnd: [] } };
+    expect(headline(resultsDir({ gateway }))).toContain('| - | nginx 3.6 ms, bare-proxy 17.2 ms | - |');
+  });
+
+  it('splits a live process resident set into anonymous and file pages', () => {
+    const self = rssSplitKiB(process.pid);
+    expect(self.anon).toBeGreaterThan(0);
+    expect(self.file).toBeGreaterThan(0);
+    // VmRSS is the sum of the anonymous, file and shared-memory parts (read in one go).
+    expect(self.anon + self.file).toBeLessThanOrEqual(self.rss);
+    expect(rssSplitKiB(2 ** 22 + 12345)).toEqual({ rss: 0, anon: 0, file: 0 });
+  });
+});
