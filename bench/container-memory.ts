@@ -42,51 +42,55 @@ interface MemoryCgroup {
 const read = (file: string) => readFileSync(file, 'utf8').trim();
 const statField = (text: string, name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
 
+/** A figure in a cgroup file: the whole file is a number, or a `name value` line of it. */
+type Figure = readonly [file: string, field?: string];
+
+/** Where each cgroup version keeps the figures this suite reads (memory.stat holds anon and file). */
+const layouts = {
+  1: { limit: 'memory.limit_in_bytes', peak: ['memory.max_usage_in_bytes'], limitHits: ['memory.failcnt'], oomKills: ['memory.oom_control', 'oom_kill'], anon: 'rss', file: 'cache' },
+  2: { limit: 'memory.max', peak: ['memory.peak'], limitHits: ['memory.events', 'max'], oomKills: ['memory.events', 'oom_kill'], anon: 'anon', file: 'file' },
+} as const satisfies Record<1 | 2, { limit: string; peak: Figure; limitHits: Figure; oomKills: Figure; anon: string; file: string }>;
+
+function cgroupAt(version: 1 | 2, dir: string): MemoryCgroup {
+  const l = layouts[version];
+  const figure = ([file, field]: Figure) => {
+    const text = read(path.join(dir, file));
+    return field === undefined ? Number(text) : statField(text, field);
+  };
+  return {
+    version,
+    dir,
+    setLimit: (b) => writeFileSync(path.join(dir, l.limit), String(b)),
+    peak: () => figure(l.peak),
+    limitHits: () => figure(l.limitHits),
+    oomKills: () => figure(l.oomKills),
+    split: () => {
+      const stat = read(path.join(dir, 'memory.stat'));
+      return { anon: statField(stat, l.anon), file: statField(stat, l.file) };
+    },
+    remove: () => rmdirSync(dir),
+  };
+}
+
 /** A new child of this process' memory cgroup, or the reason there can be none. */
 function makeCgroup(name: string): MemoryCgroup | string {
   const lines = read('/proc/self/cgroup').split('\n');
   const v1 = lines.find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
   const v1Root = '/sys/fs/cgroup/memory';
+  const v2 = lines.find((l) => l.startsWith('0::'));
+  const v2Root = existsSync('/sys/fs/cgroup/cgroup.controllers') ? '/sys/fs/cgroup' : '/sys/fs/cgroup/unified';
   try {
     if (v1 !== undefined && existsSync(path.join(v1Root, 'memory.limit_in_bytes'))) {
       const dir = path.join(v1Root, v1.split(':')[2] ?? '/', name);
       mkdirSync(dir);
-      return {
-        version: 1,
-        dir,
-        setLimit: (b) => writeFileSync(path.join(dir, 'memory.limit_in_bytes'), String(b)),
-        peak: () => Number(read(path.join(dir, 'memory.max_usage_in_bytes'))),
-        limitHits: () => Number(read(path.join(dir, 'memory.failcnt'))),
-        oomKills: () => statField(read(path.join(dir, 'memory.oom_control')), 'oom_kill'),
-        split: () => {
-          const s = read(path.join(dir, 'memory.stat'));
-          return { anon: statField(s, 'rss'), file: statField(s, 'cache') };
-        },
-        remove: () => rmdirSync(dir),
-      };
+      return cgroupAt(1, dir);
     }
-    const v2 = lines.find((l) => l.startsWith('0::'));
-    const v2Root = existsSync('/sys/fs/cgroup/cgroup.controllers') ? '/sys/fs/cgroup' : '/sys/fs/cgroup/unified';
-    if (v2 !== undefined) {
-      const parent = path.join(v2Root, v2.slice(3));
-      if (!read(path.join(parent, 'cgroup.subtree_control')).split(' ').includes('memory')) return `the cgroup v2 group ${parent} does not delegate the memory controller`;
-      const dir = path.join(parent, name);
-      mkdirSync(dir);
-      return {
-        version: 2,
-        dir,
-        setLimit: (b) => writeFileSync(path.join(dir, 'memory.max'), String(b)),
-        peak: () => Number(read(path.join(dir, 'memory.peak'))),
-        limitHits: () => statField(read(path.join(dir, 'memory.events')), 'max'),
-        oomKills: () => statField(read(path.join(dir, 'memory.events')), 'oom_kill'),
-        split: () => {
-          const s = read(path.join(dir, 'memory.stat'));
-          return { anon: statField(s, 'anon'), file: statField(s, 'file') };
-        },
-        remove: () => rmdirSync(dir),
-      };
-    }
-    return 'no memory cgroup controller in /proc/self/cgroup';
+    if (v2 === undefined) return 'no memory cgroup controller in /proc/self/cgroup';
+    const parent = path.join(v2Root, v2.slice(3));
+    if (!read(path.join(parent, 'cgroup.subtree_control')).split(' ').includes('memory')) return `the cgroup v2 group ${parent} does not delegate the memory controller`;
+    const dir = path.join(parent, name);
+    mkdirSync(dir);
+    return cgroupAt(2, dir);
   } catch (err) {
     return `cannot make a memory cgroup: ${(err as Error).message}`;
   }

@@ -20,15 +20,14 @@
 // (load-insensitive: on a shared 2-core machine it varies far less than requests/s), peak RSS.
 // Ratios are taken within each round and the median ratio is reported.
 // Bounded: BENCH_ROUNDS (3) rounds x 7 targets x 2 loads x BENCH_DURATION_S (10 s) + warm-ups.
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { stringify } from 'yaml';
 import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
-import type { SidecarConfigInput } from '../sidecar/config.ts';
 import { freePort } from '../test/harness/ports.ts';
-import { startProgram, type Program, type StartOptions } from '../test/harness/programs.ts';
+import { startProgram } from '../test/harness/programs.ts';
+import { statusKiB } from '../test/harness/raw-http.ts';
 import { startRedis } from '../test/harness/redis.ts';
+import { startSidecarProcess, type SidecarProcess, type SidecarProcessOptions } from '../test/integration/reliability-support.ts';
 import { ensureWrk, runWrk, type WrkResult } from './gateway-wrk.ts';
 import { ensureLoadgen, runRate, type LoadgenResult } from './loadgen.ts';
 import { ensureNginx, startNginx } from './peers/nginx.ts';
@@ -101,27 +100,20 @@ export async function startSidecar(
   redisUrl: string | undefined,
   name: string,
   form: SidecarForm = 'deployed',
-  launch: Pick<StartOptions, 'node' | 'launcher'> = {},
-): Promise<{ program: Program; url: string }> {
-  const port = await freePort();
-  const adminPort = await freePort();
-  const config: SidecarConfigInput = {
-    listen: { host: '127.0.0.1', port },
-    admin: { host: '127.0.0.1', port: adminPort },
+  launch: Pick<SidecarProcessOptions, 'node' | 'launcher'> = {},
+): Promise<SidecarProcess> {
+  const config = {
     upstream: { url: upstreamUrl },
     route: { id: 'bench', path: '/**' },
     limiter: unreachable,
     ...(redisUrl !== undefined ? { redis: { url: redisUrl, commandTimeoutMs: 1000 } } : {}),
-    logLevel: 'warn',
+    logLevel: 'warn' as const,
   };
-  const file = path.join(mkdtempSync(path.join(os.tmpdir(), 'portcullis-bench-')), 'sidecar.yaml');
-  writeFileSync(file, stringify(config));
   const env: Record<string, string> = form === 'deployed' ? { ...SIDECAR_ENV } : {};
   const profiling = sidecarEnv()['NODE_OPTIONS'];
   if (profiling !== undefined) env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${profiling}`.trim();
   const entry = form === 'deployed' ? SIDECAR_ENTRY : 'sidecar/main.ts';
-  const program = await startProgram({ entry, args: ['--config', file], waitPort: port, name, env, ...launch });
-  return { program, url: `http://127.0.0.1:${port}` };
+  return startSidecarProcess(config, name, { entry, env, ...launch });
 }
 
 /** BENCH_CPU_PROF=dir: the sidecars write V8 CPU profiles there (node --cpu-prof) on exit. */
@@ -157,22 +149,18 @@ export function runDelayMs(pid: number | undefined): number {
 
 /** Resident set of a process now, split into anonymous and file pages, KiB (zeros when gone). */
 export function rssSplitKiB(pid: number | undefined): { rss: number; anon: number; file: number } {
-  if (pid === undefined) return { rss: 0, anon: 0, file: 0 };
   try {
-    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-    const kib = (field: string) => Number(new RegExp(`${field}:\\s+(\\d+) kB`).exec(status)?.[1] ?? 0);
-    return { rss: kib('VmRSS'), anon: kib('RssAnon'), file: kib('RssFile') };
+    if (pid !== undefined) return { rss: statusKiB(pid, 'VmRSS'), anon: statusKiB(pid, 'RssAnon'), file: statusKiB(pid, 'RssFile') };
   } catch {
-    return { rss: 0, anon: 0, file: 0 };
+    // the process is gone
   }
+  return { rss: 0, anon: 0, file: 0 };
 }
 
-/** Peak resident set (VmHWM) of a process, MiB. */
+/** Peak resident set (VmHWM) of a process, MiB (0 when gone). */
 export function peakRssMiB(pid: number | undefined): number {
-  if (pid === undefined) return 0;
   try {
-    const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-    return m === null ? 0 : Math.round((Number(m[1]) / 1024) * 10) / 10;
+    return pid === undefined ? 0 : Math.round((statusKiB(pid, 'VmHWM') / 1024) * 10) / 10;
   } catch {
     return 0;
   }

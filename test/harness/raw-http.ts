@@ -77,7 +77,8 @@ export function rawExchange(port: number, data: Buffer | string, options: RawOpt
   });
 }
 
-function statusKiB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+/** A memory field of /proc/PID/status, KiB; throws when the process is gone. */
+export function statusKiB(pid: number, field: 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
   if (m === null) throw new Error(`no ${field} for pid ${pid}`);

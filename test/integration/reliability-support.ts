@@ -7,7 +7,7 @@ import path from 'node:path';
 import { stringify } from 'yaml';
 import type { SidecarConfigInput } from '../../sidecar/config.ts';
 import { freePort } from '../harness/ports.ts';
-import { startProgram, type Program } from '../harness/programs.ts';
+import { startProgram, type Program, type StartOptions } from '../harness/programs.ts';
 
 export interface SidecarProcess {
   readonly program: Program;
@@ -20,11 +20,11 @@ export interface SidecarProcess {
   write(config: SidecarConfigInput): void;
 }
 
-export interface SidecarProcessOptions {
-  /** Entry relative to the repository root: the sources by default, or the deployed bundle. */
-  readonly entry?: string;
-  readonly env?: Record<string, string>;
-}
+/**
+ * How the process starts: `entry` is the sources by default, or the deployed bundle; `env`, `node`
+ * and `launcher` as for startProgram.
+ */
+export type SidecarProcessOptions = Partial<Pick<StartOptions, 'entry' | 'env' | 'node' | 'launcher'>>;
 
 export async function startSidecarProcess(
   config: Omit<SidecarConfigInput, 'listen' | 'admin'> & { listen?: Partial<NonNullable<SidecarConfigInput['listen']>> },
@@ -41,7 +41,7 @@ export async function startSidecarProcess(
     admin: { host: '127.0.0.1', port: adminPort },
   };
   writeFileSync(configFile, stringify(full));
-  const program = await startProgram({ entry: options.entry ?? 'sidecar/main.ts', args: ['--config', configFile], waitPort: port, name, ...(options.env === undefined ? {} : { env: options.env }) });
+  const program = await startProgram({ ...options, entry: options.entry ?? 'sidecar/main.ts', args: ['--config', configFile], waitPort: port, name });
   const handle: SidecarProcess = {
     program,
     port,

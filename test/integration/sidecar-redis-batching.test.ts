@@ -6,7 +6,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
 import { StoreUnavailableError } from '../../sidecar/stores/bucket-store.ts';
-import { RedisBucketStore } from '../../sidecar/stores/redis.ts';
+import { RedisBucketStore, type RedisStoreOptions } from '../../sidecar/stores/redis.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 
 /** EVALSHA calls Redis has executed so far. */
@@ -19,6 +19,16 @@ async function scriptCalls(admin: Redis): Promise<number> {
 describe('batched takes on Redis', () => {
   let redis: RedisServer;
   let admin: Redis;
+  /** Runs body with a ready store on the test's Redis, and closes the store afterwards. */
+  async function withStore(options: Omit<RedisStoreOptions, 'url'>, body: (store: RedisBucketStore) => Promise<void>): Promise<void> {
+    const store = new RedisBucketStore({ url: redis.url, ...options });
+    await store.ready();
+    try {
+      await body(store);
+    } finally {
+      await store.close();
+    }
+  }
   beforeAll(async () => {
     redis = await startRedis();
     admin = new Redis(redis.url);
@@ -30,15 +40,13 @@ describe('batched takes on Redis', () => {
 
   it('one script call for the takes of one turn, with exactly the decisions of separate calls', async () => {
     let clockMs = 1_795_000_000_000;
-    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000, clockForTests: () => clockMs });
-    await store.ready();
     const rules: Record<string, BucketRule> = {
       a: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 },
       b: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 },
       c: { replenishRate: 5, burstCapacity: 5, requestedTokens: 5 },
     };
     const states: Record<string, BucketState | undefined> = {};
-    try {
+    await withStore({ commandTimeoutMs: 5000, clockForTests: () => clockMs }, async (store) => {
       await store.take('warm-up', rules.a as BucketRule); // loads the script (EVAL once, then EVALSHA)
       for (let turn = 0; turn < 6; turn++) {
         clockMs += 700;
@@ -58,54 +66,43 @@ describe('batched takes on Redis', () => {
       }
       // Every bucket was pushed past its limit at least once, so the order really mattered.
       expect(Object.values(states).every((s) => s !== undefined && s.microTokens < 5_000_000)).toBe(true);
-    } finally {
-      await store.close();
-    }
+    });
   });
 
   it('splits a turn larger than maxBatch and still admits exactly the burst', async () => {
-    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000, maxBatch: 16 });
-    await store.ready();
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 50, requestedTokens: 1 };
-    try {
+    await withStore({ commandTimeoutMs: 5000, maxBatch: 16 }, async (store) => {
       await store.take('warm-up-2', rule);
       const before = await scriptCalls(admin);
       const decisions = await Promise.all(Array.from({ length: 80 }, () => store.take('split', rule)));
       expect(await scriptCalls(admin)).toBe(before + 5); // 80 takes / 16 per call
       // 50 tokens, at most a fraction of one refilled while the calls ran.
       expect(decisions.filter((d) => d.allowed).length).toBe(50);
-    } finally {
-      await store.close();
-    }
+    });
   });
 
   it('maxBatch 1 sends one call per take', async () => {
-    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000, maxBatch: 1 });
-    await store.ready();
     const rule: BucketRule = { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 };
-    try {
+    await withStore({ commandTimeoutMs: 5000, maxBatch: 1 }, async (store) => {
       await store.take('warm-up-3', rule);
       const before = await scriptCalls(admin);
       await Promise.all(Array.from({ length: 12 }, (_, i) => store.take(`single-${i}`, rule)));
       expect(await scriptCalls(admin)).toBe(before + 12);
-    } finally {
-      await store.close();
-    }
+    });
   });
 
   it('a failed call rejects every take of its batch with StoreUnavailableError', async () => {
-    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 300 });
-    await store.ready();
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 1 };
-    const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
-    expect(pid).toBeGreaterThan(0);
-    process.kill(pid, 'SIGSTOP'); // frozen, connections open: the call times out
-    try {
-      const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => store.take(`stalled-${i}`, rule)));
-      expect(results.map((r) => r.status === 'rejected' && r.reason instanceof StoreUnavailableError)).toEqual(Array(10).fill(true));
-    } finally {
-      process.kill(pid, 'SIGCONT');
-      await store.close();
-    }
+    await withStore({ commandTimeoutMs: 300 }, async (store) => {
+      const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
+      expect(pid).toBeGreaterThan(0);
+      process.kill(pid, 'SIGSTOP'); // frozen, connections open: the call times out
+      try {
+        const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => store.take(`stalled-${i}`, rule)));
+        expect(results.map((r) => r.status === 'rejected' && r.reason instanceof StoreUnavailableError)).toEqual(Array(10).fill(true));
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+    });
   });
 });
