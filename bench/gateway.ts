@@ -25,7 +25,7 @@ import os from 'node:os';
 import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
-import { statusKiB } from '../test/harness/raw-http.ts';
+import { statusFieldsKiB, statusKiB } from '../test/harness/raw-http.ts';
 import { startRedis } from '../test/harness/redis.ts';
 import { startSidecarProcess, type SidecarProcess, type SidecarProcessOptions } from '../test/integration/reliability-support.ts';
 import { ensureWrk, runWrk, type WrkResult } from './gateway-wrk.ts';
@@ -100,7 +100,7 @@ export async function startSidecar(
   redisUrl: string | undefined,
   name: string,
   form: SidecarForm = 'deployed',
-  launch: Pick<SidecarProcessOptions, 'node' | 'launcher'> = {},
+  launch: Pick<SidecarProcessOptions, 'node' | 'launcher' | 'waitPortMs'> = {},
 ): Promise<SidecarProcess> {
   const config = {
     upstream: { url: upstreamUrl },
@@ -150,7 +150,10 @@ export function runDelayMs(pid: number | undefined): number {
 /** Resident set of a process now, split into anonymous and file pages, KiB (zeros when gone). */
 export function rssSplitKiB(pid: number | undefined): { rss: number; anon: number; file: number } {
   try {
-    if (pid !== undefined) return { rss: statusKiB(pid, 'VmRSS'), anon: statusKiB(pid, 'RssAnon'), file: statusKiB(pid, 'RssFile') };
+    if (pid !== undefined) {
+      const f = statusFieldsKiB(pid, ['VmRSS', 'RssAnon', 'RssFile']);
+      return { rss: f.VmRSS, anon: f.RssAnon, file: f.RssFile };
+    }
   } catch {
     // the process is gone
   }

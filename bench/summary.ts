@@ -6,6 +6,7 @@ import path from 'node:path';
 import type { AccuracyBenchResult } from './accuracy.ts';
 import type { ContainerMemoryBenchResult } from './container-memory.ts';
 import type { GatewayBenchResult } from './gateway.ts';
+import type { InstructionsBenchResult } from './instructions.ts';
 import type { OperatorBenchResult } from './operator.ts';
 import type { TokenBenchResult } from './token.ts';
 
@@ -24,6 +25,7 @@ const isGateway = (x: Record<string, unknown>) => Array.isArray(x['goals']) && A
 const isAccuracy = (x: Record<string, unknown>) => Array.isArray(x['limiters']);
 const isToken = (x: Record<string, unknown>) => Array.isArray(x['servers']);
 const isContainerMemory = (x: Record<string, unknown>) => x['suite'] === 'container-memory' && Array.isArray(x['runs']);
+const isInstructions = (x: Record<string, unknown>) => x['suite'] === 'instructions' && Array.isArray(x['runs']);
 const isOperatorScale = (x: Record<string, unknown>) => Array.isArray(x['runs']);
 
 const loadavg = (xs: number[] | undefined) => (xs ?? []).map((x) => x.toFixed(1)).join(' ');
@@ -56,6 +58,19 @@ export function headline(dir: string): string {
     if (c !== undefined) rows.push(`| gateway: CPU per request, Node peer / sidecar-redis | - | ${c}x | - |`);
     const cn = g.ratios['cpu-efficiency sidecar-redis/nginx'];
     if (cn !== undefined) rows.push(`| gateway: CPU per request, nginx / sidecar-redis | - | ${cn}x | - |`);
+  }
+  const ins = read<InstructionsBenchResult>(dir, 'instructions', isInstructions);
+  if (ins?.notRun !== undefined) rows.push(`| gateway: instructions per request (callgrind) | - | **not run on this machine**: ${ins.notRun} | - |`);
+  const perRequest = (n: string) => ins?.runs.find((r) => r.target === n)?.instructionsPerRequest;
+  const insSidecar = perRequest('sidecar-redis');
+  if (insSidecar !== undefined) {
+    const others = ['node-peer', 'nginx', 'bare-proxy', 'sidecar-memory'].flatMap((n) => {
+      const x = ins?.ratios[`${n}/sidecar-redis`];
+      return x === undefined ? [] : [`${n} ${x}x`];
+    });
+    rows.push(
+      `| gateway: user-space instructions per request (callgrind; repeatable within a few %, context for the throughput goals), sidecar-redis ${insSidecar.toLocaleString('en-US')}; the others / sidecar-redis | - | ${others.join(', ')} | - |`,
+    );
   }
   const cm = read<ContainerMemoryBenchResult>(dir, 'container-memory', isContainerMemory);
   if (cm?.notRun !== undefined) rows.push(`| gateway: sidecar under a 100 MiB container memory limit | - | **not run on this machine**: ${cm.notRun} | - |`);
@@ -147,7 +162,7 @@ export function chartSvg(dir: string): string {
 export function writeSummary(dir: string, readme: string): string[] {
   const written: string[] = [];
   const head = headline(dir);
-  const sections = ['gateway', 'container-memory', 'accuracy', 'token', 'auth', 'operator-scale']
+  const sections = ['gateway', 'instructions', 'container-memory', 'accuracy', 'token', 'auth', 'operator-scale']
     .filter((n) => existsSync(path.join(dir, `${n}.md`)))
     .map((n) => readFileSync(path.join(dir, `${n}.md`), 'utf8').trim());
   writeFileSync(path.join(dir, 'summary.md'), `${[head, '', '![benchmark chart](chart.svg)', '', ...sections.flatMap((s) => [s, ''])].join('\n')}`);

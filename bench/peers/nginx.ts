@@ -25,13 +25,27 @@ export function ensureNginx(): void {
   execFileSync(path.join(repoRoot, 'scripts', 'ensure-system-deps.sh'), ['nginx:nginx'], { stdio: 'inherit', env: { ...process.env, PATH: `${process.env['PATH'] ?? ''}:/usr/sbin:/sbin` } });
 }
 
-export async function startNginx(options: { upstreamPort: number; ratePerSecond: number; burst: number }): Promise<RunningNginx> {
+export interface NginxOptions {
+  readonly upstreamPort: number;
+  readonly ratePerSecond: number;
+  readonly burst: number;
+  /**
+   * A command put before nginx (e.g. valgrind). nginx then runs as one process (master_process
+   * off), so the process started is the one that proxies, and keeps the caller's user.
+   */
+  readonly launcher?: readonly string[];
+  /** How long to wait for the port (default 15 s). */
+  readonly waitPortMs?: number;
+}
+
+export async function startNginx(options: NginxOptions): Promise<RunningNginx> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-nginx-'));
   for (const sub of ['logs', 'tmp/body', 'tmp/proxy', 'tmp/fastcgi', 'tmp/uwsgi', 'tmp/scgi']) mkdirSync(path.join(dir, sub), { recursive: true });
+  const single = options.launcher !== undefined;
   const conf = `
 worker_processes 1;
-daemon off;
+daemon off;${single ? '\nmaster_process off;' : ''}
 pid ${dir}/nginx.pid;
 error_log ${dir}/logs/error.log warn;
 events { worker_connections 4096; }
@@ -70,15 +84,19 @@ http {
   execFileSync('chown', ['-R', `${NOBODY}:${NOBODY}`, dir]);
   chownSync(dir, NOBODY, NOBODY);
   const isRoot = process.getuid?.() === 0;
-  const child = spawn('/usr/sbin/nginx', ['-p', dir, '-c', confFile, '-e', path.join(dir, 'logs', 'error.log')], {
+  const command = [...(options.launcher ?? []), '/usr/sbin/nginx', '-p', dir, '-c', confFile, '-e', path.join(dir, 'logs', 'error.log')];
+  const child = spawn(command[0] as string, command.slice(1), {
     stdio: ['ignore', 'inherit', 'inherit'],
-    ...(isRoot ? { uid: NOBODY, gid: NOBODY } : {}),
+    // Under a launcher it stays root: valgrind's control pipes (callgrind_control) are named after
+    // the user, and root's callgrind_control cannot reach those of a process that dropped to nobody.
+    ...(isRoot && !single ? { uid: NOBODY, gid: NOBODY } : {}),
   });
-  await waitForPort(port);
+  await waitForPort(port, options.waitPortMs);
   return {
     url: `http://127.0.0.1:${port}`,
     child,
     workerPid() {
+      if (single) return child.pid;
       try {
         const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
         return children.length > 0 ? Number(children[0]) : undefined;

@@ -28,6 +28,8 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Wait until this port accepts connections before resolving. */
   waitPort?: number;
+  /** How long to wait for waitPort (default 20 s; a program under valgrind starts ~50x slower). */
+  waitPortMs?: number;
   name?: string;
   /** The Node binary to run (default: the one running the tests). */
   node?: string;
@@ -107,7 +109,7 @@ export async function startProgram(options: StartOptions): Promise<Program> {
   if (options.waitPort !== undefined) {
     try {
       await Promise.race([
-        waitForPort(options.waitPort, 20_000),
+        waitForPort(options.waitPort, options.waitPortMs ?? 20_000),
         exitPromise.then((code) => {
           throw new Error(`${name} exited with ${String(code)} before listening:\n${lines.join('\n')}`);
         }),

@@ -77,12 +77,27 @@ export function rawExchange(port: number, data: Buffer | string, options: RawOpt
   });
 }
 
-/** A memory field of /proc/PID/status, KiB; throws when the process is gone. */
-export function statusKiB(pid: number, field: 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile'): number {
+type StatusField = 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile';
+
+/**
+ * Memory fields of /proc/PID/status in KiB, from ONE read of the file: figures taken from separate
+ * reads of a live process need not add up (VmRSS = RssAnon + RssFile + RssShmem only within one
+ * read). Throws when the process is gone.
+ */
+export function statusFieldsKiB<F extends StatusField>(pid: number, fields: readonly F[]): Record<F, number> {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
-  if (m === null) throw new Error(`no ${field} for pid ${pid}`);
-  return Number(m[1]);
+  const out = {} as Record<F, number>;
+  for (const field of fields) {
+    const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(status);
+    if (m === null) throw new Error(`no ${field} for pid ${pid}`);
+    out[field] = Number(m[1]);
+  }
+  return out;
+}
+
+/** A memory field of /proc/PID/status, KiB; throws when the process is gone. */
+export function statusKiB(pid: number, field: StatusField): number {
+  return statusFieldsKiB(pid, [field])[field];
 }
 
 /** Resident set size of a process, in bytes (Linux /proc). */

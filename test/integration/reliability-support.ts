@@ -24,7 +24,7 @@ export interface SidecarProcess {
  * How the process starts: `entry` is the sources by default, or the deployed bundle; `env`, `node`
  * and `launcher` as for startProgram.
  */
-export type SidecarProcessOptions = Partial<Pick<StartOptions, 'entry' | 'env' | 'node' | 'launcher'>>;
+export type SidecarProcessOptions = Partial<Pick<StartOptions, 'entry' | 'env' | 'node' | 'launcher' | 'waitPortMs'>>;
 
 export async function startSidecarProcess(
   config: Omit<SidecarConfigInput, 'listen' | 'admin'> & { listen?: Partial<NonNullable<SidecarConfigInput['listen']>> },

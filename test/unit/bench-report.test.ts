@@ -1,11 +1,13 @@
-// The benchmark report: the summary's rows for the container-memory suite and the p99 context, and
-// the /proc reading behind the private/executable split of the gateway's peak memory.
+// The benchmark report: the summary's rows for the container-memory and instructions suites and the
+// p99 context, the callgrind dump reading, and the /proc reading behind the private/executable split
+// of the gateway's peak memory.
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { containerMemoryMarkdown, type ContainerMemoryBenchResult, type ContainerMemoryRun } from '../../bench/container-memory.ts';
 import { rssSplitKiB } from '../../bench/gateway.ts';
+import { callgrindTotal, instructionRatios, instructionsMarkdown, type InstructionsBenchResult, type InstructionsRun } from '../../bench/instructions.ts';
 import { headline } from '../../bench/summary.ts';
 
 const run = (executable: 'shared' | 'charged', limitMiB: number, requestsPerSecond: number, majorFaults: number): ContainerMemoryRun => ({
@@ -70,5 +72,38 @@ describe('bench report', () => {
     // VmRSS is the sum of the anonymous, file and shared-memory parts (read in one go).
     expect(self.anon + self.file).toBeLessThanOrEqual(self.rss);
     expect(rssSplitKiB(2 ** 22 + 12345)).toEqual({ rss: 0, anon: 0, file: 0 });
+  });
+});
+
+describe('instructions report', () => {
+  const insRun = (target: string, instructionsPerRequest: number): InstructionsRun => ({
+    target,
+    description: target,
+    requests: 6000,
+    instructions: instructionsPerRequest * 6000,
+    instructionsPerRequest,
+    requestsPerSecond: 200,
+    errors: 0,
+  });
+
+  it('reads the total from a callgrind dump, whichever line carries it', () => {
+    expect(callgrindTotal('version: 1\ncmd: node\nevents: Ir\nsummary: 3183446207\n\nfn=(1) main\n')).toBe(3183446207);
+    expect(callgrindTotal('events: Ir\nfn=(1)\n0 5\ntotals: 42\n')).toBe(42);
+    expect(callgrindTotal('events: Ir\nfn=(1)\n0 5\n')).toBeUndefined();
+  });
+
+  it('gives every front relative to the Redis sidecar, and no ratio without it', () => {
+    const runs = [insRun('sidecar-redis', 400_000), insRun('node-peer', 560_000), insRun('nginx', 100_000)];
+    expect(instructionRatios(runs)).toEqual({ 'node-peer/sidecar-redis': 1.4, 'nginx/sidecar-redis': 0.25 });
+    expect(instructionRatios(runs.slice(1))).toEqual({});
+    const result: InstructionsBenchResult = { suite: 'instructions', startedAt: 'then', valgrind: 'valgrind-3.19.0', warmupRequests: 50_000, durationS: 60, runs, ratios: instructionRatios(runs) };
+    expect(instructionsMarkdown(result)).toContain('| node-peer | node-peer | 6000 | 560,000 | 1.40x | 200 | 0 |');
+    expect(headline(resultsDir({ instructions: result }))).toContain('sidecar-redis 400,000; the others / sidecar-redis | - | node-peer 1.4x, nginx 0.25x | - |');
+  });
+
+  it('says loudly that it did not run, and why', () => {
+    const result: InstructionsBenchResult = { suite: 'instructions', startedAt: 'then', notRun: 'valgrind is not installed', runs: [], ratios: {} };
+    expect(instructionsMarkdown(result)).toContain('**not run on this machine**: valgrind is not installed');
+    expect(headline(resultsDir({ instructions: result }))).toContain('**not run on this machine**: valgrind is not installed');
   });
 });
