@@ -42,11 +42,11 @@ export interface RedisStoreOptions {
   readonly clockForTests?: () => number;
 }
 
-/** Entries the script returns per take (see token-bucket.lua). */
+/** Integers the script's reply holds per take (see token-bucket.lua). */
 const REPLY_FIELDS = 5;
 
 interface BucketCommands {
-  /** numkeys, the keys, now (µs or ''), then 4 arguments per take. */
+  /** numkeys, the keys, now (µs or ''), then the takes' arguments packed into one string. */
   portcullisTake(...args: (string | number)[]): Promise<unknown>;
 }
 
@@ -148,12 +148,17 @@ export class RedisBucketStore implements BucketStore {
     if (batch.length === 0) return;
     this.#pending = [];
     const args: (string | number)[] = [batch.length];
-    for (const t of batch) args.push(t.key);
-    args.push(this.#clock === undefined ? '' : String(Math.round(this.#clock() * 1000)));
-    for (const t of batch) args.push(t.rule.replenishRate, t.rule.burstCapacity, t.cost, bucketTtlMs(t.rule));
+    let packed = '';
+    for (let i = 0; i < batch.length; i++) {
+      const t = batch[i] as PendingTake;
+      args.push(t.key);
+      packed += `${i === 0 ? '' : ' '}${t.rule.replenishRate} ${t.rule.burstCapacity} ${t.cost} ${bucketTtlMs(t.rule)}`;
+    }
+    args.push(this.#clock === undefined ? '' : String(Math.round(this.#clock() * 1000)), packed);
     this.client.portcullisTake(...args).then(
       (reply) => {
-        if (!Array.isArray(reply) || reply.length !== batch.length * REPLY_FIELDS) {
+        const fields = typeof reply === 'string' ? reply.split(' ') : [];
+        if (fields.length !== batch.length * REPLY_FIELDS) {
           const err = new StoreUnavailableError('redis bucket store: malformed reply');
           for (const t of batch) t.reject(err);
           return;
@@ -161,7 +166,7 @@ export class RedisBucketStore implements BucketStore {
         for (let i = 0; i < batch.length; i++) {
           const t = batch[i] as PendingTake;
           try {
-            t.resolve(parseReply(reply as unknown[], i * REPLY_FIELDS, t.rule, t.cost));
+            t.resolve(parseReply(fields, i * REPLY_FIELDS, t.rule, t.cost));
           } catch (err) {
             t.reject(err as Error);
           }
@@ -192,23 +197,24 @@ export class RedisBucketStore implements BucketStore {
   }
 }
 
+/** A number of the reply; NaN when absent or empty (Number('') would be 0). */
+const integerField = (s: string | undefined): number => (s === undefined || s === '' ? Number.NaN : Number(s));
+
 /** Checks one take's slice of the script's reply (zod would allocate on the hot path; this is the same check by hand). */
-function parseReply(reply: unknown[], at: number, rule: BucketRule, cost: number): RawTake {
-  const allowed = reply[at];
-  const tokensS = reply[at + 1];
-  const retryUs = reply[at + 2];
-  const resetUs = reply[at + 3];
-  const nowS = reply[at + 4];
-  const microTokens = Number(tokensS);
-  const nowUs = Number(nowS);
+export function parseReply(fields: readonly string[], at: number, rule: BucketRule, cost: number): RawTake {
+  const allowed = fields[at];
+  const microTokens = integerField(fields[at + 1]);
+  const retryUs = integerField(fields[at + 2]);
+  const resetUs = integerField(fields[at + 3]);
+  const nowUs = integerField(fields[at + 4]);
   if (
-    (allowed !== 0 && allowed !== 1) ||
-    typeof retryUs !== 'number' ||
-    typeof resetUs !== 'number' ||
+    (allowed !== '0' && allowed !== '1') ||
     !Number.isSafeInteger(microTokens) ||
+    !Number.isSafeInteger(retryUs) ||
+    !Number.isSafeInteger(resetUs) ||
     !Number.isSafeInteger(nowUs)
   ) {
     throw new StoreUnavailableError('redis bucket store: malformed reply');
   }
-  return { decision: toDecision(allowed === 1, microTokens, retryUs, resetUs, rule, cost), microTokens, nowUs };
+  return { decision: toDecision(allowed === '1', microTokens, retryUs, resetUs, rule, cost), microTokens, nowUs };
 }

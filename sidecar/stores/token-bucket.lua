@@ -4,15 +4,18 @@
 -- (sidecar/stores/redis.ts): the takes run in KEYS order, so two takes of one bucket in a batch
 -- see each other exactly as two separate calls would.
 --
--- KEYS[i]          the bucket hash key of take i (fields: t = micro-tokens, ts = µs of that state)
--- ARGV[1]          now in µs, or '' to use Redis TIME (the default: every sidecar shares one clock)
--- ARGV[4i-2..4i+1] take i: replenishRate (tokens per second, integer >= 1), burstCapacity
---                  (tokens, integer >= 1), cost of this request (tokens, 0..burstCapacity), key TTL
---                  in ms (PEXPIRE on every write)
+-- KEYS[i]   the bucket hash key of take i (fields: t = micro-tokens, ts = µs of that state)
+-- ARGV[1]   now in µs, or '' to use Redis TIME (the default: every sidecar shares one clock)
+-- ARGV[2]   the takes' arguments, 4 per take in KEYS order, separated by single spaces:
+--           replenishRate (tokens per second, integer >= 1), burstCapacity (tokens, integer >= 1),
+--           cost of this request (tokens, 0..burstCapacity), key TTL in ms (PEXPIRE on every write)
 --
--- Reply: for each take i, 5 entries in order: allowed (1|0), micro-tokens left (string),
--- retry-after µs, reset µs, now µs (string).
--- Large integers travel as strings: Lua numbers are doubles and Redis truncates number replies.
+-- Reply: ONE string, 5 space-separated integers per take in KEYS order: allowed (1|0), micro-tokens
+-- left, retry-after µs, reset µs, now µs. One packed argument and one packed reply instead of 4
+-- arguments and 5 reply entries per take: the client encodes and decodes one value per batch
+-- (ioredis' RESP decoder costs several property lookups per entry) and Redis makes one object.
+-- %.0f keeps every digit of the large values (Lua numbers are doubles; tostring would print
+-- 16-digit µs values as 1.7953e+15).
 local now
 if ARGV[1] ~= '' then
   now = tonumber(ARGV[1])
@@ -22,13 +25,19 @@ else
 end
 local now_s = string.format('%.0f', now)
 
+local args = {}
+for word in string.gmatch(ARGV[2], '%S+') do args[#args + 1] = word end
+if #args ~= 4 * #KEYS then
+  return redis.error_reply('portcullis token bucket: expected 4 arguments per key, got ' .. #args .. ' for ' .. #KEYS)
+end
+
 local reply = {}
 for i = 1, #KEYS do
-  local a = 4 * i - 2
-  local rate = tonumber(ARGV[a])
-  local capacity = tonumber(ARGV[a + 1]) * 1000000
-  local need = tonumber(ARGV[a + 2]) * 1000000
-  local ttl = tonumber(ARGV[a + 3])
+  local a = 4 * i - 3
+  local rate = tonumber(args[a])
+  local capacity = tonumber(args[a + 1]) * 1000000
+  local need = tonumber(args[a + 2]) * 1000000
+  local ttl = tonumber(args[a + 3])
 
   local fill = math.ceil(capacity / rate)
   local stored = redis.call('HMGET', KEYS[i], 't', 'ts')
@@ -62,15 +71,9 @@ for i = 1, #KEYS do
   if allowed == 0 then retry = math.ceil((need - tokens) / rate) end
   local reset = math.ceil((capacity - tokens) / rate)
 
-  -- %.0f keeps every digit (tostring would print 16-digit µs values as 1.7953e+15).
   local tokens_s = string.format('%.0f', tokens)
   redis.call('HSET', KEYS[i], 't', tokens_s, 'ts', at_s)
   redis.call('PEXPIRE', KEYS[i], ttl)
-  local r = #reply
-  reply[r + 1] = allowed
-  reply[r + 2] = tokens_s
-  reply[r + 3] = retry
-  reply[r + 4] = reset
-  reply[r + 5] = at_s
+  reply[i] = allowed .. ' ' .. tokens_s .. ' ' .. string.format('%.0f %.0f', retry, reset) .. ' ' .. at_s
 end
-return reply
+return table.concat(reply, ' ')
