@@ -25,19 +25,24 @@ else
 end
 local now_s = string.format('%.0f', now)
 
+-- Every argument is read before the first write: a malformed call changes nothing.
 local args = {}
-for word in string.gmatch(ARGV[2], '%S+') do args[#args + 1] = word end
-if #args ~= 4 * #KEYS then
-  return redis.error_reply('portcullis token bucket: expected 4 arguments per key, got ' .. #args .. ' for ' .. #KEYS)
+local count = 0
+for word in string.gmatch(ARGV[2], '%S+') do
+  count = count + 1
+  args[count] = tonumber(word)
+end
+if count ~= 4 * #KEYS then
+  return redis.error_reply('portcullis token bucket: expected 4 arguments per key, got ' .. count .. ' for ' .. #KEYS)
 end
 
 local reply = {}
 for i = 1, #KEYS do
   local a = 4 * i - 3
-  local rate = tonumber(args[a])
-  local capacity = tonumber(args[a + 1]) * 1000000
-  local need = tonumber(args[a + 2]) * 1000000
-  local ttl = tonumber(args[a + 3])
+  local rate = args[a]
+  local capacity = args[a + 1] * 1000000
+  local need = args[a + 2] * 1000000
+  local ttl = args[a + 3]
 
   local fill = math.ceil(capacity / rate)
   local stored = redis.call('HMGET', KEYS[i], 't', 'ts')
@@ -74,6 +79,6 @@ for i = 1, #KEYS do
   local tokens_s = string.format('%.0f', tokens)
   redis.call('HSET', KEYS[i], 't', tokens_s, 'ts', at_s)
   redis.call('PEXPIRE', KEYS[i], ttl)
-  reply[i] = allowed .. ' ' .. tokens_s .. ' ' .. string.format('%.0f %.0f', retry, reset) .. ' ' .. at_s
+  reply[i] = string.format('%d %s %.0f %.0f %s', allowed, tokens_s, retry, reset, at_s)
 end
 return table.concat(reply, ' ')

@@ -2,6 +2,7 @@
 // Batched decisions must be exactly those of separate calls: takes of one bucket in a batch see
 // each other in arrival order, buckets stay independent, the bound holds, and a failed call fails
 // every take in it (the caller's onStoreError policy then applies to each).
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
@@ -104,5 +105,17 @@ describe('batched takes on Redis', () => {
         process.kill(pid, 'SIGCONT');
       }
     });
+  });
+  it('the script refuses a call whose packed arguments do not match its keys, and writes nothing', async () => {
+    const script = readFileSync(new URL('../../sidecar/stores/token-bucket.lua', import.meta.url), 'utf8');
+    const key = 'portcullis:bucket:{malformed}';
+    await admin.hset(key, 't', '5000000', 'ts', '1795000000000000');
+    // Two keys, arguments for one take and a half: refused before the first take runs.
+    await expect(admin.eval(script, 2, key, key, '', '1 10 1 60000 1 10')).rejects.toThrow(/expected 4 arguments per key, got 6 for 2/);
+    expect(await admin.hgetall(key)).toEqual({ t: '5000000', ts: '1795000000000000' });
+    // The same call well formed takes twice and answers 5 integers per take in one string.
+    const reply = await admin.eval(script, 2, key, key, '1795000000000000', '1 10 1 60000 1 10 1 60000');
+    expect(typeof reply).toBe('string');
+    expect((reply as string).split(' ')).toEqual(['1', '4000000', '0', '6000000', '1795000000000000', '1', '3000000', '0', '7000000', '1795000000000000']);
   });
 });
