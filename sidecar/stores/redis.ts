@@ -46,7 +46,7 @@ export interface RedisStoreOptions {
 const REPLY_FIELDS = 5;
 
 interface BucketCommands {
-  /** numkeys, the keys, now (µs or ''), then the takes' arguments packed into one string. */
+  /** numkeys, the keys, now (µs or ''), then 4 arguments per take; answers one string. */
   portcullisTake(...args: (string | number)[]): Promise<unknown>;
 }
 
@@ -148,13 +148,9 @@ export class RedisBucketStore implements BucketStore {
     if (batch.length === 0) return;
     this.#pending = [];
     const args: (string | number)[] = [batch.length];
-    let packed = '';
-    for (let i = 0; i < batch.length; i++) {
-      const t = batch[i] as PendingTake;
-      args.push(t.key);
-      packed += `${i === 0 ? '' : ' '}${t.rule.replenishRate} ${t.rule.burstCapacity} ${t.cost} ${bucketTtlMs(t.rule)}`;
-    }
-    args.push(this.#clock === undefined ? '' : String(Math.round(this.#clock() * 1000)), packed);
+    for (const t of batch) args.push(t.key);
+    args.push(this.#clock === undefined ? '' : String(Math.round(this.#clock() * 1000)));
+    for (const t of batch) args.push(t.rule.replenishRate, t.rule.burstCapacity, t.cost, bucketTtlMs(t.rule));
     this.client.portcullisTake(...args).then(
       (reply) => {
         const fields = typeof reply === 'string' ? reply.split(' ') : [];

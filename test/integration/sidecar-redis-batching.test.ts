@@ -106,15 +106,15 @@ describe('batched takes on Redis', () => {
       }
     });
   });
-  it('the script refuses a call whose packed arguments do not match its keys, and writes nothing', async () => {
+  it('the script refuses a call whose arguments do not match its keys, and writes nothing', async () => {
     const script = readFileSync(new URL('../../sidecar/stores/token-bucket.lua', import.meta.url), 'utf8');
     const key = 'portcullis:bucket:{malformed}';
     await admin.hset(key, 't', '5000000', 'ts', '1795000000000000');
     // Two keys, arguments for one take and a half: refused before the first take runs.
-    await expect(admin.eval(script, 2, key, key, '', '1 10 1 60000 1 10')).rejects.toThrow(/expected 4 arguments per key, got 6 for 2/);
+    await expect(admin.eval(script, 2, key, key, '', '1', '10', '1', '60000', '1', '10')).rejects.toThrow(/expected 1 \+ 4 arguments per key, got 7 for 2/);
     expect(await admin.hgetall(key)).toEqual({ t: '5000000', ts: '1795000000000000' });
     // The same call well formed takes twice and answers 5 integers per take in one string.
-    const reply = await admin.eval(script, 2, key, key, '1795000000000000', '1 10 1 60000 1 10 1 60000');
+    const reply = await admin.eval(script, 2, key, key, '1795000000000000', '1', '10', '1', '60000', '1', '10', '1', '60000');
     expect(typeof reply).toBe('string');
     expect((reply as string).split(' ')).toEqual(['1', '4000000', '0', '6000000', '1795000000000000', '1', '3000000', '0', '7000000', '1795000000000000']);
   });
