@@ -1,6 +1,7 @@
 // Instructions per proxied request (issue 5: "a fair, repeatable comparison"). Requests/s and CPU
 // time on this shared 2-core machine move by 30 % from round to round with whatever else runs; the
-// number of instructions a front executes per request does not. Each front runs alone under
+// number of instructions a front executes per request hardly does (the sidecars, the Node peer and
+// nginx repeated within 0.5 % between two runs; the bare proxy, on V8's defaults, 14 %). Each front runs alone under
 // valgrind's callgrind, behind the same upstream and with the same request and limits as the
 // gateway suite; wrk (50 connections) drives it until it has answered a number of requests (V8 tiers
 // code up by how often it runs, not by time: a Node proxy here needs ~20,000-50,000 requests before
@@ -189,7 +190,7 @@ export function instructionsMarkdown(result: InstructionsBenchResult): string {
   return [
     `Instructions per request, ${result.startedAt}: each front alone under callgrind (${result.valgrind}), wrk with 50 connections, warmed up with ${result.warmupRequests} requests, ` +
       `counted over the next ${result.durationS} s; user-space instructions of every thread of the front (the kernel's share is not counted). ` +
-      'The same binary and load give the same count within a few per cent, whatever else runs on the machine.',
+      'Unlike requests/s, the count hardly moves with whatever else runs on the machine (see bench/results/optimization.md for how much).',
     '',
     '| front | what | requests counted | instructions per request | / sidecar-redis | req/s under callgrind | errors |',
     '|---|---|---:|---:|---:|---:|---:|',
