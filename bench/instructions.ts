@@ -1,8 +1,8 @@
 // Instructions per proxied request (issue 5: "a fair, repeatable comparison"). Requests/s and CPU
 // time on this shared 2-core machine move by 30 % from round to round with whatever else runs; the
 // number of instructions a front executes per request hardly does (the memory-store sidecar, the
-// Node peer and nginx repeated within 0.5 % between two runs; the bare proxy, on V8's defaults, 14
-// %). Each front runs alone under valgrind's callgrind, behind the same upstream and with the same
+// Node peer and nginx repeated within 0.5 % between two runs; the bare proxy, on V8's defaults,
+// 14 %). Each front runs alone under valgrind's callgrind, behind the same upstream and with the same
 // request and limits as the gateway suite; wrk (50 connections) drives it until it has answered a
 // number of requests (V8 tiers code up by how often it runs, not by time: a Node proxy here needs
 // ~20,000-50,000 requests before its count per request settles, from ~1.5 M in the first 500), then
