@@ -21,7 +21,7 @@ import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
 import { cpuUs, startSidecar } from './gateway.ts';
-import { ensureWrk, runWrk } from './gateway-wrk.ts';
+import { ensureWrk, runWrk, wrkErrors } from './gateway-wrk.ts';
 
 const MiB = 1024 * 1024;
 
@@ -192,7 +192,7 @@ export async function runContainerMemoryBench(log: (line: string) => void = cons
             chargeAtEnd: { anonMiB: Math.round((split.anon / MiB) * 10) / 10, fileMiB: Math.round((split.file / MiB) * 10) / 10 },
             limitHits: cg.limitHits(),
             oomKills: cg.oomKills(),
-            errors: wrk.errors.connect + wrk.errors.read + wrk.errors.write + wrk.errors.status + wrk.errors.timeout,
+            errors: wrkErrors(wrk),
           };
           runs.push(run);
           log(

@@ -22,6 +22,11 @@ export interface WrkOptions {
   readonly headers?: Readonly<Record<string, string>>;
 }
 
+/** Every failed request of a run: connect, read, write and timeout errors and non-2xx answers. */
+export function wrkErrors(w: WrkResult): number {
+  return w.errors.connect + w.errors.read + w.errors.write + w.errors.status + w.errors.timeout;
+}
+
 export function ensureWrk(): void {
   execFileSync(path.join(here, '..', 'scripts', 'ensure-system-deps.sh'), ['wrk:wrk'], { stdio: 'inherit' });
 }

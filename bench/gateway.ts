@@ -28,7 +28,7 @@ import { startProgram } from '../test/harness/programs.ts';
 import { statusFieldsKiB, statusKiB } from '../test/harness/raw-http.ts';
 import { startRedis } from '../test/harness/redis.ts';
 import { startSidecarProcess, type SidecarProcess, type SidecarProcessOptions } from '../test/integration/reliability-support.ts';
-import { ensureWrk, runWrk, type WrkResult } from './gateway-wrk.ts';
+import { ensureWrk, runWrk, wrkErrors, type WrkResult } from './gateway-wrk.ts';
 import { ensureLoadgen, runRate, type LoadgenResult } from './loadgen.ts';
 import { ensureNginx, startNginx } from './peers/nginx.ts';
 
@@ -90,7 +90,9 @@ export interface GatewayBenchResult {
 }
 
 /** A limit nobody reaches: 1e9 tokens of burst, refilled at 1e9/s. */
-const unreachable = { replenishRate: 1_000_000_000, burstCapacity: 1_000_000_000, requestedTokens: 1 };
+export const unreachable = { replenishRate: 1_000_000_000, burstCapacity: 1_000_000_000, requestedTokens: 1 };
+/** nginx's limit_req at a rate and burst nobody reaches. */
+export const nginxUnreachable = { ratePerSecond: 1_000_000, burst: 1_000_000 } as const;
 
 /** How a sidecar process is started: as deployed (bundle + container env) or from the sources with V8's defaults. */
 type SidecarForm = 'deployed' | 'source';
@@ -211,7 +213,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   const viaRedis = await startSidecar(userUrl, redis.url, 'bench-sidecar-redis');
   const viaMemory = await startSidecar(userUrl, undefined, 'bench-sidecar-memory');
   const viaRedisSource = await startSidecar(userUrl, redis.url, 'bench-sidecar-redis-source', 'source');
-  const nginx = await startNginx({ upstreamPort: userPort, ratePerSecond: 1_000_000, burst: 1_000_000 });
+  const nginx = await startNginx({ upstreamPort: userPort, ...nginxUnreachable });
   const peerPort = await freePort();
   const peer = await startProgram({
     entry: 'bench/peers/node-peer.ts',
@@ -292,9 +294,11 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     const f = fixed.get(t.name) ?? [];
     const midS = [...s].sort((a, b) => wrkRps(a.wrk) - wrkRps(b.wrk))[Math.floor(s.length / 2)];
     const midF = [...f].sort((a, b) => a.lg.latencyUs.p99 - b.lg.latencyUs.p99)[Math.floor(f.length / 2)];
-    const wrkErr = (w: WrkResult) => w.errors.connect + w.errors.read + w.errors.write + w.errors.status + w.errors.timeout;
     const direct = fixed.get('direct') ?? [];
-    const added = t.name === 'direct' ? [] : f.flatMap((r, i) => (direct[i] === undefined ? [] : [(r.lg.latencyUs.p99 - (direct[i]?.lg.latencyUs.p99 ?? 0)) / 1000]));
+    const added = t.name === 'direct' ? [] : f.flatMap((r, i) => {
+      const d = direct[i];
+      return d === undefined ? [] : [(r.lg.latencyUs.p99 - d.lg.latencyUs.p99) / 1000];
+    });
     const peak = sampled.get(t.name) ?? { rss: 0, anon: 0, file: 0 };
     const mib = (kib: number) => Math.round((kib / 1024) * 10) / 10;
     const lgErr = (l: LoadgenResult) => l.errors + l.dropped + Object.entries(l.statuses).reduce((n, [code, c]) => n + (code === '200' ? 0 : c), 0);
@@ -305,7 +309,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
         requestsPerSecond: median(s.map((r) => wrkRps(r.wrk))),
         latencyMs: midS === undefined ? { p50: 0, p99: 0, p999: 0, max: 0 } : { p50: ms(midS.wrk.latencyUs.p50), p99: ms(midS.wrk.latencyUs.p99), p999: ms(midS.wrk.latencyUs.p999), max: ms(midS.wrk.latencyUs.max) },
         cpuUsPerRequest: median(s.map((r) => r.cpuUsPerRequest)),
-        errors: s.reduce((n, r) => n + wrkErr(r.wrk), 0),
+        errors: s.reduce((n, r) => n + wrkErrors(r.wrk), 0),
       },
       fixedRate: {
         offered,

@@ -14,20 +14,18 @@
 // runs ~50x slower, so it is the bottleneck and batches per event-loop turn as it does at
 // saturation. Needs valgrind (installed on demand from Debian); without it the suite says so.
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
-import { startSidecar } from './gateway.ts';
-import { ensureWrk, runWrk, type WrkResult } from './gateway-wrk.ts';
+import { nginxUnreachable, startSidecar, unreachable } from './gateway.ts';
+import { ensureWrk, runWrk, wrkErrors } from './gateway-wrk.ts';
 import { ensureNginx, startNginx } from './peers/nginx.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-/** A limit nobody reaches, as in the gateway suite: every request does the full limiter work. */
-const unreachable = 1_000_000;
 /** Starting a front under callgrind takes 10-40 s here. */
 const startMs = 180_000;
 
@@ -70,8 +68,6 @@ function valgrindVersion(): string | undefined {
   }
 }
 
-const wrkErrors = (w: WrkResult) => w.errors.connect + w.errors.read + w.errors.write + w.errors.status + w.errors.timeout;
-
 interface Front {
   readonly name: string;
   readonly description: string;
@@ -111,13 +107,13 @@ export async function runInstructionsBench(log: (line: string) => void = console
     {
       name: 'node-peer',
       description: 'fastify + @fastify/http-proxy + @fastify/rate-limit (Redis store)',
-      start: program('bench/peers/node-peer.ts', 'bench-instr-node-peer', { UPSTREAM_URL: userUrl, REDIS_URL: redis.url, MAX: String(unreachable), WINDOW_MS: '1000' }),
+      start: program('bench/peers/node-peer.ts', 'bench-instr-node-peer', { UPSTREAM_URL: userUrl, REDIS_URL: redis.url, MAX: String(unreachable.burstCapacity), WINDOW_MS: '1000' }),
     },
     {
       name: 'nginx',
       description: 'nginx (Debian), proxy_pass + limit_req, one process',
       start: async (launcher) => {
-        const n = await startNginx({ upstreamPort: userPort, ratePerSecond: unreachable, burst: unreachable, launcher, waitPortMs: startMs });
+        const n = await startNginx({ upstreamPort: userPort, ...nginxUnreachable, launcher, waitPortMs: startMs });
         return { url: n.url, pid: n.workerPid(), stop: () => n.stop() };
       },
     },
@@ -145,8 +141,8 @@ export async function runInstructionsBench(log: (line: string) => void = console
         const wrk = await runWrk({ url, connections: 50, threads: 1, durationS, headers });
         execFileSync('callgrind_control', ['--dump', String(f.pid)], { stdio: 'ignore' });
         // The dump on request is <name>.<pid>.1 (the one at exit, without the suffix, comes later).
-        const dump = readdirSync(outDir).find((n) => n === `${front.name}.${f.pid}.1`);
-        const total = dump === undefined ? undefined : callgrindTotal(readFileSync(path.join(outDir, dump), 'utf8'));
+        const dump = path.join(outDir, `${front.name}.${f.pid}.1`);
+        const total = existsSync(dump) ? callgrindTotal(readFileSync(dump, 'utf8')) : undefined;
         if (total === undefined) throw new Error(`${front.name}: callgrind wrote no dump with a total in ${outDir}`);
         if (wrk.requests === 0) throw new Error(`${front.name}: no request answered under callgrind`);
         const run: InstructionsRun = {
@@ -186,7 +182,10 @@ export function instructionRatios(runs: readonly InstructionsRun[]): Record<stri
 
 export function instructionsMarkdown(result: InstructionsBenchResult): string {
   if (result.notRun !== undefined) return `Instructions per request, ${result.startedAt}: **not run on this machine**: ${result.notRun}.`;
-  const base = result.runs.find((r) => r.target === 'sidecar-redis');
+  const ratio = (target: string) => {
+    const x = target === 'sidecar-redis' ? 1 : result.ratios[`${target}/sidecar-redis`];
+    return x === undefined ? '-' : `${x.toFixed(2)}x`;
+  };
   return [
     `Instructions per request, ${result.startedAt}: each front alone under callgrind (${result.valgrind}), wrk with 50 connections, warmed up with ${result.warmupRequests} requests, ` +
       `counted over the next ${result.durationS} s; user-space instructions of every thread of the front (the kernel's share is not counted). ` +
@@ -196,7 +195,7 @@ export function instructionsMarkdown(result: InstructionsBenchResult): string {
     '|---|---|---:|---:|---:|---:|---:|',
     ...result.runs.map(
       (r) =>
-        `| ${r.target} | ${r.description} | ${r.requests} | ${r.instructionsPerRequest.toLocaleString('en-US')} | ${base === undefined ? '-' : `${(r.instructionsPerRequest / base.instructionsPerRequest).toFixed(2)}x`} | ${r.requestsPerSecond} | ${r.errors} |`,
+        `| ${r.target} | ${r.description} | ${r.requests} | ${r.instructionsPerRequest.toLocaleString('en-US')} | ${ratio(r.target)} | ${r.requestsPerSecond} | ${r.errors} |`,
     ),
   ].join('\n');
 }

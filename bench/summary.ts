@@ -61,8 +61,7 @@ export function headline(dir: string): string {
   }
   const ins = read<InstructionsBenchResult>(dir, 'instructions', isInstructions);
   if (ins?.notRun !== undefined) rows.push(`| gateway: instructions per request (callgrind) | - | **not run on this machine**: ${ins.notRun} | - |`);
-  const perRequest = (n: string) => ins?.runs.find((r) => r.target === n)?.instructionsPerRequest;
-  const insSidecar = perRequest('sidecar-redis');
+  const insSidecar = ins?.runs.find((r) => r.target === 'sidecar-redis')?.instructionsPerRequest;
   if (insSidecar !== undefined) {
     const others = ['node-peer', 'nginx', 'bare-proxy', 'sidecar-memory'].flatMap((n) => {
       const x = ins?.ratios[`${n}/sidecar-redis`];
