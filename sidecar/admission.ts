@@ -79,7 +79,7 @@ export class Admission {
 
     const rateHeaders: string[] = [];
     if (decision !== undefined) {
-      rt.rateHeaders(decision, rt.headerContext, rateHeaders);
+      rt.rateHeaders(decision, rateHeaders);
       if (!decision.allowed) {
         rt.metrics.limited.inc();
         rt.metrics.outcome.limited.inc();

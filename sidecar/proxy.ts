@@ -44,7 +44,8 @@ export class GatewayProxy {
 
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     this.#inFlight++;
-    res.once('close', this.#onClose);
+    // 'close' comes once per response: on() spares the wrapper once() would allocate per request.
+    res.on('close', this.#onClose);
     if (this.#draining) res.shouldKeepAlive = false;
     this.#handle(req, res).catch((err: unknown) => {
       this.#log.error({ err }, 'proxy: unexpected failure');

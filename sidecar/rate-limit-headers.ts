@@ -1,5 +1,7 @@
 // Rate-limit response header sets (DESIGN.md section 3), a registry selected per route. All
-// counts are tokens; times are whole seconds rounded up.
+// counts are tokens; times are whole seconds rounded up. Each set is made once per config, so what
+// does not depend on the decision (the policy, the route's name, the rule's numbers) is rendered
+// once, not for every response.
 import type { BucketRule, Decision } from './bucket.ts';
 
 export interface HeaderContext {
@@ -8,13 +10,13 @@ export interface HeaderContext {
 }
 
 /** Appends [name, value] pairs to `out` for one decision. */
-export type HeaderSet = (decision: Decision, ctx: HeaderContext, out: string[]) => void;
+export type HeaderSet = (decision: Decision, out: string[]) => void;
 
 const seconds = (ms: number) => String(Math.ceil(ms / 1000));
 
 export const headerSets = {
   /** The specification's RateLimit-Limit, -Remaining, -Reset, -Used (SPEC 8.2). */
-  spec: (d, _ctx, out) => {
+  spec: (): HeaderSet => (d, out) => {
     out.push(
       'ratelimit-limit', String(d.limit),
       'ratelimit-remaining', String(d.remaining),
@@ -27,31 +29,38 @@ export const headerSets = {
    * tokens, w = seconds an empty bucket takes to fill) and the current state (r = tokens left,
    * t = seconds until full).
    */
-  draft: (d, ctx, out) => {
+  draft: (ctx: HeaderContext): HeaderSet => {
     const name = JSON.stringify(ctx.routeId);
     const window = Math.ceil(ctx.rule.burstCapacity / ctx.rule.replenishRate);
-    out.push(
-      'ratelimit-policy', `${name};q=${d.limit};w=${window}`,
-      'ratelimit', `${name};r=${d.remaining};t=${seconds(d.resetMs)}`,
-    );
+    // A decision's limit is its rule's burst capacity (bucket.ts toDecision).
+    const policy = `${name};q=${ctx.rule.burstCapacity};w=${window}`;
+    const state = `${name};r=`;
+    return (d, out) => {
+      out.push('ratelimit-policy', policy, 'ratelimit', `${state}${d.remaining};t=${seconds(d.resetMs)}`);
+    };
   },
   /** Spring Cloud Gateway's RedisRateLimiter headers, for clients of that gateway. */
-  spring: (d, ctx, out) => {
-    out.push(
-      'x-ratelimit-remaining', String(d.remaining),
-      'x-ratelimit-replenish-rate', String(ctx.rule.replenishRate),
-      'x-ratelimit-burst-capacity', String(ctx.rule.burstCapacity),
-      'x-ratelimit-requested-tokens', String(ctx.rule.requestedTokens),
-    );
+  spring: (ctx: HeaderContext): HeaderSet => {
+    const rate = String(ctx.rule.replenishRate);
+    const burst = String(ctx.rule.burstCapacity);
+    const requested = String(ctx.rule.requestedTokens);
+    return (d, out) => {
+      out.push(
+        'x-ratelimit-remaining', String(d.remaining),
+        'x-ratelimit-replenish-rate', rate,
+        'x-ratelimit-burst-capacity', burst,
+        'x-ratelimit-requested-tokens', requested,
+      );
+    };
   },
-} satisfies Record<string, HeaderSet>;
+} satisfies Record<string, (ctx: HeaderContext) => HeaderSet>;
 
 export type HeaderSetName = keyof typeof headerSets;
 
-/** One function writing every enabled set, chosen once per config. */
-export function composeHeaderSets(enabled: Readonly<Record<HeaderSetName, boolean>>): HeaderSet {
-  const sets = (Object.keys(headerSets) as HeaderSetName[]).filter((n) => enabled[n]).map((n) => headerSets[n]);
-  return (d, ctx, out) => {
-    for (const set of sets) set(d, ctx, out);
+/** One function writing every enabled set for one route and rule, made once per config. */
+export function composeHeaderSets(enabled: Readonly<Record<HeaderSetName, boolean>>, ctx: HeaderContext): HeaderSet {
+  const sets = (Object.keys(headerSets) as HeaderSetName[]).filter((n) => enabled[n]).map((n) => headerSets[n](ctx));
+  return (d, out) => {
+    for (const set of sets) set(d, out);
   };
 }

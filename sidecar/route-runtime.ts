@@ -5,7 +5,7 @@ import type { BucketRule } from './bucket.ts';
 import type { SidecarConfig } from './config.ts';
 import type { RouteMetrics } from './metrics.ts';
 import { compilePathPattern, type PathMatcher } from './path-pattern.ts';
-import { composeHeaderSets, type HeaderContext, type HeaderSet } from './rate-limit-headers.ts';
+import { composeHeaderSets, type HeaderSet } from './rate-limit-headers.ts';
 import type { BucketStore } from './stores/bucket-store.ts';
 
 export interface RouteRuntime {
@@ -19,8 +19,8 @@ export interface RouteRuntime {
   readonly keyHeader: string;
   readonly missingKeyStatus: number;
   readonly onStoreError: 'allow' | 'deny';
+  /** Appends the route's enabled rate-limit headers for one decision. */
   readonly rateHeaders: HeaderSet;
-  readonly headerContext: HeaderContext;
   readonly store: BucketStore;
   readonly upstream: Pool;
   readonly metrics: RouteMetrics;
@@ -42,8 +42,7 @@ export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, ups
     keyHeader: limiter.keyHeader.toLowerCase(),
     missingKeyStatus: limiter.onMissingKey.status,
     onStoreError: limiter.onStoreError,
-    rateHeaders: composeHeaderSets(limiter.headers),
-    headerContext: { routeId: route.id, rule },
+    rateHeaders: composeHeaderSets(limiter.headers, { routeId: route.id, rule }),
     store,
     upstream,
     metrics,

@@ -54,7 +54,9 @@ interface PendingTake {
   readonly key: string;
   readonly rule: BucketRule;
   readonly cost: number;
-  readonly resolve: (take: RawTake) => void;
+  /** take() wants the decision, takeRaw() the whole reply: settled directly, no promise between. */
+  readonly raw: boolean;
+  readonly resolve: (take: RawTake | Decision) => void;
   readonly reject: (err: Error) => void;
 }
 
@@ -123,15 +125,23 @@ export class RedisBucketStore implements BucketStore {
     return `${this.#prefix}{${key}}`;
   }
 
-  async take(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<Decision> {
-    return (await this.takeRaw(key, rule, cost)).decision;
+  take(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<Decision> {
+    return this.#enqueue(key, rule, cost, false) as Promise<Decision>;
   }
 
   /** take() with the script's exact state, for equivalence tests. */
   takeRaw(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<RawTake> {
-    assertRule(rule, cost);
-    return new Promise<RawTake>((resolve, reject) => {
-      this.#pending.push({ key: this.keyOf(key), rule, cost, resolve, reject });
+    return this.#enqueue(key, rule, cost, true) as Promise<RawTake>;
+  }
+
+  #enqueue(key: string, rule: BucketRule, cost: number, raw: boolean): Promise<RawTake | Decision> {
+    try {
+      assertRule(rule, cost);
+    } catch (err) {
+      return Promise.reject(err as Error);
+    }
+    return new Promise<RawTake | Decision>((resolve, reject) => {
+      this.#pending.push({ key: this.keyOf(key), rule, cost, raw, resolve, reject });
       if (this.#pending.length >= this.#maxBatch) this.#flush();
       else if (!this.#flushScheduled) {
         // setImmediate runs after the poll phase: every request read in this turn joins the batch.
@@ -162,7 +172,8 @@ export class RedisBucketStore implements BucketStore {
         for (let i = 0; i < batch.length; i++) {
           const t = batch[i] as PendingTake;
           try {
-            t.resolve(parseReply(fields, i * REPLY_FIELDS, t.rule, t.cost));
+            const take = parseReply(fields, i * REPLY_FIELDS, t.rule, t.cost);
+            t.resolve(t.raw ? take : take.decision);
           } catch (err) {
             t.reject(err as Error);
           }

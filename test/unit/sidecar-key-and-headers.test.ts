@@ -25,7 +25,7 @@ describe('rate-limit header sets', () => {
   const ctx = { routeId: 'all', rule: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 } };
   const render = (enabled: { spec: boolean; draft: boolean; spring: boolean }) => {
     const out: string[] = [];
-    composeHeaderSets(enabled)(decision, ctx, out);
+    composeHeaderSets(enabled, ctx)(decision, out);
     const map: Record<string, string> = {};
     for (let i = 0; i < out.length; i += 2) map[out[i]!] = out[i + 1]!;
     return map;
