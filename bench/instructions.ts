@@ -1,8 +1,9 @@
 // Instructions per proxied request (issue 5: "a fair, repeatable comparison"). Requests/s and CPU
 // time on this shared 2-core machine move by 30 % from round to round with whatever else runs; the
-// number of instructions a front executes per request hardly does (the memory-store sidecar, the
+// number of instructions a front executes per request moves far less (the memory-store sidecar, the
 // Node peer and nginx repeated within 0.5 % between two runs; the bare proxy, on V8's defaults,
-// 14 %). Each front runs alone under valgrind's callgrind, behind the same upstream and with the same
+// 14 %; but one count was 35 % high while a Go build kept both cores busy: V8's heuristics go by
+// time as well as by work, so counts are compared within one quiet run). Each front runs alone under valgrind's callgrind, behind the same upstream and with the same
 // request and limits as the gateway suite; wrk (50 connections) drives it until it has answered a
 // number of requests (V8 tiers code up by how often it runs, not by time: a Node proxy here needs
 // ~20,000-50,000 requests before its count per request settles, from ~1.5 M in the first 500), then
@@ -189,7 +190,7 @@ export function instructionsMarkdown(result: InstructionsBenchResult): string {
   return [
     `Instructions per request, ${result.startedAt}: each front alone under callgrind (${result.valgrind}), wrk with 50 connections, warmed up with ${result.warmupRequests} requests, ` +
       `counted over the next ${result.durationS} s; user-space instructions of every thread of the front (the kernel's share is not counted). ` +
-      'Unlike requests/s, the count hardly moves with whatever else runs on the machine (see bench/results/optimization.md for how much).',
+      'It moves far less than requests/s with whatever else runs on the machine, though not at all only on a quiet one (see bench/results/optimization.md for how much).',
     '',
     '| front | what | requests counted | instructions per request | / sidecar-redis | req/s under callgrind | errors |',
     '|---|---|---:|---:|---:|---:|---:|',

@@ -68,7 +68,7 @@ export function headline(dir: string): string {
       return x === undefined ? [] : [`${n} ${x}x`];
     });
     rows.push(
-      `| gateway: user-space instructions per request (callgrind: hardly moves with the machine's load; context for the throughput goals), sidecar-redis ${insSidecar.toLocaleString('en-US')}; the others / sidecar-redis | - | ${others.join(', ')} | - |`,
+      `| gateway: user-space instructions per request (callgrind: moves far less than requests/s with the machine's load; context for the throughput goals), sidecar-redis ${insSidecar.toLocaleString('en-US')}; the others / sidecar-redis | - | ${others.join(', ')} | - |`,
     );
   }
   const cm = read<ContainerMemoryBenchResult>(dir, 'container-memory', isContainerMemory);

@@ -3,9 +3,10 @@
 // and the whole proxy's duration) go to "hot" series: a counter child is a field increment and a
 // histogram series a bucket search, and prom-client reads them when /metrics is scraped.
 // prom-client's own children build a label hash string, validate the labels and look the series
-// up by that string on every call; under callgrind those four calls were ~13 % of the sidecar's
-// instructions per request (bench/results/optimization.md, Change 4). The exposition is the same
-// text prom-client writes for the same observations (test/unit/sidecar-hot-metrics.test.ts).
+// up by that string on every call: under callgrind those four calls cost ~30 k of the sidecar's
+// ~230 k instructions per request, the hot series ~4 k (bench/results/optimization.md, Change 5).
+// The exposition is the text prom-client writes for the same updates
+// (test/unit/sidecar-hot-metrics.test.ts).
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';
 import { HotCounter, HotHistogram, type CounterSeries } from './hot-metrics.ts';
 
