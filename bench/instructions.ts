@@ -190,7 +190,7 @@ export function instructionsMarkdown(result: InstructionsBenchResult): string {
   return [
     `Instructions per request, ${result.startedAt}: each front alone under callgrind (${result.valgrind}), wrk with 50 connections, warmed up with ${result.warmupRequests} requests, ` +
       `counted over the next ${result.durationS} s; user-space instructions of every thread of the front (the kernel's share is not counted). ` +
-      'It moves far less than requests/s with whatever else runs on the machine, though not at all only on a quiet one (see bench/results/optimization.md for how much).',
+      'It moves far less than requests/s with whatever else runs on the machine, but a heavy neighbour can still raise it (see bench/results/optimization.md for how much).',
     '',
     '| front | what | requests counted | instructions per request | / sidecar-redis | req/s under callgrind | errors |',
     '|---|---|---:|---:|---:|---:|---:|',
