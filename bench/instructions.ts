@@ -57,7 +57,7 @@ export interface InstructionsBenchResult {
 /** The total of a callgrind output file (`summary:` or `totals:` line), or undefined. */
 export function callgrindTotal(text: string): number | undefined {
   const m = /^(?:summary|totals): (\d+)/m.exec(text);
-  return m === undefined || m === null ? undefined : Number(m[1]);
+  return m === null ? undefined : Number(m[1]);
 }
 
 function valgrindVersion(): string | undefined {

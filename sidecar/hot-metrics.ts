@@ -22,12 +22,28 @@ interface HotConfig<T extends string> {
   readonly registers: readonly Registry[];
 }
 
-/** Label values -> a label object, checking the count (a wrong count is a programming error). */
-function labelObject<T extends string>(metric: string, names: readonly T[], values: readonly string[]): Record<T, string> {
-  if (values.length !== names.length) throw new Error(`${metric}: expected ${names.length} label values, got ${values.length}`);
-  const labels = {} as Record<T, string>;
-  names.forEach((n, i) => (labels[n] = values[i] as string));
-  return labels;
+/**
+ * The series of `series` for these label values, made by `make` the first time (one object per
+ * distinct values, kept for the process's life, as prom-client keeps its series). A wrong number of
+ * values is a programming error and throws.
+ */
+function seriesFor<T extends string, S>(
+  series: Map<string, S>,
+  config: Pick<HotConfig<T>, 'name' | 'labelNames'>,
+  values: readonly string[],
+  make: (labels: Record<T, string>) => S,
+): S {
+  const key = values.join('\u0000');
+  let s = series.get(key);
+  if (s === undefined) {
+    const names = config.labelNames;
+    if (values.length !== names.length) throw new Error(`${config.name}: expected ${names.length} label values, got ${values.length}`);
+    const labels = {} as Record<T, string>;
+    names.forEach((n, i) => (labels[n] = values[i] as string));
+    s = make(labels);
+    series.set(key, s);
+  }
+  return s;
 }
 
 class PendingCount<T extends string> implements CounterSeries {
@@ -50,7 +66,6 @@ class PendingCount<T extends string> implements CounterSeries {
 export class HotCounter<T extends string> {
   readonly counter: Counter<T>;
   readonly #config: HotConfig<T>;
-  /** One series per distinct label values, kept for the process's life (as prom-client keeps them). */
   readonly #series = new Map<string, PendingCount<T>>();
 
   constructor(config: HotConfig<T>) {
@@ -72,13 +87,7 @@ export class HotCounter<T extends string> {
   }
 
   labels(...values: string[]): CounterSeries {
-    const key = values.join('\u0000');
-    let s = this.#series.get(key);
-    if (s === undefined) {
-      s = new PendingCount<T>(labelObject(this.#config.name, this.#config.labelNames, values) as LabelValues<T>);
-      this.#series.set(key, s);
-    }
-    return s;
+    return seriesFor(this.#series, this.#config, values, (labels) => new PendingCount<T>(labels as LabelValues<T>));
   }
 }
 
@@ -149,13 +158,7 @@ export class HotHistogram<T extends string> {
   }
 
   labels(...values: string[]): HistogramSeries {
-    const key = values.join('\u0000');
-    let s = this.#series.get(key);
-    if (s === undefined) {
-      s = new Buckets(labelObject(this.name, this.labelNames, values), this.#bounds);
-      this.#series.set(key, s);
-    }
-    return s;
+    return seriesFor(this.#series, this, values, (labels) => new Buckets(labels, this.#bounds));
   }
 
   reset(): void {
