@@ -6,7 +6,8 @@
 //   sidecar-memory  the same, in-memory token bucket
 //   nginx           Debian's nginx, proxy_pass + limit_req (per instance), 1 worker
 //   node-peer       fastify + @fastify/http-proxy + @fastify/rate-limit with its Redis store
-//   bare-proxy      node:http + undici Pool and nothing else (the floor of any Node gateway)
+//   bare-proxy      node:http + undici Pool and nothing else (the floor of any Node gateway),
+//                   bundled and run with the sidecar's environment like the sidecar
 //   sidecar-redis-source  the same Redis sidecar code run as before the bundle and heap caps
 //                   (ADR 0008): the TypeScript sources (type stripping) with V8's defaults (a
 //                   heap sized from this host's memory); the "before" of that change
@@ -22,15 +23,21 @@
 // Bounded: BENCH_ROUNDS (3) rounds x 7 targets x 2 loads x BENCH_DURATION_S (10 s) + warm-ups.
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
 import { freePort } from '../test/harness/ports.ts';
-import { startProgram } from '../test/harness/programs.ts';
+import { startProgram, type StartOptions } from '../test/harness/programs.ts';
 import { statusFieldsKiB, statusKiB } from '../test/harness/raw-http.ts';
 import { startRedis } from '../test/harness/redis.ts';
 import { startSidecarProcess, type SidecarProcess, type SidecarProcessOptions } from '../test/integration/reliability-support.ts';
 import { ensureWrk, runWrk, wrkErrors, type WrkResult } from './gateway-wrk.ts';
 import { ensureLoadgen, runRate, type LoadgenResult } from './loadgen.ts';
 import { ensureNginx, startNginx } from './peers/nginx.ts';
+import { bundleNodeProgram } from '../scripts/bundle.ts';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const BARE_PROXY_ENTRY = 'dist/bench/bare-proxy.mjs';
 
 export interface Latency {
   readonly p50: number;
@@ -116,6 +123,24 @@ export async function startSidecar(
   if (profiling !== undefined) env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${profiling}`.trim();
   const entry = form === 'deployed' ? SIDECAR_ENTRY : 'sidecar/main.ts';
   return startSidecarProcess(config, name, { entry, env, ...launch });
+}
+
+export const BARE_PROXY_DESCRIPTION = 'node:http + undici Pool, no limiter, bundled and run with the sidecar\'s heap caps (floor of a Node proxy)';
+
+/**
+ * The bare proxy (bench/peers/bare-proxy.ts) run as the sidecar is deployed: bundled with the same
+ * options (dist/bench/bare-proxy.mjs) and started with the sidecar's environment (heap caps, malloc
+ * arenas), so that its CPU, latency and memory are the floor of the sidecar's, setting for setting.
+ */
+export async function startBareProxy(
+  upstreamUrl: string,
+  name: string,
+  launch: Pick<StartOptions, 'launcher' | 'waitPortMs'> = {},
+): Promise<{ url: string; pid: number | undefined; stop: () => Promise<unknown> }> {
+  await bundleNodeProgram(path.join(repoRoot, 'bench', 'peers', 'bare-proxy.ts'), path.join(repoRoot, BARE_PROXY_ENTRY));
+  const port = await freePort();
+  const p = await startProgram({ entry: BARE_PROXY_ENTRY, env: { ...SIDECAR_ENV, PORT: String(port), UPSTREAM_URL: upstreamUrl }, waitPort: port, name, ...launch });
+  return { url: `http://127.0.0.1:${port}`, pid: p.child.pid, stop: () => p.stop() };
 }
 
 /** BENCH_CPU_PROF=dir: the sidecars write V8 CPU profiles there (node --cpu-prof) on exit. */
@@ -221,8 +246,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     waitPort: peerPort,
     name: 'bench-node-peer',
   });
-  const barePort = await freePort();
-  const bare = await startProgram({ entry: 'bench/peers/bare-proxy.ts', env: { PORT: String(barePort), UPSTREAM_URL: userUrl }, waitPort: barePort, name: 'bench-bare-proxy' });
+  const bare = await startBareProxy(userUrl, 'bench-bare-proxy');
 
   const targets: Target[] = [
     { name: 'direct', description: 'user service directly (the ceiling)', base: userUrl, cpuPids: () => [user.child.pid], rssPids: () => [user.child.pid] },
@@ -231,7 +255,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     { name: 'nginx', description: 'nginx 1.22 (Debian), proxy_pass + limit_req, 1 worker', base: nginx.url, cpuPids: () => [nginx.workerPid()], rssPids: () => [nginx.child.pid, nginx.workerPid()] },
     { name: 'node-peer', description: 'fastify + @fastify/http-proxy + @fastify/rate-limit (Redis store)', base: `http://127.0.0.1:${peerPort}`, cpuPids: () => [peer.child.pid], rssPids: () => [peer.child.pid] },
     { name: 'sidecar-redis-source', description: 'the same sidecar run as before ADR 0008: TypeScript sources, V8 defaults (heap sized from the host)', base: viaRedisSource.url, cpuPids: () => [viaRedisSource.program.child.pid], rssPids: () => [viaRedisSource.program.child.pid] },
-    { name: 'bare-proxy', description: 'node:http + undici Pool, no limiter (floor of a Node proxy)', base: `http://127.0.0.1:${barePort}`, cpuPids: () => [bare.child.pid], rssPids: () => [bare.child.pid] },
+    { name: 'bare-proxy', description: BARE_PROXY_DESCRIPTION, base: bare.url, cpuPids: () => [bare.pid], rssPids: () => [bare.pid] },
   ];
   const only = (process.env['BENCH_TARGETS'] ?? '').split(',').filter(Boolean);
   const chosen = only.length > 0 ? targets.filter((t) => only.includes(t.name)) : targets;
@@ -346,7 +370,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   const rps = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.requestsPerSecond;
   const cpuPer = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.cpuUsPerRequest;
   const ratios: Record<string, number> = {};
-  for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct'], ['bare-proxy', 'direct'], ['sidecar-redis', 'bare-proxy'], ['sidecar-redis-source', 'node-peer'], ['sidecar-redis', 'sidecar-redis-source']] as const) {
+  for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct'], ['bare-proxy', 'direct'], ['bare-proxy', 'node-peer'], ['sidecar-redis', 'bare-proxy'], ['sidecar-redis-source', 'node-peer'], ['sidecar-redis', 'sidecar-redis-source']] as const) {
     const x = ratio(a, b, rps);
     if (x !== undefined) ratios[`throughput ${a}/${b}`] = x;
     const c = ratio(b, a, cpuPer); // higher is better for a: b's CPU per request over a's

@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
-import { nginxUnreachable, startSidecar, unreachable } from './gateway.ts';
+import { BARE_PROXY_DESCRIPTION, nginxUnreachable, startBareProxy, startSidecar, unreachable } from './gateway.ts';
 import { ensureWrk, runWrk, wrkErrors } from './gateway-wrk.ts';
 import { ensureNginx, startNginx } from './peers/nginx.ts';
 
@@ -104,7 +104,7 @@ export async function runInstructionsBench(log: (line: string) => void = console
   const fronts: Front[] = [
     { name: 'sidecar-redis', description: 'Portcullis sidecar as deployed, Redis token bucket', start: sidecar('bench-instr-sidecar-redis', redis.url) },
     { name: 'sidecar-memory', description: 'Portcullis sidecar as deployed, in-memory token bucket', start: sidecar('bench-instr-sidecar-memory', undefined) },
-    { name: 'bare-proxy', description: 'node:http + undici Pool, no limiter (floor of a Node proxy)', start: program('bench/peers/bare-proxy.ts', 'bench-instr-bare-proxy', { UPSTREAM_URL: userUrl }) },
+    { name: 'bare-proxy', description: BARE_PROXY_DESCRIPTION, start: (launcher) => startBareProxy(userUrl, 'bench-instr-bare-proxy', { launcher, waitPortMs: startMs }) },
     {
       name: 'node-peer',
       description: 'fastify + @fastify/http-proxy + @fastify/rate-limit (Redis store)',

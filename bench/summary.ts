@@ -54,6 +54,16 @@ export function headline(dir: string): string {
       return x === undefined ? [] : [`${n} ${x} ms`];
     });
     if (addedBy.length > 0) rows.push(`| gateway: p99 added over direct by the other proxies in the same fixed-rate rounds (context for the p99 goal) | - | ${addedBy.join(', ')} | - |`);
+    const floor = s('bare-proxy');
+    if (floor !== undefined) {
+      // The goals that the same proxy with nothing in it misses belong to Node and this machine.
+      const parts = [
+        g.ratios['throughput bare-proxy/node-peer'] === undefined ? undefined : `throughput vs Node peer ${g.ratios['throughput bare-proxy/node-peer']}x`,
+        floor.fixedRate.p99AddedMs === undefined ? undefined : `p99 added over direct ${floor.fixedRate.p99AddedMs} ms`,
+        floor.peakRssMiB > 0 ? `peak RSS ${floor.peakRssMiB} MiB` : undefined,
+      ].filter((x) => x !== undefined);
+      rows.push(`| gateway: the floor of any Node proxy against the same goals: bare-proxy (node:http + undici, nothing else, bundled and capped like the sidecar), same rounds (context) | - | ${parts.join(', ')} | - |`);
+    }
     const c = g.ratios['cpu-efficiency sidecar-redis/node-peer'];
     if (c !== undefined) rows.push(`| gateway: CPU per request, Node peer / sidecar-redis | - | ${c}x | - |`);
     const cn = g.ratios['cpu-efficiency sidecar-redis/nginx'];

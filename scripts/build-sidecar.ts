@@ -9,30 +9,14 @@ import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { build } from 'esbuild';
+import { bundleNodeProgram } from './bundle.ts';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({ options: { outdir: { type: 'string' } }, strict: true });
 const outdir = path.resolve(repo, values.outdir ?? 'dist/sidecar');
 
 mkdirSync(outdir, { recursive: true });
-const result = await build({
-  entryPoints: [path.join(repo, 'sidecar', 'main.ts')],
-  outfile: path.join(outdir, 'main.mjs'),
-  bundle: true,
-  platform: 'node',
-  format: 'esm',
-  target: 'node22.19',
-  minifyWhitespace: true,
-  minifySyntax: true,
-  keepNames: true,
-  legalComments: 'eof',
-  metafile: true,
-  logLevel: 'warning',
-  // CommonJS dependencies (ioredis, pino, prom-client) call require() for Node built-ins.
-  banner: { js: "import { createRequire as __portcullisRequire } from 'node:module'; const require = __portcullisRequire(import.meta.url);" },
-});
+const bytes = await bundleNodeProgram(path.join(repo, 'sidecar', 'main.ts'), path.join(outdir, 'main.mjs'));
 // sidecar/stores/redis.ts reads the script beside itself (new URL('./token-bucket.lua', import.meta.url)).
 copyFileSync(path.join(repo, 'sidecar', 'stores', 'token-bucket.lua'), path.join(outdir, 'token-bucket.lua'));
-const bytes = Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0);
 console.log(`build-sidecar: ${path.relative(repo, outdir)}/main.mjs (${(bytes / 1024).toFixed(0)} KiB) + token-bucket.lua`);

@@ -65,6 +65,30 @@ describe('bench report', () => {
     expect(headline(resultsDir({ gateway }))).toContain('| - | nginx 3.6 ms, bare-proxy 17.2 ms | - |');
   });
 
+  it('sets the floor of a Node proxy beside the goals, from the same rounds', () => {
+    const scenario = (name: string, peakRssMiB: number, p99AddedMs?: number) => ({
+      name,
+      description: name,
+      saturation: { requestsPerSecond: 1, latencyMs: { p50: 1, p99: 1, p999: 1, max: 1 }, cpuUsPerRequest: 1, errors: 0 },
+      fixedRate: { offered: 1, achieved: 1, latencyMs: { p50: 1, p99: 1, p999: 1, max: 1 }, cpuUsPerRequest: 1, waitingForCpu: 0.1, ...(p99AddedMs === undefined ? {} : { p99AddedMs }), errors: 0 },
+      peakRssMiB,
+      sampledPeak: { rssMiB: 1, anonMiB: 0.5, fileMiB: 0.5 },
+      rounds: { saturation: [], fixedRate: [] },
+    });
+    const gateway = {
+      suite: 'gateway',
+      scenarios: [scenario('direct', 90), scenario('sidecar-redis', 125, 12.5), scenario('bare-proxy', 111.4, 9.75)],
+      ratios: { 'throughput bare-proxy/node-peer': 1.58 },
+      goals: [],
+      machine: { loadavgAtStart: [], loadavgAtEnd: [] },
+    };
+    const row = headline(resultsDir({ gateway })).split('\n').find((r) => r.includes('the floor of any Node proxy'));
+    expect(row).toContain('| throughput vs Node peer 1.58x, p99 added over direct 9.75 ms, peak RSS 111.4 MiB |');
+    // Without a bare-proxy run there is no floor to show.
+    const without = { ...gateway, scenarios: gateway.scenarios.filter((x) => x.name !== 'bare-proxy') };
+    expect(headline(resultsDir({ gateway: without }))).not.toContain('the floor of any Node proxy');
+  });
+
   it('splits a live process resident set into anonymous and file pages', () => {
     const self = rssSplitKiB(process.pid);
     expect(self.anon).toBeGreaterThan(0);
