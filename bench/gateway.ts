@@ -13,14 +13,17 @@
 //                   heap sized from this host's memory); the "before" of that change
 // Same upstream (one user-service process), same request (GET /healthcheck/ready with a USER-ID),
 // a limit nobody reaches (every request does the full limiter work).
-// Two loads, rounds interleaved across the targets so a busy neighbour hurts all of them alike:
+// Two loads, rounds interleaved across the targets so a busy neighbour hurts all of them alike.
+// The rounds are many and short, and each starts one target later than the last (a rotated
+// order): this machine's host drifts by a third within a minute, so two targets compared in one
+// round are measured seconds apart, and no target is always measured right after another.
 //   saturation  Debian's wrk, 50 connections, closed model: the most each target serves;
 //   fixed rate  bench/loadgen (Go, open model like wrk2): half of sidecar-redis' saturation
 //               throughput offered to every target, latency from the intended send time.
 // Reported per target: median requests/s, p50/p99/p99.9, CPU µs per request of the front process
 // (load-insensitive: on a shared 2-core machine it varies far less than requests/s), peak RSS.
 // Ratios are taken within each round and the median ratio is reported.
-// Bounded: BENCH_ROUNDS (3) rounds x 7 targets x 2 loads x BENCH_DURATION_S (10 s) + warm-ups.
+// Bounded: BENCH_ROUNDS (7) rounds x 7 targets x 2 loads x BENCH_DURATION_S (4 s) + warm-ups.
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -93,7 +96,14 @@ export interface GatewayBenchResult {
   readonly scenarios: GatewayScenarioResult[];
   /** Median over rounds of the per-round ratios (same round, same conditions). */
   readonly ratios: Record<string, number>;
+  /** The lowest and highest per-round value of each ratio: how far one round alone could mislead. */
+  readonly ratioRanges?: Record<string, [number, number]>;
   readonly goals: { name: string; goal: string; measured: string; met: boolean }[];
+}
+
+/** The targets in the order of one round: each round starts `shift` targets later than the first. */
+export function rotated<T>(targets: readonly T[], shift: number): T[] {
+  return targets.map((_, i) => targets[(i + shift) % targets.length] as T);
 }
 
 /** A limit nobody reaches: 1e9 tokens of burst, refilled at 1e9/s. */
@@ -219,8 +229,8 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   ensureWrk();
   ensureNginx();
   ensureLoadgen();
-  const durationS = Number(process.env['BENCH_DURATION_S'] ?? 10);
-  const rounds = Number(process.env['BENCH_ROUNDS'] ?? 3);
+  const durationS = Number(process.env['BENCH_DURATION_S'] ?? 4);
+  const rounds = Number(process.env['BENCH_ROUNDS'] ?? 7);
   const warmupS = Number(process.env['BENCH_WARMUP_S'] ?? 5); // JIT and heap settle: round 1 was ~20 % slower after 2 s
   const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 50);
   const startedAt = new Date().toISOString();
@@ -278,9 +288,9 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   }, 250);
   try {
     for (const t of chosen) await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads: 1, durationS: warmupS, headers });
-    log(`saturation: wrk, ${connections} connections, ${rounds} interleaved rounds of ${durationS} s`);
+    log(`saturation: wrk, ${connections} connections, ${rounds} interleaved rounds of ${durationS} s, order rotated each round`);
     for (let round = 1; round <= rounds; round++) {
-      for (const t of chosen) {
+      for (const t of rotated(chosen, round - 1)) {
         const before = cpu(t);
         const wrk = await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads: 1, durationS, headers });
         const cpuUsPerRequest = Math.round(((cpu(t) - before) / Math.max(1, wrk.requests)) * 10) / 10;
@@ -290,9 +300,9 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     }
     const reference = sat.get('sidecar-redis') ?? sat.get(chosen[0]?.name ?? '') ?? [];
     offered = Math.max(100, Math.round(median(reference.map((r) => wrkRps(r.wrk))) / 2 / 50) * 50);
-    log(`fixed rate: ${offered} req/s offered (half of sidecar-redis' saturation), open model, ${rounds} interleaved rounds of ${durationS} s`);
+    log(`fixed rate: ${offered} req/s offered (half of sidecar-redis' saturation), open model, ${rounds} interleaved rounds of ${durationS} s, order rotated each round`);
     for (let round = 1; round <= rounds; round++) {
-      for (const t of chosen) {
+      for (const t of rotated(chosen, round - 1)) {
         const before = cpu(t);
         const waitedBefore = waiting(t);
         const lg = await runRate({ url: `${t.base}/healthcheck/ready`, rate: offered, durationS, connections, headers });
@@ -355,7 +365,8 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
 
   // Per-round ratios, then their median.
   const byName = new Map(scenarios.map((s) => [s.name, s]));
-  const ratio = (a: string, b: string, pick: (s: GatewayScenarioResult, i: number) => number | undefined): number | undefined => {
+  const ratioRanges: Record<string, [number, number]> = {};
+  const ratio = (a: string, b: string, pick: (s: GatewayScenarioResult, i: number) => number | undefined, name: string): number | undefined => {
     const sa = byName.get(a);
     const sb = byName.get(b);
     if (sa === undefined || sb === undefined) return undefined;
@@ -365,23 +376,30 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
       const y = pick(sb, i);
       if (x !== undefined && y !== undefined && y !== 0) xs.push(x / y);
     }
-    return xs.length === 0 ? undefined : r2(median(xs));
+    if (xs.length === 0) return undefined;
+    ratioRanges[name] = [r2(Math.min(...xs)), r2(Math.max(...xs))];
+    return r2(median(xs));
   };
   const rps = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.requestsPerSecond;
   const cpuPer = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.cpuUsPerRequest;
   const ratios: Record<string, number> = {};
   for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct'], ['bare-proxy', 'direct'], ['bare-proxy', 'node-peer'], ['sidecar-redis', 'bare-proxy'], ['sidecar-redis-source', 'node-peer'], ['sidecar-redis', 'sidecar-redis-source']] as const) {
-    const x = ratio(a, b, rps);
+    const x = ratio(a, b, rps, `throughput ${a}/${b}`);
     if (x !== undefined) ratios[`throughput ${a}/${b}`] = x;
-    const c = ratio(b, a, cpuPer); // higher is better for a: b's CPU per request over a's
-    if (c !== undefined && b !== 'direct') ratios[`cpu-efficiency ${a}/${b}`] = c;
+    if (b === 'direct') continue;
+    const c = ratio(b, a, cpuPer, `cpu-efficiency ${a}/${b}`); // higher is better for a: b's CPU per request over a's
+    if (c !== undefined) ratios[`cpu-efficiency ${a}/${b}`] = c;
   }
   const addedP99 = byName.get('sidecar-redis')?.fixedRate.p99AddedMs;
   const goals: GatewayBenchResult['goals'] = [];
+  const spread = (name: string) => {
+    const r = ratioRanges[name];
+    return r === undefined ? '' : ` (rounds ${r[0]}-${r[1]})`;
+  };
   const tp = ratios['throughput sidecar-redis/node-peer'];
-  if (tp !== undefined) goals.push({ name: 'throughput vs Node peer', goal: '>= 1.5x', measured: `${tp}x`, met: tp >= 1.5 });
+  if (tp !== undefined) goals.push({ name: 'throughput vs Node peer', goal: '>= 1.5x', measured: `${tp}x${spread('throughput sidecar-redis/node-peer')}`, met: tp >= 1.5 });
   const tn = ratios['throughput sidecar-redis/nginx'];
-  if (tn !== undefined) goals.push({ name: 'throughput vs nginx', goal: '>= 0.5x', measured: `${tn}x`, met: tn >= 0.5 });
+  if (tn !== undefined) goals.push({ name: 'throughput vs nginx', goal: '>= 0.5x', measured: `${tn}x${spread('throughput sidecar-redis/nginx')}`, met: tn >= 0.5 });
   if (addedP99 !== undefined) goals.push({ name: `p99 added over direct at ${offered} req/s (half saturation)`, goal: '< 2 ms', measured: `${addedP99} ms`, met: addedP99 < 2 });
   const heavier = [byName.get('sidecar-redis'), byName.get('sidecar-memory')].reduce((a, b) => ((b?.peakRssMiB ?? 0) > (a?.peakRssMiB ?? 0) ? b : a));
   const rss = heavier?.peakRssMiB ?? 0;
@@ -405,6 +423,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     },
     scenarios,
     ratios,
+    ratioRanges,
     goals,
   };
 }
@@ -421,14 +440,19 @@ export function gatewayMarkdown(result: GatewayBenchResult): string {
   );
   return [
     `Gateway, ${result.startedAt}: ${result.machine.cpus} CPUs (${result.machine.model}), Node ${result.machine.node}; ` +
-      `median of ${result.load.rounds} interleaved rounds of ${result.load.durationS} s per load; saturation: ${result.load.saturation}; ` +
+      `median of ${result.load.rounds} interleaved rounds of ${result.load.durationS} s per load (order rotated each round); saturation: ${result.load.saturation}; ` +
       `fixed rate: ${result.load.fixedRate}; load average ${load(result.machine.loadavgAtStart)} at start, ${load(result.machine.loadavgAtEnd)} at end.`,
     '',
     '| target | what | saturation req/s | p50 / p99 / p99.9 ms | CPU µs/req | fixed-rate req/s | p50 / p99 / p99.9 ms | p99 added over direct, ms | waiting for a CPU (fixed rate) | peak RSS MiB | largest sample: private + file MiB | errors |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    `Ratios (median of per-round ratios): ${Object.entries(result.ratios).map(([k, v]) => `${k} = ${v}`).join('; ')}.`,
+    `Ratios (median of per-round ratios, lowest-highest round in brackets): ${Object.entries(result.ratios)
+      .map(([k, v]) => {
+        const r = result.ratioRanges?.[k];
+        return `${k} = ${v}${r === undefined ? '' : ` [${r[0]}-${r[1]}]`}`;
+      })
+      .join('; ')}.`,
     '',
     '| goal | target | measured | met |',
     '|---|---|---|---|',

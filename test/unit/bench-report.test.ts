@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { containerMemoryMarkdown, type ContainerMemoryBenchResult, type ContainerMemoryRun } from '../../bench/container-memory.ts';
-import { rssSplitKiB } from '../../bench/gateway.ts';
+import { gatewayMarkdown, rotated, rssSplitKiB, type GatewayBenchResult } from '../../bench/gateway.ts';
 import { callgrindTotal, instructionRatios, instructionsMarkdown, type InstructionsBenchResult, type InstructionsRun } from '../../bench/instructions.ts';
 import { headline } from '../../bench/summary.ts';
 
@@ -87,6 +87,31 @@ describe('bench report', () => {
     // Without a bare-proxy run there is no floor to show.
     const without = { ...gateway, scenarios: gateway.scenarios.filter((x) => x.name !== 'bare-proxy') };
     expect(headline(resultsDir({ gateway: without }))).not.toContain('the floor of any Node proxy');
+  });
+
+  it('rotates the order of the targets so that each leads one round and none always follows another', () => {
+    const targets = ['direct', 'sidecar', 'peer', 'nginx'];
+    const rounds = targets.map((_, r) => rotated(targets, r));
+    expect(rounds[1]).toEqual(['sidecar', 'peer', 'nginx', 'direct']);
+    expect(new Set(rounds.map((r) => r[0]))).toEqual(new Set(targets));
+    for (const r of rounds) expect([...r].sort()).toEqual([...targets].sort());
+    expect(rotated(targets, targets.length)).toEqual(targets);
+  });
+
+  it('prints each ratio with the lowest and highest round beside the median', () => {
+    const result: GatewayBenchResult = {
+      suite: 'gateway',
+      startedAt: 'then',
+      machine: { cpus: 2, model: 'test', node: 'v24', loadavgAtStart: [1], loadavgAtEnd: [1] },
+      load: { saturation: 'wrk', fixedRate: 'loadgen', connections: 50, durationS: 4, warmupS: 5, rounds: 7 },
+      scenarios: [],
+      ratios: { 'throughput sidecar-redis/node-peer': 1.51, 'throughput nginx/direct': 0.6 },
+      ratioRanges: { 'throughput sidecar-redis/node-peer': [1.05, 1.85] },
+      goals: [],
+    };
+    const md = gatewayMarkdown(result);
+    expect(md).toContain('throughput sidecar-redis/node-peer = 1.51 [1.05-1.85]; throughput nginx/direct = 0.6.');
+    expect(md).toContain('median of 7 interleaved rounds of 4 s per load (order rotated each round)');
   });
 
   it('splits a live process resident set into anonymous and file pages', () => {
