@@ -258,14 +258,17 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   });
   const bare = await startBareProxy(userUrl, 'bench-bare-proxy');
 
+  // The order of a round (rotated from round to round): the Redis sidecar sits between the two
+  // anchors of its throughput goals, nginx and the Node peer, so that each goal's pair is measured
+  // back to back in all rounds but one.
   const targets: Target[] = [
     { name: 'direct', description: 'user service directly (the ceiling)', base: userUrl, cpuPids: () => [user.child.pid], rssPids: () => [user.child.pid] },
-    { name: 'sidecar-redis', description: 'Portcullis sidecar, Redis token bucket', base: viaRedis.url, cpuPids: () => [viaRedis.program.child.pid], rssPids: () => [viaRedis.program.child.pid] },
-    { name: 'sidecar-memory', description: 'Portcullis sidecar, in-memory token bucket', base: viaMemory.url, cpuPids: () => [viaMemory.program.child.pid], rssPids: () => [viaMemory.program.child.pid] },
     { name: 'nginx', description: 'nginx 1.22 (Debian), proxy_pass + limit_req, 1 worker', base: nginx.url, cpuPids: () => [nginx.workerPid()], rssPids: () => [nginx.child.pid, nginx.workerPid()] },
+    { name: 'sidecar-redis', description: 'Portcullis sidecar, Redis token bucket', base: viaRedis.url, cpuPids: () => [viaRedis.program.child.pid], rssPids: () => [viaRedis.program.child.pid] },
     { name: 'node-peer', description: 'fastify + @fastify/http-proxy + @fastify/rate-limit (Redis store)', base: `http://127.0.0.1:${peerPort}`, cpuPids: () => [peer.child.pid], rssPids: () => [peer.child.pid] },
-    { name: 'sidecar-redis-source', description: 'the same sidecar run as before ADR 0008: TypeScript sources, V8 defaults (heap sized from the host)', base: viaRedisSource.url, cpuPids: () => [viaRedisSource.program.child.pid], rssPids: () => [viaRedisSource.program.child.pid] },
     { name: 'bare-proxy', description: BARE_PROXY_DESCRIPTION, base: bare.url, cpuPids: () => [bare.pid], rssPids: () => [bare.pid] },
+    { name: 'sidecar-memory', description: 'Portcullis sidecar, in-memory token bucket', base: viaMemory.url, cpuPids: () => [viaMemory.program.child.pid], rssPids: () => [viaMemory.program.child.pid] },
+    { name: 'sidecar-redis-source', description: 'the same sidecar run as before ADR 0008: TypeScript sources, V8 defaults (heap sized from the host)', base: viaRedisSource.url, cpuPids: () => [viaRedisSource.program.child.pid], rssPids: () => [viaRedisSource.program.child.pid] },
   ];
   const only = (process.env['BENCH_TARGETS'] ?? '').split(',').filter(Boolean);
   const chosen = only.length > 0 ? targets.filter((t) => only.includes(t.name)) : targets;
