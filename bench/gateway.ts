@@ -14,9 +14,10 @@
 // Same upstream (one user-service process), same request (GET /healthcheck/ready with a USER-ID),
 // a limit nobody reaches (every request does the full limiter work).
 // Two loads, rounds interleaved across the targets so a busy neighbour hurts all of them alike.
-// The rounds are many and short, and each starts one target later than the last (a rotated
-// order): this machine's host drifts by a third within a minute, so two targets compared in one
-// round are measured seconds apart, and no target is always measured right after another.
+// The rounds are many and short, and each starts one target later than the last (the cyclic
+// order stays, so neighbours stay neighbours; only where a round begins moves, and no target is
+// always the first after a pause): this machine's host drifts by a third within a minute, so
+// the two targets of a compared pair should be measured seconds apart.
 //   saturation  Debian's wrk, 50 connections, closed model: the most each target serves;
 //   fixed rate  bench/loadgen (Go, open model like wrk2): half of sidecar-redis' saturation
 //               throughput offered to every target, latency from the intended send time.
