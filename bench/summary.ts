@@ -75,7 +75,9 @@ export function headline(dir: string): string {
   if (insSidecar !== undefined) {
     const others = ['node-peer', 'nginx', 'bare-proxy', 'sidecar-memory'].flatMap((n) => {
       const x = ins?.ratios[`${n}/sidecar-redis`];
-      return x === undefined ? [] : [`${n} ${x}x`];
+      // A front that failed requests under callgrind also counted its error handling: say so.
+      const errors = ins?.runs.find((r) => r.target === n)?.errors ?? 0;
+      return x === undefined ? [] : [`${n} ${x}x${errors > 0 ? ` (with ${errors} failed requests)` : ''}`];
     });
     rows.push(
       `| gateway: user-space instructions per request (callgrind: moves far less than requests/s with the machine's load; context for the throughput goals), sidecar-redis ${insSidecar.toLocaleString('en-US')}; the others / sidecar-redis | - | ${others.join(', ')} | - |`,

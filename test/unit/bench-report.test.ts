@@ -150,6 +150,12 @@ describe('instructions report', () => {
     expect(headline(resultsDir({ instructions: result }))).toContain('sidecar-redis 400,000; the others / sidecar-redis | - | node-peer 1.4x, nginx 0.25x | - |');
   });
 
+  it('marks a front whose count includes failed requests', () => {
+    const runs = [insRun('sidecar-redis', 400_000), { ...insRun('node-peer', 900_000), errors: 15 }];
+    const result: InstructionsBenchResult = { suite: 'instructions', startedAt: 'then', valgrind: 'valgrind-3.19.0', warmupRequests: 50_000, durationS: 60, runs, ratios: instructionRatios(runs) };
+    expect(headline(resultsDir({ instructions: result }))).toContain('| - | node-peer 2.25x (with 15 failed requests) | - |');
+  });
+
   it('says loudly that it did not run, and why', () => {
     const result: InstructionsBenchResult = { suite: 'instructions', startedAt: 'then', notRun: 'valgrind is not installed', runs: [], ratios: {} };
     expect(instructionsMarkdown(result)).toContain('**not run on this machine**: valgrind is not installed');
