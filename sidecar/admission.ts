@@ -47,58 +47,75 @@ export class Admission {
 
   /** The limiter's verdict for one request with `key` (first value of the key header). */
   async decide(rt: RouteRuntime, key: string | undefined, hostCount: number): Promise<Verdict> {
+    const problem = this.refuseRequest(rt, key, hostCount);
+    if (problem !== undefined) return refused(problem);
+    const storeStart = performance.now();
+    let decision: Decision;
+    try {
+      decision = await rt.store.take(rt.bucketPrefix + (key as string), rt.rule);
+    } catch (err) {
+      return this.storeFailed(rt, err);
+    }
+    return this.decided(rt, decision, storeStart);
+  }
+
+  /**
+   * What is checked before the store is asked: exactly one Host, a valid key. A refusal, or
+   * undefined when the request may take from its bucket (`key` is then a string).
+   */
+  refuseRequest(rt: RouteRuntime, key: string | undefined, hostCount: number): Problem | undefined {
     // RFC 9112 section 3.2: more than one Host line is a 400 (undici would refuse to forward it,
     // which used to surface as a 502).
     if (hostCount > 1) {
       rt.metrics.outcome.bad_request.inc();
-      return refused({ type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'A request must carry exactly one Host header.' });
+      return { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'A request must carry exactly one Host header.' };
     }
     const rejection = rejectKey(key);
     if (rejection !== undefined) {
       rt.metrics.outcome.bad_key.inc();
       if (this.#log.isLevelEnabled('debug')) this.#log.debug({ route: rt.routeId, reason: rejection }, 'request without a valid key');
-      return refused({ type: problemTypes.badKey, title: 'Invalid user id', status: rt.missingKeyStatus, detail: keyRejectionDetail[rejection](rt.config.limiter.keyHeader) });
+      return { type: problemTypes.badKey, title: 'Invalid user id', status: rt.missingKeyStatus, detail: keyRejectionDetail[rejection](rt.config.limiter.keyHeader) };
     }
+    return undefined;
+  }
 
-    let decision: Decision | undefined;
-    const storeStart = performance.now();
-    try {
-      decision = await rt.store.take(rt.bucketPrefix + (key as string), rt.rule);
-      rt.metrics.storeDuration.observe((performance.now() - storeStart) / 1000);
-    } catch (err) {
-      rt.metrics.storeError.inc();
-      this.#warnStoreError(rt, err);
-      if (rt.onStoreError === 'deny') {
-        rt.metrics.outcome.store_error_denied.inc();
-        return refused(
-          { type: problemTypes.storeUnavailable, title: 'Service Unavailable', status: 503, detail: 'The rate limiter cannot decide right now; retry shortly.' },
-          ['retry-after', '1'],
-        );
-      }
-    }
-
+  /** The verdict for the store's decision (asked at `storeStart`, performance.now() ms). */
+  decided(rt: RouteRuntime, decision: Decision, storeStart: number): Verdict {
+    rt.metrics.storeDuration.observe((performance.now() - storeStart) / 1000);
     const rateHeaders: string[] = [];
-    if (decision !== undefined) {
-      rt.rateHeaders(decision, rateHeaders);
-      if (!decision.allowed) {
-        rt.metrics.limited.inc();
-        rt.metrics.outcome.limited.inc();
-        const retryAfterS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
-        rateHeaders.push('retry-after', String(retryAfterS));
-        return refused(
-          {
-            type: problemTypes.rateLimited,
-            title: 'Too Many Requests',
-            status: 429,
-            detail: `Rate limit of route ${rt.routeId} reached; retry in ${retryAfterS} s.`,
-            retryAfterMs: decision.retryAfterMs,
-          },
-          rateHeaders,
-        );
-      }
-      rt.metrics.allowed.inc();
+    rt.rateHeaders(decision, rateHeaders);
+    if (!decision.allowed) {
+      rt.metrics.limited.inc();
+      rt.metrics.outcome.limited.inc();
+      const retryAfterS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+      rateHeaders.push('retry-after', String(retryAfterS));
+      return refused(
+        {
+          type: problemTypes.rateLimited,
+          title: 'Too Many Requests',
+          status: 429,
+          detail: `Rate limit of route ${rt.routeId} reached; retry in ${retryAfterS} s.`,
+          retryAfterMs: decision.retryAfterMs,
+        },
+        rateHeaders,
+      );
     }
+    rt.metrics.allowed.inc();
     return { admitted: true, decision, rateHeaders };
+  }
+
+  /** The verdict when the store could not decide: the route's onStoreError policy. */
+  storeFailed(rt: RouteRuntime, err: unknown): Verdict {
+    rt.metrics.storeError.inc();
+    this.#warnStoreError(rt, err);
+    if (rt.onStoreError === 'deny') {
+      rt.metrics.outcome.store_error_denied.inc();
+      return refused(
+        { type: problemTypes.storeUnavailable, title: 'Service Unavailable', status: 503, detail: 'The rate limiter cannot decide right now; retry shortly.' },
+        ['retry-after', '1'],
+      );
+    }
+    return { admitted: true, decision: undefined, rateHeaders: [] };
   }
 
   /** One warning per 5 s at most while the store fails (with the count since the last one). */

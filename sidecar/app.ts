@@ -83,24 +83,28 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   let shuttingDown = false;
 
   const proxy = new GatewayProxy({ logger: log, runtime: () => runtime });
-  // headersTimeout bounds slow clients (slowloris); Node checks it every connectionsCheckingInterval,
-  // whose default (30 s) would let a header trickle live 30 s past the timeout.
-  const proxyServer = http.createServer(
-    { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: initial.listen.headersTimeoutMs, connectionsCheckingInterval: 1000 },
-    proxy.handle,
-  );
-  // HTTP Upgrade (WebSocket): admitted like a request, then tunnelled (sidecar/upgrade.ts).
-  const upgrades = new UpgradeProxy({ logger: log, runtime: () => runtime, registry: metrics.registry });
-  proxyServer.on('upgrade', upgrades.handle);
-  // requestTimeout: 0 above keeps long uploads alive; a stalled body is cut by this idle timeout.
+  // requestTimeout: 0 below keeps long uploads alive; a stalled body is cut by this idle timeout.
   // listen.* needs a restart, so the initial value holds for the life of the server.
-  proxyServer.on('request', requestBodyTimeout({
+  const watchBody = requestBodyTimeout({
     idleMs: () => initial.listen.requestTimeoutMs,
     onTimeout: (answered) => {
       runtime.metrics.outcome.bad_request.inc();
       log.debug({ answered408: answered }, 'request body stalled; connection closed');
     },
-  }));
+  });
+  // headersTimeout bounds slow clients (slowloris); Node checks it every connectionsCheckingInterval,
+  // whose default (30 s) would let a header trickle live 30 s past the timeout.
+  // One 'request' listener: with two, every request's emit would copy the listener array.
+  const proxyServer = http.createServer(
+    { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: initial.listen.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    (req, res) => {
+      watchBody(req, res);
+      proxy.handle(req, res);
+    },
+  );
+  // HTTP Upgrade (WebSocket): admitted like a request, then tunnelled (sidecar/upgrade.ts).
+  const upgrades = new UpgradeProxy({ logger: log, runtime: () => runtime, registry: metrics.registry });
+  proxyServer.on('upgrade', upgrades.handle);
   proxyServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     if (!socket.writable) {
       socket.destroy(err);

@@ -1,15 +1,15 @@
-// The hot path: a node:http request handler that resolves the key, asks the bucket store, and
-// streams the request to the upstream through an undici Pool (keep-alive) and the response back.
-// Hop-by-hop headers are dropped both ways (RFC 9110 section 7.6.1); X-Forwarded-* are added.
+// The hot path: a node:http request handler that checks the target and the head, takes from the
+// request's bucket and streams the request to the upstream through an undici Pool (keep-alive)
+// and the response back (sidecar/exchange.ts). Hop-by-hop headers are dropped both ways
+// (RFC 9110 section 7.6.1); X-Forwarded-* are added.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import type { Dispatcher } from 'undici';
 import { Admission, refuseTarget } from './admission.ts';
+import { Exchange, type ExchangeContext } from './exchange.ts';
+import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
 import { problemTypes, sendProblem } from './problem.ts';
 import type { RouteRuntime } from './route-runtime.ts';
-import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
-import { UpstreamHandler } from './upstream-handler.ts';
 
 export interface ProxyOptions {
   readonly logger: Logger;
@@ -23,12 +23,12 @@ export class GatewayProxy {
   #inFlight = 0;
   #draining = false;
   #idleWaiters: (() => void)[] = [];
-  readonly #admission: Admission;
+  readonly #exchanges: ExchangeContext;
 
   constructor(options: ProxyOptions) {
     this.#log = options.logger;
     this.#runtime = options.runtime;
-    this.#admission = new Admission(options.logger);
+    this.#exchanges = { log: options.logger, admission: new Admission(options.logger), released: this.#released };
   }
 
   get inFlight(): number {
@@ -44,16 +44,19 @@ export class GatewayProxy {
 
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     this.#inFlight++;
-    // 'close' comes once per response: on() spares the wrapper once() would allocate per request.
-    res.on('close', this.#onClose);
     if (this.#draining) res.shouldKeepAlive = false;
-    this.#handle(req, res).catch((err: unknown) => {
+    const rt = this.#runtime();
+    // The exchange owns the response's one 'close' listener, which ends its in-flight count.
+    const exchange = new Exchange(this.#exchanges, req, res, rt, performance.now());
+    try {
+      this.#start(exchange, req, res, rt);
+    } catch (err) {
       this.#log.error({ err }, 'proxy: unexpected failure');
       sendProblem(res, { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The gateway failed to forward the request.' });
-    });
+    }
   };
 
-  readonly #onClose = (): void => {
+  readonly #released = (): void => {
     this.#inFlight--;
     if (this.#inFlight === 0 && this.#idleWaiters.length > 0) {
       const waiters = this.#idleWaiters;
@@ -62,16 +65,14 @@ export class GatewayProxy {
     }
   };
 
-  async #handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const rt = this.#runtime();
-    const start = performance.now();
+  /** Refuses a bad target or head at once; otherwise asks the bucket with the forwarded head. */
+  #start(exchange: Exchange, req: IncomingMessage, res: ServerResponse, rt: RouteRuntime): void {
     const url = req.url ?? '';
     const badTarget = refuseTarget(rt, url);
     if (badTarget !== undefined) {
       sendProblem(res, badTarget);
       return;
     }
-
     // One pass over the raw headers: the first key value, the forwarded set, body presence.
     const raw = req.rawHeaders;
     const forward: string[] = [];
@@ -114,30 +115,17 @@ export class GatewayProxy {
       forward.push(name, value);
     }
 
-    const verdict = await this.#admission.decide(rt, key, hostCount);
-    if (!verdict.admitted) {
-      sendProblem(res, verdict.problem, verdict.headers);
+    const refusal = this.#exchanges.admission.refuseRequest(rt, key, hostCount);
+    if (refusal !== undefined) {
+      sendProblem(res, refusal);
       return;
     }
-    const { decision, rateHeaders } = verdict;
-
-    // The client may have gone while the store decided: nothing to forward then.
-    if (res.destroyed) return;
     if (connection !== undefined) removeConnectionTokens(forward, connection);
     const socket = req.socket;
     forward.push('x-forwarded-for', xff === undefined ? (socket.remoteAddress ?? '') : `${xff}, ${socket.remoteAddress ?? ''}`);
     if (!sawProto) forward.push('x-forwarded-proto', 'encrypted' in socket && socket.encrypted === true ? 'https' : 'http');
     if (!sawHost && host !== undefined) forward.push('x-forwarded-host', host);
 
-    const handler = new UpstreamHandler(res, rt, rateHeaders, start, decision === undefined ? 'store_error_allowed' : 'forwarded', this.#log);
-    rt.upstream.dispatch(
-      {
-        method: req.method as Dispatcher.HttpMethod,
-        path: url,
-        headers: forward,
-        body: hasBody ? req : null,
-      },
-      handler,
-    );
+    exchange.ask(key as string, forward, hasBody);
   }
 }

@@ -3,6 +3,16 @@
 // server's sign-in throttle uses the same stores.
 import type { BucketRule, Decision } from '../bucket.ts';
 
+/**
+ * Receives the outcome of one takeInto(): exactly one of the two is called, once. Neither may
+ * throw (a store settles a whole batch in one loop; a sink that throws is its own bug).
+ */
+export interface TakeSink {
+  taken(decision: Decision): void;
+  /** The store could not decide (StoreUnavailableError, or a RangeError for an invalid rule). */
+  failed(err: Error): void;
+}
+
 export interface BucketStore {
   /**
    * Atomically refills the bucket named `key`, then takes `cost` tokens (default
@@ -10,6 +20,11 @@ export interface BucketStore {
    * than its timeout (StoreUnavailableError); callers decide the failure policy.
    */
   take(key: string, rule: BucketRule, cost?: number): Promise<Decision>;
+  /**
+   * take() for the gateway's hot path: no promise, no microtask; the outcome goes to `sink`,
+   * possibly before takeInto returns (the memory store decides at once).
+   */
+  takeInto(key: string, rule: BucketRule, cost: number, sink: TakeSink): void;
   /** Resolves once the store can answer (immediately for memory). */
   ready(): Promise<void>;
   /** True while the store can answer (for readiness probes). */

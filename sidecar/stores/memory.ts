@@ -1,7 +1,7 @@
 // In-memory BucketStore: the embedded default for a single process (make run, tests). The clock
 // is injected (ms, may be fractional); idle buckets are forgotten once they would be full again.
 import { assertRule, bucketTtlMs, takeUs, type BucketRule, type BucketState, type Decision } from '../bucket.ts';
-import type { BucketStore } from './bucket-store.ts';
+import type { BucketStore, TakeSink } from './bucket-store.ts';
 
 export interface MemoryStoreOptions {
   /** Current time in ms (e.g. performance.timeOrigin + performance.now()). */
@@ -32,6 +32,17 @@ export class MemoryBucketStore implements BucketStore {
 
   async take(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<Decision> {
     return this.takeSync(key, rule, cost);
+  }
+
+  takeInto(key: string, rule: BucketRule, cost: number, sink: TakeSink): void {
+    let decision: Decision;
+    try {
+      decision = this.takeSync(key, rule, cost);
+    } catch (err) {
+      sink.failed(err as Error);
+      return;
+    }
+    sink.taken(decision);
   }
 
   /** Synchronous form (no promise) for callers on a hot path. */

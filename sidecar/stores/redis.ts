@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import { assertRule, bucketTtlMs, toDecision, type BucketRule, type Decision } from '../bucket.ts';
-import { StoreUnavailableError, type BucketStore } from './bucket-store.ts';
+import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
 
 const script = readFileSync(new URL('./token-bucket.lua', import.meta.url), 'utf8');
 /** Takes per script call by default: ~1-2 µs of script time each, so a batch stays well under 1 ms. */
@@ -50,14 +50,16 @@ interface BucketCommands {
   portcullisTake(...args: (string | number)[]): Promise<unknown>;
 }
 
-interface PendingTake {
+/** Where a take's outcome goes: the gateway's sink (a decision), or takeRaw's promise (the whole reply). */
+type PendingTake = {
   readonly key: string;
   readonly rule: BucketRule;
   readonly cost: number;
-  /** take() wants the decision, takeRaw() the whole reply: settled directly, no promise between. */
-  readonly raw: boolean;
-  readonly resolve: (take: RawTake | Decision) => void;
-  readonly reject: (err: Error) => void;
+} & ({ readonly raw: false; readonly sink: TakeSink } | { readonly raw: true; readonly sink: RawSink });
+
+interface RawSink {
+  taken(take: RawTake): void;
+  failed(err: Error): void;
 }
 
 /** The raw reply of the script, for tests that compare it with the pure function. */
@@ -126,29 +128,37 @@ export class RedisBucketStore implements BucketStore {
   }
 
   take(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<Decision> {
-    return this.#enqueue(key, rule, cost, false) as Promise<Decision>;
+    return new Promise<Decision>((resolve, reject) => this.takeInto(key, rule, cost, { taken: resolve, failed: reject }));
+  }
+
+  takeInto(key: string, rule: BucketRule, cost: number, sink: TakeSink): void {
+    try {
+      assertRule(rule, cost);
+    } catch (err) {
+      sink.failed(err as Error);
+      return;
+    }
+    this.#enqueue({ key: this.keyOf(key), rule, cost, raw: false, sink });
   }
 
   /** take() with the script's exact state, for equivalence tests. */
   takeRaw(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<RawTake> {
-    return this.#enqueue(key, rule, cost, true) as Promise<RawTake>;
-  }
-
-  #enqueue(key: string, rule: BucketRule, cost: number, raw: boolean): Promise<RawTake | Decision> {
     try {
       assertRule(rule, cost);
     } catch (err) {
       return Promise.reject(err as Error);
     }
-    return new Promise<RawTake | Decision>((resolve, reject) => {
-      this.#pending.push({ key: this.keyOf(key), rule, cost, raw, resolve, reject });
-      if (this.#pending.length >= this.#maxBatch) this.#flush();
-      else if (!this.#flushScheduled) {
-        // setImmediate runs after the poll phase: every request read in this turn joins the batch.
-        this.#flushScheduled = true;
-        setImmediate(this.#flush);
-      }
-    });
+    return new Promise<RawTake>((resolve, reject) => this.#enqueue({ key: this.keyOf(key), rule, cost, raw: true, sink: { taken: resolve, failed: reject } }));
+  }
+
+  #enqueue(take: PendingTake): void {
+    this.#pending.push(take);
+    if (this.#pending.length >= this.#maxBatch) this.#flush();
+    else if (!this.#flushScheduled) {
+      // setImmediate runs after the poll phase: every request read in this turn joins the batch.
+      this.#flushScheduled = true;
+      setImmediate(this.#flush);
+    }
   }
 
   /** Sends the pending takes as one script call and settles each with its slice of the reply. */
@@ -165,24 +175,23 @@ export class RedisBucketStore implements BucketStore {
       (reply) => {
         const fields = typeof reply === 'string' ? reply.split(' ') : [];
         if (fields.length !== batch.length * REPLY_FIELDS) {
-          const err = new StoreUnavailableError('redis bucket store: malformed reply');
-          for (const t of batch) t.reject(err);
+          failAll(batch, new StoreUnavailableError('redis bucket store: malformed reply'));
           return;
         }
         for (let i = 0; i < batch.length; i++) {
           const t = batch[i] as PendingTake;
+          let take: RawTake;
           try {
-            const take = parseReply(fields, i * REPLY_FIELDS, t.rule, t.cost);
-            t.resolve(t.raw ? take : take.decision);
+            take = parseReply(fields, i * REPLY_FIELDS, t.rule, t.cost);
           } catch (err) {
-            t.reject(err as Error);
+            t.sink.failed(err as Error);
+            continue;
           }
+          if (t.raw) t.sink.taken(take);
+          else t.sink.taken(take.decision);
         }
       },
-      (err: unknown) => {
-        const failure = new StoreUnavailableError(`redis bucket store: ${(err as Error).message}`, { cause: err });
-        for (const t of batch) t.reject(failure);
-      },
+      (err: unknown) => failAll(batch, new StoreUnavailableError(`redis bucket store: ${(err as Error).message}`, { cause: err })),
     );
   };
 
@@ -202,6 +211,10 @@ export class RedisBucketStore implements BucketStore {
       this.client.disconnect();
     }
   }
+}
+
+function failAll(batch: readonly PendingTake[], err: Error): void {
+  for (const t of batch) t.sink.failed(err);
 }
 
 /** A number of the reply; NaN when absent or empty (Number('') would be 0). */

@@ -106,6 +106,59 @@ describe('batched takes on Redis', () => {
       }
     });
   });
+  it('takeInto settles each sink exactly once, after the call (never before takeInto returns), in one script call per turn', async () => {
+    const rule: BucketRule = { replenishRate: 1, burstCapacity: 4, requestedTokens: 1 };
+    await withStore({ commandTimeoutMs: 5000 }, async (store) => {
+      await store.take('warm-up-4', rule);
+      const before = await scriptCalls(admin);
+      const outcomes: string[][] = Array.from({ length: 6 }, () => []);
+      const settled = Promise.all(
+        outcomes.map(
+          (log, i) =>
+            new Promise<void>((resolve) => {
+              store.takeInto('sink-one', rule, 1, {
+                taken: (d) => {
+                  log.push(d.allowed ? `allowed ${d.remaining}` : 'limited');
+                  resolve();
+                },
+                failed: (err) => {
+                  log.push(`failed ${err.message}`);
+                  resolve();
+                },
+              });
+              expect(log, `take ${i} settled before takeInto returned`).toEqual([]);
+            }),
+        ),
+      );
+      await settled;
+      await new Promise((r) => setTimeout(r, 50)); // a second settlement would land by now
+      expect(outcomes).toEqual([['allowed 3'], ['allowed 2'], ['allowed 1'], ['allowed 0'], ['limited'], ['limited']]);
+      expect(await scriptCalls(admin)).toBe(before + 1);
+    });
+  });
+
+  it('takeInto reports an invalid rule to failed() without calling Redis, and a stalled Redis to failed() with StoreUnavailableError', async () => {
+    const rule: BucketRule = { replenishRate: 1, burstCapacity: 4, requestedTokens: 1 };
+    await withStore({ commandTimeoutMs: 300 }, async (store) => {
+      await store.take('warm-up-5', rule);
+      const before = await scriptCalls(admin);
+      const invalid: unknown[] = [];
+      store.takeInto('sink-invalid', rule, 5, { taken: (d) => invalid.push(d), failed: (err) => invalid.push(err) });
+      expect(invalid).toHaveLength(1);
+      expect(invalid[0]).toBeInstanceOf(RangeError);
+      expect(await scriptCalls(admin)).toBe(before);
+
+      const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
+      process.kill(pid, 'SIGSTOP');
+      try {
+        const err = await new Promise<unknown>((resolve) => store.takeInto('sink-stalled', rule, 1, { taken: resolve, failed: resolve }));
+        expect(err).toBeInstanceOf(StoreUnavailableError);
+      } finally {
+        process.kill(pid, 'SIGCONT');
+      }
+    });
+  });
+
   it('the script refuses a call whose arguments do not match its keys, and writes nothing', async () => {
     const script = readFileSync(new URL('../../sidecar/stores/token-bucket.lua', import.meta.url), 'utf8');
     const key = 'portcullis:bucket:{malformed}';

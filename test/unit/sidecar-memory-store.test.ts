@@ -31,4 +31,20 @@ describe('memory bucket store', () => {
     expect((await store.take('a', rule, 10)).allowed).toBe(true);
     await store.close();
   });
+
+  it('takeInto decides at once: the sink hears the decision before takeInto returns, exactly once', () => {
+    let now = 0;
+    const store = new MemoryBucketStore({ now: () => now, sweepIntervalMs: 0 });
+    const heard: string[] = [];
+    const sink = { taken: (d: { allowed: boolean; remaining: number }) => heard.push(d.allowed ? `allowed ${d.remaining}` : 'limited'), failed: (e: Error) => heard.push(`failed ${e.name}`) };
+    for (let i = 0; i < 6; i++) store.takeInto('sync', rule, 2, sink);
+    expect(heard).toEqual(['allowed 8', 'allowed 6', 'allowed 4', 'allowed 2', 'allowed 0', 'limited']);
+    now = 2000;
+    store.takeInto('sync', rule, 2, sink);
+    expect(heard.at(-1)).toBe('allowed 0');
+    // A cost above the capacity is refused through failed(), not thrown at the caller.
+    store.takeInto('sync', rule, 11, sink);
+    expect(heard.at(-1)).toBe('failed RangeError');
+    expect(heard).toHaveLength(8);
+  });
 });
