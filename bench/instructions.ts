@@ -122,7 +122,6 @@ export async function runInstructionsBench(log: (line: string) => void = console
   const only = (process.env['BENCH_TARGETS'] ?? '').split(',').filter(Boolean);
   const chosen = only.length > 0 ? fronts.filter((f) => only.includes(f.name)) : fronts;
   const outDir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-callgrind-'));
-  const headers = { 'USER-ID': 'bench-user' };
   const runs: InstructionsRun[] = [];
   try {
     for (const front of chosen) {
@@ -130,31 +129,8 @@ export async function runInstructionsBench(log: (line: string) => void = console
       const f = await front.start(launcher);
       try {
         if (f.pid === undefined) throw new Error(`${front.name}: no pid`);
-        const url = `${f.url}/healthcheck/ready`;
-        let warmed = 0;
-        while (warmed < warmupRequests) {
-          const chunk = (await runWrk({ url, connections: 50, threads: 1, durationS: 20, headers })).requests;
-          if (chunk === 0) throw new Error(`${front.name}: answered no request in 20 s under callgrind`);
-          warmed += chunk;
-        }
-        log(`  ${front.name}: warmed up with ${warmed} requests`);
-        execFileSync('callgrind_control', ['--zero', String(f.pid)], { stdio: 'ignore' });
-        const wrk = await runWrk({ url, connections: 50, threads: 1, durationS, headers });
-        execFileSync('callgrind_control', ['--dump', String(f.pid)], { stdio: 'ignore' });
-        // The dump on request is <name>.<pid>.1 (the one at exit, without the suffix, comes later).
-        const dump = path.join(outDir, `${front.name}.${f.pid}.1`);
-        const total = existsSync(dump) ? callgrindTotal(readFileSync(dump, 'utf8')) : undefined;
-        if (total === undefined) throw new Error(`${front.name}: callgrind wrote no dump with a total in ${outDir}`);
-        if (wrk.requests === 0) throw new Error(`${front.name}: no request answered under callgrind`);
-        const run: InstructionsRun = {
-          target: front.name,
-          description: front.description,
-          requests: wrk.requests,
-          instructions: total,
-          instructionsPerRequest: Math.round(total / wrk.requests),
-          requestsPerSecond: Math.round(wrk.requests / (wrk.durationUs / 1e6)),
-          errors: wrkErrors(wrk),
-        };
+        const counted = await countInstructions({ name: front.name, pid: f.pid, url: `${f.url}/healthcheck/ready`, outDir, warmupRequests, durationS, log });
+        const run: InstructionsRun = { target: front.name, description: front.description, ...counted };
         runs.push(run);
         log(`  ${front.name}: ${run.requests} requests, ${(run.instructions / 1e6).toFixed(0)} M instructions, ${run.instructionsPerRequest} per request (${run.requestsPerSecond} req/s under callgrind, ${run.errors} errors)`);
       } finally {
@@ -167,6 +143,47 @@ export async function runInstructionsBench(log: (line: string) => void = console
     rmSync(outDir, { recursive: true, force: true });
   }
   return { suite: 'instructions', startedAt, valgrind, warmupRequests, durationS, runs, ratios: instructionRatios(runs) };
+}
+
+export interface CountOptions {
+  readonly name: string;
+  /** The front's process, started under `valgrind --tool=callgrind --callgrind-out-file=<outDir>/<name>.%p`. */
+  readonly pid: number;
+  readonly url: string;
+  readonly outDir: string;
+  readonly warmupRequests: number;
+  readonly durationS: number;
+  readonly log: (line: string) => void;
+}
+
+/**
+ * Warms a front up by request count, zeroes its callgrind counters, drives it with wrk (50
+ * connections, a USER-ID) for durationS and reads the dump: instructions per request answered.
+ */
+export async function countInstructions(o: CountOptions): Promise<Omit<InstructionsRun, 'target' | 'description'>> {
+  const headers = { 'USER-ID': 'bench-user' };
+  let warmed = 0;
+  while (warmed < o.warmupRequests) {
+    const chunk = (await runWrk({ url: o.url, connections: 50, threads: 1, durationS: 20, headers })).requests;
+    if (chunk === 0) throw new Error(`${o.name}: answered no request in 20 s under callgrind`);
+    warmed += chunk;
+  }
+  o.log(`  ${o.name}: warmed up with ${warmed} requests`);
+  execFileSync('callgrind_control', ['--zero', String(o.pid)], { stdio: 'ignore' });
+  const wrk = await runWrk({ url: o.url, connections: 50, threads: 1, durationS: o.durationS, headers });
+  execFileSync('callgrind_control', ['--dump', String(o.pid)], { stdio: 'ignore' });
+  // The dump on request is <name>.<pid>.1 (the one at exit, without the suffix, comes later).
+  const dump = path.join(o.outDir, `${o.name}.${o.pid}.1`);
+  const total = existsSync(dump) ? callgrindTotal(readFileSync(dump, 'utf8')) : undefined;
+  if (total === undefined) throw new Error(`${o.name}: callgrind wrote no dump with a total in ${o.outDir}`);
+  if (wrk.requests === 0) throw new Error(`${o.name}: no request answered under callgrind`);
+  return {
+    requests: wrk.requests,
+    instructions: total,
+    instructionsPerRequest: Math.round(total / wrk.requests),
+    requestsPerSecond: Math.round(wrk.requests / (wrk.durationUs / 1e6)),
+    errors: wrkErrors(wrk),
+  };
 }
 
 /** Each other front's instructions per request over sidecar-redis's (2 = it executes twice as many). */

@@ -1,0 +1,147 @@
+// A/B of two sidecar bundles, for "record before and after" (issue 5). The working tree's sidecar
+// (B) against the sidecar of a git revision (A), both bundled by scripts/bundle.ts and run as
+// deployed (SIDECAR_ENV, Redis store, a limit nobody reaches), behind one user service and one
+// redis-server. Two measures:
+//   wall clock  wrk at saturation (50 connections), A and B alternating in short rounds (the order
+//               flips each round), CPU µs per request from /proc; the per-round ratio B/A of each,
+//               median [lowest-highest]. This host drifts within a minute; adjacent runs agree.
+//   callgrind   (--callgrind) each bundle alone under callgrind, warmed up by request count,
+//               instructions per request (bench/instructions.ts countInstructions).
+//   node bench/ab.ts --base REV [--rounds 9] [--duration 5] [--callgrind] [--env 'NAME=VALUE ...']
+// --env adds to B's environment only (to A/B a runtime setting on the same code: --base HEAD).
+// Prints a Markdown table; writes nothing to bench/results (quote it in optimization.md).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, symlinkSync, copyFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
+import { bundleNodeProgram } from '../scripts/bundle.ts';
+import { freePort } from '../test/harness/ports.ts';
+import { startProgram } from '../test/harness/programs.ts';
+import { startRedis } from '../test/harness/redis.ts';
+import { startSidecarProcess, type SidecarProcess } from '../test/integration/reliability-support.ts';
+import { cpuUs, unreachable } from './gateway.ts';
+import { ensureWrk, runWrk } from './gateway-wrk.ts';
+import { countInstructions } from './instructions.ts';
+
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const { values } = parseArgs({
+  options: {
+    base: { type: 'string' },
+    rounds: { type: 'string', default: '9' },
+    duration: { type: 'string', default: '5' },
+    callgrind: { type: 'boolean', default: false },
+    env: { type: 'string', default: '' },
+  },
+  strict: true,
+});
+if (values.base === undefined) throw new Error('--base REV is required (e.g. --base HEAD~1)');
+const rounds = Number(values.rounds);
+const durationS = Number(values.duration);
+const extraEnv = Object.fromEntries(values.env.split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const envB: Record<string, string> = { ...SIDECAR_ENV, ...extraEnv };
+
+/** Bundles the sidecar of `rev` (a git archive beside the repository's node_modules) into dir. */
+async function bundleRevision(rev: string, dir: string): Promise<string> {
+  const src = path.join(dir, 'src');
+  execFileSync('mkdir', ['-p', src]);
+  execFileSync('sh', ['-c', `git -C "${repoRoot}" archive "${rev}" sidecar | tar -x -C "${src}"`]);
+  symlinkSync(path.join(repoRoot, 'node_modules'), path.join(src, 'node_modules'));
+  const out = path.join(dir, 'a', 'main.mjs');
+  await bundleNodeProgram(path.join(src, 'sidecar', 'main.ts'), out);
+  copyFileSync(path.join(src, 'sidecar', 'stores', 'token-bucket.lua'), path.join(dir, 'a', 'token-bucket.lua'));
+  return out;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+};
+const r2 = (x: number) => Math.round(x * 100) / 100;
+const spread = (xs: number[]) => `${r2(median(xs))} [${r2(Math.min(...xs))}-${r2(Math.max(...xs))}]`;
+
+const work = mkdtempSync(path.join(os.tmpdir(), 'portcullis-ab-'));
+const entryA = await bundleRevision(values.base, work);
+const entryB = path.join(work, 'b', 'main.mjs');
+await bundleNodeProgram(path.join(repoRoot, 'sidecar', 'main.ts'), entryB);
+copyFileSync(path.join(repoRoot, 'sidecar', 'stores', 'token-bucket.lua'), path.join(work, 'b', 'token-bucket.lua'));
+ensureWrk();
+
+const redis = await startRedis();
+const userPort = await freePort();
+const user = await startProgram({ entry: 'services/user-service/main.ts', env: { PORT: String(userPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, waitPort: userPort, name: 'ab-user-service' });
+const config = {
+  upstream: { url: `http://127.0.0.1:${userPort}` },
+  route: { id: 'bench', path: '/**' },
+  limiter: unreachable,
+  redis: { url: redis.url, commandTimeoutMs: 1000 },
+  logLevel: 'warn' as const,
+};
+const headers = { 'USER-ID': 'bench-user' };
+const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env === '' ? '' : ` with ${values.env}`}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
+try {
+  const start = (entry: string, env: Record<string, string>, name: string, launcher?: string[]): Promise<SidecarProcess> =>
+    startSidecarProcess(config, name, { entry: path.relative(repoRoot, entry), env, ...(launcher !== undefined ? { launcher, waitPortMs: 180_000 } : {}) });
+  const a = await start(entryA, { ...SIDECAR_ENV }, 'ab-a');
+  const b = await start(entryB, envB, 'ab-b');
+  const measure = async (s: SidecarProcess) => {
+    const pid = s.program.child.pid;
+    const cpu0 = cpuUs(pid);
+    const w = await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS, headers });
+    return { rps: w.requests / (w.durationUs / 1e6), cpu: (cpuUs(pid) - cpu0) / Math.max(1, w.requests) };
+  };
+  // Warm-up: V8 tiers code up by use.
+  for (const s of [a, b]) await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS: 5, headers });
+  const rps: [number[], number[]] = [[], []];
+  const cpu: [number[], number[]] = [[], []];
+  const ratioRps: number[] = [];
+  const ratioCpu: number[] = [];
+  for (let r = 0; r < rounds; r++) {
+    const order = r % 2 === 0 ? [0, 1] : [1, 0];
+    const got: { rps: number; cpu: number }[] = [];
+    for (const i of order) got[i] = await measure(i === 0 ? a : b);
+    const [ga, gb] = got as [{ rps: number; cpu: number }, { rps: number; cpu: number }];
+    rps[0].push(ga.rps);
+    rps[1].push(gb.rps);
+    cpu[0].push(ga.cpu);
+    cpu[1].push(gb.cpu);
+    ratioRps.push(gb.rps / ga.rps);
+    ratioCpu.push(gb.cpu / ga.cpu);
+    console.log(`round ${r + 1}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs`);
+  }
+  await a.program.stop();
+  await b.program.stop();
+  lines.push(
+    '',
+    `Wall clock: wrk at saturation, 50 connections, ${rounds} rounds of ${durationS} s per bundle, alternating.`,
+    '',
+    '| | A | B | B/A per round, median [lowest-highest] |',
+    '|---|---:|---:|---:|',
+    `| requests/s | ${Math.round(median(rps[0]))} | ${Math.round(median(rps[1]))} | ${spread(ratioRps)} |`,
+    `| CPU µs per request | ${median(cpu[0]).toFixed(1)} | ${median(cpu[1]).toFixed(1)} | ${spread(ratioCpu)} |`,
+  );
+  if (values.callgrind) {
+    const outDir = path.join(work, 'callgrind');
+    execFileSync('mkdir', ['-p', outDir]);
+    const counts: number[] = [];
+    for (const [name, entry, env] of [['a', entryA, { ...SIDECAR_ENV }], ['b', entryB, envB]] as const) {
+      const s = await start(entry, env, `ab-callgrind-${name}`, ['valgrind', '--tool=callgrind', `--callgrind-out-file=${path.join(outDir, `${name}.%p`)}`]);
+      try {
+        const c = await countInstructions({ name, pid: s.program.child.pid as number, url: `${s.url}/healthcheck/ready`, outDir, warmupRequests: 50_000, durationS: 60, log: console.log });
+        counts.push(c.instructionsPerRequest);
+        console.log(`callgrind ${name}: ${c.instructionsPerRequest} instructions per request (${c.requests} requests, ${c.errors} errors)`);
+      } finally {
+        await s.program.stop();
+      }
+    }
+    lines.push('', `callgrind (alone, 50,000 requests of warm-up, 60 s counted): A ${counts[0]?.toLocaleString('en-US')}, B ${counts[1]?.toLocaleString('en-US')} instructions per request (B/A ${r2((counts[1] as number) / (counts[0] as number))}).`);
+  }
+} finally {
+  await user.stop();
+  await redis.stop();
+  rmSync(work, { recursive: true, force: true });
+}
+console.log(`\n${lines.join('\n')}`);
