@@ -1,5 +1,5 @@
 // A/B of two sidecar bundles, for "record before and after" (issue 5). The working tree's sidecar
-// (B) against the sidecar of a git revision (A), both bundled by scripts/bundle.ts and run as
+// (B) against the sidecar of a git revision (A), each bundled by its own scripts/bundle.ts, run as
 // deployed (SIDECAR_ENV, Redis store, a limit nobody reaches), behind one user service and one
 // redis-server. Two measures:
 //   wall clock  wrk at saturation (50 connections), A and B alternating in short rounds (the order
@@ -43,14 +43,18 @@ const durationS = Number(values.duration);
 const extraEnv = Object.fromEntries(values.env.split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const envB: Record<string, string> = { ...SIDECAR_ENV, ...extraEnv };
 
-/** Bundles the sidecar of `rev` (a git archive beside the repository's node_modules) into dir. */
+/**
+ * Bundles the sidecar of `rev` with rev's own recipe (scripts/bundle.ts), from a git archive
+ * beside the repository's node_modules, into dir.
+ */
 async function bundleRevision(rev: string, dir: string): Promise<string> {
   const src = path.join(dir, 'src');
   execFileSync('mkdir', ['-p', src]);
-  execFileSync('sh', ['-c', `git -C "${repoRoot}" archive "${rev}" sidecar | tar -x -C "${src}"`]);
+  execFileSync('sh', ['-c', `git -C "${repoRoot}" archive "${rev}" sidecar scripts/bundle.ts | tar -x -C "${src}"`]);
   symlinkSync(path.join(repoRoot, 'node_modules'), path.join(src, 'node_modules'));
   const out = path.join(dir, 'a', 'main.mjs');
-  await bundleNodeProgram(path.join(src, 'sidecar', 'main.ts'), out);
+  const recipe = (await import(path.join(src, 'scripts', 'bundle.ts'))) as { bundleNodeProgram: typeof bundleNodeProgram };
+  await recipe.bundleNodeProgram(path.join(src, 'sidecar', 'main.ts'), out);
   copyFileSync(path.join(src, 'sidecar', 'stores', 'token-bucket.lua'), path.join(dir, 'a', 'token-bucket.lua'));
   return out;
 }

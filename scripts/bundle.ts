@@ -1,8 +1,12 @@
 // One Node program bundled the way the sidecar image runs it (scripts/build-sidecar.ts): its
 // sources and runtime dependencies in one ES module, whitespace-minified (V8 keeps every script's
-// source text in the heap), identifiers kept so stack traces stay readable. The gateway benchmark
-// bundles its bare node:http + undici proxy with the same options, so that the floor it reports
-// for a Node proxy runs exactly as the sidecar does.
+// source text in the heap), identifiers not minified so stack traces stay readable. No keepNames:
+// its __name helper runs Object.defineProperty on every function made at run time, so each
+// request paid for it in ioredis, undici and the sidecar's own class-field arrows (issue 5,
+// optimization.md); only the ~140 functions esbuild renames on a collision (none of Portcullis'
+// own) lose their original .name. The gateway benchmark bundles its bare node:http + undici proxy
+// with the same options, so that the floor it reports for a Node proxy runs exactly as the
+// sidecar does.
 import { build } from 'esbuild';
 
 /** Bundles `entry` into `outfile`; answers the bundle's size in bytes. */
@@ -16,7 +20,7 @@ export async function bundleNodeProgram(entry: string, outfile: string): Promise
     target: 'node22.19',
     minifyWhitespace: true,
     minifySyntax: true,
-    keepNames: true,
+    keepNames: false,
     legalComments: 'eof',
     metafile: true,
     logLevel: 'warning',
