@@ -4,11 +4,13 @@
 // redis-server. Two measures:
 //   wall clock  wrk at saturation (50 connections), A and B alternating in short rounds (the order
 //               flips each round), CPU µs per request from /proc; the per-round ratio B/A of each,
-//               median [lowest-highest]. This host drifts within a minute; adjacent runs agree.
+//               median [lowest-highest], and each one's peak RSS. This host drifts within a
+//               minute; adjacent runs agree.
 //   callgrind   (--callgrind) each bundle alone under callgrind, warmed up by request count,
 //               instructions per request (bench/instructions.ts countInstructions).
-//   node bench/ab.ts --base REV [--rounds 9] [--duration 5] [--callgrind] [--env 'NAME=VALUE ...']
-// --env adds to B's environment only (to A/B a runtime setting on the same code: --base HEAD).
+//   node bench/ab.ts --base REV [--rounds 9] [--duration 5] [--callgrind] [--env NAME=VALUE ...]
+// --env (repeatable) sets B's environment only, over SIDECAR_ENV (to A/B a runtime setting on the
+// same code: --base HEAD).
 // Prints a Markdown table; writes nothing to bench/results (quote it in optimization.md).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync, copyFileSync } from 'node:fs';
@@ -20,6 +22,7 @@ import { SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
 import { bundleNodeProgram } from '../scripts/bundle.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
+import { statusKiB } from '../test/harness/raw-http.ts';
 import { startRedis } from '../test/harness/redis.ts';
 import { startSidecarProcess, type SidecarProcess } from '../test/integration/reliability-support.ts';
 import { cpuUs, unreachable } from './gateway.ts';
@@ -33,14 +36,14 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '9' },
     duration: { type: 'string', default: '5' },
     callgrind: { type: 'boolean', default: false },
-    env: { type: 'string', default: '' },
+    env: { type: 'string', multiple: true, default: [] },
   },
   strict: true,
 });
 if (values.base === undefined) throw new Error('--base REV is required (e.g. --base HEAD~1)');
 const rounds = Number(values.rounds);
 const durationS = Number(values.duration);
-const extraEnv = Object.fromEntries(values.env.split(' ').filter(Boolean).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
+const extraEnv = Object.fromEntries(values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const envB: Record<string, string> = { ...SIDECAR_ENV, ...extraEnv };
 
 /**
@@ -85,7 +88,7 @@ const config = {
   logLevel: 'warn' as const,
 };
 const headers = { 'USER-ID': 'bench-user' };
-const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env === '' ? '' : ` with ${values.env}`}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
+const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
 try {
   const start = (entry: string, env: Record<string, string>, name: string, launcher?: string[]): Promise<SidecarProcess> =>
     startSidecarProcess(config, name, { entry: path.relative(repoRoot, entry), env, ...(launcher !== undefined ? { launcher, waitPortMs: 180_000 } : {}) });
@@ -116,6 +119,7 @@ try {
     ratioCpu.push(gb.cpu / ga.cpu);
     console.log(`round ${r + 1}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs`);
   }
+  const peakMiB = [a, b].map((s) => statusKiB(s.program.child.pid as number, 'VmHWM') / 1024);
   await a.program.stop();
   await b.program.stop();
   lines.push(
@@ -126,6 +130,7 @@ try {
     '|---|---:|---:|---:|',
     `| requests/s | ${Math.round(median(rps[0]))} | ${Math.round(median(rps[1]))} | ${spread(ratioRps)} |`,
     `| CPU µs per request | ${median(cpu[0]).toFixed(1)} | ${median(cpu[1]).toFixed(1)} | ${spread(ratioCpu)} |`,
+    `| peak RSS (VmHWM), MiB | ${peakMiB[0]?.toFixed(1)} | ${peakMiB[1]?.toFixed(1)} | ${r2((peakMiB[1] as number) / (peakMiB[0] as number))} (whole run) |`,
   );
   if (values.callgrind) {
     const outDir = path.join(work, 'callgrind');
