@@ -58,7 +58,7 @@ crds: deps ## Generate crds/*.yaml and the chart's CRDs from operator/api
 check-generated: deps ## Fail when crds/ or the chart's CRDs are out of date
 	@$(NODE) scripts/gen-crds.ts --check
 
-bench: deps system-deps k8s-tools build-sidecar ## Benchmarks side by side with their anchors (bench/results/, README Benchmarks)
+bench: deps system-deps k8s-tools ## Benchmarks side by side with their anchors (bench/results/, README Benchmarks)
 	@$(NODE) bench/run.ts
 
 bench-operator: deps k8s-tools ## Operator: 200 RateLimitRoutes at once on a real API server (bench/results/operator.*)

@@ -8,7 +8,10 @@
 //               minute; adjacent runs agree.
 //   callgrind   (--callgrind) each bundle alone under callgrind, warmed up by request count,
 //               instructions per request (bench/instructions.ts countInstructions).
-//   node bench/ab.ts --base REV [--rounds 9] [--duration 5] [--callgrind] [--env NAME=VALUE ...]
+//   fixed rate  (--rate N) bench/loadgen (Go, open model) at N req/s, A and B alternating in the
+//               same number of rounds: p50, p99 and p99.9 latency of each, median over the rounds,
+//               and the per-round B - A difference of p99 (for the p99 goal's "before and after").
+//   node bench/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind] [--env NAME=VALUE ...]
 // --env (repeatable) sets B's environment only, over SIDECAR_ENV (to A/B a runtime setting on the
 // same code: --base HEAD).
 // Prints a Markdown table; writes nothing to bench/results (quote it in optimization.md).
@@ -28,6 +31,7 @@ import { startSidecarProcess, type SidecarProcess } from '../test/integration/re
 import { cpuUs, unreachable } from './gateway.ts';
 import { ensureWrk, runWrk } from './gateway-wrk.ts';
 import { countInstructions } from './instructions.ts';
+import { ensureLoadgen, runRate } from './loadgen.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({
@@ -36,6 +40,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '9' },
     duration: { type: 'string', default: '5' },
     callgrind: { type: 'boolean', default: false },
+    rate: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
   },
   strict: true,
@@ -43,6 +48,8 @@ const { values } = parseArgs({
 if (values.base === undefined) throw new Error('--base REV is required (e.g. --base HEAD~1)');
 const rounds = Number(values.rounds);
 const durationS = Number(values.duration);
+const rate = values.rate === undefined ? undefined : Number(values.rate);
+if (rate !== undefined && !(rate > 0)) throw new Error(`--rate must be a positive number of requests per second, got ${values.rate}`);
 const extraEnv = Object.fromEntries(values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const envB: Record<string, string> = { ...SIDECAR_ENV, ...extraEnv };
 
@@ -76,6 +83,7 @@ const entryB = path.join(work, 'b', 'main.mjs');
 await bundleNodeProgram(path.join(repoRoot, 'sidecar', 'main.ts'), entryB);
 copyFileSync(path.join(repoRoot, 'sidecar', 'stores', 'token-bucket.lua'), path.join(work, 'b', 'token-bucket.lua'));
 ensureWrk();
+if (rate !== undefined) ensureLoadgen();
 
 const redis = await startRedis();
 const userPort = await freePort();
@@ -119,6 +127,22 @@ try {
     ratioCpu.push(gb.cpu / ga.cpu);
     console.log(`round ${r + 1}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs`);
   }
+  const latency: [{ p50: number; p99: number; p999: number }[], { p50: number; p99: number; p999: number }[]] = [[], []];
+  const p99Diff: number[] = [];
+  if (rate !== undefined) {
+    for (let r = 0; r < rounds; r++) {
+      const order = r % 2 === 0 ? [0, 1] : [1, 0];
+      for (const i of order) {
+        const s = i === 0 ? a : b;
+        const lg = await runRate({ url: `${s.url}/healthcheck/ready`, rate, durationS, connections: 50, headers });
+        if (lg.errors > 0) console.log(`round ${r + 1}: ${i === 0 ? 'A' : 'B'} had ${lg.errors} errors at ${rate} req/s`);
+        latency[i as 0 | 1].push({ p50: lg.latencyUs.p50 / 1000, p99: lg.latencyUs.p99 / 1000, p999: lg.latencyUs.p999 / 1000 });
+      }
+      const [la, lb] = [latency[0][r], latency[1][r]] as [{ p99: number }, { p99: number }];
+      p99Diff.push(lb.p99 - la.p99);
+      console.log(`rate round ${r + 1}: p99 A ${la.p99.toFixed(2)} ms, B ${lb.p99.toFixed(2)} ms`);
+    }
+  }
   const peakMiB = [a, b].map((s) => statusKiB(s.program.child.pid as number, 'VmHWM') / 1024);
   await a.program.stop();
   await b.program.stop();
@@ -132,6 +156,19 @@ try {
     `| CPU µs per request | ${median(cpu[0]).toFixed(1)} | ${median(cpu[1]).toFixed(1)} | ${spread(ratioCpu)} |`,
     `| peak RSS (VmHWM), MiB | ${peakMiB[0]?.toFixed(1)} | ${peakMiB[1]?.toFixed(1)} | ${r2((peakMiB[1] as number) / (peakMiB[0] as number))} (whole run) |`,
   );
+  if (rate !== undefined) {
+    const col = (i: 0 | 1, k: 'p50' | 'p99' | 'p999') => median(latency[i].map((l) => l[k])).toFixed(2);
+    lines.push(
+      '',
+      `Fixed rate: bench/loadgen, ${rate} req/s, 50 connections, ${rounds} rounds of ${durationS} s per bundle, alternating; latency in ms, median over the rounds.`,
+      '',
+      '| | A | B | B - A per round, median [lowest-highest] |',
+      '|---|---:|---:|---:|',
+      `| p50 | ${col(0, 'p50')} | ${col(1, 'p50')} | |`,
+      `| p99 | ${col(0, 'p99')} | ${col(1, 'p99')} | ${spread(p99Diff)} |`,
+      `| p99.9 | ${col(0, 'p999')} | ${col(1, 'p999')} | |`,
+    );
+  }
   if (values.callgrind) {
     const outDir = path.join(work, 'callgrind');
     execFileSync('mkdir', ['-p', outDir]);

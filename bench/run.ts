@@ -3,7 +3,9 @@
 // bench/results/summary.md (every suite's table, with the goals) and bench/results/chart.svg, and
 // puts the summary into README.md between the bench markers.
 // `node bench/run.ts [suite ...]` runs only the named suites (the summary still covers the latest
-// results of every suite). Add a suite by adding it to the registry below.
+// results of every suite). Add a suite by adding it to the registry below. The sidecar is bundled
+// from the current sources first, so a suite never measures a stale or missing dist/sidecar.
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,6 +61,7 @@ if (unknown.length > 0) {
 }
 
 mkdirSync(resultsDir, { recursive: true });
+execFileSync(process.execPath, ['scripts/build-sidecar.ts'], { cwd: path.join(benchDir, '..'), stdio: 'inherit' });
 for (const [name, suite] of Object.entries(suites)) {
   if (wanted.length > 0 && !wanted.includes(name)) continue;
   console.log(`== bench: ${name} (load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
