@@ -22,7 +22,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
-import { bundleNodeProgram } from '../scripts/bundle.ts';
+import { bundleSidecar, type bundleNodeProgram } from '../scripts/bundle.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
 import { statusKiB } from '../test/harness/raw-http.ts';
@@ -77,11 +77,39 @@ const median = (xs: number[]) => {
 const r2 = (x: number) => Math.round(x * 100) / 100;
 const spread = (xs: number[]) => `${r2(median(xs))} [${r2(Math.min(...xs))}-${r2(Math.max(...xs))}]`;
 
+interface Latency {
+  readonly p50: number;
+  readonly p99: number;
+  readonly p999: number;
+  readonly errors: number;
+}
+
+/**
+ * `rounds` rounds of `measure` on A and on B, the order flipping each round (the host drifts
+ * within a minute); answers each side's results in round order. `report` sees each round (from 1).
+ */
+async function alternate<T>(
+  a: SidecarProcess,
+  b: SidecarProcess,
+  measure: (s: SidecarProcess) => Promise<T>,
+  report: (round: number, ga: T, gb: T) => void,
+): Promise<[T[], T[]]> {
+  const out: [T[], T[]] = [[], []];
+  for (let r = 0; r < rounds; r++) {
+    const [first, second] = r % 2 === 0 ? [0, 1] : [1, 0];
+    for (const i of [first, second] as (0 | 1)[]) out[i].push(await measure(i === 0 ? a : b));
+    report(r + 1, out[0][r] as T, out[1][r] as T);
+  }
+  return out;
+}
+
+/** f(A's, B's) of each round. */
+const perRound = <T>([xa, xb]: [T[], T[]], f: (ga: T, gb: T) => number): number[] => xa.map((ga, r) => f(ga, xb[r] as T));
+
 const work = mkdtempSync(path.join(os.tmpdir(), 'portcullis-ab-'));
 const entryA = await bundleRevision(values.base, work);
 const entryB = path.join(work, 'b', 'main.mjs');
-await bundleNodeProgram(path.join(repoRoot, 'sidecar', 'main.ts'), entryB);
-copyFileSync(path.join(repoRoot, 'sidecar', 'stores', 'token-bucket.lua'), path.join(work, 'b', 'token-bucket.lua'));
+await bundleSidecar(repoRoot, path.dirname(entryB));
 ensureWrk();
 if (rate !== undefined) ensureLoadgen();
 
@@ -110,39 +138,27 @@ try {
   };
   // Warm-up: V8 tiers code up by use.
   for (const s of [a, b]) await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS: 5, headers });
-  const rps: [number[], number[]] = [[], []];
-  const cpu: [number[], number[]] = [[], []];
-  const ratioRps: number[] = [];
-  const ratioCpu: number[] = [];
-  for (let r = 0; r < rounds; r++) {
-    const order = r % 2 === 0 ? [0, 1] : [1, 0];
-    const got: { rps: number; cpu: number }[] = [];
-    for (const i of order) got[i] = await measure(i === 0 ? a : b);
-    const [ga, gb] = got as [{ rps: number; cpu: number }, { rps: number; cpu: number }];
-    rps[0].push(ga.rps);
-    rps[1].push(gb.rps);
-    cpu[0].push(ga.cpu);
-    cpu[1].push(gb.cpu);
-    ratioRps.push(gb.rps / ga.rps);
-    ratioCpu.push(gb.cpu / ga.cpu);
-    console.log(`round ${r + 1}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs`);
-  }
-  const latency: [{ p50: number; p99: number; p999: number }[], { p50: number; p99: number; p999: number }[]] = [[], []];
-  const p99Diff: number[] = [];
-  if (rate !== undefined) {
-    for (let r = 0; r < rounds; r++) {
-      const order = r % 2 === 0 ? [0, 1] : [1, 0];
-      for (const i of order) {
-        const s = i === 0 ? a : b;
-        const lg = await runRate({ url: `${s.url}/healthcheck/ready`, rate, durationS, connections: 50, headers });
-        if (lg.errors > 0) console.log(`round ${r + 1}: ${i === 0 ? 'A' : 'B'} had ${lg.errors} errors at ${rate} req/s`);
-        latency[i as 0 | 1].push({ p50: lg.latencyUs.p50 / 1000, p99: lg.latencyUs.p99 / 1000, p999: lg.latencyUs.p999 / 1000 });
-      }
-      const [la, lb] = [latency[0][r], latency[1][r]] as [{ p99: number }, { p99: number }];
-      p99Diff.push(lb.p99 - la.p99);
-      console.log(`rate round ${r + 1}: p99 A ${la.p99.toFixed(2)} ms, B ${lb.p99.toFixed(2)} ms`);
-    }
-  }
+  const sat = await alternate(a, b, measure, (r, ga, gb) =>
+    console.log(`round ${r}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs`),
+  );
+  const rps = sat.map((side) => side.map((g) => g.rps)) as [number[], number[]];
+  const cpu = sat.map((side) => side.map((g) => g.cpu)) as [number[], number[]];
+  const ratioRps = perRound(rps, (ga, gb) => gb / ga);
+  const ratioCpu = perRound(cpu, (ga, gb) => gb / ga);
+  const latency: [Latency[], Latency[]] =
+    rate === undefined
+      ? [[], []]
+      : await alternate(
+          a,
+          b,
+          async (s) => {
+            const lg = await runRate({ url: `${s.url}/healthcheck/ready`, rate, durationS, connections: 50, headers });
+            return { p50: lg.latencyUs.p50 / 1000, p99: lg.latencyUs.p99 / 1000, p999: lg.latencyUs.p999 / 1000, errors: lg.errors };
+          },
+          (r, la, lb) =>
+            console.log(`rate round ${r}: p99 A ${la.p99.toFixed(2)} ms, B ${lb.p99.toFixed(2)} ms${la.errors + lb.errors > 0 ? `; errors A ${la.errors}, B ${lb.errors}` : ''}`),
+        );
+  const p99Diff = perRound(latency, (la, lb) => lb.p99 - la.p99);
   const peakMiB = [a, b].map((s) => statusKiB(s.program.child.pid as number, 'VmHWM') / 1024);
   await a.program.stop();
   await b.program.stop();

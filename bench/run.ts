@@ -5,11 +5,12 @@
 // `node bench/run.ts [suite ...]` runs only the named suites (the summary still covers the latest
 // results of every suite). Add a suite by adding it to the registry below. The sidecar is bundled
 // from the current sources first, so a suite never measures a stale or missing dist/sidecar.
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SIDECAR_ENTRY } from '../operator/resources/route-deployment.ts';
+import { bundleSidecar } from '../scripts/bundle.ts';
 import { accuracyMarkdown, runAccuracyBench } from './accuracy.ts';
 import { authMarkdown, runAuthBench } from './auth.ts';
 import { containerMemoryMarkdown, runContainerMemoryBench } from './container-memory.ts';
@@ -53,6 +54,7 @@ const suites: Record<string, Suite> = {
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsDir = path.join(benchDir, 'results');
+const repoRoot = path.join(benchDir, '..');
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((n) => !(n in suites));
 if (unknown.length > 0) {
@@ -61,7 +63,7 @@ if (unknown.length > 0) {
 }
 
 mkdirSync(resultsDir, { recursive: true });
-execFileSync(process.execPath, ['scripts/build-sidecar.ts'], { cwd: path.join(benchDir, '..'), stdio: 'inherit' });
+await bundleSidecar(repoRoot, path.join(repoRoot, path.dirname(SIDECAR_ENTRY)));
 for (const [name, suite] of Object.entries(suites)) {
   if (wanted.length > 0 && !wanted.includes(name)) continue;
   console.log(`== bench: ${name} (load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
@@ -71,5 +73,5 @@ for (const [name, suite] of Object.entries(suites)) {
   writeFileSync(path.join(resultsDir, `${name}.md`), `${md}\n`);
   console.log(`\n${md}\n\nwritten: bench/results/${name}.json, bench/results/${name}.md`);
 }
-const written = writeSummary(resultsDir, path.join(benchDir, '..', 'README.md'));
+const written = writeSummary(resultsDir, path.join(repoRoot, 'README.md'));
 console.log(`written: ${written.join(', ')}`);

@@ -5,18 +5,14 @@
 // (V8 keeps every script's source text in the heap). Identifiers are kept, so stack traces stay
 // readable. The other programs still run from their TypeScript sources (ADR 0001).
 //   node scripts/build-sidecar.ts [--outdir DIR]
-import { copyFileSync, mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { bundleNodeProgram } from './bundle.ts';
+import { bundleSidecar } from './bundle.ts';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 const { values } = parseArgs({ options: { outdir: { type: 'string' } }, strict: true });
 const outdir = path.resolve(repo, values.outdir ?? 'dist/sidecar');
 
-mkdirSync(outdir, { recursive: true });
-const bytes = await bundleNodeProgram(path.join(repo, 'sidecar', 'main.ts'), path.join(outdir, 'main.mjs'));
-// sidecar/stores/redis.ts reads the script beside itself (new URL('./token-bucket.lua', import.meta.url)).
-copyFileSync(path.join(repo, 'sidecar', 'stores', 'token-bucket.lua'), path.join(outdir, 'token-bucket.lua'));
+const bytes = await bundleSidecar(repo, outdir);
 console.log(`build-sidecar: ${path.relative(repo, outdir)}/main.mjs (${(bytes / 1024).toFixed(0)} KiB) + token-bucket.lua`);

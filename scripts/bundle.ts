@@ -7,6 +7,8 @@
 // own) lose their original .name. The gateway benchmark bundles its bare node:http + undici proxy
 // with the same options, so that the floor it reports for a Node proxy runs exactly as the
 // sidecar does.
+import { copyFileSync, mkdirSync } from 'node:fs';
+import path from 'node:path';
 import { build } from 'esbuild';
 
 /** Bundles `entry` into `outfile`; answers the bundle's size in bytes. */
@@ -28,4 +30,16 @@ export async function bundleNodeProgram(entry: string, outfile: string): Promise
     banner: { js: "import { createRequire as __portcullisRequire } from 'node:module'; const require = __portcullisRequire(import.meta.url);" },
   });
   return Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0);
+}
+
+/**
+ * The sidecar as its image runs it: `repo`'s sidecar/main.ts bundled into `outdir`/main.mjs, with
+ * the Lua script beside it (sidecar/stores/redis.ts reads it from beside itself:
+ * new URL('./token-bucket.lua', import.meta.url)). Answers the bundle's size in bytes.
+ */
+export async function bundleSidecar(repo: string, outdir: string): Promise<number> {
+  mkdirSync(outdir, { recursive: true });
+  const bytes = await bundleNodeProgram(path.join(repo, 'sidecar', 'main.ts'), path.join(outdir, 'main.mjs'));
+  copyFileSync(path.join(repo, 'sidecar', 'stores', 'token-bucket.lua'), path.join(outdir, 'token-bucket.lua'));
+  return bytes;
 }
