@@ -1,7 +1,12 @@
 // RateLimitRoute -> Deployment: the target container and the sidecar in one pod. A spec change
 // reaches running pods by a rolling restart: the pod template carries a hash of the sidecar
-// config, so a new config is a new template (maxUnavailable 0: capacity never drops; the
-// sidecar's preStop pause lets endpoints drop the old pod before it stops accepting).
+// config, so a new config is a new template (maxUnavailable 0: capacity never drops).
+//
+// A pod that stops (a roll, a deletion, a node drain) must fail no request. Both containers get
+// their preStop at once: the sidecar pauses SIDECAR_PRESTOP_SECONDS so the endpoints and every
+// node's proxy rules drop the pod while it still serves, then drains its in-flight requests (up
+// to its shutdownGraceMs); the target pauses until both are over, so the sidecar never forwards
+// to a target that has already stopped.
 import type { RateLimitRoute } from '../api/index.ts';
 import { contentHash } from '../runtime/compare.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
@@ -29,6 +34,14 @@ import type { ResourceSettings } from './settings.ts';
 
 /** The sidecar image runs its bundle (scripts/build-sidecar.ts), not the TypeScript sources. */
 export const SIDECAR_ENTRY = 'dist/sidecar/main.mjs';
+/** Pause before the sidecar's SIGTERM (s): time for endpoints and node proxies to drop the pod. */
+export const SIDECAR_PRESTOP_SECONDS = 5;
+/** The sidecar's longest drain of in-flight requests after SIGTERM (s): its config's default shutdownGraceMs. */
+export const SIDECAR_DRAIN_SECONDS = 10;
+/** Pause before the target's SIGTERM (s): it outlives the sidecar's pause and drain. */
+export const TARGET_PRESTOP_SECONDS = SIDECAR_PRESTOP_SECONDS + SIDECAR_DRAIN_SECONDS;
+/** The pod's grace (s): the target's pause plus time for it to stop on its own. */
+export const ROUTE_POD_GRACE_SECONDS = TARGET_PRESTOP_SECONDS + 15;
 /** The sidecar container's memory limit, MiB. */
 export const SIDECAR_MEMORY_LIMIT_MIB = 256;
 /**
@@ -89,6 +102,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
     },
     ...(target.resources === undefined ? {} : { resources: quantitiesAsStrings(target.resources) }),
     securityContext: containerSecurityContext,
+    lifecycle: { preStop: { sleep: { seconds: TARGET_PRESTOP_SECONDS } } },
     volumeMounts: [{ name: 'target-tmp', mountPath: '/tmp' }],
   };
 
@@ -107,7 +121,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
     livenessProbe: { httpGet: { path: '/healthz', port: 'admin', scheme: 'HTTP' }, periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
     resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: `${SIDECAR_MEMORY_LIMIT_MIB}Mi` } },
     securityContext: containerSecurityContext,
-    lifecycle: { preStop: { sleep: { seconds: 5 } } },
+    lifecycle: { preStop: { sleep: { seconds: SIDECAR_PRESTOP_SECONDS } } },
     volumeMounts: [
       { name: 'sidecar-config', mountPath: SIDECAR_CONFIG_DIR, readOnly: true },
       { name: 'sidecar-tmp', mountPath: '/tmp' },
@@ -137,7 +151,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
         spec: {
           automountServiceAccountToken: false,
           enableServiceLinks: false,
-          terminationGracePeriodSeconds: 30,
+          terminationGracePeriodSeconds: ROUTE_POD_GRACE_SECONDS,
           securityContext: podSecurityContext,
           containers: [targetContainer, sidecarContainer],
           volumes: [

@@ -1,14 +1,23 @@
 #!/usr/bin/env bash
-# Builds the k8s-tier tools from Go modules, once, into a cache outside the repository:
-#   kube-apiserver + kubectl  (k8s.io/kubernetes, through the wrapper module in kubernetes/)
+# Builds the Kubernetes tools of the k8s and e2e tiers from Go modules, once, into a cache
+# outside the repository:
+#   the seven Kubernetes commands (k8s.io/kubernetes, through the wrapper module in kubernetes/):
+#     kube-apiserver and kubectl for the k8s tier; kubelet, kubeadm, kube-controller-manager,
+#     kube-scheduler and kube-proxy for the kind node image of the e2e tier. One `go build` of all
+#     seven shares the compile of the common packages, so both tiers cost one build.
 #   etcd                      (go.etcd.io/etcd/server/v3, through the wrapper module in etcd/)
 #   helm                      (go install helm.sh/helm/v4/cmd/helm)
+# With --node, also what only a kind node needs (the e2e tier):
+#   kind                      (go install sigs.k8s.io/kind)
+#   crictl                    (go install sigs.k8s.io/cri-tools/cmd/crictl)
+#   coredns, pause            (the small modules in ../kind/coredns and ../kind/pause)
 # Cache: ${PORTCULLIS_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/portcullis/k8s}/<tool>-<version>/bin
 # A tool whose cache directory is complete is not rebuilt: with everything cached this is a no-op
 # that takes well under a second. Versions live in versions.env.
 #
 # Usage: build-tools.sh              build what is missing, print where the tools are
 #        build-tools.sh --print-env  also print KUBE_APISERVER=... lines (for scripts)
+#        build-tools.sh --node [--print-env]  also the kind node's tools (KIND=, CRICTL=, ...)
 #        build-tools.sh --regen-go-mod  rewrite kubernetes/go.mod for KUBERNETES_VERSION
 set -euo pipefail
 
@@ -21,22 +30,50 @@ cache_root="${PORTCULLIS_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/portcullis/k
 k8s_dir="$cache_root/kubernetes-$KUBERNETES_VERSION"
 etcd_dir="$cache_root/etcd-$ETCD_VERSION"
 helm_dir="$cache_root/helm-$HELM_VERSION"
+kind_dir="$cache_root/kind-$KIND_VERSION"
+crictl_dir="$cache_root/crictl-$CRICTL_VERSION"
+coredns_dir="$cache_root/coredns-$COREDNS_VERSION"
+pause_dir="$cache_root/pause-$(sha256sum "$here/../kind/pause/main.go" | cut -c1-12)"
+K8S_COMMANDS=(kube-apiserver kubectl kubelet kubeadm kube-controller-manager kube-scheduler kube-proxy)
 
 log() { echo "k8s-tools: $*" >&2; }
 die() { echo "k8s-tools: ERROR: $*" >&2; exit 1; }
 
+node=0; mode=""
+for arg in "$@"; do
+  case "$arg" in
+    --node) node=1 ;;
+    --print-env | --regen-go-mod) mode="$arg" ;;
+    *) die "unknown argument $arg" ;;
+  esac
+done
+
 print_env() {
+  echo "KUBERNETES_BIN=$k8s_dir/bin"
   echo "KUBE_APISERVER=$k8s_dir/bin/kube-apiserver"
   echo "KUBECTL=$k8s_dir/bin/kubectl"
   echo "ETCD=$etcd_dir/bin/etcd"
   echo "HELM=$helm_dir/bin/helm"
+  if [ "$node" = 1 ]; then
+    echo "KIND=$kind_dir/bin/kind"
+    echo "CRICTL=$crictl_dir/bin/crictl"
+    echo "COREDNS=$coredns_dir/bin/coredns"
+    echo "PAUSE=$pause_dir/bin/pause"
+  fi
 }
 
+# A cache directory is complete when its build finished (.complete) and, for the Kubernetes one,
+# every command is there (a cache made when only two were built is rebuilt once).
 complete() { [ -f "$1/.complete" ]; }
+k8s_complete() {
+  complete "$k8s_dir" || return 1
+  local c; for c in "${K8S_COMMANDS[@]}"; do [ -x "$k8s_dir/bin/$c" ] || return 1; done
+}
 
-all_cached() { complete "$k8s_dir" && complete "$etcd_dir" && complete "$helm_dir"; }
-
-mode="${1:-}"
+all_cached() {
+  k8s_complete && complete "$etcd_dir" && complete "$helm_dir" || return 1
+  [ "$node" = 0 ] || { complete "$kind_dir" && complete "$crictl_dir" && complete "$coredns_dir" && complete "$pause_dir"; }
+}
 
 # cluster.ts makes its certificates with openssl (a Debian package; installed when missing).
 "$repo/scripts/ensure-system-deps.sh" openssl:openssl
@@ -108,14 +145,16 @@ fi
 # is never modified, builds the packages there into <dest>/bin, then marks <dest> complete.
 build_wrapper() { # name srcdir dest ldflags pkg...
   local name="$1" src="$2" dest="$3" ldflags="$4"; shift 4
-  complete "$dest" && { log "$name: cached in $dest/bin"; return 0; }
+  if [ "$name" = kubernetes ]; then k8s_complete && { log "$name: cached in $dest/bin"; return 0; }
+  else complete "$dest" && { log "$name: cached in $dest/bin"; return 0; }; fi
   local work="$cache_root/.build-$name" start=$SECONDS
   rm -rf "$work" "$dest.tmp"; mkdir -p "$work" "$dest.tmp/bin"
-  cp "$src/go.mod" "$work/"; [ -f "$src/go.sum" ] && cp "$src/go.sum" "$work/"
+  cp -r "$src/." "$work/"
   log "$name: building $* (this takes a while the first time; 2 cores: ~10-40 min)"
   (cd "$work" && nice -n 10 "$GO" build -mod=mod -ldflags "$ldflags" -o "$dest.tmp/bin/" "$@") \
     || die "$name: go build failed (see above). Is the Go module proxy reachable?"
-  # etcd's main package is go.etcd.io/etcd/server/v3: go names the binary "server".
+  # etcd's main package is go.etcd.io/etcd/server/v3: go names the binary "server"; the local
+  # modules (pause, coredns) build package "." which go names after the module's last element.
   if [ "$name" = etcd ]; then mv "$dest.tmp/bin/server" "$dest.tmp/bin/etcd"; fi
   cp "$work/go.sum" "$dest.tmp/go.sum"
   [ -f "$src/go.sum" ] || log "$name: $src/go.sum is missing; the one this build resolved is $dest/go.sum (commit it)"
@@ -132,7 +171,7 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   k8s_ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=1970-01-01T00:00:00Z"
 done
 build_wrapper kubernetes "$here/kubernetes" "$k8s_dir" "$k8s_ldflags" \
-  k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl
+  "${K8S_COMMANDS[@]/#/k8s.io/kubernetes/cmd/}"
 
 build_wrapper etcd "$here/etcd" "$etcd_dir" \
   "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=${ETCD_VERSION}" go.etcd.io/etcd/server/v3
@@ -149,6 +188,25 @@ else
   rm -rf "$helm_dir"; mv "$helm_dir.tmp" "$helm_dir"
   echo "built $(date -u +%FT%TZ) in $((SECONDS - start))s" > "$helm_dir/.complete"
   log "helm: built in $((SECONDS - start))s"
+fi
+
+# go install of a published command into <dest>/bin, once.
+go_install() { # name dest ldflags module@version
+  local name="$1" dest="$2" ldflags="$3" pkg="$4" start=$SECONDS
+  complete "$dest" && { log "$name: cached in $dest/bin"; return 0; }
+  rm -rf "$dest.tmp"; mkdir -p "$dest.tmp/bin"
+  log "$name: go install $pkg"
+  GOBIN="$dest.tmp/bin" nice -n 10 "$GO" install -ldflags "$ldflags" "$pkg" || die "$name: go install failed"
+  rm -rf "$dest"; mv "$dest.tmp" "$dest"
+  echo "built $(date -u +%FT%TZ) in $((SECONDS - start))s" > "$dest/.complete"
+  log "$name: built in $((SECONDS - start))s"
+}
+
+if [ "$node" = 1 ]; then
+  go_install kind "$kind_dir" "-s -w" "sigs.k8s.io/kind@$KIND_VERSION"
+  go_install crictl "$crictl_dir" "-s -w" "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
+  build_wrapper coredns "$here/../kind/coredns" "$coredns_dir" "-s -w" .
+  build_wrapper pause "$here/../kind/pause" "$pause_dir" "-s -w" .
 fi
 
 "$k8s_dir/bin/kube-apiserver" --version >&2
