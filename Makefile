@@ -20,8 +20,8 @@ help: ## List the targets
 run: deps ## Run the local stack (sidecar :8080, user-service :8081, auth-server :9000, demo-client :3000)
 	@$(NODE) scripts/run-local.ts
 
-test: deps check-generated lint typecheck test-unit test-integration test-browser test-k8s ## Every test tier that can run here
-	@echo "make test: every tier passed (unit, integration, browser, k8s)"
+test: deps check-generated lint typecheck test-unit test-integration test-browser test-k8s test-e2e ## Every test tier that can run here
+	@echo "make test: every tier passed (unit, integration, browser, k8s, e2e)"
 
 ##@ Test tiers
 test-unit: deps ## Pure logic: bucket math, schemas, resource rendering
@@ -35,6 +35,9 @@ test-browser: deps system-deps ## Sign-in and consent pages in Debian's Chromium
 
 test-k8s: deps k8s-tools ## Operator, CRDs and chart against a real kube-apiserver + etcd
 	@echo "== tier: k8s"; $(VITEST) --project k8s
+
+test-e2e: deps system-deps ## As users run it: images from the Dockerfiles, a kind cluster, helm install, the e2e (KEEP_CLUSTER=1 keeps it)
+	@echo "== tier: e2e"; $(VITEST) --project e2e
 
 soak: deps system-deps build-sidecar ## The 10-minute soak and fault run (writes a report)
 	@SOAK_SECONDS=600 $(VITEST) --project integration test/integration/soak
@@ -91,6 +94,6 @@ node_modules/.installed: package.json package-lock.json
 	@touch $@
 
 system-deps: ## Debian packages the tiers need (redis-server, chromium)
-	@scripts/ensure-system-deps.sh redis-server:redis-server chromium:chromium
+	@scripts/ensure-system-deps.sh redis-server:redis-server chromium:chromium dockerd:docker.io debootstrap:debootstrap jq:jq
 
 .PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build build-sidecar crds check-generated bench bench-operator k8s-tools images kind-up kind-load deploy e2e-kind deps system-deps

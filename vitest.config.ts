@@ -49,6 +49,20 @@ export default defineConfig({
           fileParallelism: false,
         },
       },
+      {
+        test: {
+          name: 'e2e',
+          include: ['test/e2e/**/*.test.ts'],
+          // Provisions the real cluster once for every file (test/harness/kind/cluster.ts): images
+          // from the Dockerfiles, a kind cluster, the CRDs and the chart; removes it at the end.
+          globalSetup: ['test/harness/kind/global-setup.ts'],
+          testTimeout: 300_000,
+          hookTimeout: 600_000,
+          // One cluster on a 2-core machine: files share it, run one at a time, and each works in
+          // namespaces of its own, so their order does not matter.
+          fileParallelism: false,
+        },
+      },
     ],
   },
 });

@@ -26,6 +26,15 @@ export function isGone(err: unknown): boolean {
   return err instanceof KubeApiError && err.status === 410;
 }
 
+/**
+ * 429 Too Many Requests: the API server asks the client to come back later (its storage for a
+ * kind is still initializing, as right after a CRD is created, or API Priority and Fairness is
+ * shedding load). Expected now and then; worth a warning only when it persists.
+ */
+export function isThrottled(err: unknown): boolean {
+  return err instanceof KubeApiError && err.status === 429;
+}
+
 /** A custom resource's spec does not pass the operator's own schema (the CRD let it through). */
 export class InvalidSpecError extends Error {
   readonly code = 'ERR_INVALID_SPEC';

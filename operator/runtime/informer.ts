@@ -5,10 +5,13 @@
 import type { Logger } from 'pino';
 import { backoffDelay, type BackoffPolicy } from './backoff.ts';
 import { sleep, type Clock } from './clock.ts';
-import { isGone } from './errors.ts';
+import { isGone, isThrottled } from './errors.ts';
 import type { KubeClient } from './kube-client.ts';
 import { keyOf, objectKey, type KubeObject } from './kube-object.ts';
 import type { ResourceType } from './resource-types.ts';
+
+/** Consecutive 429 answers logged at info before they are logged as warnings. */
+export const THROTTLED_QUIETLY = 3;
 
 export interface InformerHandler {
   onAdd?(obj: KubeObject): void;
@@ -141,6 +144,9 @@ export class Informer {
         const reason = gone ? 'gone' : 'error';
         this.#options.onRestart?.(reason);
         if (gone) this.#log.info({ namespace }, 'watch expired (410), relisting');
+        // A fresh install sees 429 "storage is (re)initializing" for a CRD created a moment
+        // before: the first few are routine, more in a row deserve a warning.
+        else if (isThrottled(err) && failures <= THROTTLED_QUIETLY) this.#log.info({ err, namespace, delayMs: delay }, 'API server asked to retry later (429), retrying after backoff');
         else this.#log.warn({ err, namespace, delayMs: delay }, 'list/watch failed, restarting after backoff');
         await sleep(this.#clock, delay, this.#stop.signal);
       }

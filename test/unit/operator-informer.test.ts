@@ -105,3 +105,42 @@ describe('informer', () => {
     await informer.stop();
   });
 });
+
+describe('informer log levels', () => {
+  function capture() {
+    const lines: Array<{ level: number; msg: string }> = [];
+    const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line) as { level: number; msg: string }) });
+    return { lines, logger };
+  }
+
+  it('a few 429s in a row (a CRD whose storage is still initializing) are info; more become warnings', async () => {
+    const { lines, logger } = capture();
+    const client = new MemoryKubeClient();
+    const clock = new ManualClock();
+    const informer = new Informer(client, clock, logger, { type: resourceTypes.configMap, relistIntervalMs: 60_000, backoff: { baseMs: 1000, maxMs: 1000 } });
+    for (let i = 0; i < 5; i++) client.failNext('list', new KubeApiError(429, 'storage is (re)initializing', 'TooManyRequests'));
+    informer.start();
+    for (let i = 0; i < 5; i++) {
+      await flush();
+      await clock.advance(1000);
+    }
+    await informer.waitForSync();
+    const retries = lines.filter((l) => /retry|restarting/.test(l.msg)).map((l) => l.level);
+    expect(retries).toEqual([30, 30, 30, 40, 40]);
+    await informer.stop();
+  });
+
+  it('any other list/watch error is a warning the first time', async () => {
+    const { lines, logger } = capture();
+    const client = new MemoryKubeClient();
+    const clock = new ManualClock();
+    const informer = new Informer(client, clock, logger, { type: resourceTypes.configMap, relistIntervalMs: 60_000, backoff: { baseMs: 1000, maxMs: 1000 } });
+    client.failNext('list', new KubeApiError(500, 'etcd hiccup'));
+    informer.start();
+    await flush();
+    await clock.advance(1000);
+    await informer.waitForSync();
+    expect(lines.filter((l) => /restarting/.test(l.msg)).map((l) => l.level)).toEqual([40]);
+    await informer.stop();
+  });
+});

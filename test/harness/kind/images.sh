@@ -7,7 +7,7 @@
 #                        image from a Debian root filesystem and kind's own files, the Kubernetes
 #                        commands, and every image kubeadm pulls, built from the cached binaries
 #                        and pinned in the node's containerd. Prints the tag.
-#   images.sh rootfs     only the Debian root filesystem both of the others start from
+#   images.sh rootfs     only the two Debian root filesystems the others start from
 #   images.sh standins   node:24-bookworm-slim and redis:7-alpine, the public base images the
 #                        project's Dockerfiles and chart use, made locally under the same names.
 #
@@ -31,6 +31,8 @@ cache_root="${PORTCULLIS_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/portcullis/k
 log() { echo "images.sh: $*" >&2; }
 die() { echo "images.sh: ERROR: $*" >&2; exit 1; }
 has_image() { docker image inspect "$1" >/dev/null 2>&1; }
+# A stand-in made by this recipe (an older one is made again).
+current_standin() { [ "$(docker image inspect -f '{{index .Config.Labels "portcullis.recipe"}}' "$1" 2>/dev/null)" = "$recipe" ]; }
 timed() { local t=$SECONDS; "$@"; log "$1 took $((SECONDS - t)) s"; }
 
 # Debian packages of a kind node (systemd as init, containerd and runc, CNI plugins, iptables for
@@ -38,8 +40,15 @@ timed() { local t=$SECONDS; "$@"; log "$1 took $((SECONDS - t)) s"; }
 NODE_PACKAGES=systemd,systemd-sysv,dbus,containerd,runc,containernetworking-plugins,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,conntrack,ca-certificates,jq,procps,curl,e2fsprogs,socat,ebtables,ipset,less
 # The recipe's fingerprint: a change to this script or its files makes new image tags.
 recipe="$(cat "${BASH_SOURCE[0]}" "$here/node/"* | sha256sum | cut -c1-10)"
-ROOTFS="$cache_root/rootfs-bookworm-$(echo "$NODE_PACKAGES" | sha256sum | cut -c1-10)"
+# The stand-ins start from a small root filesystem (Debian's minbase and CA certificates), so that
+# their sizes are close to the public images they stand in for.
+SLIM_PACKAGES=ca-certificates,libssl3
+rootfs_for() { echo "$cache_root/rootfs-bookworm-$(echo "$1" | sha256sum | cut -c1-10)"; }
+ROOTFS="$(rootfs_for "$NODE_PACKAGES")"
+SLIM_ROOTFS="$(rootfs_for "$SLIM_PACKAGES")"
 BASE_IMAGE="portcullis-kind/base:bookworm-$recipe"
+# kind's entrypoint, then systemd; ours first (node/entrypoint.sh: host-wide settings stay).
+NODE_ENTRYPOINT='[ "/kind/bin/portcullis-entrypoint.sh", "/usr/local/bin/entrypoint", "/sbin/init" ]'
 NODE_IMAGE="portcullis-kind/node:$KUBERNETES_VERSION-$recipe"
 
 # The Debian archive apt uses here (enabled .list/.sources files only).
@@ -48,16 +57,18 @@ apt_mirror() {
     grep -oE '^(URIs:|deb) +https?://[^ ]+' | grep -oE 'https?://[^ ]+' | grep -E '/debian/?$' | head -n1 || true
 }
 
-make_rootfs() {
-  [ -x "$ROOTFS/usr/bin/containerd" ] && return 0
+make_rootfs() { # packages (comma-separated)
+  local dir; dir="$(rootfs_for "$1")"
+  [ -f "$dir/.complete" ] && return 0
   "$repo/scripts/ensure-system-deps.sh" debootstrap:debootstrap
   local mirror; mirror="$(apt_mirror)"; [ -n "$mirror" ] || die "no Debian mirror in /etc/apt/sources.list*"
-  log "debootstrap bookworm from $mirror into $ROOTFS (a few minutes)"
-  rm -rf "$ROOTFS.tmp"; mkdir -p "$ROOTFS.tmp"
-  debootstrap --variant=minbase --include="$NODE_PACKAGES" bookworm "$ROOTFS.tmp" "$mirror" >"$cache_root/debootstrap.log" 2>&1 ||
-    { tail -n 20 "$cache_root/debootstrap.log" >&2; die "debootstrap failed (log $cache_root/debootstrap.log)"; }
-  rm -rf "$ROOTFS.tmp/var/cache/apt/archives/"*.deb
-  rm -rf "$ROOTFS"; mv "$ROOTFS.tmp" "$ROOTFS"
+  log "debootstrap bookworm from $mirror into $dir (about a minute)"
+  rm -rf "$dir.tmp"; mkdir -p "$dir.tmp"
+  debootstrap --variant=minbase --include="$1" bookworm "$dir.tmp" "$mirror" >"$dir.log" 2>&1 ||
+    { tail -n 20 "$dir.log" >&2; die "debootstrap failed (log $dir.log)"; }
+  rm -rf "$dir.tmp/var/cache/apt/archives/"*.deb "$dir.tmp/var/lib/apt/lists/"*
+  touch "$dir.tmp/.complete"
+  rm -rf "$dir"; mv "$dir.tmp" "$dir"
 }
 
 # kind's base image (kindest/base) from our root filesystem: kind's files from its Go module,
@@ -68,7 +79,7 @@ make_base_image() {
   kind_files="$(cd /tmp && go mod download -json "sigs.k8s.io/kind@$KIND_VERSION" | jq -r .Dir)/images/base/files"
   [ -d "$kind_files" ] || die "kind's base files are missing ($kind_files)"
   r="$(mktemp -d "$cache_root/base.XXXXXX")"
-  cp -a "$ROOTFS/." "$r/"
+  cp -a "$ROOTFS/." "$r/"; rm -f "$r/.complete"
   install -d -m 0755 "$r/kind/bin" "$r/LICENSES" "$r/etc/systemd/system/kubelet.service.d" "$r/etc/containerd"
   install -m 0755 "$kind_files"/usr/local/bin/* "$r/usr/local/bin/"
   install -m 0755 "$kind_files"/kind/bin/* "$r/kind/bin/"
@@ -92,6 +103,7 @@ make_base_image() {
   install -m 0644 "$here/node/netns-sysctl.service" "$r/etc/systemd/system/portcullis-netns-sysctl.service"
   install -m 0755 "$here/node/kubelet-tunables.sh" "$r/kind/bin/portcullis-kubelet-tunables.sh"
   install -m 0644 "$here/node/kubelet-tunables.conf" "$r/etc/systemd/system/kubelet.service.d/12-portcullis.conf"
+  install -m 0755 "$here/node/entrypoint.sh" "$r/kind/bin/portcullis-entrypoint.sh"
   # CNI: no kindnetd image can be built here; a ptp network from Debian's plugins (one node).
   mkdir -p "$r/opt/cni" "$r/etc/cni/net.d"; rm -rf "$r/opt/cni/bin"; ln -s /usr/lib/cni "$r/opt/cni/bin"
   install -m 0644 "$here/node/10-ptp.conflist" "$r/etc/cni/net.d/10-ptp.conflist"
@@ -110,7 +122,7 @@ make_base_image() {
     apt-get clean; rm -rf /var/lib/apt/lists/* /var/cache/apt/*.bin'
   tar -C "$r" -c . | docker import --change 'ENV container=docker' \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-    --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' - "$BASE_IMAGE-nostop" >/dev/null
+    --change "ENTRYPOINT $NODE_ENTRYPOINT" - "$BASE_IMAGE-nostop" >/dev/null
   rm -rf "$r"
   # docker import cannot set STOPSIGNAL; the classic builder can, from a local image, offline.
   printf 'FROM %s\nSTOPSIGNAL SIGRTMIN+3\n' "$BASE_IMAGE-nostop" | DOCKER_BUILDKIT=0 docker build -q -t "$BASE_IMAGE" - >/dev/null
@@ -129,7 +141,7 @@ binary_image() { # tag source path-in-image
 
 make_node_image() {
   has_image "$NODE_IMAGE" && return 0
-  local images want pause c name
+  local images want pause c
   mapfile -t images < <("$KUBERNETES_BIN/kubeadm" config images list --kubernetes-version "$KUBERNETES_VERSION")
   want() { printf '%s\n' "${images[@]}" | grep "/$1:"; }
   # The tags are what kubeadm asks for; etcd and CoreDNS inside are the versions built here.
@@ -154,8 +166,9 @@ make_node_image() {
   docker exec "$name" bash -c 'containerd >/tmp/containerd.log 2>&1 & for i in $(seq 100); do [ -S /run/containerd/containerd.sock ] && break; sleep 0.1; done; ctr version >/dev/null'
   docker save "${images[@]}" | docker exec -i "$name" ctr --namespace=k8s.io images import \
     --label=io.cri-containerd.pinned=pinned --all-platforms --no-unpack --digests - >/dev/null
-  docker exec "$name" bash -c 'pkill containerd; while pgrep -x containerd >/dev/null; do sleep 0.1; done; rm -f /tmp/containerd.log'
-  docker commit --change 'ENTRYPOINT [ "/usr/local/bin/entrypoint", "/sbin/init" ]' "$name" "$NODE_IMAGE" >/dev/null
+  # (sleep is PID 1 here and reaps nothing: wait until containerd is gone or a zombie)
+  docker exec "$name" bash -c 'pkill -x containerd; while ps -C containerd -o stat= | grep -qv Z; do sleep 0.1; done; rm -f /tmp/containerd.log'
+  docker commit --change "ENTRYPOINT $NODE_ENTRYPOINT" "$name" "$NODE_IMAGE" >/dev/null
   docker rmi "${images[@]}" >/dev/null
 }
 
@@ -164,10 +177,17 @@ cmd_node() {
   eval "$("$repo/test/harness/k8s/build-tools.sh" --node --print-env)"
   exec 9>"$cache_root/.node-image.lock"; flock 9
   if ! has_image "$NODE_IMAGE"; then
-    timed make_rootfs
+    timed make_rootfs "$NODE_PACKAGES"
     timed make_base_image
     timed make_node_image
     log "built $NODE_IMAGE ($(docker image inspect -f '{{.Size}}' "$NODE_IMAGE" | numfmt --to=iec))"
+    # Images of an earlier recipe are not used again.
+    # (two passes: a base image goes only once the node image made from it is gone)
+    for _ in 1 2; do
+      docker image ls --format '{{.Repository}}:{{.Tag}}' | grep -E '^portcullis-kind/(base|node):' |
+        grep -v -e "$NODE_IMAGE" -e "$BASE_IMAGE" | xargs -r -n1 docker rmi >/dev/null 2>&1 || true
+    done
+    docker image prune -f >/dev/null
   fi
   echo "$NODE_IMAGE"
 }
@@ -181,12 +201,12 @@ cmd_node() {
 #                          (arguments that start with "-" go to redis-server), user redis (999).
 cmd_standins() {
   mkdir -p "$cache_root"
-  make_rootfs
+  make_rootfs "$SLIM_PACKAGES"
   local node_bin w
   node_bin="$("$repo/scripts/ensure-node.sh")"
-  if ! has_image node:24-bookworm-slim; then
+  if ! current_standin node:24-bookworm-slim; then
     w="$(mktemp -d "$cache_root/standin.XXXXXX")"
-    cp -a "$ROOTFS/." "$w/"
+    cp -a "$SLIM_ROOTFS/." "$w/"; rm -f "$w/.complete"
     install -m 0755 "$node_bin/node" "$w/usr/local/bin/node"
     mkdir -p "$w/usr/local/lib/node_modules"
     cp -a "$(dirname "$(readlink -f "$(command -v npm)")")/.." "$w/usr/local/lib/node_modules/npm"
@@ -199,16 +219,16 @@ cmd_standins() {
     tar -C "$w" -c . | docker import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
       --change "ENV NODE_VERSION=$("$node_bin/node" -p process.versions.node)" \
       --change 'ENV NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt' \
-      --change 'CMD ["node"]' - node:24-bookworm-slim >/dev/null
+      --change 'CMD ["node"]' --change "LABEL portcullis.recipe=$recipe" - node:24-bookworm-slim >/dev/null
     rm -rf "$w"; log "made node:24-bookworm-slim"
   fi
-  if ! has_image redis:7-alpine; then
+  if ! current_standin redis:7-alpine; then
     w="$(mktemp -d "$cache_root/standin.XXXXXX")"
     mkdir -p "$w/debs" "$w/x" "$w/root"
     (cd "$w/debs" && apt-get download redis-server redis-tools libjemalloc2 liblzf1 libatomic1 >/dev/null 2>&1) ||
       { apt-get update -qq >&2; (cd "$w/debs" && apt-get download redis-server redis-tools libjemalloc2 liblzf1 libatomic1 >/dev/null); }
     for d in "$w"/debs/*.deb; do dpkg-deb -x "$d" "$w/x"; done
-    cp -a "$ROOTFS/." "$w/root/"
+    cp -a "$SLIM_ROOTFS/." "$w/root/"; rm -f "$w/root/.complete"
     cp -a "$w/x/usr/." "$w/root/usr/"
     [ -d "$w/x/etc" ] && cp -a "$w/x/etc/." "$w/root/etc/"
     install -m 0755 "$here/node/redis-entrypoint.sh" "$w/root/usr/local/bin/docker-entrypoint.sh"
@@ -217,13 +237,14 @@ cmd_standins() {
     mkdir -p "$w/root/data"
     tar -C "$w/root" -c . | docker import --change 'WORKDIR /data' --change 'EXPOSE 6379' \
       --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
-      --change 'ENTRYPOINT ["docker-entrypoint.sh"]' --change 'CMD ["redis-server"]' - redis:7-alpine >/dev/null
+      --change 'ENTRYPOINT ["docker-entrypoint.sh"]' --change 'CMD ["redis-server"]' \
+      --change "LABEL portcullis.recipe=$recipe" - redis:7-alpine >/dev/null
     rm -rf "$w"; log "made redis:7-alpine"
   fi
 }
 
 case "${1:-}" in
-  rootfs) mkdir -p "$cache_root"; make_rootfs ;;
+  rootfs) mkdir -p "$cache_root"; make_rootfs "$NODE_PACKAGES"; make_rootfs "$SLIM_PACKAGES" ;;
   node) cmd_node ;;
   standins) cmd_standins ;;
   *) echo "usage: images.sh node|standins" >&2; exit 64 ;;

@@ -1,0 +1,156 @@
+// OAuth 2.0 sign-in on the real cluster: an OAuthClient gets its Secret and an auth server in its
+// namespace; the code flow runs through a port-forward to that auth server's Service (the issuer
+// the chart was installed with), driven by openid-client and by Chromium; the issued access token
+// is accepted at /me by the user service behind the gateway.
+import { createServer, type Server } from 'node:http';
+import { chromium, type Browser } from 'playwright-core';
+import * as oidc from 'openid-client';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { hashPassword } from '../../services/auth-server/passwords.ts';
+import { walk } from '../integration/auth-flow.ts';
+import { eventually, Kube, type PortForward } from '../harness/kind/kube.ts';
+import { freePort } from '../harness/ports.ts';
+import { deploy, namespaceFor, route } from './support/workloads.ts';
+
+const ctx = inject('e2e');
+const kube = new Kube(ctx);
+const ns = namespaceFor('oauth');
+const issuer = `http://127.0.0.1:${ctx.issuerPort}`;
+const users = [
+  { username: 'alice', password: 'alice-e2e-password', name: 'Alice Liddell' },
+  { username: 'bob', password: 'bob-e2e-password', name: 'Bob Builder' },
+];
+
+let callbackPort: number;
+let redirectUri: string;
+let authServer: PortForward;
+let gateway: PortForward;
+let config: oidc.Configuration;
+let browser: Browser | undefined;
+let callbacks: Server | undefined;
+const received: URL[] = [];
+
+beforeAll(async () => {
+  callbackPort = await freePort();
+  redirectUri = `http://127.0.0.1:${callbackPort}/callback`;
+  const usersJson = JSON.stringify({
+    users: await Promise.all(users.map(async (u) => ({ username: u.username, password_hash: await hashPassword(u.password), profile: { name: u.name, preferred_username: u.username } }))),
+  });
+  await deploy(kube, ctx, ns, [
+    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'portcullis-auth-users' }, stringData: { 'users.json': usersJson } },
+    {
+      apiVersion: 'portcullis.dev/v1alpha1',
+      kind: 'OAuthClient',
+      metadata: { name: 'demo-app' },
+      spec: { displayName: 'Demo App', redirectUris: [redirectUri], scopes: ['profile'], tokenEndpointAuthMethod: 'client_secret_basic' },
+    },
+    route(ctx, 'api', {
+      limits: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 },
+      env: [
+        { name: 'AUTH_ISSUER', value: issuer },
+        { name: 'AUTH_JWKS_URL', value: `http://portcullis-auth-server.${ns}.svc.cluster.local/jwks.json` },
+      ],
+    }),
+  ]);
+  await kube.wait(ns, ['oauthclient/demo-app'], 'condition=Ready', 300);
+  await kube.rolloutStatus(ns, 'portcullis-auth-server');
+  authServer = await kube.portForward(ns, 'service/portcullis-auth-server', 80, ctx.issuerPort);
+  gateway = await kube.portForward(ns, 'service/api', 80);
+  // The Redirect URI's server: the browser lands here with the code.
+  callbacks = createServer((req, res) => {
+    received.push(new URL(req.url ?? '/', redirectUri));
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('signed in');
+  });
+  await new Promise<void>((resolve) => callbacks!.listen(callbackPort, '127.0.0.1', resolve));
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await new Promise<void>((resolve) => (callbacks ? callbacks.close(() => resolve()) : resolve()));
+  await kube.close();
+  await kube.deleteNamespace(ns);
+});
+
+async function clientCredentials(): Promise<{ clientId: string; clientSecret: string }> {
+  const secret = await kube.json<{ data: Record<string, string> }>(['-n', ns, 'get', 'secret', 'demo-app-oauth-client']);
+  const decode = (k: string) => Buffer.from(secret.data[k] ?? '', 'base64').toString('utf8');
+  return { clientId: decode('client_id'), clientSecret: decode('client_secret') };
+}
+
+async function me(accessToken: string): Promise<{ status: number; body: Record<string, unknown> }> {
+  const res = await fetch(`${gateway.url}/me`, { headers: { authorization: `Bearer ${accessToken}`, 'USER-ID': 'oauth-e2e' } });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+describe('OAuthClient and the code flow on a real cluster', () => {
+  it('the OAuthClient has a Secret with its generated id and secret, named in its status', async () => {
+    const { clientId, clientSecret } = await clientCredentials();
+    expect(clientId).toMatch(/^[A-Za-z0-9._~-]{8,128}$/);
+    expect(clientSecret.length).toBeGreaterThanOrEqual(32);
+    const status = await kube.json<{ status: { clientId: string; secretName: string } }>(['-n', ns, 'get', 'oauthclient', 'demo-app']);
+    expect(status.status).toMatchObject({ clientId, secretName: 'demo-app-oauth-client' });
+    const dep = await kube.json<{ status: { readyReplicas?: number } }>(['-n', ns, 'get', 'deployment', 'portcullis-auth-server']);
+    expect(dep.status.readyReplicas).toBeGreaterThanOrEqual(1);
+  });
+
+  it('openid-client: discovery, PKCE, sign-in and consent, code exchange; /me through the gateway accepts the token', async () => {
+    const { clientId, clientSecret } = await clientCredentials();
+    config = await oidc.discovery(new URL(issuer), clientId, undefined, oidc.ClientSecretBasic(clientSecret), { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] });
+    const verifier = oidc.randomPKCECodeVerifier();
+    const state = oidc.randomState();
+    const url = oidc.buildAuthorizationUrl(config, {
+      redirect_uri: redirectUri,
+      scope: 'profile',
+      state,
+      code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
+    const { location, consentShown } = await walk(url.href, { username: 'alice', password: 'alice-e2e-password' });
+    expect(consentShown).toBe(true);
+    const tokens = await oidc.authorizationCodeGrant(config, location, { pkceCodeVerifier: verifier, expectedState: state });
+    expect(tokens.token_type.toLowerCase()).toBe('bearer');
+    expect(tokens.scope).toBe('profile');
+
+    const res = await me(tokens.access_token);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ sub: 'alice', name: 'Alice Liddell' });
+    // And a token the auth server did not sign is refused at the same place.
+    expect((await me(`${tokens.access_token.slice(0, -4)}AAAA`)).status).toBe(401);
+  });
+
+  it('Chromium: sign-in page, consent once, redirect with the code; the second sign-in asks no consent', async () => {
+    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    const signIn = async (): Promise<{ consent: boolean; code: string; state: string; verifier: string }> => {
+      const page = await (await browser!.newContext()).newPage();
+      const verifier = oidc.randomPKCECodeVerifier();
+      const state = oidc.randomState();
+      const url = oidc.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'profile', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+      const before = received.length;
+      await page.goto(url.href);
+      await page.waitForSelector('#sign-in-title');
+      await page.fill('input[name=username]', 'bob');
+      await page.fill('input[name=password]', 'bob-e2e-password');
+      await page.click('button#sign-in');
+      const landed = page.waitForURL((u) => u.href.startsWith(redirectUri), { timeout: 30_000 }).then(() => false);
+      const consent = await Promise.race([landed, page.waitForSelector('#consent-title', { timeout: 30_000 }).then(() => true, () => false)]);
+      if (consent) await page.click('#allow');
+      await landed;
+      await page.context().close();
+      const callback = await eventually('the callback', async () => received[before], 10_000, 100);
+      return { consent, code: callback.searchParams.get('code') ?? '', state: callback.searchParams.get('state') ?? '', verifier };
+    };
+
+    const first = await signIn();
+    expect(first.consent).toBe(true);
+    expect(first.code).not.toBe('');
+    const callbackUrl = new URL(`${redirectUri}?${received.at(-1)!.searchParams.toString()}`);
+    const tokens = await oidc.authorizationCodeGrant(config, callbackUrl, { pkceCodeVerifier: first.verifier, expectedState: first.state });
+    const res = await me(tokens.access_token);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ sub: 'bob', name: 'Bob Builder' });
+
+    const second = await signIn();
+    expect(second.consent).toBe(false);
+    expect(second.code).not.toBe('');
+  });
+});
