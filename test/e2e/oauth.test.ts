@@ -23,7 +23,6 @@ const users = [
 
 let callbackPort: number;
 let redirectUri: string;
-let authServer: PortForward;
 let gateway: PortForward;
 let config: oidc.Configuration;
 let browser: Browser | undefined;
@@ -54,7 +53,8 @@ beforeAll(async () => {
   ]);
   await kube.wait(ns, ['oauthclient/demo-app'], 'condition=Ready', 300);
   await kube.rolloutStatus(ns, 'portcullis-auth-server');
-  authServer = await kube.portForward(ns, 'service/portcullis-auth-server', 80, ctx.issuerPort);
+  // The issuer the chart was installed with is this forward's address.
+  await kube.portForward(ns, 'service/portcullis-auth-server', 80, ctx.issuerPort);
   gateway = await kube.portForward(ns, 'service/api', 80);
   // The Redirect URI's server: the browser lands here with the code.
   callbacks = createServer((req, res) => {

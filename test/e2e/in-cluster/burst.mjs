@@ -16,7 +16,7 @@ await Promise.all(
         const res = await fetch(url, { headers: { 'USER-ID': userId }, dispatcher });
         await res.arrayBuffer();
         counts[res.status] = (counts[res.status] ?? 0) + 1;
-      } catch (err) {
+      } catch {
         counts.error = (counts.error ?? 0) + 1;
       }
     }

@@ -72,15 +72,29 @@ export async function deploy(kube: Kube, ctx: E2eContext, namespace: string, obj
   await kube.createNamespace(namespace);
   await kube.apply([...objects, clientPod(ctx)], namespace);
   await kube.wait(namespace, ['pod', CLIENT_POD], 'condition=Ready', 180);
-  const routes = objects.filter((o) => (o as { kind?: string }).kind === 'RateLimitRoute').map((o) => `ratelimitroute/${(o as { metadata: { name: string } }).metadata.name}`);
-  if (routes.length > 0) await kube.wait(namespace, routes, 'condition=Ready', 300);
+  const routes = objects.filter((o) => (o as { kind?: string }).kind === 'RateLimitRoute').map((o) => (o as { metadata: { name: string } }).metadata.name);
+  if (routes.length > 0) await kube.wait(namespace, routes.map((r) => `ratelimitroute/${r}`), 'condition=Ready', 300);
+  // Ready pods are not yet a Service that answers: the node's proxy rules follow the endpoints a
+  // moment later. Wait for an answer through each route's Service, as a client would see it.
+  for (const name of routes) {
+    await kube.exec(namespace, CLIENT_POD, ['node', '--input-type=module', '-e', SERVICE_ANSWERS, `http://${name}.${namespace}.svc.cluster.local/healthcheck/ready`], { timeoutMs: 90_000 });
+  }
 }
+
+/** node -e script: retries a GET (with a USER-ID) until any HTTP answer comes back, for up to 60 s. */
+const SERVICE_ANSWERS = `
+const url = process.argv[1];
+const deadline = Date.now() + 60000;
+for (;;) {
+  try { await fetch(url, { headers: { 'USER-ID': 'e2e-probe' } }); break; }
+  catch (err) { if (Date.now() > deadline) { console.error(String(err)); process.exit(1); } await new Promise((r) => setTimeout(r, 200)); }
+}`;
 
 /**
  * Runs one of test/e2e/in-cluster/*.mjs in the client pod with PARAMS, and parses the JSON line
  * it prints last.
  */
-export async function inCluster<T>(kube: Kube, namespace: string, script: 'scenario' | 'burst' | 'stream', params: Record<string, unknown>, timeoutMs = 180_000): Promise<T> {
+export async function inCluster<T>(kube: Kube, namespace: string, script: 'scenario' | 'burst' | 'stream' | 'probe', params: Record<string, unknown>, timeoutMs = 180_000): Promise<T> {
   const body = readFileSync(path.join(repoRoot, 'test', 'e2e', 'in-cluster', `${script}.mjs`), 'utf8');
   const source = `const PARAMS = ${JSON.stringify(params)};\n${body}`;
   const out = await kube.exec(namespace, CLIENT_POD, ['node', '--input-type=module', '-'], { input: source, timeoutMs });
@@ -96,16 +110,25 @@ export interface PodInfo {
   readonly containers: ReadonlyArray<{ name: string; ready: boolean; restartCount: number; state: Record<string, unknown> }>;
 }
 
+interface PodJson {
+  metadata: { name: string; uid: string; deletionTimestamp?: string };
+  status: {
+    podIP?: string;
+    conditions?: Array<{ type: string; status: string }>;
+    containerStatuses?: Array<{ name: string; ready: boolean; restartCount: number; state: Record<string, unknown> }>;
+  };
+}
+
 /** Pods of a route (its Deployment's selector), not terminating. */
 export async function routePods(kube: Kube, namespace: string, routeName: string): Promise<PodInfo[]> {
-  const list = await kube.json<{ items: Array<Record<string, any>> }>(['-n', namespace, 'get', 'pods', '-l', `app.kubernetes.io/instance=${routeName},app.kubernetes.io/name=portcullis-gateway`]);
+  const list = await kube.json<{ items: PodJson[] }>(['-n', namespace, 'get', 'pods', '-l', `app.kubernetes.io/instance=${routeName},app.kubernetes.io/name=portcullis-gateway`]);
   return list.items
-    .filter((p) => p['metadata'].deletionTimestamp === undefined)
+    .filter((p) => p.metadata.deletionTimestamp === undefined)
     .map((p) => ({
-      name: p['metadata'].name,
-      uid: p['metadata'].uid,
-      ip: p['status'].podIP ?? '',
-      ready: (p['status'].conditions ?? []).some((c: { type: string; status: string }) => c.type === 'Ready' && c.status === 'True'),
-      containers: (p['status'].containerStatuses ?? []).map((c: Record<string, any>) => ({ name: c['name'], ready: c['ready'], restartCount: c['restartCount'], state: c['state'] })),
+      name: p.metadata.name,
+      uid: p.metadata.uid,
+      ip: p.status.podIP ?? '',
+      ready: (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
+      containers: (p.status.containerStatuses ?? []).map((c) => ({ name: c.name, ready: c.ready, restartCount: c.restartCount, state: c.state })),
     }));
 }

@@ -10,6 +10,7 @@
 // The cluster is created once per run and deleted at the end unless KEEP_CLUSTER=1; a cluster of
 // the same name that already existed is used and never deleted.
 import { execFile, spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import path from 'node:path';
@@ -143,12 +144,13 @@ export async function provision(): Promise<Provisioned> {
       await timed(timings, `pull ${REDIS_IMAGE}`, () => run('docker', ['pull', REDIS_IMAGE], { env }));
     }
 
-    const tag = 'e2e';
-    const built: E2eImage[] = [];
+    // Built under a working tag, then tagged by content: a cluster kept from an earlier run
+    // (KEEP_CLUSTER=1) gets new pods whenever an image changed, never a stale image by an old name.
+    const built: Array<{ -readonly [K in keyof E2eImage]: E2eImage[K] } & { id: string }> = [];
     for (const program of PROGRAMS) {
-      const name = `portcullis/${path.basename(program)}:${tag}`;
+      const name = `portcullis/${path.basename(program)}:e2e-build`;
       const start = performance.now();
-      await timed(timings, `image ${name}`, () =>
+      await timed(timings, `image ${path.basename(program)}`, () =>
         run(
           'docker',
           [
@@ -167,8 +169,14 @@ export async function provision(): Promise<Provisioned> {
           { env: { ...env, DOCKER_BUILDKIT: images === 'offline' ? '0' : '1' } },
         ),
       );
-      const sizeBytes = Number((await run('docker', ['image', 'inspect', '-f', '{{.Size}}', name], { env })).trim());
-      built.push({ name, program, sizeBytes, buildSeconds: Math.round((performance.now() - start) / 100) / 10 });
+      const [id = '', size = '0'] = (await run('docker', ['image', 'inspect', '-f', '{{.Id}} {{.Size}}', name], { env })).trim().split(' ');
+      built.push({ name, program, sizeBytes: Number(size), buildSeconds: Math.round((performance.now() - start) / 100) / 10, id });
+    }
+    const tag = `e2e-${createHash('sha256').update(built.map((b) => b.id).join()).digest('hex').slice(0, 10)}`;
+    for (const image of built) {
+      const final = image.name.replace(/:e2e-build$/, `:${tag}`);
+      await run('docker', ['tag', image.name, final], { env });
+      image.name = final;
     }
 
     const cluster = process.env['E2E_CLUSTER'] ?? 'portcullis-e2e';
@@ -249,7 +257,7 @@ export async function provision(): Promise<Provisioned> {
         releaseNamespace,
         release,
         tag,
-        builtImages: built,
+        builtImages: built.map(({ id: _id, ...image }) => image),
         issuerPort,
         timings,
       };

@@ -13,12 +13,14 @@ export interface KubectlOptions {
 }
 
 export class KubectlError extends Error {
-  constructor(
-    readonly args: readonly string[],
-    readonly stderr: string,
-    readonly code: number | string | null,
-  ) {
+  readonly args: readonly string[];
+  readonly stderr: string;
+  readonly code: number | string | null;
+  constructor(args: readonly string[], stderr: string, code: number | string | null) {
     super(`kubectl ${args.join(' ')} failed (${String(code)}): ${stderr.trim().slice(-2000)}`);
+    this.args = args;
+    this.stderr = stderr;
+    this.code = code;
   }
 }
 
@@ -31,8 +33,11 @@ export interface PortForward {
 
 export class Kube {
   readonly #forwards = new Set<ChildProcess>();
+  readonly ctx: E2eContext;
 
-  constructor(readonly ctx: E2eContext) {}
+  constructor(ctx: E2eContext) {
+    this.ctx = ctx;
+  }
 
   /** Runs kubectl with the run's kubeconfig; resolves with its stdout, throws KubectlError otherwise. */
   kubectl(args: readonly string[], options: KubectlOptions = {}): Promise<string> {
