@@ -12,6 +12,10 @@ endif
 export PATH := $(NODE_BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 NODE := $(NODE_BIN)/node
 VITEST := $(NODE) node_modules/vitest/vitest.mjs run
+# `make images`: the tag, the Node 24 base image, and any other `docker build` flags.
+TAG ?= dev
+BASE_IMAGE ?= node:24-bookworm-slim
+DOCKER_BUILD_FLAGS ?=
 
 ##@ Everyday
 help: ## List the targets
@@ -68,23 +72,16 @@ bench-operator: deps k8s-tools ## Operator: 200 RateLimitRoutes at once on a rea
 	@$(NODE) bench/operator.ts
 
 ##@ Kubernetes
-k8s-tools: ## Build (once, cached outside the repo) kube-apiserver, etcd and helm
+k8s-tools: ## Build (once, cached outside the repo) the Kubernetes commands, etcd and helm
 	@test/harness/k8s/build-tools.sh
 
-images: ## Build the container images (needs Docker)
-	@scripts/kind.sh images
+images: ## Build the five images as portcullis/<program>:$(TAG) with the engine at hand (BASE_IMAGE=... to change the base)
+	@for p in operator sidecar services/auth-server services/user-service services/demo-client; do \
+	  echo "docker build -f $$p/Dockerfile -t portcullis/$${p##*/}:$(TAG)"; \
+	  docker build -f $$p/Dockerfile -t portcullis/$${p##*/}:$(TAG) --build-arg BASE_IMAGE=$(BASE_IMAGE) $(DOCKER_BUILD_FLAGS) . ; \
+	done
 
-kind-up: ## Create a kind cluster (needs Docker)
-	@scripts/kind.sh up
-
-kind-load: ## Load the images into kind
-	@scripts/kind.sh load
-
-deploy: ## helm install the chart into the kind cluster
-	@scripts/kind.sh deploy
-
-e2e-kind: ## Full e2e on kind: cluster, images, chart, the specification scenario, OAuth flow
-	@scripts/kind.sh e2e
+e2e-kind: test-e2e ## The e2e tier (same as test-e2e): a kind cluster with everything installed; KEEP_CLUSTER=1 leaves it running
 
 ##@ Set-up
 deps: node_modules/.installed
@@ -93,7 +90,7 @@ node_modules/.installed: package.json package-lock.json
 	@echo "npm ci (node $$($(NODE) --version))"; npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-system-deps: ## Debian packages the tiers need (redis-server, chromium)
+system-deps: ## Debian packages the tiers need (redis-server, chromium; docker.io, debootstrap, jq for the e2e tier)
 	@scripts/ensure-system-deps.sh redis-server:redis-server chromium:chromium dockerd:docker.io debootstrap:debootstrap jq:jq
 
-.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build build-sidecar crds check-generated bench bench-operator k8s-tools images kind-up kind-load deploy e2e-kind deps system-deps
+.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build build-sidecar crds check-generated bench bench-operator k8s-tools images e2e-kind test-e2e deps system-deps

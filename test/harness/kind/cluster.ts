@@ -178,6 +178,11 @@ export async function provision(): Promise<Provisioned> {
       await run('docker', ['tag', image.name, final], { env });
       image.name = final;
     }
+    // Earlier runs' content tags are not used again: they would only fill the disk.
+    const stale = (await run('docker', ['image', 'ls', '--format', '{{.Repository}}:{{.Tag}}', 'portcullis/*'], { env }))
+      .split('\n')
+      .filter((n) => /:e2e-[0-9a-f]{10}$/.test(n) && !n.endsWith(`:${tag}`));
+    if (stale.length > 0) await run('docker', ['rmi', ...stale], { env }).catch((err: unknown) => log(`could not remove old images: ${String(err)}`));
 
     const cluster = process.env['E2E_CLUSTER'] ?? 'portcullis-e2e';
     const kind = need('KIND');
