@@ -55,11 +55,13 @@ cmd_start() {
     ip addr add "$BRIDGE_NET" dev "$BRIDGE"
     ip link set "$BRIDGE" up
   fi
+  # The runtime lives beside the engine's data, not in the work tree the engine may outlive.
+  install -m 0755 "$here/runc-bounded" "$D/runc-bounded"
   log "starting a private dockerd (socket $sock, log $D/dockerd.log)"
   setsid dockerd --data-root "$D/data" --exec-root "$D/exec" --pidfile "$pidfile" \
     -H "unix://$sock" -b "$BRIDGE" --iptables=false --ip6tables=false --ip-masq=false --ip-forward=false \
     --cgroup-parent=portcullis-e2e --live-restore \
-    --add-runtime portcullis-runc="$here/runc-bounded" --default-runtime portcullis-runc \
+    --add-runtime portcullis-runc="$D/runc-bounded" --default-runtime portcullis-runc \
     >"$D/dockerd.log" 2>&1 < /dev/null &
   local i
   for i in $(seq 120); do answers && break; sleep 0.5; done
@@ -85,6 +87,12 @@ cmd_stop() {
     if [ -d "/proc/$pid" ]; then log "still running after 30 s: SIGKILL"; kill -KILL "$pid"; fi
   fi
   rm -f "$pidfile"
+  # What the engine leaves mounted after it exits (its bind mount of the host's network
+  # namespace, exec-root/netns/default) is unmounted, deepest first.
+  local m
+  awk -v root="$D/" 'index($2, root) == 1 { print $2 }' /proc/mounts | sort -r | while read -r m; do
+    umount -l "$m" && log "unmounted $m"
+  done
   local b
   for b in "$KIND_BRIDGE" "$BRIDGE"; do
     if ip link show "$b" >/dev/null 2>&1; then ip link delete "$b" && log "deleted bridge $b"; fi
