@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import type { BackoffPolicy } from './backoff.ts';
 import type { Clock } from './clock.ts';
+import { isNamespaceTerminating } from './errors.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { WorkQueue } from './work-queue.ts';
 
@@ -90,6 +91,13 @@ export class Controller {
         if (result.requeueAfterMs !== undefined) this.queue.addAfter(key, result.requeueAfterMs);
         this.#metrics.reconcileTotal.inc({ controller: this.name, result: result.requeueAfterMs === undefined ? 'success' : 'requeue' });
       } catch (err) {
+        if (isNamespaceTerminating(err)) {
+          // The namespace is being deleted and takes the object with it: done, not failed.
+          this.queue.forget(key);
+          this.#metrics.reconcileTotal.inc({ controller: this.name, result: 'success' });
+          this.#log.debug({ key }, 'namespace is being deleted; nothing to reconcile');
+          continue;
+        }
         const delayMs = this.queue.addRateLimited(key);
         this.#metrics.reconcileTotal.inc({ controller: this.name, result: 'error' });
         this.#log.warn({ err, key, retryInMs: delayMs, failures: this.queue.failures(key) }, 'reconcile failed');

@@ -5,11 +5,14 @@ export class KubeApiError extends Error {
   readonly code = 'ERR_KUBE_API';
   readonly status: number;
   readonly reason: string | undefined;
-  constructor(status: number, message: string, reason?: string) {
+  /** The Status's details.causes[].type values (e.g. NamespaceTerminating). */
+  readonly causes: readonly string[];
+  constructor(status: number, message: string, reason?: string, causes: readonly string[] = []) {
     super(message);
     this.name = 'KubeApiError';
     this.status = status;
     this.reason = reason;
+    this.causes = causes;
   }
 }
 
@@ -33,6 +36,14 @@ export function isGone(err: unknown): boolean {
  */
 export function isThrottled(err: unknown): boolean {
   return err instanceof KubeApiError && err.status === 429;
+}
+
+/**
+ * 403 because the object's namespace is being deleted: nothing can be created or changed there
+ * any more, and the namespace takes the object with it. Nothing to retry and nothing to warn about.
+ */
+export function isNamespaceTerminating(err: unknown): boolean {
+  return err instanceof KubeApiError && err.status === 403 && err.causes.includes('NamespaceTerminating');
 }
 
 /** A custom resource's spec does not pass the operator's own schema (the CRD let it through). */

@@ -3,6 +3,7 @@
 // at most once per dedupWindowMs: a failing reconcile retried with backoff must not flood etcd.
 import type { Logger } from 'pino';
 import type { Clock } from './clock.ts';
+import { isNamespaceTerminating } from './errors.ts';
 import type { KubeClient } from './kube-client.ts';
 import type { KubeObject } from './kube-object.ts';
 
@@ -46,7 +47,10 @@ export function createEventRecorder(client: KubeClient, clock: Clock, log: Logge
         lastTimestamp: timestamp,
         count: 1,
       };
-      client.create(event).catch((err: unknown) => log.warn({ err, reason }, 'could not record event'));
+      client.create(event).catch((err: unknown) => {
+        if (isNamespaceTerminating(err)) log.debug({ reason }, 'event not recorded: its namespace is being deleted');
+        else log.warn({ err, reason }, 'could not record event');
+      });
     },
   };
 }

@@ -33,6 +33,7 @@ interface StatusBody {
   message?: string;
   reason?: string;
   code?: number;
+  details?: { causes?: Array<{ type?: string }> };
 }
 
 function parseStatus(text: string): StatusBody {
@@ -101,7 +102,8 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
       if (status >= 200 && status < 300) return { status, json: text === '' ? undefined : JSON.parse(text) };
       if (status === 404 && (verb === 'get' || verb === 'delete')) return { status, json: undefined };
       const s = parseStatus(text);
-      throw new KubeApiError(status, `${method} ${path}: ${status} ${s.message ?? ''}`.trim(), s.reason);
+      const causes = (s.details?.causes ?? []).map((c) => c.type).filter((t): t is string => typeof t === 'string');
+      throw new KubeApiError(status, `${method} ${path}: ${status} ${s.message ?? ''}`.trim(), s.reason, causes);
     } finally {
       options.onRequest?.({ verb, resource, status, durationMs: performance.now() - started });
     }
