@@ -3,6 +3,7 @@
 // pod drives the gateway. Written to bench/results/e2e-footprint.{json,md}.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SIDECAR_MEMORY_LIMIT_MIB } from '../../operator/resources/route-deployment.ts';
+import { hashPassword } from '../../services/auth-server/passwords.ts';
 import { Kube } from '../harness/kind/kube.ts';
 import { writeResult } from './support/results.ts';
 import { CLIENT_POD, deploy, inCluster, namespaceFor, route } from './support/workloads.ts';
@@ -59,7 +60,15 @@ function maxOf(samples: readonly Sample[]): Sample {
 }
 
 beforeAll(async () => {
-  await deploy(kube, ctx, ns, [route(ctx, 'all', { replicas: 2, limits: { replenishRate: 1000, burstCapacity: 2000, requestedTokens: 1 } })]);
+  // The route, and an OAuthClient so that the namespace runs an auth server too.
+  const usersJson = JSON.stringify({ users: [{ username: 'dave', password_hash: await hashPassword('dave-e2e-password') }] });
+  await deploy(kube, ctx, ns, [
+    route(ctx, 'all', { replicas: 2, limits: { replenishRate: 1000, burstCapacity: 2000, requestedTokens: 1 } }),
+    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'portcullis-auth-users' }, stringData: { 'users.json': usersJson } },
+    { apiVersion: 'portcullis.dev/v1alpha1', kind: 'OAuthClient', metadata: { name: 'footprint-app' }, spec: { displayName: 'Footprint App', redirectUris: ['https://app.example/callback'], scopes: ['profile'] } },
+  ]);
+  await kube.wait(ns, ['oauthclient/footprint-app'], 'condition=Ready', 300);
+  await kube.rolloutStatus(ns, 'portcullis-auth-server');
 });
 
 afterAll(async () => {
@@ -87,7 +96,7 @@ describe("the pods' footprint on the node", () => {
     const busy = maxOf(underLoad);
 
     const keys = [...new Set([...Object.keys(idle), ...Object.keys(busy)])].sort();
-    for (const expected of ['all/sidecar', 'all/target', `${ctx.release}-operator/operator`, `${ctx.release}-redis/redis`]) expect(keys).toContain(expected);
+    for (const expected of ['all/sidecar', 'all/target', 'portcullis-auth-server/auth-server', `${ctx.release}-operator/operator`, `${ctx.release}-redis/redis`]) expect(keys).toContain(expected);
     const round = (n: number | undefined) => (n === undefined ? null : Math.round(n * 10) / 10);
     const rows = keys.map((k) => ({
       container: k,
