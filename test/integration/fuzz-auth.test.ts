@@ -231,8 +231,8 @@ describe('fuzzing /auth and /token', () => {
             expect(r.json.access_token, label).toBeUndefined();
             expect(typeof r.json.error, label).toBe('string');
           }
-          // The other flow's code still works for its own client, unless this case consumed it
-          // (a failed attempt on a code may burn it; RFC 6749 lets the server revoke).
+          // The other flow's code still works for its own client, unless this case redeemed it
+          // (a request that fails the checks against a code never consumes it).
           if (mutation.name !== 'code of another flow of the same client') {
             const ok = await send(validRequest(other), 'form');
             expect(ok.status, `the untouched code of ${client} after: ${label}`).toBe(200);

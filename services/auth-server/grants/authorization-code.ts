@@ -1,5 +1,8 @@
-// grant_type=authorization_code (RFC 6749 4.1.3, RFC 7636 4.6, RFC 9700 2.1.1 and 4.5). The code is
-// consumed atomically before any check, so a code is never redeemable twice; a replay revokes what
+// grant_type=authorization_code (RFC 6749 4.1.3, RFC 7636 4.6, RFC 9700 2.1.1 and 4.5). The request
+// is checked against the code first (the code was issued to this client, for this redirect_uri,
+// and the PKCE verifier matches) without touching it: a request that fails those checks neither
+// burns the owner's code nor revokes anything. Only then is the code consumed, atomically, so it
+// is never redeemable twice; a replay that passes the same checks (the owner again) revokes what
 // the first redemption issued (RFC 6749 4.1.2).
 import { createHash } from 'node:crypto';
 import { OAuthError } from '../errors.ts';
@@ -28,6 +31,19 @@ export const authorizationCodeGrant: Grant = {
     if (verifier.kind === 'repeated') throw new OAuthError('invalid_request', 'code_verifier repeated');
 
     const codeHash = sha256(code);
+    const record = await ctx.stores.codes.peek(codeHash);
+    if (record === undefined) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
+    if (record.clientId !== client.client_id) throw new OAuthError('invalid_grant', 'the authorization code was issued to another client');
+    if (record.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
+    if (record.codeChallenge !== undefined) {
+      if (verifier.kind !== 'value') throw new OAuthError('invalid_grant', 'code_verifier is required (PKCE)');
+      if (!VERIFIER.test(verifier.value)) throw new OAuthError('invalid_grant', 'code_verifier is malformed');
+      const computed = createHash('sha256').update(verifier.value, 'ascii').digest('base64url');
+      if (!safeEqual(computed, record.codeChallenge)) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
+    } else if (verifier.kind === 'value') {
+      throw new OAuthError('invalid_grant', 'code_verifier sent but the authorization request had no code_challenge');
+    }
+
     const consumed = await ctx.stores.codes.consume(codeHash, REPLAY_MEMORY_MS);
     if (consumed.status === 'unknown') throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
     if (consumed.status === 'replayed') {
@@ -39,18 +55,7 @@ export const authorizationCodeGrant: Grant = {
       log.warn({ client_id: client.client_id }, 'authorization code replayed; its tokens are revoked');
       throw new OAuthError('invalid_grant', 'the authorization code was already used');
     }
-    const record = consumed.record;
-    if (record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
-    if (record.clientId !== client.client_id) throw new OAuthError('invalid_grant', 'the authorization code was issued to another client');
-    if (record.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
-    if (record.codeChallenge !== undefined) {
-      if (verifier.kind !== 'value') throw new OAuthError('invalid_grant', 'code_verifier is required (PKCE)');
-      if (!VERIFIER.test(verifier.value)) throw new OAuthError('invalid_grant', 'code_verifier is malformed');
-      const computed = createHash('sha256').update(verifier.value, 'ascii').digest('base64url');
-      if (!safeEqual(computed, record.codeChallenge)) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
-    } else if (verifier.kind === 'value') {
-      throw new OAuthError('invalid_grant', 'code_verifier sent but the authorization request had no code_challenge');
-    }
+    if (consumed.record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
 
     const issued = await issueNewGrant(ctx, client, record.user, record.scope, record.authTime);
     const replayedMeanwhile = await ctx.stores.codes.attachIssued(codeHash, {

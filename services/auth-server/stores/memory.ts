@@ -104,6 +104,9 @@ export function createMemoryStores(now: () => number): AuthStores {
     async put(codeHash, record, ttlMs) {
       codes.set(codeHash, { record, used: false, replayed: false }, ttlMs);
     },
+    async peek(codeHash) {
+      return codes.get(codeHash)?.record;
+    },
     async consume(codeHash, retainMs): Promise<ConsumeResult> {
       const entry = codes.get(codeHash);
       if (!entry) return { status: 'unknown' };

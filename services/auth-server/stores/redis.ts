@@ -127,6 +127,10 @@ export function createRedisStores(redis: Redis, prefix = 'portcullis:auth:'): Au
       async put(codeHash, record, ttlMs) {
         await redis.multi().hset(k.code(codeHash), 'data', JSON.stringify(record)).pexpire(k.code(codeHash), ttlMs).exec();
       },
+      async peek(codeHash) {
+        const data = await redis.hget(k.code(codeHash), 'data');
+        return data === null ? undefined : parseJson(codeRecordSchema, data);
+      },
       async consume(codeHash, retainMs): Promise<ConsumeResult> {
         const reply = stringArray.parse(await runScript(redis, consumeCode, [k.code(codeHash)], [retainMs]));
         if (reply[0] === 'ok') return { status: 'ok', record: parseJson(codeRecordSchema, reply[1] ?? '') };

@@ -67,6 +67,11 @@ export type ConsumeResult =
 export interface CodeStore {
   /** Stores a new code (by hash) for ttlMs. */
   put(codeHash: string, record: CodeRecord, ttlMs: number): Promise<void>;
+  /**
+   * The code's record, used or not, without consuming it (undefined when unknown or expired): the
+   * token endpoint checks client, redirect_uri and PKCE against it before it consumes anything.
+   */
+  peek(codeHash: string): Promise<CodeRecord | undefined>;
   /** Single use, atomically: the first call gets `ok`; later calls get `replayed` (remembered for retainMs). */
   consume(codeHash: string, retainMs: number): Promise<ConsumeResult>;
   /** Records what a redeemed code issued; true when a replay happened meanwhile (the caller revokes). */
