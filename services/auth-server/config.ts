@@ -41,6 +41,13 @@ export const authServerConfigSchema = z.object({
     .describe('aud claim of access tokens: the resource server (user service) identifier'),
   AUTH_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(300),
   AUTH_REFRESH_TOKEN_TTL_SECONDS: z.coerce.number().int().min(60).max(90 * 86_400).default(86_400),
+  AUTH_REFRESH_FAMILY_MAX_AGE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(365 * 86_400)
+    .default(30 * 86_400)
+    .describe('A sign-in\'s refresh tokens end this long after the sign-in, however often they rotate (s)'),
   AUTH_CODE_TTL_SECONDS: z.coerce.number().int().min(1).max(600).default(60).describe('Authorization code lifetime (s)'),
   AUTH_INTERACTION_TTL_SECONDS: z.coerce
     .number()

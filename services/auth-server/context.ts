@@ -10,6 +10,8 @@ export interface AuthSettings {
   readonly audience: string;
   readonly accessTokenTtlSeconds: number;
   readonly refreshTokenTtlSeconds: number;
+  /** Absolute lifetime of a refresh-token family (one code redemption), s. */
+  readonly refreshFamilyMaxAgeSeconds: number;
   readonly codeTtlSeconds: number;
   readonly interactionTtlSeconds: number;
 }

@@ -63,7 +63,15 @@ export async function issueNewGrant(ctx: AuthContext, client: RegisteredClient, 
   const ref = { jti: access.jti, expiresAt: access.expiresAt };
   if (!client.grant_types.includes('refresh_token')) return { body, access: ref };
   const refresh = newRefreshToken();
-  await ctx.stores.refresh.create(refresh.familyId, refresh.hash, { clientId: client.client_id, user, scope: [...scope], authTime }, ctx.now(), ctx.settings.refreshTokenTtlSeconds * 1000);
+  const now = ctx.now();
+  await ctx.stores.refresh.create(
+    refresh.familyId,
+    refresh.hash,
+    { clientId: client.client_id, user, scope: [...scope], authTime },
+    now,
+    ctx.settings.refreshTokenTtlSeconds * 1000,
+    now + ctx.settings.refreshFamilyMaxAgeSeconds * 1000,
+  );
   await ctx.stores.refresh.addAccessToken(refresh.familyId, ref);
   body.refresh_token = refresh.token;
   return { body, access: ref, familyId: refresh.familyId };

@@ -56,6 +56,7 @@ const ctx: AuthContext = {
     audience: config.AUTH_AUDIENCE,
     accessTokenTtlSeconds: config.AUTH_ACCESS_TOKEN_TTL_SECONDS,
     refreshTokenTtlSeconds: config.AUTH_REFRESH_TOKEN_TTL_SECONDS,
+    refreshFamilyMaxAgeSeconds: config.AUTH_REFRESH_FAMILY_MAX_AGE_SECONDS,
     codeTtlSeconds: config.AUTH_CODE_TTL_SECONDS,
     interactionTtlSeconds: config.AUTH_INTERACTION_TTL_SECONDS,
   },

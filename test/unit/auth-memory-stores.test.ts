@@ -42,7 +42,7 @@ describe('memory stores', () => {
     const c = clock();
     const s = createMemoryStores(c.now);
     const grant = { clientId: 'c', user: 'alice', scope: ['profile'], authTime: 1 };
-    await s.refresh.create('fam', 'r1', grant, c.now(), 3_600_000);
+    await s.refresh.create('fam', 'r1', grant, c.now(), 3_600_000, c.now() + 86_400_000);
     await s.refresh.addAccessToken('fam', { jti: 'a1', expiresAt: 2_000_000 });
     expect(await s.refresh.rotate('fam', 'r1', 'r2', c.now(), 3_600_000)).toEqual({ status: 'ok', grant });
     expect((await s.refresh.inspect('fam', 'r2', c.now()))?.active).toBe(true);
@@ -54,10 +54,25 @@ describe('memory stores', () => {
     await s.close();
   });
 
+  it('a family ends at its absolute end however often it rotates; no token outlives the end', async () => {
+    const c = clock();
+    const s = createMemoryStores(c.now);
+    await s.refresh.create('fam', 'r1', { clientId: 'c', user: 'u', scope: [], authTime: 1 }, c.now(), 1000, c.now() + 2500);
+    c.advance(900);
+    expect((await s.refresh.rotate('fam', 'r1', 'r2', c.now(), 1000)).status).toBe('ok');
+    c.advance(900);
+    expect((await s.refresh.rotate('fam', 'r2', 'r3', c.now(), 1000)).status).toBe('ok');
+    // 1800 ms in: the new token would live to 2800, but the family ends at 2500.
+    expect((await s.refresh.inspect('fam', 'r3', c.now()))?.expiresAt).toBe(c.now() + 700);
+    c.advance(700);
+    expect(await s.refresh.rotate('fam', 'r3', 'r4', c.now(), 1000)).toEqual({ status: 'invalid' });
+    await s.close();
+  });
+
   it('an expired refresh token does not rotate', async () => {
     const c = clock();
     const s = createMemoryStores(c.now);
-    await s.refresh.create('fam', 'r1', { clientId: 'c', user: 'u', scope: [], authTime: 1 }, c.now(), 1000);
+    await s.refresh.create('fam', 'r1', { clientId: 'c', user: 'u', scope: [], authTime: 1 }, c.now(), 1000, c.now() + 86_400_000);
     c.advance(1000);
     expect(await s.refresh.rotate('fam', 'r1', 'r2', c.now(), 1000)).toEqual({ status: 'invalid' });
     await s.close();

@@ -68,6 +68,8 @@ interface FamilyEntry {
   previous: Set<string>;
   revoked: boolean;
   tokenExpiresAt: number;
+  /** The family's absolute end (epoch ms). */
+  endsAt: number;
   jtis: AccessTokenRef[];
 }
 
@@ -129,11 +131,12 @@ export function createMemoryStores(now: () => number): AuthStores {
   const userClientKey = (user: string, clientId: string) => `${user}\u0000${clientId}`;
 
   const refreshStore: RefreshStore = {
-    async create(familyId, tokenHash, grant, nowMs, ttlMs) {
+    async create(familyId, tokenHash, grant, nowMs, ttlMs, endsAtMs) {
+      const lifeMs = Math.min(ttlMs, endsAtMs - nowMs);
       families.set(
         familyId,
-        { grant, current: tokenHash, previous: new Set(), revoked: false, tokenExpiresAt: nowMs + ttlMs, jtis: [] },
-        ttlMs,
+        { grant, current: tokenHash, previous: new Set(), revoked: false, tokenExpiresAt: nowMs + lifeMs, endsAt: endsAtMs, jtis: [] },
+        lifeMs,
       );
       const key = userClientKey(grant.user, grant.clientId);
       const set = byUserClient.get(key) ?? new Set<string>();
@@ -144,11 +147,12 @@ export function createMemoryStores(now: () => number): AuthStores {
       const family = families.get(familyId);
       if (!family || family.revoked) return { status: 'invalid' };
       if (family.current === tokenHash) {
-        if (family.tokenExpiresAt <= nowMs) return { status: 'invalid' };
+        if (family.tokenExpiresAt <= nowMs || family.endsAt <= nowMs) return { status: 'invalid' };
+        const lifeMs = Math.min(ttlMs, family.endsAt - nowMs);
         family.previous.add(tokenHash);
         family.current = newHash;
-        family.tokenExpiresAt = nowMs + ttlMs;
-        families.expire(familyId, ttlMs);
+        family.tokenExpiresAt = nowMs + lifeMs;
+        families.expire(familyId, lifeMs);
         return { status: 'ok', grant: family.grant };
       }
       if (family.previous.has(tokenHash)) {

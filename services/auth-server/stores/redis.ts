@@ -13,6 +13,7 @@ import {
   type AuthStores,
   type Consent,
   type ConsumeResult,
+  type FamilyGrant,
   type RotateResult,
 } from './types.ts';
 
@@ -42,19 +43,27 @@ return 0
 /**
  * KEYS[1] the family's hash key; ARGV[1] presented token hash, ARGV[2] new token hash,
  * ARGV[3] now (ms), ARGV[4] new token lifetime (ms).
- * Reply: {'ok', grant} | {'reused', grant, jtis} (family revoked) | {'invalid'}.
+ * Reply: {'ok', grant, lifetime (ms) of the new token} | {'reused', grant, jtis} (family
+ * revoked) | {'invalid'}. The new token's lifetime stops at the family's end ('end', epoch ms).
  */
 const rotateRefresh = luaScript(`
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'invalid'} end
-local f = redis.call('HMGET', KEYS[1], 'grant', 'current', 'previous', 'revoked', 'exp', 'jtis')
+local f = redis.call('HMGET', KEYS[1], 'grant', 'current', 'previous', 'revoked', 'exp', 'jtis', 'end')
 if f[4] == '1' then return {'invalid'} end
 if f[2] == ARGV[1] then
-  if tonumber(f[5]) <= tonumber(ARGV[3]) then return {'invalid'} end
+  local now = tonumber(ARGV[3])
+  if tonumber(f[5]) <= now then return {'invalid'} end
+  local life = tonumber(ARGV[4])
+  if f[7] then
+    local left = tonumber(f[7]) - now
+    if left <= 0 then return {'invalid'} end
+    if left < life then life = left end
+  end
   local prev = f[3] or ''
   if prev == '' then prev = ARGV[1] else prev = prev .. ' ' .. ARGV[1] end
-  redis.call('HSET', KEYS[1], 'current', ARGV[2], 'previous', prev, 'exp', ARGV[3] + ARGV[4])
-  redis.call('PEXPIRE', KEYS[1], ARGV[4])
-  return {'ok', f[1]}
+  redis.call('HSET', KEYS[1], 'current', ARGV[2], 'previous', prev, 'exp', now + life)
+  redis.call('PEXPIRE', KEYS[1], life)
+  return {'ok', f[1], tostring(life)}
 end
 if string.find(' ' .. (f[3] or '') .. ' ', ' ' .. ARGV[1] .. ' ', 1, true) then
   redis.call('HSET', KEYS[1], 'revoked', '1')
@@ -105,6 +114,16 @@ export function createRedisStores(redis: Redis, prefix = 'portcullis:auth:'): Au
     consent: (user: string) => `${prefix}consent:${user}`,
   };
 
+  /**
+   * Adds a family to its user+client index and keeps the index alive at least lifeMs from now:
+   * consent revocation finds every family through it, so it must never expire before one of
+   * them. (Two keys, two slots on a Cluster: not one script; the TTL only ever grows, NX then GT.)
+   */
+  async function indexFamily(grant: FamilyGrant, familyId: string, lifeMs: number): Promise<void> {
+    const key = k.userClient(grant.user, grant.clientId);
+    await redis.multi().sadd(key, familyId).pexpire(key, lifeMs, 'NX').pexpire(key, lifeMs, 'GT').exec();
+  }
+
   return {
     kind: 'redis',
     interactions: {
@@ -145,17 +164,22 @@ export function createRedisStores(redis: Redis, prefix = 'portcullis:auth:'): Au
       },
     },
     refresh: {
-      async create(familyId, tokenHash, grant, nowMs, ttlMs) {
+      async create(familyId, tokenHash, grant, nowMs, ttlMs, endsAtMs) {
+        const lifeMs = Math.min(ttlMs, endsAtMs - nowMs);
         await redis
           .multi()
-          .hset(k.family(familyId), 'grant', JSON.stringify(grant), 'current', tokenHash, 'previous', '', 'exp', String(nowMs + ttlMs), 'jtis', '')
-          .pexpire(k.family(familyId), ttlMs)
+          .hset(k.family(familyId), 'grant', JSON.stringify(grant), 'current', tokenHash, 'previous', '', 'exp', String(nowMs + lifeMs), 'end', String(endsAtMs), 'jtis', '')
+          .pexpire(k.family(familyId), lifeMs)
           .exec();
-        await redis.multi().sadd(k.userClient(grant.user, grant.clientId), familyId).pexpire(k.userClient(grant.user, grant.clientId), ttlMs).exec();
+        await indexFamily(grant, familyId, lifeMs);
       },
       async rotate(familyId, tokenHash, newHash, nowMs, ttlMs): Promise<RotateResult> {
         const reply = stringArray.parse(await runScript(redis, rotateRefresh, [k.family(familyId)], [tokenHash, newHash, nowMs, ttlMs]));
-        if (reply[0] === 'ok') return { status: 'ok', grant: parseJson(familySchema, reply[1] ?? '') };
+        if (reply[0] === 'ok') {
+          const grant = parseJson(familySchema, reply[1] ?? '');
+          await indexFamily(grant, familyId, z.coerce.number().int().positive().parse(reply[2]));
+          return { status: 'ok', grant };
+        }
         if (reply[0] === 'reused') return { status: 'reused', grant: parseJson(familySchema, reply[1] ?? ''), jtis: parseJtis(reply[2] ?? '') };
         return { status: 'invalid' };
       },

@@ -106,9 +106,15 @@ export interface FamilyState {
 }
 
 export interface RefreshStore {
-  /** Starts a family whose first token has hash tokenHash. */
-  create(familyId: string, tokenHash: string, grant: FamilyGrant, nowMs: number, ttlMs: number): Promise<void>;
-  /** Rotation: tokenHash must be the family's current token; it is replaced by newHash atomically. */
+  /**
+   * Starts a family whose first token has hash tokenHash. The family ends at endsAtMs whatever
+   * its rotations: no token of it lives past that, and rotating at or after it is `invalid`.
+   */
+  create(familyId: string, tokenHash: string, grant: FamilyGrant, nowMs: number, ttlMs: number, endsAtMs: number): Promise<void>;
+  /**
+   * Rotation: tokenHash must be the family's current token; it is replaced by newHash atomically.
+   * The user+client index (familiesOf) lives at least as long as the family after it.
+   */
   rotate(familyId: string, tokenHash: string, newHash: string, nowMs: number, ttlMs: number): Promise<RotateResult>;
   /** Remembers an access token issued in the family so that revoking the family revokes it too. */
   addAccessToken(familyId: string, ref: AccessTokenRef): Promise<void>;
