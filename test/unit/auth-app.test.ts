@@ -82,6 +82,23 @@ describe('auth server app', () => {
     return url.searchParams.get('code') ?? '';
   }
 
+  it('over https every cookie is __Host- prefixed: Secure, Path=/, no Domain', async () => {
+    const page = await s.get(`/auth?${new URLSearchParams({ client_id: 'app', redirect_uri: REDIRECT, response_type: 'code', scope: 'profile', state: 'st' })}`);
+    const signIn = await s.post('/auth/sign-in', { interaction: field(page.body, 'interaction'), csrf: field(page.body, 'csrf'), username: 'alice', password: 'wonderland' });
+    const account = await s.get('/consents');
+    const set = [signIn, account].flatMap((r) => {
+      const h = r.headers['set-cookie'];
+      return Array.isArray(h) ? h.map(String) : h === undefined ? [] : [String(h)];
+    });
+    expect(set.length).toBeGreaterThanOrEqual(2);
+    for (const cookie of set) {
+      expect(cookie).toMatch(/^__Host-portcullis_(browser|account)=/);
+      expect(cookie).toMatch(/; Path=\/(;|$)/);
+      expect(cookie).toMatch(/; Secure/);
+      expect(cookie).not.toMatch(/Domain=/i);
+    }
+  });
+
   it('metadata advertises RFC 8414 fields, S256 only and RFC 9207 iss', async () => {
     const res = await s.get('/.well-known/oauth-authorization-server');
     expect(res.json()).toMatchObject({ issuer: ISSUER, authorization_endpoint: `${ISSUER}/auth`, token_endpoint: `${ISSUER}/token`, jwks_uri: `${ISSUER}/jwks.json`, code_challenge_methods_supported: ['S256'], authorization_response_iss_parameter_supported: true });

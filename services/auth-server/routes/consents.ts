@@ -7,7 +7,7 @@ import { signIn } from '../authenticate.ts';
 import type { AuthContext } from '../context.ts';
 import { readCookie, serializeCookie } from '../cookies.ts';
 import { PageError } from '../errors.ts';
-import { bindBrowser, checkCsrf, loadInteraction, newInteractionId } from '../interaction.ts';
+import { bindBrowser, checkCsrf, cookieName, loadInteraction, newInteractionId, renewAfterSignIn } from '../interaction.ts';
 import { revokeFamily } from '../issue-tokens.ts';
 import { sendConsentsPage } from '../pages/consents-page.ts';
 import { sendErrorPage } from '../pages/error-page.ts';
@@ -25,11 +25,15 @@ const formSchema = z.object({
 
 export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
   const ttlMs = ctx.settings.interactionTtlSeconds * 1000;
+  // The __Host- prefix requires Path=/; without it the cookie stays on the pages that use it.
+  const account = { name: cookieName(ctx, ACCOUNT_COOKIE), path: ctx.secureCookies ? '/' : '/consents' };
+  const setAccount = (reply: FastifyReply, id: string, maxAge?: number) =>
+    reply.header('set-cookie', serializeCookie(account.name, id, { path: account.path, secure: ctx.secureCookies, ...(maxAge === undefined ? {} : { maxAge }) }));
   const back = (reply: FastifyReply) => reply.code(303).header('location', '/consents').send();
 
   /** The account session of this browser, or undefined. */
   async function session(request: FastifyRequest): Promise<{ id: string; ix: Extract<Interaction, { kind: 'account' }> } | undefined> {
-    const id = readCookie(request.headers.cookie, ACCOUNT_COOKIE);
+    const id = readCookie(request.headers.cookie, account.name);
     if (id === undefined) return undefined;
     try {
       return { id, ix: await loadInteraction(ctx, request, id, 'account') };
@@ -52,7 +56,7 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
         const id = newInteractionId();
         const ix: Interaction = { kind: 'account', browserHash: bindBrowser(ctx, request, reply), csrf: randomToken(), expiresAt: ctx.now() + ttlMs };
         await ctx.stores.interactions.put(id, ix, ttlMs);
-        reply.header('set-cookie', serializeCookie(ACCOUNT_COOKIE, id, { path: '/consents', secure: ctx.secureCookies }));
+        setAccount(reply, id);
         s = { id, ix };
       }
       const user = s.ix.user;
@@ -76,9 +80,13 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
         reply.header('retry-after', String(result.retryAfterSeconds));
         return sendErrorPage(reply, 429, 'Too many attempts', `Too many sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`);
       }
-      const next: Interaction =
-        result.kind === 'ok' ? { ...s.ix, user: result.user, failed: false, csrf: randomToken() } : { ...s.ix, failed: true };
-      await ctx.stores.interactions.put(s.id, next, Math.max(1, s.ix.expiresAt - ctx.now()));
+      const left = Math.max(1, s.ix.expiresAt - ctx.now());
+      if (result.kind === 'failed') {
+        await ctx.stores.interactions.put(s.id, { ...s.ix, failed: true }, left);
+        return back(reply);
+      }
+      // Signed in: a new session id and binding cookie (a session planted before is worth nothing).
+      setAccount(reply, await renewAfterSignIn(ctx, reply, s.id, { ...s.ix, user: result.user, failed: false, csrf: randomToken() }, left));
       return back(reply);
     });
 
@@ -99,7 +107,7 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
       const form = formSchema.safeParse(request.body ?? {});
       const s = await requireSession(request, form.success ? form.data.csrf : undefined);
       await ctx.stores.interactions.delete(s.id);
-      reply.header('set-cookie', serializeCookie(ACCOUNT_COOKIE, '', { path: '/consents', secure: ctx.secureCookies, maxAge: 0 }));
+      setAccount(reply, '', 0);
       return back(reply);
     });
   };

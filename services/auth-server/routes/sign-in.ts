@@ -7,7 +7,7 @@ import { signIn } from '../authenticate.ts';
 import { redirectWithCode } from '../authorization-response.ts';
 import type { AuthContext } from '../context.ts';
 import { PageError } from '../errors.ts';
-import { checkCsrf, loadInteraction } from '../interaction.ts';
+import { checkCsrf, loadInteraction, renewAfterSignIn } from '../interaction.ts';
 import { sendErrorPage } from '../pages/error-page.ts';
 import { sendSignInPage } from '../pages/sign-in-page.ts';
 import { randomToken } from '../random.ts';
@@ -67,9 +67,10 @@ export function signInRoute(ctx: AuthContext): FastifyPluginAsync {
         if (taken === undefined) throw new PageError(400, 'This page has expired', 'This sign-in was already completed.');
         return redirectWithCode(ctx, reply, { ...ix, user: result.user, authTime });
       }
-      // A fresh CSRF token for the next form: the sign-in page's token is spent.
-      await ctx.stores.interactions.put(id, { ...ix, user: result.user, authTime, failed: false, csrf: randomToken() }, ttlMs);
-      return reply.code(303).header('location', `/auth/consent?interaction=${encodeURIComponent(id)}`).send();
+      // A new id, binding cookie and CSRF token for the consent step: nothing from before the
+      // sign-in (possibly planted by someone else) carries over.
+      const renewed = await renewAfterSignIn(ctx, reply, id, { ...ix, user: result.user, authTime, failed: false, csrf: randomToken() }, ttlMs);
+      return reply.code(303).header('location', `/auth/consent?interaction=${encodeURIComponent(renewed)}`).send();
     });
   };
 }
