@@ -2,10 +2,9 @@
 // onStoreError policy, and limiting is exact again soon after the new Redis is Ready), and the
 // operator pod deleted (it converges again, and no OAuth client secret is generated anew).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { hashPassword } from '../../services/auth-server/passwords.ts';
 import { Kube } from '../harness/kind/kube.ts';
 import { writeResult } from './support/results.ts';
-import { CLIENT_POD, deploy, inCluster, namespaceFor, route } from './support/workloads.ts';
+import { CLIENT_POD, deploy, inCluster, namespaceFor, oauthClient, route, usersSecret } from './support/workloads.ts';
 
 const ctx = inject('e2e');
 const kube = new Kube(ctx);
@@ -14,11 +13,10 @@ const url = `http://faults.${ns}.svc.cluster.local/healthcheck/ready`;
 const STOP = '/tmp/stop-probe';
 
 beforeAll(async () => {
-  const usersJson = JSON.stringify({ users: [{ username: 'carol', password_hash: await hashPassword('carol-e2e-password') }] });
   await deploy(kube, ctx, ns, [
     route(ctx, 'faults', { limits: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 } }),
-    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'portcullis-auth-users' }, stringData: { 'users.json': usersJson } },
-    { apiVersion: 'portcullis.dev/v1alpha1', kind: 'OAuthClient', metadata: { name: 'kept-app' }, spec: { displayName: 'Kept App', redirectUris: ['https://kept.example/callback'], scopes: ['profile'] } },
+    await usersSecret([{ username: 'carol', password: 'carol-e2e-password' }]),
+    oauthClient('kept-app', ['https://kept.example/callback']),
   ]);
   await kube.wait(ns, ['oauthclient/kept-app'], 'condition=Ready', 300);
 });

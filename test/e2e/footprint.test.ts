@@ -3,10 +3,9 @@
 // pod drives the gateway. Written to bench/results/e2e-footprint.{json,md}.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SIDECAR_MEMORY_LIMIT_MIB } from '../../operator/resources/route-deployment.ts';
-import { hashPassword } from '../../services/auth-server/passwords.ts';
 import { Kube } from '../harness/kind/kube.ts';
 import { writeResult } from './support/results.ts';
-import { CLIENT_POD, deploy, inCluster, namespaceFor, route } from './support/workloads.ts';
+import { CLIENT_POD, deploy, inCluster, namespaceFor, oauthClient, route, usersSecret } from './support/workloads.ts';
 
 const ctx = inject('e2e');
 const kube = new Kube(ctx);
@@ -61,11 +60,10 @@ function maxOf(samples: readonly Sample[]): Sample {
 
 beforeAll(async () => {
   // The route, and an OAuthClient so that the namespace runs an auth server too.
-  const usersJson = JSON.stringify({ users: [{ username: 'dave', password_hash: await hashPassword('dave-e2e-password') }] });
   await deploy(kube, ctx, ns, [
     route(ctx, 'all', { replicas: 2, limits: { replenishRate: 1000, burstCapacity: 2000, requestedTokens: 1 } }),
-    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'portcullis-auth-users' }, stringData: { 'users.json': usersJson } },
-    { apiVersion: 'portcullis.dev/v1alpha1', kind: 'OAuthClient', metadata: { name: 'footprint-app' }, spec: { displayName: 'Footprint App', redirectUris: ['https://app.example/callback'], scopes: ['profile'] } },
+    await usersSecret([{ username: 'dave', password: 'dave-e2e-password' }]),
+    oauthClient('footprint-app', ['https://app.example/callback']),
   ]);
   await kube.wait(ns, ['oauthclient/footprint-app'], 'condition=Ready', 300);
   await kube.rolloutStatus(ns, 'portcullis-auth-server');

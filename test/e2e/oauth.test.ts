@@ -6,11 +6,10 @@ import { createServer, type Server } from 'node:http';
 import { chromium, type Browser } from 'playwright-core';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { hashPassword } from '../../services/auth-server/passwords.ts';
 import { walk } from '../integration/auth-flow.ts';
 import { eventually, Kube, type PortForward } from '../harness/kind/kube.ts';
 import { freePort } from '../harness/ports.ts';
-import { deploy, namespaceFor, route } from './support/workloads.ts';
+import { deploy, namespaceFor, oauthClient, route, usersSecret } from './support/workloads.ts';
 
 const ctx = inject('e2e');
 const kube = new Kube(ctx);
@@ -32,17 +31,9 @@ const received: URL[] = [];
 beforeAll(async () => {
   callbackPort = await freePort();
   redirectUri = `http://127.0.0.1:${callbackPort}/callback`;
-  const usersJson = JSON.stringify({
-    users: await Promise.all(users.map(async (u) => ({ username: u.username, password_hash: await hashPassword(u.password), profile: { name: u.name, preferred_username: u.username } }))),
-  });
   await deploy(kube, ctx, ns, [
-    { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'portcullis-auth-users' }, stringData: { 'users.json': usersJson } },
-    {
-      apiVersion: 'portcullis.dev/v1alpha1',
-      kind: 'OAuthClient',
-      metadata: { name: 'demo-app' },
-      spec: { displayName: 'Demo App', redirectUris: [redirectUri], scopes: ['profile'], tokenEndpointAuthMethod: 'client_secret_basic' },
-    },
+    await usersSecret(users),
+    oauthClient('demo-app', [redirectUri], { displayName: 'Demo App', tokenEndpointAuthMethod: 'client_secret_basic' }),
     route(ctx, 'api', {
       limits: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 },
       env: [

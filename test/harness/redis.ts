@@ -1,9 +1,10 @@
 // A real redis-server for one test file: started on a free loopback port, persistence off,
 // stopped in afterAll. Tests never use a Redis that somebody else started.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { freePort, waitForPort } from './ports.ts';
 
 export interface RedisServer {
@@ -15,6 +16,17 @@ export interface RedisServer {
   kill(): Promise<void>;
   /** SIGTERM and wait for exit. */
   stop(): Promise<void>;
+}
+
+/**
+ * The arguments the chart's bundled Redis runs with, read from its template
+ * (charts/portcullis/templates/redis.yaml), so tests that must match it cannot drift from it.
+ */
+export function chartRedisArgs(): string[] {
+  const template = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'charts', 'portcullis', 'templates', 'redis.yaml'), 'utf8');
+  const line = /^\s*args:\s*(\[.*\])\s*$/m.exec(template);
+  if (line?.[1] === undefined) throw new Error("the chart's redis.yaml has no args line");
+  return JSON.parse(line[1]) as string[];
 }
 
 export async function startRedis(extraArgs: string[] = []): Promise<RedisServer> {

@@ -3,40 +3,28 @@
 // consumed first: a failed redemption by another client burned the owner's code, and a public
 // client replaying someone else's used code revoked the owner's tokens. Both attacks run here
 // against the real server, on the memory store and on a redis-server configured as the chart's.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { describe, expect, it } from 'vitest';
 import { authorize, pkce, tokenRequest } from './auth-flow.ts';
-import { SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { SECRETS, stackOn } from './auth-stack.ts';
 
-/** The bundled Redis of the chart (charts/portcullis/templates/redis.yaml). */
-const CHART_REDIS_ARGS = ['--save', '', '--appendonly', 'no', '--maxmemory', '96mb', '--maxmemory-policy', 'volatile-ttl'];
 
 describe.each(['memory', 'redis'] as const)('code redemption checks before it consumes (%s store)', (store) => {
-  let redis: RedisServer | undefined;
-  let stack: Stack;
-  beforeAll(async () => {
-    if (store === 'redis') redis = await startRedis(CHART_REDIS_ARGS);
-    stack = await startStack(redis !== undefined ? { redisUrl: redis.url } : {});
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
-  });
+  const on = stackOn(store);
 
   const codeFor = async (clientId: string, challenge?: string) => {
-    const { location } = await authorize({ issuer: stack.issuer, clientId, redirectUri: stack.redirectUri, ...(challenge ? { challenge } : {}) });
+    const { location } = await authorize({ issuer: on.stack().issuer, clientId, redirectUri: on.stack().redirectUri, ...(challenge ? { challenge } : {}) });
     const code = location.searchParams.get('code');
     if (code === null) throw new Error(`no code: ${location}`);
     return code;
   };
   const asOwner = (code: string, extra: Record<string, string> = {}) =>
-    tokenRequest(stack.issuer, { grant_type: 'authorization_code', code, redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post, ...extra });
+    tokenRequest(on.stack().issuer, { grant_type: 'authorization_code', code, redirect_uri: on.stack().redirectUri, client_id: 'demo-client', client_secret: SECRETS.post, ...extra });
   const asOtherClient = (code: string) =>
-    tokenRequest(stack.issuer, { grant_type: 'authorization_code', code, redirect_uri: stack.redirectUri, client_id: 'other-client', client_secret: SECRETS.other });
+    tokenRequest(on.stack().issuer, { grant_type: 'authorization_code', code, redirect_uri: on.stack().redirectUri, client_id: 'other-client', client_secret: SECRETS.other });
   const asPublicClient = (code: string) =>
-    tokenRequest(stack.issuer, { grant_type: 'authorization_code', code, redirect_uri: stack.redirectUri, client_id: 'public-client', code_verifier: pkce().verifier });
+    tokenRequest(on.stack().issuer, { grant_type: 'authorization_code', code, redirect_uri: on.stack().redirectUri, client_id: 'public-client', code_verifier: pkce().verifier });
   const active = async (token: string) => {
-    const res = await fetch(`${stack.issuer}/introspect`, {
+    const res = await fetch(`${on.stack().issuer}/introspect`, {
       method: 'POST',
       headers: { 'content-type': 'application/x-www-form-urlencoded' },
       body: new URLSearchParams({ token, client_id: 'demo-client', client_secret: SECRETS.post }),
@@ -62,7 +50,7 @@ describe.each(['memory', 'redis'] as const)('code redemption checks before it co
     expect(replay.status).toBe(400);
     expect(replay.json['error']).toBe('invalid_grant');
     expect(await active(String(owner.json['access_token']))).toBe(true);
-    const refreshed = await tokenRequest(stack.issuer, { grant_type: 'refresh_token', refresh_token: String(owner.json['refresh_token']), client_id: 'demo-client', client_secret: SECRETS.post });
+    const refreshed = await tokenRequest(on.stack().issuer, { grant_type: 'refresh_token', refresh_token: String(owner.json['refresh_token']), client_id: 'demo-client', client_secret: SECRETS.post });
     expect(refreshed.status).toBe(200);
   });
 
@@ -70,7 +58,7 @@ describe.each(['memory', 'redis'] as const)('code redemption checks before it co
     const { verifier, challenge } = pkce();
     const code = await codeFor('demo-client', challenge);
     expect((await asOwner(code, { code_verifier: pkce().verifier })).json['error']).toBe('invalid_grant');
-    expect((await asOwner(code, { code_verifier: verifier, redirect_uri: `${stack.redirectUri}/x` })).json['error']).toBe('invalid_grant');
+    expect((await asOwner(code, { code_verifier: verifier, redirect_uri: `${on.stack().redirectUri}/x` })).json['error']).toBe('invalid_grant');
     const ok = await asOwner(code, { code_verifier: verifier });
     expect(ok.status).toBe(200);
     // The owner's own replay of a used code still revokes what it issued.

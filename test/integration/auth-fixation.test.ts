@@ -3,13 +3,10 @@
 // lets the victim sign in. Before, the binding cookie, the interaction id and the /consents
 // session id all survived the sign-in, so the attacker completed consent (or read and revoked
 // the victim's consents) as the victim. A sign-in now moves everything to a new id and cookie.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { describe, expect, it } from 'vitest';
 import { browser, CookieJar, hidden } from './auth-flow.ts';
-import { startStack, type Stack } from './auth-stack.ts';
+import { stackOn } from './auth-stack.ts';
 
-/** The bundled Redis of the chart (charts/portcullis/templates/redis.yaml). */
-const CHART_REDIS_ARGS = ['--save', '', '--appendonly', 'no', '--maxmemory', '96mb', '--maxmemory-policy', 'volatile-ttl'];
 
 /** A second browser holding a copy of another one's cookies (what planting them amounts to). */
 function plantedCopy(jar: CookieJar): CookieJar {
@@ -20,39 +17,30 @@ function plantedCopy(jar: CookieJar): CookieJar {
 }
 
 describe.each(['memory', 'redis'] as const)('session fixation (%s store)', (store) => {
-  let redis: RedisServer | undefined;
-  let stack: Stack;
-  beforeAll(async () => {
-    if (store === 'redis') redis = await startRedis(CHART_REDIS_ARGS);
-    stack = await startStack(redis !== undefined ? { redisUrl: redis.url } : {});
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
-  });
+  const on = stackOn(store);
 
   it("a planted interaction: after the victim signs in, the attacker's cookie and id cannot reach the consent step", async () => {
     const attacker = browser();
-    const q = new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code', scope: 'profile', state: 's' });
-    const page = await (await attacker.get(`${stack.issuer}/auth?${q}`)).text();
+    const q = new URLSearchParams({ client_id: 'demo-client', redirect_uri: on.stack().redirectUri, response_type: 'code', scope: 'profile', state: 's' });
+    const page = await (await attacker.get(`${on.stack().issuer}/auth?${q}`)).text();
     const id = hidden(page, 'interaction') ?? '';
     const csrf = hidden(page, 'csrf') ?? '';
     expect(id).not.toBe('');
 
     // The victim's browser carries the attacker's cookie and submits the attacker's sign-in page.
     const victim = browser(plantedCopy(attacker.jar));
-    const signedIn = await victim.post(`${stack.issuer}/auth/sign-in`, { interaction: id, csrf, username: 'alice', password: 'wonderland' });
+    const signedIn = await victim.post(`${on.stack().issuer}/auth/sign-in`, { interaction: id, csrf, username: 'alice', password: 'wonderland' });
     expect(signedIn.status).toBe(303);
-    const consentUrl = new URL(signedIn.headers.get('location') ?? '', stack.issuer);
+    const consentUrl = new URL(signedIn.headers.get('location') ?? '', on.stack().issuer);
     expect(consentUrl.pathname).toBe('/auth/consent');
     const renewedId = consentUrl.searchParams.get('interaction') ?? '';
     expect(renewedId).not.toBe(id);
     expect(signedIn.headers.getSetCookie().some((c) => c.startsWith('portcullis_browser='))).toBe(true);
 
     // The attacker, with its cookie: neither the old id nor the new one (were it leaked) works.
-    const withOldId = await attacker.get(`${stack.issuer}/auth/consent?interaction=${encodeURIComponent(id)}`);
+    const withOldId = await attacker.get(`${on.stack().issuer}/auth/consent?interaction=${encodeURIComponent(id)}`);
     expect(withOldId.status).toBe(400);
-    const withNewId = await attacker.get(`${stack.issuer}/auth/consent?interaction=${encodeURIComponent(renewedId)}`);
+    const withNewId = await attacker.get(`${on.stack().issuer}/auth/consent?interaction=${encodeURIComponent(renewedId)}`);
     expect(withNewId.status).toBe(403);
     // The victim carries on normally.
     const own = await victim.get(consentUrl.toString());
@@ -62,14 +50,14 @@ describe.each(['memory', 'redis'] as const)('session fixation (%s store)', (stor
 
   it('a planted /consents session: after the victim signs in, the attacker still sees only a sign-in page', async () => {
     const attacker = browser();
-    const page = await (await attacker.get(`${stack.issuer}/consents`)).text();
+    const page = await (await attacker.get(`${on.stack().issuer}/consents`)).text();
     const csrf = hidden(page, 'csrf') ?? '';
     const victim = browser(plantedCopy(attacker.jar));
-    const signedIn = await victim.post(`${stack.issuer}/consents/sign-in`, { csrf, username: 'alice', password: 'wonderland' });
+    const signedIn = await victim.post(`${on.stack().issuer}/consents/sign-in`, { csrf, username: 'alice', password: 'wonderland' });
     expect(signedIn.status).toBe(303);
-    const victimPage = await (await victim.get(`${stack.issuer}/consents`)).text();
+    const victimPage = await (await victim.get(`${on.stack().issuer}/consents`)).text();
     expect(victimPage).toContain('alice');
-    const attackerPage = await (await attacker.get(`${stack.issuer}/consents`)).text();
+    const attackerPage = await (await attacker.get(`${on.stack().issuer}/consents`)).text();
     expect(attackerPage).not.toContain('alice');
     expect(hidden(attackerPage, 'csrf')).toBeDefined();
     expect(attackerPage).toMatch(/name="password"/);

@@ -3,37 +3,25 @@
 // revocation walks never expires before a family in it (it used to keep the TTL it got when the
 // first family was created, while every rotation extended the family itself).
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { describe, expect, it } from 'vitest';
 import { authorize, tokenRequest } from './auth-flow.ts';
-import { SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { SECRETS, stackOn } from './auth-stack.ts';
 
-/** The bundled Redis of the chart (charts/portcullis/templates/redis.yaml). */
-const CHART_REDIS_ARGS = ['--save', '', '--appendonly', 'no', '--maxmemory', '96mb', '--maxmemory-policy', 'volatile-ttl'];
 const MAX_AGE_S = 3;
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(['memory', 'redis'] as const)('refresh-token families (%s store)', (store) => {
-  let redis: RedisServer | undefined;
-  let stack: Stack;
-  beforeAll(async () => {
-    if (store === 'redis') redis = await startRedis(CHART_REDIS_ARGS);
-    stack = await startStack({ ...(redis !== undefined ? { redisUrl: redis.url } : {}), authEnv: { AUTH_REFRESH_FAMILY_MAX_AGE_SECONDS: String(MAX_AGE_S) } });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
-  });
+  const on = stackOn(store, { authEnv: { AUTH_REFRESH_FAMILY_MAX_AGE_SECONDS: String(MAX_AGE_S) } });
 
   async function signIn(): Promise<{ refresh: string; at: number }> {
-    const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
+    const { location } = await authorize({ issuer: on.stack().issuer, clientId: 'demo-client', redirectUri: on.stack().redirectUri });
     const at = Date.now();
-    const res = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+    const res = await tokenRequest(on.stack().issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: on.stack().redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
     expect(res.status).toBe(200);
     return { refresh: String(res.json['refresh_token']), at };
   }
-  const refresh = (token: string) => tokenRequest(stack.issuer, { grant_type: 'refresh_token', refresh_token: token, client_id: 'demo-client', client_secret: SECRETS.post });
+  const refresh = (token: string) => tokenRequest(on.stack().issuer, { grant_type: 'refresh_token', refresh_token: token, client_id: 'demo-client', client_secret: SECRETS.post });
 
   it(`a family ends ${MAX_AGE_S} s after the sign-in, however often it rotated`, async () => {
     const { refresh: first, at } = await signIn();
@@ -52,25 +40,16 @@ describe.each(['memory', 'redis'] as const)('refresh-token families (%s store)',
 });
 
 describe('the refresh-token index (redis store)', () => {
-  let redis: RedisServer;
-  let stack: Stack;
-  beforeAll(async () => {
-    redis = await startRedis(CHART_REDIS_ARGS);
-    stack = await startStack({ redisUrl: redis.url });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
-  });
+  const on = stackOn('redis');
 
   it('the user+client index lives at least as long as every family in it', async () => {
-    const client = new Redis(redis.url);
+    const client = new Redis(on.redisUrl());
     try {
-      const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
-      const first = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+      const { location } = await authorize({ issuer: on.stack().issuer, clientId: 'demo-client', redirectUri: on.stack().redirectUri });
+      const first = await tokenRequest(on.stack().issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: on.stack().redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
       expect(first.status).toBe(200);
       await sleep(1200);
-      const res = await tokenRequest(stack.issuer, { grant_type: 'refresh_token', refresh_token: String(first.json['refresh_token']), client_id: 'demo-client', client_secret: SECRETS.post });
+      const res = await tokenRequest(on.stack().issuer, { grant_type: 'refresh_token', refresh_token: String(first.json['refresh_token']), client_id: 'demo-client', client_secret: SECRETS.post });
       expect(res.status).toBe(200);
       const familyId = String(res.json['refresh_token']).split('.')[0];
       const familyTtl = await client.pttl(`portcullis:auth:rtf:${familyId}`);

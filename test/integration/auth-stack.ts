@@ -9,6 +9,8 @@ import { hashClientSecret, type ClientRegistry, type SigningKeysFile, type Users
 import { hashPassword } from '../../services/auth-server/passwords.ts';
 import { generateSigningJwks } from '../../services/auth-server/signing-keys.ts';
 import { freePort } from '../harness/ports.ts';
+import { afterAll, beforeAll } from 'vitest';
+import { chartRedisArgs, startRedis, type RedisServer } from '../harness/redis.ts';
 import { startProgram, type Program } from '../harness/programs.ts';
 
 export const AUDIENCE = 'urn:portcullis:user-service';
@@ -208,4 +210,37 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     await stop();
     throw err;
   }
+}
+
+export interface StackOnStore {
+  readonly stack: () => Stack;
+  /** The Redis URL (store redis only). */
+  readonly redisUrl: () => string;
+}
+
+/**
+ * Runs the stack for the calling describe block (beforeAll/afterAll) on the memory store or on a
+ * redis-server started with the chart's own arguments.
+ */
+export function stackOn(store: 'memory' | 'redis', options: Omit<StackOptions, 'redisUrl'> = {}): StackOnStore {
+  let redis: RedisServer | undefined;
+  let stack: Stack | undefined;
+  beforeAll(async () => {
+    if (store === 'redis') redis = await startRedis(chartRedisArgs());
+    stack = await startStack({ ...options, ...(redis !== undefined ? { redisUrl: redis.url } : {}) });
+  });
+  afterAll(async () => {
+    await stack?.stop();
+    await redis?.stop();
+  });
+  return {
+    stack: () => {
+      if (stack === undefined) throw new Error('the stack is not running');
+      return stack;
+    },
+    redisUrl: () => {
+      if (redis === undefined) throw new Error('this stack runs without Redis');
+      return redis.url;
+    },
+  };
 }

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
+import { hashPassword } from '../../../services/auth-server/passwords.ts';
 import { repoRoot } from '../../harness/programs.ts';
 import { imageOf, type E2eContext } from '../../harness/kind/context.ts';
 import type { Kube } from '../../harness/kind/kube.ts';
@@ -40,6 +41,23 @@ export function route(ctx: E2eContext, name: string, o: RouteOptions): object {
       limiter: o.limits,
     },
   };
+}
+
+/** The auth server's users Secret under the chart's default name and key, passwords hashed with scrypt. */
+export async function usersSecret(users: ReadonlyArray<{ username: string; password: string; name?: string }>): Promise<object> {
+  const records = await Promise.all(
+    users.map(async (u) => ({
+      username: u.username,
+      password_hash: await hashPassword(u.password),
+      ...(u.name === undefined ? {} : { profile: { name: u.name, preferred_username: u.username } }),
+    })),
+  );
+  return { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'portcullis-auth-users' }, stringData: { 'users.json': JSON.stringify({ users: records }) } };
+}
+
+/** An OAuthClient asking for the profile scope. */
+export function oauthClient(name: string, redirectUris: readonly string[], spec: Record<string, unknown> = {}): object {
+  return { apiVersion: 'portcullis.dev/v1alpha1', kind: 'OAuthClient', metadata: { name }, spec: { displayName: name, redirectUris, scopes: ['profile'], ...spec } };
 }
 
 /** The in-cluster client: node from the user-service image, doing nothing until exec'd into. */
