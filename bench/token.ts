@@ -139,7 +139,7 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
   const usersFile = path.join(dir, 'users.json');
   writeFileSync(usersFile, JSON.stringify({ users: [{ username: 'alice', password_hash: await hashPassword('wonderland', { ln: 10, r: 8, p: 1 }), profile: { name: 'Alice' } }] }));
   const stack = await startStack({
-    authEnv: { AUTH_USERS_FILE: usersFile, AUTH_CODE_TTL_SECONDS: '600', LOG_LEVEL: 'warn', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000' },
+    authEnv: { AUTH_USERS_FILE: usersFile, AUTH_CODE_TTL_SECONDS: '600', LOG_LEVEL: 'warn', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000' },
   });
   const portcullisPid = stack.programs[0]?.child.pid;
 

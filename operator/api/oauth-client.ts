@@ -1,11 +1,14 @@
 // OAuthClient: one registered client application (DESIGN.md section 2). The operator generates
 // its client id and secret into a Secret and adds it to the auth server's client registry.
 import { z } from 'zod';
+import { SECURE_REDIRECT_URI_PATTERN, isSecureRedirectUri } from '../../services/auth-server/redirect-uri.ts';
 import { API_VERSION, conditionsSchema, dnsSubdomain, objectMetaSchema, observedGenerationSchema, type CrdSource } from './common.ts';
 
 export const REDIRECT_URI_RULE = 'redirect URI must be an absolute http(s) URL with a host and without a fragment (RFC 6749 section 3.1.2)';
+export const INSECURE_REDIRECT_URI_RULE =
+  'http redirect URIs are allowed only for loopback hosts (localhost, 127.0.0.0/8, [::1]); use https, or set allowInsecureRedirectUris';
 
-/** Absolute http(s) URL, no fragment: compared by exact string match at the authorization endpoint. */
+/** Absolute http(s) URL, no fragment: compared by exact string match (a loopback IP one on any port). */
 export const redirectUriSchema = z
   .string()
   .min(1)
@@ -66,6 +69,32 @@ export const oauthClientSpecSchema = z
       .enum(TOKEN_ENDPOINT_AUTH_METHODS)
       .default('client_secret_basic')
       .describe('How the client authenticates at the token endpoint: client_secret_basic (HTTP Basic) or client_secret_post (in the body).'),
+    allowInsecureRedirectUris: z
+      .boolean()
+      .optional()
+      .describe(
+        'Accept http redirect URIs to hosts other than loopback (localhost, 127.0.0.0/8, [::1]). Authorization codes then cross the network unencrypted: for test set-ups only.',
+      ),
+    resourceServer: z
+      .boolean()
+      .optional()
+      .describe(
+        'This client is a resource server: it may introspect tokens issued to any client. Other clients learn only about tokens issued to themselves.',
+      ),
+  })
+  // Written twice, as the other cross-field rules: zod for the operator, CEL for the API server.
+  .refine((s) => s.allowInsecureRedirectUris === true || s.redirectUris.every(isSecureRedirectUri), {
+    message: INSECURE_REDIRECT_URI_RULE,
+    path: ['redirectUris'],
+  })
+  .meta({
+    'x-kubernetes-validations': [
+      {
+        rule: `(has(self.allowInsecureRedirectUris) && self.allowInsecureRedirectUris) || self.redirectUris.all(u, u.matches(r'${SECURE_REDIRECT_URI_PATTERN}'))`,
+        message: INSECURE_REDIRECT_URI_RULE,
+        fieldPath: '.redirectUris',
+      },
+    ],
   })
   .describe('Desired state of the client registration.');
 export type OAuthClientSpec = z.infer<typeof oauthClientSpecSchema>;

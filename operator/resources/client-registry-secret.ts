@@ -1,6 +1,7 @@
 // Every OAuthClient of a namespace -> the auth server's client registry (clients.json, schema
 // clientRegistrySchema of services/auth-server/config.ts): ids, secret HASHES (never secrets),
-// redirect URIs, scopes. Sorted by client_id so that the same clients render the same bytes.
+// redirect URIs, scopes, and the resource-server and insecure-redirect flags. Sorted by client_id
+// so that the same clients render the same bytes.
 import type { OAuthClient } from '../api/index.ts';
 import { clientRegistrySchema, hashClientSecret, type ClientRegistry } from '../../services/auth-server/config.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
@@ -24,6 +25,9 @@ export function clientRegistry(entries: readonly RegisteredOAuthClient[]): Clien
       scopes: [...client.spec.scopes],
       grant_types: [...client.spec.grantTypes],
       token_endpoint_auth_method: client.spec.tokenEndpointAuthMethod,
+      // Written only when set, so that the registry of existing clients keeps its bytes (and hash).
+      ...(client.spec.allowInsecureRedirectUris === true ? { allow_insecure_redirect_uris: true } : {}),
+      ...(client.spec.resourceServer === true ? { resource_server: true } : {}),
     }));
   // The auth server's own schema: the operator never writes a registry the server would refuse.
   return clientRegistrySchema.parse({ clients });

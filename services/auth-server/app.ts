@@ -5,6 +5,7 @@ import formBody from '@fastify/formbody';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { AuthContext } from './context.ts';
 import { OAuthError, PageError } from './errors.ts';
+import { parseJsonKeepingRepeatedKeys } from './json-body.ts';
 import { sendOAuthError } from './oauth-reply.ts';
 import { sendErrorPage } from './pages/error-page.ts';
 import { authorizeRoute } from './routes/authorize.ts';
@@ -41,6 +42,8 @@ export async function buildApp(deps: AuthServerDeps): Promise<FastifyInstance> {
     logController: new LogController({ disableRequestLogging: true }),
   });
   await app.register(formBody, { bodyLimit: 64 * 1024 });
+  // A repeated key in a JSON body is refused like a repeated form parameter.
+  parseJsonKeepingRepeatedKeys(app);
 
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
@@ -57,7 +60,14 @@ export async function buildApp(deps: AuthServerDeps): Promise<FastifyInstance> {
       return reply.code(status).type('application/problem+json').send({ type: 'about:blank', title: 'Bad Request', status });
     }
     // Name and message only: a store error may carry the command's arguments (hashes, CSRF tokens).
-    request.log.error({ err: err instanceof Error ? { type: err.name, message: err.message } : String(err) }, 'request failed');
+    const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
+    const summary = cause instanceof Error ? { type: cause.name, message: cause.message } : String(cause);
+    if (cause instanceof Error && cause.message.startsWith('OOM ')) {
+      // Redis at maxmemory with noeviction: nothing was written or forgotten; the request fails closed.
+      request.log.error({ err: summary }, 'storage full: Redis refused a write (maxmemory reached); request refused, nothing changed');
+    } else {
+      request.log.error({ err: summary }, 'request failed');
+    }
     if (oauth) return sendOAuthError(reply, new OAuthError('temporarily_unavailable', 'the server could not complete the request; try again'));
     return sendErrorPage(reply, 503, 'Try again later', 'The sign-in service could not complete the request. Try again in a moment.');
   });

@@ -1,7 +1,10 @@
 // Client authentication at the token, revocation and introspection endpoints (RFC 6749 2.3.1):
 // HTTP Basic (client_secret_basic) or the secret in the body (client_secret_post), exactly the
 // method the client registered; public clients (method none) send only client_id. One method per
-// request. Failures are invalid_client; with Basic the 401 carries WWW-Authenticate.
+// request. Failures are invalid_client; with Basic the 401 carries WWW-Authenticate. Wrong secrets
+// are counted per client and address (client-auth-throttle.ts): past the budget the answer is 429
+// and the secret is not checked.
+import type { FastifyRequest } from 'fastify';
 import type { RegisteredClient } from './config.ts';
 import type { AuthContext } from './context.ts';
 import { verifyClientSecret } from './client-secret.ts';
@@ -28,7 +31,23 @@ export function parseBasic(header: string): { id: string; secret: string } | und
   return id === undefined || secret === undefined || id === '' ? undefined : { id, secret };
 }
 
-export function authenticateClient(ctx: AuthContext, authorization: string | undefined, params: Params): RegisteredClient {
+/** The presented secret matches the client's; throws 429 while this client and address are locked out. */
+function secretMatches(ctx: AuthContext, request: FastifyRequest, clientId: string, storedHash: string, secret: string): boolean {
+  const gate = ctx.clientAuthThrottle.check(clientId, request.ip);
+  if (!gate.allowed) {
+    throw new OAuthError('invalid_client', `too many failed client authentications from this address; retry after ${gate.retryAfterSeconds} s`, {
+      tooManyRequests: { retryAfterSeconds: gate.retryAfterSeconds },
+    });
+  }
+  if (verifyClientSecret(secret, storedHash)) return true;
+  if (ctx.clientAuthThrottle.failed(clientId, request.ip)) {
+    request.log.warn({ client_id: clientId, address: request.ip }, 'client authentication locked: too many wrong secrets from this address');
+  }
+  return false;
+}
+
+export function authenticateClient(ctx: AuthContext, request: FastifyRequest, params: Params): RegisteredClient {
+  const authorization = request.headers.authorization;
   const bodyId = single(params, 'client_id');
   const bodySecret = single(params, 'client_secret');
   if (bodyId.kind === 'repeated' || bodySecret.kind === 'repeated') throw new OAuthError('invalid_request', 'client_id or client_secret repeated');
@@ -40,7 +59,7 @@ export function authenticateClient(ctx: AuthContext, authorization: string | und
     if (bodySecret.kind === 'value') throw new OAuthError('invalid_request', 'use one client authentication method, not Basic and client_secret');
     if (bodyId.kind === 'value' && bodyId.value !== basic.id) throw new OAuthError('invalid_request', 'client_id differs from the Basic credentials');
     const client = ctx.directory.client(basic.id);
-    if (client?.client_secret_hash === undefined || !verifyClientSecret(basic.secret, client.client_secret_hash)) {
+    if (client?.client_secret_hash === undefined || !secretMatches(ctx, request, client.client_id, client.client_secret_hash, basic.secret)) {
       throw refuse('client authentication failed');
     }
     if (client.token_endpoint_auth_method !== 'client_secret_basic') throw refuse('this client is registered for another authentication method');
@@ -51,7 +70,7 @@ export function authenticateClient(ctx: AuthContext, authorization: string | und
   const client = ctx.directory.client(bodyId.value);
   if (client === undefined) throw new OAuthError('invalid_client', 'client authentication failed');
   if (bodySecret.kind === 'value') {
-    if (client.client_secret_hash === undefined || !verifyClientSecret(bodySecret.value, client.client_secret_hash)) {
+    if (client.client_secret_hash === undefined || !secretMatches(ctx, request, client.client_id, client.client_secret_hash, bodySecret.value)) {
       throw new OAuthError('invalid_client', 'client authentication failed');
     }
     if (client.token_endpoint_auth_method !== 'client_secret_post') {

@@ -6,6 +6,7 @@
 // than reimplement the formats. Everything is parsed once at start (env) or on every change of
 // the file (registry, users, keys), with messages naming the full path of each bad field.
 import { z } from 'zod';
+import { isSecureRedirectUri } from './redirect-uri.ts';
 
 export { hashClientSecret } from './client-secret.ts';
 export { generateSigningJwks } from './signing-keys.ts';
@@ -56,10 +57,34 @@ export const authServerConfigSchema = z.object({
     .max(3600)
     .default(600)
     .describe('How long a sign-in/consent page stays usable (s)'),
-  AUTH_SIGNIN_USER_BURST: z.coerce.number().int().min(1).default(10).describe('Sign-in attempts per username, burst'),
-  AUTH_SIGNIN_USER_PER_MINUTE: z.coerce.number().int().min(1).default(6).describe('Sign-in attempts per username, refill'),
+  AUTH_SIGNIN_USER_ADDRESS_BURST: z.coerce.number().int().min(1).default(10).describe('Sign-in attempts per username and client address, burst'),
+  AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: z.coerce.number().int().min(1).default(6).describe('Per username and client address, refill'),
+  AUTH_SIGNIN_USER_BURST: z.coerce.number().int().min(1).default(100).describe('Sign-in attempts per username from all addresses, burst'),
+  AUTH_SIGNIN_USER_PER_MINUTE: z.coerce.number().int().min(1).default(30).describe('Per username from all addresses, refill'),
   AUTH_SIGNIN_ADDRESS_BURST: z.coerce.number().int().min(1).default(30).describe('Sign-in attempts per client address, burst'),
   AUTH_SIGNIN_ADDRESS_PER_MINUTE: z.coerce.number().int().min(1).default(30).describe('Per client address, refill'),
+  AUTH_PASSWORD_HASH_CONCURRENCY: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .optional()
+    .describe('Password hashes computed at once; unset: one less than the CPU cores, at most the libuv pool size minus 2'),
+  AUTH_PASSWORD_HASH_QUEUE: z.coerce.number().int().min(0).max(10_000).default(16).describe('Sign-ins waiting for a hash slot before more are refused with 503'),
+  AUTH_CLIENT_AUTH_FAILURES_BURST: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(1000)
+    .default(10)
+    .describe('Wrong client secrets allowed in a row per client and address (per replica) before 429'),
+  AUTH_CLIENT_AUTH_FAILURE_REFILL_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(3600)
+    .default(6)
+    .describe('One more wrong client secret allowed every this many seconds (s)'),
   AUTH_TRUST_PROXY: boolish.default(false).describe('Take the client address from X-Forwarded-For'),
   AUTH_FILE_CHECK_MS: z.coerce.number().int().min(50).max(60_000).default(1000).describe('How often files are re-checked (ms)'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -75,10 +100,16 @@ export const tokenEndpointAuthMethodSchema = z.enum(['client_secret_basic', 'cli
 /** `sha256:<base64url of SHA-256(secret)>`; see docs/adr/0003 for why a fast hash suffices. */
 export const clientSecretHashSchema = z.string().regex(/^sha256:[A-Za-z0-9_-]{43}$/, 'expected sha256:<base64url>');
 
-/** An absolute redirect URI without fragment (RFC 6749 section 3.1.2), compared by exact string match. */
+/**
+ * An absolute redirect URI without fragment (RFC 6749 section 3.1.2), compared by exact string
+ * match (a loopback IP one on any port: redirect-uri.ts).
+ */
 const redirectUriSchema = z
   .url({ protocol: /^https?$/ })
   .refine((v) => !v.includes('#'), 'a redirect URI has no fragment');
+
+export const INSECURE_REDIRECT_URI_RULE =
+  'http is allowed only for loopback hosts (localhost, 127.0.0.0/8, [::1]); use https, or set allow_insecure_redirect_uris';
 
 export const registeredClientSchema = z
   .object({
@@ -89,11 +120,31 @@ export const registeredClientSchema = z
     scopes: z.array(scopeTokenSchema).min(1).describe('Scopes the client may request'),
     grant_types: z.array(grantTypeSchema).min(1).default(['authorization_code', 'refresh_token']),
     token_endpoint_auth_method: tokenEndpointAuthMethodSchema.default('client_secret_basic'),
+    allow_insecure_redirect_uris: z
+      .boolean()
+      .optional()
+      .describe('Accept http redirect URIs to hosts other than loopback (codes then cross the network in clear text)'),
+    resource_server: z
+      .boolean()
+      .optional()
+      .describe('May introspect tokens issued to any client; other clients only learn about their own tokens'),
   })
   .strict()
   .refine((c) => (c.token_endpoint_auth_method === 'none') === (c.client_secret_hash === undefined), {
     message: 'client_secret_hash is required for confidential clients and absent for public ones (method none)',
     path: ['client_secret_hash'],
+  })
+  .refine((c) => c.resource_server !== true || c.token_endpoint_auth_method !== 'none', {
+    message: 'a resource server authenticates to introspect: it cannot be a public client (method none)',
+    path: ['resource_server'],
+  })
+  .superRefine((c, ctx) => {
+    if (c.allow_insecure_redirect_uris === true) return;
+    c.redirect_uris.forEach((uri, i) => {
+      if (!isSecureRedirectUri(uri)) {
+        ctx.addIssue({ code: 'custom', path: ['redirect_uris', i], message: INSECURE_REDIRECT_URI_RULE });
+      }
+    });
   });
 export type RegisteredClient = z.infer<typeof registeredClientSchema>;
 

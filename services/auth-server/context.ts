@@ -1,5 +1,7 @@
 // What the routes are built from (buildApp's dependencies, minus HTTP concerns).
+import type { ClientAuthThrottle } from './client-auth-throttle.ts';
 import type { KeyRing } from './key-ring.ts';
+import type { PasswordGate } from './password-gate.ts';
 import type { Directory } from './registry.ts';
 import type { AuthStores } from './stores/types.ts';
 import type { SignInThrottle } from './throttle.ts';
@@ -22,6 +24,10 @@ export interface AuthContext {
   readonly keys: KeyRing;
   readonly stores: AuthStores;
   readonly throttle: SignInThrottle;
+  /** Wrong client secrets per client and address, in this process's memory. */
+  readonly clientAuthThrottle: ClientAuthThrottle;
+  /** Bounds concurrent password hashing. */
+  readonly passwordGate: PasswordGate;
   /** Epoch ms; the only clock the routes use. */
   readonly now: () => number;
   /** Cookies get `Secure` when the issuer is https. */

@@ -7,7 +7,8 @@ export function readCookie(header: string | undefined, name: string): string | u
     if (eq < 0) continue;
     if (part.slice(0, eq).trim() === name) {
       const value = part.slice(eq + 1).trim();
-      return /^[A-Za-z0-9_-]{1,128}$/.test(value) ? value : undefined;
+      // Random ids, or a sealed interaction (JWE compact: base64url parts joined by dots).
+      return /^[A-Za-z0-9_.-]{1,4000}$/.test(value) ? value : undefined;
     }
   }
   return undefined;

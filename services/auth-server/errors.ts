@@ -36,12 +36,19 @@ export class OAuthError extends Error {
   readonly status: number;
   /** Set when the client tried HTTP Basic: the 401 must carry WWW-Authenticate (RFC 6749 5.2). */
   readonly basicChallenge: boolean;
-  constructor(error: OAuthErrorCode, description: string, options: { basicChallenge?: boolean; cause?: unknown } = {}) {
+  /** Set on a 429: seconds until the client may try again (the Retry-After header). */
+  readonly retryAfterSeconds: number | undefined;
+  constructor(
+    error: OAuthErrorCode,
+    description: string,
+    options: { basicChallenge?: boolean; cause?: unknown; tooManyRequests?: { retryAfterSeconds: number } } = {},
+  ) {
     super(description, { cause: options.cause });
     this.name = 'OAuthError';
     this.error = error;
-    this.status = statusByCode[error];
+    this.status = options.tooManyRequests !== undefined ? 429 : statusByCode[error];
     this.basicChallenge = options.basicChallenge ?? false;
+    this.retryAfterSeconds = options.tooManyRequests?.retryAfterSeconds;
   }
 
   /** The RFC 6749 section 5.2 JSON body. */

@@ -1,5 +1,9 @@
 // The signing keys: the first key of the (re-read on change) keys file signs; all public halves
 // are published. Imported CryptoKeys are cached per file version.
+// The same file also yields the symmetric keys that seal anonymous interactions: HKDF over each
+// private key with its own label, so every replica (same keys Secret) can open what another
+// sealed, no second secret needs distributing, and a sealing key is useless for signing.
+import { hkdfSync } from 'node:crypto';
 import { createLocalJWKSet, importJWK, type CryptoKey, type JSONWebKeySet, type JWK, type JWTVerifyGetKey, type KeyObject } from 'jose';
 import type { SigningJwk, SigningKeysFile } from './config.ts';
 
@@ -15,6 +19,18 @@ export interface KeyRing {
   publicJwks(): JSONWebKeySet;
   /** Key resolver for jwtVerify over the published keys. */
   verifierKeys(): JWTVerifyGetKey;
+  /** 256-bit sealing keys by kid, the current one first. */
+  sealingKeys(): readonly SealingKey[];
+}
+
+export interface SealingKey {
+  readonly kid: string;
+  readonly key: Uint8Array;
+}
+
+function sealingKey(jwk: SigningJwk): SealingKey {
+  const secret = Buffer.from(jwk.d, 'base64url');
+  return { kid: jwk.kid, key: new Uint8Array(hkdfSync('sha256', secret, jwk.kid, 'portcullis interaction sealing', 32)) };
 }
 
 function publicHalf(jwk: SigningJwk): JWK {
@@ -28,6 +44,7 @@ export function createKeyRing(file: () => SigningKeysFile): KeyRing {
   let signer: Promise<Signer> | undefined;
   let jwks: JSONWebKeySet = { keys: [] };
   let verifier: JWTVerifyGetKey | undefined;
+  let sealing: readonly SealingKey[] = [];
 
   const refresh = () => {
     const current = file();
@@ -41,6 +58,7 @@ export function createKeyRing(file: () => SigningKeysFile): KeyRing {
     });
     jwks = { keys: current.keys.map(publicHalf) };
     verifier = createLocalJWKSet(jwks);
+    sealing = current.keys.map(sealingKey);
     return { signer, verifier };
   };
 
@@ -51,5 +69,9 @@ export function createKeyRing(file: () => SigningKeysFile): KeyRing {
       return jwks;
     },
     verifierKeys: () => refresh().verifier,
+    sealingKeys() {
+      refresh();
+      return sealing;
+    },
   };
 }

@@ -10,12 +10,14 @@ import {
   usersFileSchema,
   type SigningKeysFile,
 } from './config.ts';
+import { createClientAuthThrottle, defaultClientAuthLimits } from './client-auth-throttle.ts';
 import type { AuthContext } from './context.ts';
 import { createKeyRing } from './key-ring.ts';
 import { createDirectory } from './registry.ts';
 import { generateSigningJwks } from './signing-keys.ts';
 import { serveUntilSignal } from '../serve.ts';
 import { createStores } from './stores/create-stores.ts';
+import { createPasswordGate, defaultHashConcurrency } from './password-gate.ts';
 import { createSignInThrottle } from './throttle.ts';
 import { watchFile } from './watched-file.ts';
 
@@ -66,10 +68,16 @@ const ctx: AuthContext = {
   throttle: createSignInThrottle(
     buckets,
     {
+      perUsernameAndAddress: { burst: config.AUTH_SIGNIN_USER_ADDRESS_BURST, perMinute: config.AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE },
       perUsername: { burst: config.AUTH_SIGNIN_USER_BURST, perMinute: config.AUTH_SIGNIN_USER_PER_MINUTE },
       perAddress: { burst: config.AUTH_SIGNIN_ADDRESS_BURST, perMinute: config.AUTH_SIGNIN_ADDRESS_PER_MINUTE },
     },
-    (err) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'sign-in throttle store unavailable; allowing the attempt'),
+    (err) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'sign-in throttle store unavailable; refusing the attempt'),
+  ),
+  passwordGate: createPasswordGate({ concurrency: config.AUTH_PASSWORD_HASH_CONCURRENCY ?? defaultHashConcurrency(), queue: config.AUTH_PASSWORD_HASH_QUEUE }),
+  clientAuthThrottle: createClientAuthThrottle(
+    { ...defaultClientAuthLimits, burst: config.AUTH_CLIENT_AUTH_FAILURES_BURST, refillSeconds: config.AUTH_CLIENT_AUTH_FAILURE_REFILL_SECONDS },
+    now,
   ),
   now,
   secureCookies: config.AUTH_ISSUER.startsWith('https://'),

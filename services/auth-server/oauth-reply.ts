@@ -11,6 +11,7 @@ export function noStore(reply: FastifyReply): FastifyReply {
 export function sendOAuthError(reply: FastifyReply, err: OAuthError): FastifyReply {
   noStore(reply).code(err.status);
   if (err.status === 401) reply.header('www-authenticate', 'Basic realm="portcullis", charset="UTF-8"');
+  if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
   return reply.type('application/json; charset=utf-8').send(err.toJSON());
 }
 

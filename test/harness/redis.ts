@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parse } from 'yaml';
 import { freePort, waitForPort } from './ports.ts';
 
 export interface RedisServer {
@@ -19,14 +20,28 @@ export interface RedisServer {
 }
 
 /**
- * The arguments the chart's bundled Redis runs with, read from its template
- * (charts/portcullis/templates/redis.yaml), so tests that must match it cannot drift from it.
+ * The arguments the chart's bundled Redis runs with at the chart's default values, read from its
+ * template (charts/portcullis/templates/redis.yaml), so tests that must match it cannot drift from
+ * it. The one computed argument, maxmemory (three quarters of the memory limit in values.yaml), is
+ * worked out here the way the chart's helper does; the k8s tier checks both agree under helm.
  */
 export function chartRedisArgs(): string[] {
-  const template = readFileSync(path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'charts', 'portcullis', 'templates', 'redis.yaml'), 'utf8');
+  const chart = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'charts', 'portcullis');
+  const template = readFileSync(path.join(chart, 'templates', 'redis.yaml'), 'utf8');
   const line = /^\s*args:\s*(\[.*\])\s*$/m.exec(template);
   if (line?.[1] === undefined) throw new Error("the chart's redis.yaml has no args line");
-  return JSON.parse(line[1]) as string[];
+  const values = parse(readFileSync(path.join(chart, 'values.yaml'), 'utf8')) as { redis: { resources: { limits: { memory: string } } } };
+  const maxmemory = String((memoryBytes(values.redis.resources.limits.memory) * 3) / 4);
+  const json = line[1].replace('"{{ include "portcullis.redisMaxmemory" . }}"', JSON.stringify(maxmemory));
+  if (json.includes('{{')) throw new Error(`the chart's Redis args hold a template this helper does not know: ${line[1]}`);
+  return JSON.parse(json) as string[];
+}
+
+function memoryBytes(quantity: string): number {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(quantity);
+  if (m?.[1] === undefined) throw new Error(`unsupported memory quantity ${quantity}`);
+  const factor = m[2] === 'Gi' ? 1024 ** 3 : m[2] === 'Mi' ? 1024 ** 2 : m[2] === 'Ki' ? 1024 : 1;
+  return Number(m[1]) * factor;
 }
 
 export async function startRedis(extraArgs: string[] = []): Promise<RedisServer> {

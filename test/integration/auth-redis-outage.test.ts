@@ -1,9 +1,10 @@
-// Redis going away under the auth server: requests fail fast with 503 (an HTML page for the
-// browser, RFC 6749 temporarily_unavailable for the token endpoint), the process stays up, and
-// sign-in works again once Redis is back. Never a 500, a crash or a hung request.
+// Redis going away under the auth server: requests that need it fail fast with 503 (an HTML page
+// for the browser, RFC 6749 temporarily_unavailable for the token endpoint), the process stays up,
+// and sign-in works again once Redis is back. Never a 500, a crash or a hung request. The sign-in
+// page itself needs no Redis: nothing is stored before someone signs in.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { authorize, tokenRequest } from './auth-flow.ts';
+import { authorize, browser, hidden, tokenRequest } from './auth-flow.ts';
 import { SECRETS, startStack, type Stack } from './auth-stack.ts';
 
 describe('auth server when Redis is down', () => {
@@ -26,10 +27,14 @@ describe('auth server when Redis is down', () => {
     await redis.kill();
 
     const started = Date.now();
-    const page = await fetch(authUrl(), { redirect: 'manual', signal: AbortSignal.timeout(10_000) });
-    expect(page.status).toBe(503);
-    expect(page.headers.get('location')).toBeNull();
-    expect(await page.text()).toContain('Try again');
+    const b = browser();
+    const page = await b.get(authUrl());
+    expect(page.status).toBe(200);
+    const form = await page.text();
+    const signIn = await b.post(`${stack.issuer}/auth/sign-in`, { interaction: hidden(form, 'interaction') ?? '', csrf: hidden(form, 'csrf') ?? '', username: 'alice', password: 'wonderland' });
+    expect(signIn.status).toBe(503);
+    expect(signIn.headers.get('location')).toBeNull();
+    expect(await signIn.text()).toContain('Try again');
     const token = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code, redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
     expect(token.status).toBe(503);
     expect(token.json).toEqual({ error: 'temporarily_unavailable', error_description: 'the server could not complete the request; try again' });
@@ -40,13 +45,12 @@ describe('auth server when Redis is down', () => {
     await new Promise((r) => setTimeout(r, 600));
 
     await redis.start();
-    let status = 0;
-    for (let i = 0; i < 100 && status !== 200; i++) {
+    let again: Awaited<ReturnType<typeof authorize>> | undefined;
+    for (let i = 0; i < 100 && again === undefined; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      status = (await fetch(authUrl(), { redirect: 'manual' })).status;
+      again = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri }).catch(() => undefined);
     }
-    expect(status).toBe(200);
-    const again = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
+    if (again === undefined) throw new Error('sign-in did not recover after Redis came back');
     const ok = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: again.location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
     expect(ok.status).toBe(200);
 

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import { hashClientSecret, type ClientRegistry, type SigningKeysFile, type UsersFile } from '../../services/auth-server/config.ts';
+import { hashClientSecret, type ClientRegistry, type RegisteredClient, type SigningKeysFile, type UsersFile } from '../../services/auth-server/config.ts';
 import { hashPassword } from '../../services/auth-server/passwords.ts';
 import { generateSigningJwks } from '../../services/auth-server/signing-keys.ts';
 import { freePort } from '../harness/ports.ts';
@@ -24,6 +24,8 @@ export interface StackOptions {
   readonly userService?: boolean;
   readonly sidecar?: boolean;
   readonly demoClient?: boolean;
+  /** Clients registered after the fixture ones (e.g. a resource server). */
+  readonly extraClients?: readonly RegisteredClient[];
 }
 
 export interface Stack {
@@ -43,7 +45,7 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function fixtureFiles(dir: string, redirectUri: string) {
+export async function fixtureFiles(dir: string, redirectUri: string, extraClients: readonly RegisteredClient[] = []) {
   // ln=14: fast enough for many sign-ins in tests; production hashes use ln=17.
   const fast = { ln: 14, r: 8, p: 1 };
   const clients: ClientRegistry = {
@@ -83,6 +85,7 @@ export async function fixtureFiles(dir: string, redirectUri: string) {
         grant_types: ['authorization_code', 'refresh_token'],
         token_endpoint_auth_method: 'none',
       },
+      ...extraClients,
     ],
   };
   const users: UsersFile = {
@@ -113,7 +116,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   try {
     const demoPort = await freePort();
     const redirectUri = options.demoClient === true ? `http://127.0.0.1:${demoPort}/callback` : 'http://127.0.0.1:1/callback';
-    const files = await fixtureFiles(dir, redirectUri);
+    const files = await fixtureFiles(dir, redirectUri, options.extraClients);
     const authPorts: number[] = [];
     for (let i = 0; i < (options.replicas ?? 1); i++) authPorts.push(await freePort());
     const issuer = `http://127.0.0.1:${authPorts[0]}`;
@@ -133,8 +136,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
             AUTH_FILE_CHECK_MS: '100',
             LOG_LEVEL: 'info',
             // Tests sign in many times; the throttle test sets its own limits.
+            AUTH_SIGNIN_USER_ADDRESS_BURST: '1000',
             AUTH_SIGNIN_USER_BURST: '1000',
             AUTH_SIGNIN_ADDRESS_BURST: '1000',
+            // Tests send wrong client secrets on purpose; the guessing test sets its own limit.
+            AUTH_CLIENT_AUTH_FAILURES_BURST: '1000',
             ...(options.redisUrl !== undefined ? { REDIS_URL: options.redisUrl } : {}),
             ...options.authEnv,
           },

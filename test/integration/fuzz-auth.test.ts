@@ -25,7 +25,7 @@ describe('fuzzing /auth and /token', () => {
 
   beforeAll(async () => {
     redis = await startRedis();
-    stack = await startStack({ redisUrl: redis.url, authEnv: { AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000' } });
+    stack = await startStack({ redisUrl: redis.url, authEnv: { AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000' } });
     issuer = stack.issuer;
     registered = new Set(stack.clients.clients.flatMap((c) => c.redirect_uris));
   });

@@ -172,7 +172,7 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
     stack = await startStack({
       redisUrl: redis.url,
       replicas: 2,
-      authEnv: { AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000', NODE_OPTIONS: INSPECT },
+      authEnv: { AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000', NODE_OPTIONS: INSPECT },
     });
     const watched = { 'sidecar-a': allowA.program, 'sidecar-b': allowB.program, 'sidecar-deny': deny.program, 'auth-server-0': authServer0() };
     for (const [k, p] of Object.entries(watched)) inspectors[k] = await connectInspector(p);
@@ -366,7 +366,7 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
                 PORT: port, HOST: '127.0.0.1', AUTH_ISSUER: stack.issuer, AUTH_CLIENTS_FILE: stack.clientsFile,
                 AUTH_USERS_FILE: path.join(stack.dir, 'users.json'), AUTH_KEYS_FILE: path.join(stack.dir, 'keys.json'),
                 AUTH_FILE_CHECK_MS: '100', LOG_LEVEL: 'info', REDIS_URL: redis.url,
-                AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000', AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000',
+                AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000', AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000',
               },
             }),
           );

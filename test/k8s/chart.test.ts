@@ -1,8 +1,9 @@
-// Issue 4, k8s test 6 (and the chart's hygiene): `helm lint` is clean and what `helm template`
-// renders applies to a real API server with a server-side dry run (CRDs installed first).
+// The chart's hygiene: `helm lint` is clean and what `helm template` renders applies to a real API
+// server with a server-side dry run (CRDs installed first); the bundled Redis never evicts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
+import { chartRedisArgs } from '../harness/redis.ts';
 
 let cluster: Cluster;
 const NS = 'portcullis-system';
@@ -72,6 +73,26 @@ describe('the Helm chart', () => {
     expect(objects.some((o) => o.includes('redis'))).toBe(false);
     const dry = await cluster.kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], { input: res.stdout });
     expect(dry.code, dry.stderr).toBe(0);
+  });
+
+  it("runs the bundled Redis with noeviction and maxmemory at three quarters of its memory limit", async () => {
+    const redisArgs = async (args: string[]) => {
+      const res = await template(args);
+      expect(res.code, res.stderr).toBe(0);
+      const redis = parseAllDocuments(res.stdout)
+        .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: { template: { spec: { containers: { args: string[] }[] } } } } | null)
+        .find((d) => d?.kind === 'Deployment' && d.metadata?.name === 'portcullis-redis');
+      return redis?.spec?.template.spec.containers[0]?.args ?? [];
+    };
+    // The integration tier runs redis-server with chartRedisArgs(): it must be what helm renders.
+    expect(await redisArgs([])).toEqual(chartRedisArgs());
+    expect(chartRedisArgs()).toEqual(expect.arrayContaining(['--maxmemory-policy', 'noeviction', '--maxmemory', String(96 * 1024 * 1024)]));
+    const at = (args: string[]) => args[args.indexOf('--maxmemory') + 1];
+    expect(at(await redisArgs(['--set', 'redis.resources.limits.memory=1Gi']))).toBe(String(768 * 1024 * 1024));
+    expect(at(await redisArgs(['--set', 'redis.resources.limits.memory=4000000']))).toBe('3000000');
+    const wrong = await template(['--set', 'redis.resources.limits.memory=1G']);
+    expect(wrong.code).not.toBe(0);
+    expect(wrong.stderr).toContain('give it in Ki, Mi, Gi or bytes');
   });
 
   it('refuses values the schema does not know', async () => {

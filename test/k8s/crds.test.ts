@@ -2,7 +2,7 @@
 // rejected with messages that say what to fix, and `kubectl explain` shows the descriptions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { REDIRECT_URI_RULE, REQUESTED_TOKENS_RULE } from '../../operator/api/index.ts';
+import { INSECURE_REDIRECT_URI_RULE, REDIRECT_URI_RULE, REQUESTED_TOKENS_RULE } from '../../operator/api/index.ts';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
 
 let cluster: Cluster;
@@ -111,6 +111,19 @@ describe('the CRDs on a real API server', () => {
       expect(res.code, bad).not.toBe(0);
       expect(res.stderr, bad).toContain(REDIRECT_URI_RULE);
     }
+  });
+
+  it('reject http redirect URIs to hosts that are not loopback, unless allowInsecureRedirectUris', async () => {
+    for (const bad of ['http://app.example.com/cb', 'http://localhost.example.com/cb', 'http://127.0.0.1@evil.example/cb']) {
+      const res = await apply(client('plain-http', ['https://app.example.com/cb', bad]));
+      expect(res.code, bad).not.toBe(0);
+      expect(res.stderr, bad).toContain(INSECURE_REDIRECT_URI_RULE);
+    }
+    const loopback = await apply(client('native-app', ['http://localhost:3000/cb', 'http://127.0.0.1/cb', 'http://[::1]:8080/cb']));
+    expect(loopback.code, loopback.stderr).toBe(0);
+    const lab = client('lab-app', ['http://app.example.com/cb']);
+    const allowed = await apply({ ...lab, spec: { ...lab.spec, allowInsecureRedirectUris: true, resourceServer: true } });
+    expect(allowed.code, allowed.stderr).toBe(0);
   });
 
   it('reject duplicate redirect URIs and unknown grant types', async () => {

@@ -2,11 +2,13 @@
 // (list and revoke), metadata, the access token's RFC 9068 shape and its verification by the
 // user service's /me verifier.
 import { createLocalJWKSet, decodeProtectedHeader } from 'jose';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../services/auth-server/app.ts';
 import { hashClientSecret, type ClientRegistry, type UsersFile } from '../../services/auth-server/config.ts';
+import { createClientAuthThrottle, defaultClientAuthLimits } from '../../services/auth-server/client-auth-throttle.ts';
 import type { AuthContext } from '../../services/auth-server/context.ts';
 import { createKeyRing } from '../../services/auth-server/key-ring.ts';
+import { createPasswordGate } from '../../services/auth-server/password-gate.ts';
 import { hashPassword } from '../../services/auth-server/passwords.ts';
 import { createDirectory } from '../../services/auth-server/registry.ts';
 import { generateSigningJwks } from '../../services/auth-server/signing-keys.ts';
@@ -30,6 +32,8 @@ async function setup() {
     keys: createKeyRing(() => keys),
     stores: createMemoryStores(now),
     throttle: { attempt: async () => ({ allowed: true, retryAfterSeconds: 0 }) },
+    clientAuthThrottle: createClientAuthThrottle(defaultClientAuthLimits, now),
+    passwordGate: createPasswordGate({ concurrency: 2, queue: 16 }),
     now,
     secureCookies: true,
   };
@@ -97,6 +101,47 @@ describe('auth server app', () => {
       expect(cookie).toMatch(/; Secure/);
       expect(cookie).not.toMatch(/Domain=/i);
     }
+  });
+
+  it('stores nothing for anonymous visitors (pages, failed sign-ins); a sealed interaction cannot be altered', async () => {
+    const st = s.ctx.stores;
+    const writes = [
+      vi.spyOn(st.interactions, 'put'),
+      vi.spyOn(st.codes, 'put'),
+      vi.spyOn(st.refresh, 'create'),
+      vi.spyOn(st.consents, 'grant'),
+      vi.spyOn(st.revoked, 'revoke'),
+    ];
+    const authUrl = `/auth?${new URLSearchParams({ client_id: 'app', redirect_uri: REDIRECT, response_type: 'code', scope: 'profile', state: 'st' })}`;
+    let page = await s.app.inject({ method: 'GET', url: authUrl });
+    for (let i = 0; i < 50; i++) {
+      page = await s.app.inject({ method: 'GET', url: authUrl });
+      expect(page.statusCode).toBe(200);
+      expect((await s.app.inject({ method: 'GET', url: '/consents' })).statusCode).toBe(200);
+    }
+    const cookie = String(page.headers['set-cookie']).split(';')[0] ?? '';
+    const form = { interaction: field(page.body, 'interaction'), csrf: field(page.body, 'csrf') };
+    const submit = (extra: Record<string, string>) =>
+      s.app.inject({ method: 'POST', url: '/auth/sign-in', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ ...form, ...extra }).toString() });
+    const failed = await submit({ username: 'alice', password: 'wrong' });
+    expect(failed.statusCode).toBe(303);
+    expect(String(failed.headers['location'])).toMatch(/^\/auth\/sign-in\?interaction=/);
+    for (const spy of writes) expect(spy).not.toHaveBeenCalled();
+
+    // One character changed anywhere in the sealed interaction: refused as expired, nothing stored.
+    const sealed = form.interaction;
+    const at = sealed.length - 30;
+    const altered = `${sealed.slice(0, at)}${sealed[at] === 'A' ? 'B' : 'A'}${sealed.slice(at + 1)}`;
+    const tampered = await submit({ interaction: altered, username: 'alice', password: 'wonderland' });
+    expect(tampered.statusCode).toBe(400);
+    expect(tampered.body).toContain('This page has expired');
+    for (const spy of writes) expect(spy).not.toHaveBeenCalled();
+
+    // A successful sign-in is what creates state: the interaction moves to the server.
+    const ok = await submit({ username: 'alice', password: 'wonderland' });
+    expect(ok.statusCode).toBe(303);
+    expect((writes[0]?.mock.calls.length ?? 0) + (writes[1]?.mock.calls.length ?? 0)).toBeGreaterThan(0);
+    for (const spy of writes) spy.mockRestore();
   });
 
   it('metadata advertises RFC 8414 fields, S256 only and RFC 9207 iss', async () => {

@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   crdSources,
+  INSECURE_REDIRECT_URI_RULE,
   oauthClientSpecSchema,
   rateLimitRouteSpecSchema,
   REDIRECT_URI_RULE,
@@ -91,6 +92,19 @@ describe('cross-field rules', () => {
       expect(oauthClientSpecSchema.safeParse({ displayName: 'd', redirectUris: [bad] }).success, bad).toBe(false);
     }
     expect(oauthClientSpecSchema.safeParse({ displayName: 'd', redirectUris: ['http://127.0.0.1:3000/callback'] }).success).toBe(true);
+  });
+
+  it('allows http redirect URIs only to loopback hosts unless allowInsecureRedirectUris, in CEL and in zod', () => {
+    const rules = at(oac, 'spec')['x-kubernetes-validations'] as Node[];
+    expect(rules).toContainEqual(expect.objectContaining({ message: INSECURE_REDIRECT_URI_RULE, fieldPath: '.redirectUris' }));
+    for (const bad of ['http://app.example.com/cb', 'http://localhost.example.com/cb', 'http://127.0.0.1@evil.example/cb']) {
+      const parsed = oauthClientSpecSchema.safeParse({ displayName: 'd', redirectUris: ['https://app.example.com/cb', bad] });
+      expect(parsed.error?.issues.map((i) => i.message), bad).toEqual([INSECURE_REDIRECT_URI_RULE]);
+      expect(oauthClientSpecSchema.safeParse({ displayName: 'd', redirectUris: [bad], allowInsecureRedirectUris: true }).success, bad).toBe(true);
+    }
+    for (const ok of ['http://localhost:3000/cb', 'http://127.0.0.1/cb', 'http://[::1]:8080/cb']) {
+      expect(oauthClientSpecSchema.safeParse({ displayName: 'd', redirectUris: [ok] }).success, ok).toBe(true);
+    }
   });
 });
 

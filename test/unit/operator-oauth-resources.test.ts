@@ -42,6 +42,22 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     expect(secret.metadata.ownerReferences).toEqual([{ apiVersion: 'portcullis.dev/v1alpha1', kind: 'OAuthClient', name: 'demo-app', uid: 'uid-demo-app' }]);
   });
 
+  it('the registry carries resourceServer and allowInsecureRedirectUris when set, and nothing when not', () => {
+    const plain = oauthClient('plain-app');
+    const flagged = oauthClient('lab-app');
+    flagged.spec = { ...flagged.spec, redirectUris: ['http://lab.example.test/cb'], allowInsecureRedirectUris: true, resourceServer: true };
+    const [plainCreds, flaggedCreds] = [generateCredentials(plain), generateCredentials(flagged)];
+    const secret = clientRegistrySecret('team-a', [
+      { client: plain, credentials: plainCreds },
+      { client: flagged, credentials: flaggedCreds },
+    ]);
+    const text = fromBase64((secret['data'] as Record<string, string>)['clients.json']) ?? '';
+    const byId = new Map(clientRegistrySchema.parse(JSON.parse(text)).clients.map((c) => [c.client_id, c]));
+    expect(byId.get(flaggedCreds.clientId)).toMatchObject({ redirect_uris: ['http://lab.example.test/cb'], allow_insecure_redirect_uris: true, resource_server: true });
+    expect(byId.get(plainCreds.clientId)).not.toHaveProperty('allow_insecure_redirect_uris');
+    expect(byId.get(plainCreds.clientId)).not.toHaveProperty('resource_server');
+  });
+
   it('the auth-server Deployment mounts the three files where its config points', () => {
     const dep = authServerDeployment('team-a', settings, [oauthClient()]) as unknown as {
       spec: { replicas: number; template: { spec: { containers: Array<{ command: string[]; env: Array<{ name: string; value: string }> }>; volumes: Array<{ secret?: { secretName: string } }> } } };

@@ -43,3 +43,19 @@ app.kubernetes.io/component: operator
 {{- printf "redis://%s-redis.%s.svc:6379" (include "portcullis.fullname" .) .Release.Namespace -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+maxmemory of the bundled Redis, in bytes: three quarters of its memory limit, so that Redis
+refuses writes (noeviction) before the kubelet kills it; the rest covers Redis's own overhead
+(client buffers, fragmentation). The limit may be given in Ki, Mi, Gi or plain bytes.
+*/}}
+{{- define "portcullis.redisMaxmemory" -}}
+{{- $limit := toString (required "redis.resources.limits.memory is required: Redis's maxmemory is derived from it" .Values.redis.resources.limits.memory) -}}
+{{- $bytes := 0 -}}
+{{- range $suffix, $factor := dict "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 -}}
+{{- if hasSuffix $suffix $limit -}}{{- $bytes = mul (trimSuffix $suffix $limit | int64) $factor -}}{{- end -}}
+{{- end -}}
+{{- if and (eq (int64 $bytes) 0) (regexMatch "^[0-9]+$" $limit) -}}{{- $bytes = int64 $limit -}}{{- end -}}
+{{- if le (int64 $bytes) 0 -}}{{- fail (printf "redis.resources.limits.memory %q: give it in Ki, Mi, Gi or bytes" $limit) -}}{{- end -}}
+{{- div (mul $bytes 3) 4 -}}
+{{- end -}}

@@ -1,12 +1,13 @@
 // GET /auth: the authorization endpoint (RFC 6749 4.1.1, RFC 9700 2.1, RFC 7636).
 // Order matters: client_id and redirect_uri are checked first and their errors are an HTML page,
 // never a redirect (no open redirector). Every later error goes back to the client's redirect URI
-// with error, state and iss. A valid request starts an interaction and shows the sign-in page.
+// with error, state and iss. A valid request starts an interaction, sealed into the sign-in form
+// (nothing is stored for an anonymous request), and shows the sign-in page.
 import type { FastifyPluginAsync } from 'fastify';
 import { redirectWithError } from '../authorization-response.ts';
 import type { AuthContext } from '../context.ts';
 import { OAuthError, PageError } from '../errors.ts';
-import { bindBrowser, newInteractionId } from '../interaction.ts';
+import { bindBrowser, sealInteraction } from '../interaction.ts';
 import { sendSignInPage } from '../pages/sign-in-page.ts';
 import { repeatedNames, single, toParams } from '../params.ts';
 import { randomToken } from '../random.ts';
@@ -72,24 +73,18 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
         return fail(new OAuthError('invalid_request', 'PKCE (code_challenge with S256) is required for public clients'));
       }
 
-      const id = newInteractionId();
-      const ttlMs = ctx.settings.interactionTtlSeconds * 1000;
       const csrf = randomToken();
-      await ctx.stores.interactions.put(
-        id,
-        {
-          kind: 'authorize',
-          clientId: client.client_id,
-          redirectUri: target.redirectUri,
-          scope,
-          ...(target.state !== undefined ? { state: target.state } : {}),
-          ...(challenge.kind === 'value' ? { codeChallenge: challenge.value } : {}),
-          browserHash: bindBrowser(ctx, request, reply),
-          csrf,
-          expiresAt: ctx.now() + ttlMs,
-        },
-        ttlMs,
-      );
+      const id = await sealInteraction(ctx, {
+        kind: 'authorize',
+        clientId: client.client_id,
+        redirectUri: target.redirectUri,
+        scope,
+        ...(target.state !== undefined ? { state: target.state } : {}),
+        ...(challenge.kind === 'value' ? { codeChallenge: challenge.value } : {}),
+        browserHash: bindBrowser(ctx, request, reply),
+        csrf,
+        expiresAt: ctx.now() + ctx.settings.interactionTtlSeconds * 1000,
+      });
       return sendSignInPage(reply, {
         action: '/auth/sign-in',
         interactionId: id,

@@ -1,16 +1,17 @@
 // The "Connected applications" page: a user signs in (same password check and throttle as the
 // authorization flow), lists the consents stored for them and revokes any of them. Revoking a
 // consent also revokes that client's refresh-token families (and their access tokens) for the user.
+// Before sign-in the session is sealed into the account cookie (nothing stored for a visitor);
+// after it, the cookie holds the id of a stored session.
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { signIn } from '../authenticate.ts';
+import { sendRefusedSignIn, signIn } from '../authenticate.ts';
 import type { AuthContext } from '../context.ts';
 import { readCookie, serializeCookie } from '../cookies.ts';
 import { PageError } from '../errors.ts';
-import { bindBrowser, checkCsrf, cookieName, loadInteraction, newInteractionId, renewAfterSignIn } from '../interaction.ts';
+import { bindBrowser, checkCsrf, cookieName, isStored, loadInteraction, markFailed, renewAfterSignIn, sealInteraction } from '../interaction.ts';
 import { revokeFamily } from '../issue-tokens.ts';
 import { sendConsentsPage } from '../pages/consents-page.ts';
-import { sendErrorPage } from '../pages/error-page.ts';
 import { sendSignInPage } from '../pages/sign-in-page.ts';
 import { randomToken } from '../random.ts';
 import type { Interaction } from '../stores/types.ts';
@@ -53,9 +54,8 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
     app.get('/consents', async (request, reply) => {
       let s = await session(request);
       if (s === undefined) {
-        const id = newInteractionId();
         const ix: Interaction = { kind: 'account', browserHash: bindBrowser(ctx, request, reply), csrf: randomToken(), expiresAt: ctx.now() + ttlMs };
-        await ctx.stores.interactions.put(id, ix, ttlMs);
+        const id = await sealInteraction(ctx, ix);
         setAccount(reply, id);
         s = { id, ix };
       }
@@ -76,15 +76,13 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
       if (!form.success) throw new PageError(400, 'Request refused', 'The sign-in form was malformed.');
       const s = await requireSession(request, form.data.csrf);
       const result = await signIn(ctx, request, form.data.username, form.data.password);
-      if (result.kind === 'throttled') {
-        reply.header('retry-after', String(result.retryAfterSeconds));
-        return sendErrorPage(reply, 429, 'Too many attempts', `Too many sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`);
-      }
-      const left = Math.max(1, s.ix.expiresAt - ctx.now());
+      if (result.kind === 'throttled' || result.kind === 'busy') return sendRefusedSignIn(reply, result);
       if (result.kind === 'failed') {
-        await ctx.stores.interactions.put(s.id, { ...s.ix, failed: true }, left);
+        const next = await markFailed(ctx, s.id, s.ix);
+        if (next !== s.id) setAccount(reply, next);
         return back(reply);
       }
+      const left = Math.max(1, s.ix.expiresAt - ctx.now());
       // Signed in: a new session id and binding cookie (a session planted before is worth nothing).
       setAccount(reply, await renewAfterSignIn(ctx, reply, s.id, { ...s.ix, user: result.user, failed: false, csrf: randomToken() }, left));
       return back(reply);
@@ -106,7 +104,7 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
     app.post('/consents/sign-out', async (request, reply) => {
       const form = formSchema.safeParse(request.body ?? {});
       const s = await requireSession(request, form.success ? form.data.csrf : undefined);
-      await ctx.stores.interactions.delete(s.id);
+      if (isStored(s.id)) await ctx.stores.interactions.delete(s.id);
       setAccount(reply, '', 0);
       return back(reply);
     });

@@ -13,7 +13,7 @@ export function revocationRoute(ctx: AuthContext): FastifyPluginAsync {
   return async (app) => {
     app.post('/revoke', { config: { oauth: true } }, async (request, reply) => {
       const params = bodyParams(request);
-      const client = authenticateClient(ctx, request.headers.authorization, params);
+      const client = authenticateClient(ctx, request, params);
       const token = single(params, 'token');
       if (token.kind !== 'value') throw new OAuthError('invalid_request', 'token is required');
       const refresh = parseRefreshToken(token.value);

@@ -3,18 +3,18 @@
 // user has not yet allowed these scopes for this client, else straight back to the client with a code.
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
-import { signIn } from '../authenticate.ts';
+import { sendRefusedSignIn, signIn } from '../authenticate.ts';
 import { redirectWithCode } from '../authorization-response.ts';
 import type { AuthContext } from '../context.ts';
 import { PageError } from '../errors.ts';
-import { checkCsrf, loadInteraction, renewAfterSignIn } from '../interaction.ts';
-import { sendErrorPage } from '../pages/error-page.ts';
+import { checkCsrf, completeInteraction, loadInteraction, markFailed, renewAfterSignIn } from '../interaction.ts';
 import { sendSignInPage } from '../pages/sign-in-page.ts';
 import { randomToken } from '../random.ts';
 
 const querySchema = z.object({ interaction: z.string().optional() });
 export const signInFormSchema = z.object({
-  interaction: z.string().max(100).optional(),
+  // A sealed interaction carries the request (state up to 2048 characters) encrypted.
+  interaction: z.string().max(12_000).optional(),
   csrf: z.string().max(100).optional(),
   username: z.string().max(64).default(''),
   password: z.string().max(1024).default(''),
@@ -47,24 +47,20 @@ export function signInRoute(ctx: AuthContext): FastifyPluginAsync {
       if (client === undefined) throw new PageError(400, 'Unknown application', 'The application is no longer registered.');
 
       const result = await signIn(ctx, request, username, password);
-      if (result.kind === 'throttled') {
-        reply.header('retry-after', String(result.retryAfterSeconds));
-        return sendErrorPage(reply, 429, 'Too many attempts', `Too many sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`);
-      }
-      const ttlMs = Math.max(1, ix.expiresAt - ctx.now());
+      if (result.kind === 'throttled' || result.kind === 'busy') return sendRefusedSignIn(reply, result);
       if (result.kind === 'failed') {
         request.log.info({ client_id: ix.clientId }, 'sign-in failed');
-        await ctx.stores.interactions.put(id, { ...ix, failed: true }, ttlMs);
-        return reply.code(303).header('location', `/auth/sign-in?interaction=${encodeURIComponent(id)}`).send();
+        const next = await markFailed(ctx, id, ix);
+        return reply.code(303).header('location', `/auth/sign-in?interaction=${encodeURIComponent(next)}`).send();
       }
+      const ttlMs = Math.max(1, ix.expiresAt - ctx.now());
 
       const authTime = ctx.now();
       request.log.info({ client_id: ix.clientId, user: result.user }, 'signed in');
       const consent = await ctx.stores.consents.get(result.user, ix.clientId);
       if (consent !== undefined && ix.scope.every((s) => consent.scopes.includes(s))) {
         // Consent already stored for every requested scope: straight back to the client.
-        const taken = await ctx.stores.interactions.take(id);
-        if (taken === undefined) throw new PageError(400, 'This page has expired', 'This sign-in was already completed.');
+        await completeInteraction(ctx, id);
         return redirectWithCode(ctx, reply, { ...ix, user: result.user, authTime });
       }
       // A new id, binding cookie and CSRF token for the consent step: nothing from before the

@@ -12,7 +12,7 @@ export function tokenRoute(ctx: AuthContext): FastifyPluginAsync {
   return async (app) => {
     app.post('/token', { config: { oauth: true } }, async (request, reply) => {
       const params = bodyParams(request);
-      const client = authenticateClient(ctx, request.headers.authorization, params);
+      const client = authenticateClient(ctx, request, params);
       const grantType = single(params, 'grant_type');
       if (grantType.kind !== 'value') throw new OAuthError('invalid_request', 'grant_type is required');
       const grant = grants.get(grantType.value);
