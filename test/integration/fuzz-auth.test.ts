@@ -1,17 +1,21 @@
-// Fuzzing the authorization server's /auth and /token parameters (issue 6), real process, Redis
-// store (as in production with several replicas):
+// Fuzzing the authorization server's /auth, sign-in and /token parameters, real process, Redis
+// store run as the chart runs it (as in production with several replicas):
 //   /auth  — never a 5xx; a redirect only ever goes to a registered redirect URI exactly (or stays
-//            on the server); reflected values are escaped.
+//            on the server); reflected values are escaped; nothing is stored.
+//   sign-in — interactions, binding cookies and CSRF tokens mixed between two browsers (planted,
+//            altered, truncated): only a browser's own three sign in; anything else is a 400/403
+//            page and stores nothing.
 //   /token — never a 5xx; a token only for an exactly valid request: the client the code was
 //            issued to, authenticated as registered, the same redirect_uri, the right PKCE
 //            verifier, a code used once; every token's client_id claim is the requesting client.
 import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { decodeJwt } from 'jose';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { chartRedisArgs, startRedis, type RedisServer } from '../harness/redis.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
-import { authorize, pkce } from './auth-flow.ts';
+import { authorize, browser, hidden, pkce } from './auth-flow.ts';
 import { SECRETS, startStack, type Stack } from './auth-stack.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
@@ -24,7 +28,7 @@ describe('fuzzing /auth and /token', () => {
   let registered: Set<string>;
 
   beforeAll(async () => {
-    redis = await startRedis();
+    redis = await startRedis(chartRedisArgs());
     stack = await startStack({ redisUrl: redis.url, authEnv: { AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000' } });
     issuer = stack.issuer;
     registered = new Set(stack.clients.clients.flatMap((c) => c.redirect_uris));
@@ -263,6 +267,95 @@ describe('fuzzing /auth and /token', () => {
       ),
       { numRuns: RUNS * 2 },
     );
+  });
+
+  // ---- sign-in forms: interactions, cookies and CSRF tokens mixed between browsers --------------
+
+  /** Commands that only read (or are this test's own); every other call counts as a write. */
+  const READS = new Set(['get', 'hget', 'hmget', 'hgetall', 'mget', 'exists', 'ttl', 'pttl', 'type', 'smembers', 'scard', 'dbsize', 'info', 'ping', 'client', 'hello', 'select', 'command', 'script', 'config']);
+  /** Write commands Redis has executed so far (INFO commandstats; keys expiring do not count). */
+  async function writeCalls(admin: Redis): Promise<number> {
+    let total = 0;
+    for (const m of (await admin.info('commandstats')).matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) {
+      if (!READS.has((m[1] ?? '').split('|')[0] ?? '')) total += Number(m[2]);
+    }
+    return total;
+  }
+
+  it("/auth/sign-in: only a browser's own interaction, cookie and CSRF token sign in; a failure stores nothing; never a 5xx", async () => {
+    const admin = new Redis(redis.url);
+    const open = async () => {
+      const b = browser();
+      const page = await (await b.get(authUrl({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code', scope: 'profile' }))).text();
+      return { cookie: b.jar.header(), interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '' };
+    };
+    const flipAt = (v: string, i: number) => `${v.slice(0, i)}${v[i] === 'A' ? 'B' : 'A'}${v.slice(i + 1)}`;
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.constantFrom('own', 'other', 'altered', 'truncated', 'stored-shaped', 'garbage'),
+          fc.constantFrom('own', 'other', 'none', 'garbage'),
+          fc.constantFrom('own', 'other', 'empty'),
+          fc.boolean(),
+          fc.nat(),
+          async (which, cookieOf, csrfOf, rightPassword, seed) => {
+            recordCases('auth fuzz: sign-in form mixes', 1);
+            const [a, b] = [await open(), await open()];
+            const interaction = {
+              own: a.interaction,
+              other: b.interaction,
+              altered: flipAt(a.interaction, seed % a.interaction.length),
+              truncated: a.interaction.slice(0, -1 - (seed % 20)),
+              'stored-shaped': 'A'.repeat(43),
+              garbage: `x.${seed}..y`,
+            }[which];
+            const cookie = { own: a.cookie, other: b.cookie, none: '', garbage: 'portcullis_browser=AAAA' }[cookieOf];
+            const csrf = { own: a.csrf, other: b.csrf, empty: '' }[csrfOf];
+            const writesBefore = await writeCalls(admin);
+            const res = await fetch(`${issuer}/auth/sign-in`, {
+              method: 'POST',
+              redirect: 'manual',
+              headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie === '' ? {} : { cookie }) },
+              body: new URLSearchParams({ interaction, csrf, username: 'alice', password: rightPassword ? 'wonderland' : 'wrong' }),
+            });
+            await res.arrayBuffer();
+            const label = `${which}/${cookieOf}/${csrfOf}/${rightPassword}: ${res.status} ${res.headers.get('location') ?? ''}`;
+            expect(res.status, label).toBeLessThan(500);
+            // 'altered' may flip a character the base64url decoding ignores (the last one's low bits).
+            const own = (which === 'own' || (which === 'altered' && res.status === 303)) && cookieOf === 'own' && csrfOf === 'own';
+            if (!own) {
+              expect([400, 403], label).toContain(res.status);
+              expect(await writeCalls(admin), label).toBe(writesBefore);
+            } else if (rightPassword) {
+              expect(res.status, label).toBe(303);
+              expect(new URL(res.headers.get('location') ?? '', issuer).pathname, label).toMatch(/^\/auth\/consent$|^\/callback$/);
+            } else {
+              expect(res.status, label).toBe(303);
+              expect(res.headers.get('location'), label).toMatch(/^\/auth\/sign-in\?interaction=/);
+            }
+          },
+        ),
+        { numRuns: RUNS },
+      );
+    } finally {
+      admin.disconnect();
+    }
+  });
+
+  it('/auth: a fuzzed flood of authorization requests stores nothing in Redis', async () => {
+    const admin = new Redis(redis.url);
+    try {
+      const before = await writeCalls(admin);
+      await fc.assert(
+        fc.asyncProperty(authParams(), async (p) => {
+          await (await fetch(authUrl(p), { redirect: 'manual' })).arrayBuffer();
+        }),
+        { numRuns: RUNS },
+      );
+      expect(await writeCalls(admin)).toBe(before);
+    } finally {
+      admin.disconnect();
+    }
   });
 
   it('logged no 500 and the auth server is still up', async () => {
