@@ -1,4 +1,4 @@
-// Failed client authentications per (client_id, client address), a token bucket of failures: a
+// Failed client authentications per (client_id, client address; IPv6 per /64), a token bucket of failures: a
 // burst of B wrong secrets, then one more every R s. While a pair's budget is empty the endpoints
 // refuse it without checking the secret. Successful authentications take nothing and cost one Map
 // lookup. Only registered clients are counted, so made-up client ids cannot fill the table.
@@ -8,6 +8,7 @@
 // table is bounded (least recently failed pair dropped first); dropping a pair only gives that
 // pair a fresh burst, and pushing one out takes maxEntries failing pairs.
 import { take, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { addressKey } from './throttle.ts';
 
 export interface ClientAuthLimits {
   /** Failures allowed in a row before the pair is refused. */
@@ -34,7 +35,7 @@ export function createClientAuthThrottle(limits: ClientAuthLimits, now: () => nu
   const rule: BucketRule = { replenishRate: 1, burstCapacity: limits.burst * limits.refillSeconds, requestedTokens: limits.refillSeconds };
   const pairs = new Map<string, BucketState>();
   // Client ids are unreserved URI characters, so a newline cannot occur in one.
-  const keyOf = (clientId: string, address: string) => `${clientId}\n${address}`;
+  const keyOf = (clientId: string, address: string) => `${clientId}\n${addressKey(address)}`;
   return {
     check(clientId, address) {
       const key = keyOf(clientId, address);

@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { RegisteredClient } from '../../services/auth-server/config.ts';
+import { walk } from './auth-flow.ts';
 import { stackOn } from './auth-stack.ts';
 
 describe('http redirect URIs in the client registry', () => {
@@ -52,5 +53,16 @@ describe('http redirect URIs in the client registry', () => {
     expect(line).toContain('file reloaded');
     for (const uri of loopback) expect((await authorizePage('native-app', uri)).status, uri).toBe(200);
     expect((await authorizePage('lab-app', 'http://app.example.test/callback')).status).toBe(200);
+  });
+
+  it('a loopback IP redirect URI matches on any port (RFC 8252), and the code goes to that port', async () => {
+    await register([client('port-app', ['http://127.0.0.1/cb', 'http://localhost:8080/cb'])]);
+    expect((await authorizePage('port-app', 'http://127.0.0.1:53124/cb')).status).toBe(200);
+    // The path must still match, and localhost (a name, not an IP literal) is matched exactly.
+    expect((await authorizePage('port-app', 'http://127.0.0.1:53124/other')).status).toBe(400);
+    expect((await authorizePage('port-app', 'http://localhost:8081/cb')).status).toBe(400);
+    const { location } = await walk(`${on.stack().issuer}/auth?${new URLSearchParams({ client_id: 'port-app', redirect_uri: 'http://127.0.0.1:53124/cb', response_type: 'code', code_challenge: 'a'.repeat(43), code_challenge_method: 'S256' })}`);
+    expect(`${location.origin}${location.pathname}`).toBe('http://127.0.0.1:53124/cb');
+    expect(location.searchParams.get('code')).not.toBeNull();
   });
 });

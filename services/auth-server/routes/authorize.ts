@@ -11,6 +11,7 @@ import { bindBrowser, sealInteraction } from '../interaction.ts';
 import { sendSignInPage } from '../pages/sign-in-page.ts';
 import { repeatedNames, single, toParams } from '../params.ts';
 import { randomToken } from '../random.ts';
+import { redirectUriAllowed } from '../redirect-uri.ts';
 import { parseScope } from '../scopes.ts';
 
 /** BASE64URL(SHA-256(verifier)) is always 43 characters (RFC 7636 4.2). */
@@ -28,7 +29,7 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
       const client = ctx.directory.client(clientIdParam.value);
       if (client === undefined) throw new PageError(400, 'Unknown application', 'The application that sent you here is not registered.');
       const redirectParam = single(params, 'redirect_uri');
-      if (redirectParam.kind !== 'value' || !client.redirect_uris.includes(redirectParam.value)) {
+      if (redirectParam.kind !== 'value' || !redirectUriAllowed(client, redirectParam.value)) {
         throw new PageError(
           400,
           'Invalid redirect address',
