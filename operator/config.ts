@@ -42,7 +42,10 @@ export const operatorConfigSchema = z
     PORTCULLIS_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
     PORTCULLIS_DEFAULT_REDIS_URL: optionalString
       .refine((v) => v === undefined || /^rediss?:\/\/\S+$/.test(v), 'a redis:// or rediss:// URL')
-      .describe('Redis of RateLimitRoutes that name none (and of the auth server); unset: in memory'),
+      .describe('Redis of RateLimitRoutes that name none (and of the auth server unless PORTCULLIS_AUTH_REDIS_URL is set); unset: in memory'),
+    PORTCULLIS_AUTH_REDIS_URL: optionalString
+      .refine((v) => v === undefined || /^rediss?:\/\/\S+$/.test(v), 'a redis:// or rediss:// URL')
+      .describe("Redis of the auth servers' security state (throttles, revocations, codes, refresh tokens); it must never evict. Unset: PORTCULLIS_DEFAULT_REDIS_URL"),
     PORTCULLIS_ISSUER_URL: z.string().min(1).default('http://portcullis-auth-server.{namespace}.svc').describe('{namespace} is replaced'),
     PORTCULLIS_USERS_SECRET: z.string().min(1).default('portcullis-auth-users'),
     PORTCULLIS_USERS_SECRET_KEY: z.string().min(1).default('users.json'),
@@ -123,6 +126,7 @@ export function resourceSettings(config: OperatorConfig): ResourceSettings {
     sidecarAdminPort: config.PORTCULLIS_SIDECAR_ADMIN_PORT,
     servicePort: config.PORTCULLIS_SERVICE_PORT,
     defaultRedisUrl: config.PORTCULLIS_DEFAULT_REDIS_URL,
+    authRedisUrl: config.PORTCULLIS_AUTH_REDIS_URL ?? config.PORTCULLIS_DEFAULT_REDIS_URL,
     authServerPort: config.PORTCULLIS_AUTH_SERVER_PORT,
     authServerReplicas: config.PORTCULLIS_AUTH_SERVER_REPLICAS,
     issuerUrl: config.PORTCULLIS_ISSUER_URL,

@@ -42,9 +42,9 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
     { name: 'AUTH_KEYS_FILE', value: authServerFiles.keys },
     { name: 'AUTH_ACCESS_TOKEN_TTL_SECONDS', value: String(settings.accessTokenTtlSeconds) },
   ];
-  if (settings.defaultRedisUrl !== undefined) env.push({ name: 'REDIS_URL', value: settings.defaultRedisUrl });
+  if (settings.authRedisUrl !== undefined) env.push({ name: 'REDIS_URL', value: settings.authRedisUrl });
   // Without Redis, codes and sessions live in one process's memory: one replica only.
-  const replicas = settings.defaultRedisUrl === undefined ? 1 : settings.authServerReplicas;
+  const replicas = settings.authRedisUrl === undefined ? 1 : settings.authServerReplicas;
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',

@@ -13,6 +13,11 @@ export interface ResourceSettings {
   servicePort: number;
   /** Used when a RateLimitRoute names no Redis; undefined: buckets in each sidecar's memory. */
   defaultRedisUrl: string | undefined;
+  /**
+   * Redis of the auth servers: security state that must never be evicted, so ideally apart from
+   * the limiter's buckets. undefined: each auth server keeps it in memory (one replica).
+   */
+  authRedisUrl: string | undefined;
   authServerPort: number;
   authServerReplicas: number;
   /** Issuer URL of the auth server; `{namespace}` is replaced by the namespace it runs in. */
@@ -34,6 +39,7 @@ export const defaultResourceSettings: ResourceSettings = {
   sidecarAdminPort: 9090,
   servicePort: 80,
   defaultRedisUrl: undefined,
+  authRedisUrl: undefined,
   authServerPort: 9000,
   authServerReplicas: 1,
   issuerUrl: 'http://portcullis-auth-server.{namespace}.svc',

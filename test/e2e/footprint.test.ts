@@ -94,7 +94,7 @@ describe("the pods' footprint on the node", () => {
     const busy = maxOf(underLoad);
 
     const keys = [...new Set([...Object.keys(idle), ...Object.keys(busy)])].sort();
-    for (const expected of ['all/sidecar', 'all/target', 'portcullis-auth-server/auth-server', `${ctx.release}-operator/operator`, `${ctx.release}-redis/redis`]) expect(keys).toContain(expected);
+    for (const expected of ['all/sidecar', 'all/target', 'portcullis-auth-server/auth-server', `${ctx.release}-operator/operator`, `${ctx.release}-redis/redis`, `${ctx.release}-auth-redis/redis`]) expect(keys).toContain(expected);
     const round = (n: number | undefined) => (n === undefined ? null : Math.round(n * 10) / 10);
     const rows = keys.map((k) => ({
       container: k,

@@ -20,19 +20,23 @@ export interface RedisServer {
 }
 
 /**
- * The arguments the chart's bundled Redis runs with at the chart's default values, read from its
+ * The arguments one of the chart's bundled Redis instances runs with at the chart's default values
+ * (`auth-redis`: the auth servers' security state; `redis`: the limiter's buckets), read from its
  * template (charts/portcullis/templates/redis.yaml), so tests that must match it cannot drift from
- * it. The one computed argument, maxmemory (three quarters of the memory limit in values.yaml), is
- * worked out here the way the chart's helper does; the k8s tier checks both agree under helm.
+ * it. The computed arguments, maxmemory (three quarters of the memory limit in values.yaml) and the
+ * policy each instance is given, are worked out here the way the chart does; the k8s tier checks
+ * both agree under helm.
  */
-export function chartRedisArgs(): string[] {
+export function chartRedisArgs(component: 'auth-redis' | 'redis' = 'auth-redis'): string[] {
   const chart = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'charts', 'portcullis');
   const template = readFileSync(path.join(chart, 'templates', 'redis.yaml'), 'utf8');
   const line = /^\s*args:\s*(\[.*\])\s*$/m.exec(template);
   if (line?.[1] === undefined) throw new Error("the chart's redis.yaml has no args line");
+  const policy = new RegExp(`include "portcullis.bundledRedis" \\(dict "root" \\. "component" "${component}" "policy" "([a-z-]+)"\\)`).exec(template)?.[1];
+  if (policy === undefined) throw new Error(`the chart's redis.yaml renders no ${component}`);
   const values = parse(readFileSync(path.join(chart, 'values.yaml'), 'utf8')) as { redis: { resources: { limits: { memory: string } } } };
   const maxmemory = String((memoryBytes(values.redis.resources.limits.memory) * 3) / 4);
-  const json = line[1].replace('"{{ include "portcullis.redisMaxmemory" . }}"', JSON.stringify(maxmemory));
+  const json = line[1].replace('"{{ include "portcullis.redisMaxmemory" $root }}"', JSON.stringify(maxmemory)).replace('"{{ .policy }}"', JSON.stringify(policy));
   if (json.includes('{{')) throw new Error(`the chart's Redis args hold a template this helper does not know: ${line[1]}`);
   return JSON.parse(json) as string[];
 }

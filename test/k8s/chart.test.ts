@@ -1,5 +1,5 @@
 // The chart's hygiene: `helm lint` is clean and what `helm template` renders applies to a real API
-// server with a server-side dry run (CRDs installed first); the bundled Redis never evicts.
+// server with a server-side dry run (CRDs installed first); the auth servers' bundled Redis never evicts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
@@ -50,10 +50,25 @@ describe('the Helm chart', () => {
         `Service/${NS}/portcullis-operator-metrics`,
         `Deployment/${NS}/portcullis-redis`,
         `Service/${NS}/portcullis-redis`,
+        `Deployment/${NS}/portcullis-auth-redis`,
+        `Service/${NS}/portcullis-auth-redis`,
       ].sort(),
     );
     expect(res.stdout).toContain('command: ["node", "operator/main.ts"]');
-    expect(res.stdout).toContain(`redis://portcullis-redis.${NS}.svc:6379`);
+    expect(res.stdout).toContain(`{ name: PORTCULLIS_DEFAULT_REDIS_URL, value: "redis://portcullis-redis.${NS}.svc:6379" }`);
+    expect(res.stdout).toContain(`{ name: PORTCULLIS_AUTH_REDIS_URL, value: "redis://portcullis-auth-redis.${NS}.svc:6379" }`);
+  });
+
+  it("gives the auth servers their own Redis unless told otherwise", async () => {
+    const external = await template(['--set', 'redis.url=redis://shared.example:6379']);
+    expect(external.code, external.stderr).toBe(0);
+    expect(kinds(external.stdout).some((o) => o.includes('redis'))).toBe(false);
+    expect(external.stdout).toContain('{ name: PORTCULLIS_AUTH_REDIS_URL, value: "redis://shared.example:6379" }');
+    const own = await template(['--set', 'auth.redis.url=redis://auth.example:6379']);
+    expect(own.code, own.stderr).toBe(0);
+    expect(kinds(own.stdout)).toContain(`Deployment/${NS}/portcullis-redis`);
+    expect(kinds(own.stdout)).not.toContain(`Deployment/${NS}/portcullis-auth-redis`);
+    expect(own.stdout).toContain('{ name: PORTCULLIS_AUTH_REDIS_URL, value: "redis://auth.example:6379" }');
   });
 
   it('applies with a server-side dry run, as rendered', async () => {
@@ -75,21 +90,22 @@ describe('the Helm chart', () => {
     expect(dry.code, dry.stderr).toBe(0);
   });
 
-  it("runs the bundled Redis with noeviction and maxmemory at three quarters of its memory limit", async () => {
-    const redisArgs = async (args: string[]) => {
+  it('runs the auth Redis with noeviction, the limiter Redis with volatile-ttl, maxmemory at 3/4 of the memory limit', async () => {
+    const redisArgs = async (args: string[], component: 'redis' | 'auth-redis') => {
       const res = await template(args);
       expect(res.code, res.stderr).toBe(0);
       const redis = parseAllDocuments(res.stdout)
         .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: { template: { spec: { containers: { args: string[] }[] } } } } | null)
-        .find((d) => d?.kind === 'Deployment' && d.metadata?.name === 'portcullis-redis');
+        .find((d) => d?.kind === 'Deployment' && d.metadata?.name === `portcullis-${component}`);
       return redis?.spec?.template.spec.containers[0]?.args ?? [];
     };
     // The integration tier runs redis-server with chartRedisArgs(): it must be what helm renders.
-    expect(await redisArgs([])).toEqual(chartRedisArgs());
-    expect(chartRedisArgs()).toEqual(expect.arrayContaining(['--maxmemory-policy', 'noeviction', '--maxmemory', String(96 * 1024 * 1024)]));
+    for (const component of ['redis', 'auth-redis'] as const) expect(await redisArgs([], component)).toEqual(chartRedisArgs(component));
+    expect(chartRedisArgs('auth-redis')).toEqual(expect.arrayContaining(['--maxmemory-policy', 'noeviction', '--maxmemory', String(96 * 1024 * 1024)]));
+    expect(chartRedisArgs('redis')).toEqual(expect.arrayContaining(['--maxmemory-policy', 'volatile-ttl']));
     const at = (args: string[]) => args[args.indexOf('--maxmemory') + 1];
-    expect(at(await redisArgs(['--set', 'redis.resources.limits.memory=1Gi']))).toBe(String(768 * 1024 * 1024));
-    expect(at(await redisArgs(['--set', 'redis.resources.limits.memory=4000000']))).toBe('3000000');
+    expect(at(await redisArgs(['--set', 'redis.resources.limits.memory=1Gi'], 'auth-redis'))).toBe(String(768 * 1024 * 1024));
+    expect(at(await redisArgs(['--set', 'redis.resources.limits.memory=4000000'], 'auth-redis'))).toBe('3000000');
     const wrong = await template(['--set', 'redis.resources.limits.memory=1G']);
     expect(wrong.code).not.toBe(0);
     expect(wrong.stderr).toContain('give it in Ki, Mi, Gi or bytes');

@@ -31,6 +31,16 @@ describe('operator settings', () => {
     });
   });
 
+  it("the auth servers' Redis: its own when set, else the default one", () => {
+    expect(resourceSettings(loadOperatorConfig({ PORTCULLIS_DEFAULT_REDIS_URL: 'redis://limiter:6379', PORTCULLIS_AUTH_REDIS_URL: 'redis://auth:6379' }))).toMatchObject({
+      defaultRedisUrl: 'redis://limiter:6379',
+      authRedisUrl: 'redis://auth:6379',
+    });
+    expect(resourceSettings(loadOperatorConfig({ PORTCULLIS_DEFAULT_REDIS_URL: 'redis://limiter:6379', PORTCULLIS_AUTH_REDIS_URL: '' })).authRedisUrl).toBe('redis://limiter:6379');
+    expect(resourceSettings(loadOperatorConfig({})).authRedisUrl).toBeUndefined();
+    expect(() => loadOperatorConfig({ PORTCULLIS_AUTH_REDIS_URL: 'http://auth:6379' })).toThrow();
+  });
+
   it('an empty default Redis (chart value unset) means none', () => {
     expect(loadOperatorConfig({ PORTCULLIS_DEFAULT_REDIS_URL: '' }).PORTCULLIS_DEFAULT_REDIS_URL).toBeUndefined();
   });

@@ -3,7 +3,7 @@ import { oauthClientSchema, rateLimitRouteSchema, type OAuthClient, type RateLim
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { defaultResourceSettings, type ResourceSettings } from '../../operator/resources/settings.ts';
 
-export const settings: ResourceSettings = { ...defaultResourceSettings, sidecarImage: 'portcullis/sidecar:test', authServerImage: 'portcullis/auth-server:test', defaultRedisUrl: 'redis://redis:6379', authServerReplicas: 2 };
+export const settings: ResourceSettings = { ...defaultResourceSettings, sidecarImage: 'portcullis/sidecar:test', authServerImage: 'portcullis/auth-server:test', defaultRedisUrl: 'redis://redis:6379', authRedisUrl: 'redis://auth-redis:6379', authServerReplicas: 2 };
 
 /** The specification's end-to-end limits: 1 token/s, burst 10, 2 per request. */
 export function routeObject(name = 'all', overrides: Record<string, unknown> = {}): KubeObject {

@@ -70,7 +70,7 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
       AUTH_CLIENTS_FILE: authServerFiles.clients,
       AUTH_USERS_FILE: authServerFiles.users,
       AUTH_KEYS_FILE: authServerFiles.keys,
-      REDIS_URL: 'redis://redis:6379',
+      REDIS_URL: 'redis://auth-redis:6379',
       PORT: '9000',
     });
     expect(dep.spec.template.spec.volumes.flatMap((v) => (v.secret ? [v.secret.secretName] : []))).toEqual([
@@ -79,7 +79,7 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
       'portcullis-auth-signing-keys',
     ]);
     expect(dep.spec.replicas).toBe(2);
-    const noRedis = authServerDeployment('team-a', { ...settings, defaultRedisUrl: undefined }, []) as unknown as { spec: { replicas: number } };
+    const noRedis = authServerDeployment('team-a', { ...settings, authRedisUrl: undefined }, []) as unknown as { spec: { replicas: number } };
     expect(noRedis.spec.replicas).toBe(1);
   });
 });

@@ -44,9 +44,20 @@ app.kubernetes.io/component: operator
 {{- end -}}
 {{- end -}}
 
+{{/* Redis of the auth servers: auth.redis.url, else redis.url, else the bundled auth-redis. */}}
+{{- define "portcullis.authRedisUrl" -}}
+{{- if .Values.auth.redis.url -}}
+{{- .Values.auth.redis.url -}}
+{{- else if .Values.redis.url -}}
+{{- .Values.redis.url -}}
+{{- else if .Values.redis.enabled -}}
+{{- printf "redis://%s-auth-redis.%s.svc:6379" (include "portcullis.fullname" .) .Release.Namespace -}}
+{{- end -}}
+{{- end -}}
+
 {{/*
-maxmemory of the bundled Redis, in bytes: three quarters of its memory limit, so that Redis
-refuses writes (noeviction) before the kubelet kills it; the rest covers Redis's own overhead
+maxmemory of each bundled Redis, in bytes: three quarters of its memory limit, so that Redis
+evicts or refuses writes before the kubelet kills it; the rest covers Redis's own overhead
 (client buffers, fragmentation). The limit may be given in Ki, Mi, Gi or plain bytes.
 */}}
 {{- define "portcullis.redisMaxmemory" -}}
