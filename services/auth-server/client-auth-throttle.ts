@@ -1,7 +1,8 @@
-// Failed client authentications per (client_id, client address; IPv6 per /64), a token bucket of failures: a
-// burst of B wrong secrets, then one more every R s. While a pair's budget is empty the endpoints
-// refuse it without checking the secret. Successful authentications take nothing and cost one Map
-// lookup. Only registered clients are counted, so made-up client ids cannot fill the table.
+// Failed client authentications per (client_id, client address; IPv6 per /64), a token bucket of
+// failures: a burst of B wrong secrets, then one more every R s. While a pair's budget is empty
+// the endpoints refuse it without checking the secret. Successful authentications take nothing
+// and cost one Map lookup. Only registered clients are counted, so made-up client ids cannot fill
+// the table.
 //
 // The state is in process memory, per replica: with N replicas a guesser gets up to N budgets,
 // which is still a handful of guesses per refill against 256-bit secrets (docs/adr/0003). The
