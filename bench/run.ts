@@ -17,6 +17,7 @@ import { containerMemoryMarkdown, runContainerMemoryBench } from './container-me
 import { gatewayMarkdown, runGatewayBench } from './gateway.ts';
 import { instructionsMarkdown, runInstructionsBench } from './instructions.ts';
 import { operatorMarkdown, runOperatorBench, type OperatorBenchResult } from './operator.ts';
+import { redisCostMarkdown, runRedisCostBench } from './redis-cost.ts';
 import { runSignInFloodBench, signInFloodMarkdown } from './signin-flood.ts';
 import { writeSummary } from './summary.ts';
 import { runTokenBench, tokenMarkdown } from './token.ts';
@@ -41,6 +42,7 @@ const suites: Record<string, Suite> = {
   token: { run: runTokenBench, markdown: tokenMarkdown as (r: never) => string },
   auth: { run: runAuthBench, markdown: authMarkdown as (r: never) => string },
   'signin-flood': { run: runSignInFloodBench, markdown: signInFloodMarkdown as (r: never) => string },
+  'redis-cost': { run: runRedisCostBench, markdown: redisCostMarkdown as (r: never) => string },
   'operator-scale': {
     run: async (log): Promise<OperatorSuiteResult> => {
       const runs: OperatorBenchResult[] = [];
