@@ -32,7 +32,7 @@ export function chartRedisArgs(component: 'auth-redis' | 'redis' = 'auth-redis')
   const template = readFileSync(path.join(chart, 'templates', 'redis.yaml'), 'utf8');
   const line = /^\s*args:\s*(\[.*\])\s*$/m.exec(template);
   if (line?.[1] === undefined) throw new Error("the chart's redis.yaml has no args line");
-  const policy = new RegExp(`include "portcullis.bundledRedis" \\(dict "root" \\. "component" "${component}" "policy" "([a-z-]+)"\\)`).exec(template)?.[1];
+  const policy = new RegExp(`include "portcullis.bundledRedis" \\(dict "root" \\. "component" "${component}" "policy" "([a-z-]+)"[^)]*\\)`).exec(template)?.[1];
   if (policy === undefined) throw new Error(`the chart's redis.yaml renders no ${component}`);
   const values = parse(readFileSync(path.join(chart, 'values.yaml'), 'utf8')) as { redis: { resources: { limits: { memory: string } } } };
   const maxmemory = String((memoryBytes(values.redis.resources.limits.memory) * 3) / 4);

@@ -3,7 +3,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
+import { authServerDeployment } from '../../operator/resources/auth-server-deployment.ts';
+import { routeDeployment } from '../../operator/resources/route-deployment.ts';
+import { defaultResourceSettings } from '../../operator/resources/settings.ts';
+import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { chartRedisArgs } from '../harness/redis.ts';
+import { route } from '../unit/operator-fixtures.ts';
 
 let cluster: Cluster;
 const NS = 'portcullis-system';
@@ -52,6 +57,8 @@ describe('the Helm chart', () => {
         `Service/${NS}/portcullis-redis`,
         `Deployment/${NS}/portcullis-auth-redis`,
         `Service/${NS}/portcullis-auth-redis`,
+        `NetworkPolicy/${NS}/portcullis-redis`,
+        `NetworkPolicy/${NS}/portcullis-auth-redis`,
       ].sort(),
     );
     expect(res.stdout).toContain('command: ["node", "operator/main.ts"]');
@@ -88,6 +95,35 @@ describe('the Helm chart', () => {
     expect(objects.some((o) => o.includes('redis'))).toBe(false);
     const dry = await cluster.kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], { input: res.stdout });
     expect(dry.code, dry.stderr).toBe(0);
+  });
+
+  it("admits to each bundled Redis only the pods the operator renders as its clients, and mounts no API token", async () => {
+    const res = await template();
+    expect(res.code, res.stderr).toBe(0);
+    type Doc = { kind?: string; metadata?: { name?: string }; spec?: Record<string, unknown> } | null;
+    const docs = parseAllDocuments(res.stdout).map((d) => d.toJS() as Doc);
+    const podLabels = (dep: KubeObject) => (dep as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec.template.metadata.labels;
+    const clients = {
+      redis: podLabels(routeDeployment(route(), defaultResourceSettings, 'listen: {}')),
+      'auth-redis': podLabels(authServerDeployment('team-a', defaultResourceSettings, [])),
+    };
+    for (const [component, labels] of Object.entries(clients)) {
+      const policy = docs.find((d) => d?.kind === 'NetworkPolicy' && d.metadata?.name === `portcullis-${component}`)?.spec as
+        | { podSelector: { matchLabels: Record<string, string> }; ingress: { from: { namespaceSelector: object; podSelector: { matchLabels: Record<string, string> } }[]; ports: { port: string }[] }[] }
+        | undefined;
+      expect(policy?.podSelector.matchLabels).toEqual({ 'app.kubernetes.io/instance': 'portcullis', 'app.kubernetes.io/component': component });
+      const from = policy?.ingress[0]?.from[0];
+      expect(from?.namespaceSelector).toEqual({});
+      // Every label the policy asks for is on the client pods the operator renders.
+      expect(labels).toMatchObject(from?.podSelector.matchLabels ?? { missing: 'selector' });
+      expect(policy?.ingress[0]?.ports).toEqual([{ port: 'redis', protocol: 'TCP' }]);
+      const pod = (docs.find((d) => d?.kind === 'Deployment' && d.metadata?.name === `portcullis-${component}`)?.spec as { template: { spec: Record<string, unknown> } }).template.spec;
+      expect(pod['automountServiceAccountToken']).toBe(false);
+    }
+    // The route pods are not auth-redis clients, nor the auth servers redis clients.
+    expect(clients.redis['app.kubernetes.io/name']).not.toBe(clients['auth-redis']['app.kubernetes.io/name']);
+    const off = await template(['--set', 'redis.networkPolicy.enabled=false']);
+    expect(kinds(off.stdout).some((o) => o.startsWith('NetworkPolicy/'))).toBe(false);
   });
 
   it('runs the auth Redis with noeviction, the limiter Redis with volatile-ttl, maxmemory at 3/4 of the memory limit', async () => {
