@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { SIDECAR_ENTRY } from '../operator/resources/route-deployment.ts';
 import { bundleSidecar } from '../scripts/bundle.ts';
 import { accuracyMarkdown, runAccuracyBench } from './accuracy.ts';
+import { authFloodMarkdown, runAuthFloodBench } from './auth-flood.ts';
 import { authMarkdown, runAuthBench } from './auth.ts';
 import { containerMemoryMarkdown, runContainerMemoryBench } from './container-memory.ts';
 import { gatewayMarkdown, runGatewayBench } from './gateway.ts';
@@ -41,6 +42,7 @@ const suites: Record<string, Suite> = {
   accuracy: { run: runAccuracyBench, markdown: accuracyMarkdown as (r: never) => string },
   token: { run: runTokenBench, markdown: tokenMarkdown as (r: never) => string },
   auth: { run: runAuthBench, markdown: authMarkdown as (r: never) => string },
+  'auth-flood': { run: runAuthFloodBench, markdown: authFloodMarkdown as (r: never) => string },
   'signin-flood': { run: runSignInFloodBench, markdown: signInFloodMarkdown as (r: never) => string },
   'redis-cost': { run: runRedisCostBench, markdown: redisCostMarkdown as (r: never) => string },
   'operator-scale': {
