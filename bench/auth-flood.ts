@@ -8,6 +8,7 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { chartRedisArgs, startRedis } from '../test/harness/redis.ts';
 import { startStack } from '../test/integration/auth-stack.ts';
+import { pool } from './token.ts';
 
 const ROUNDS = Number(process.env['BENCH_FLOOD_ROUNDS'] ?? 4);
 const REQUESTS = Number(process.env['BENCH_FLOOD_REQUESTS'] ?? 20_000);
@@ -50,17 +51,11 @@ async function flood(store: 'memory' | 'redis', log: (line: string) => void): Pr
     let non200 = 0;
     const started = performance.now();
     for (let round = 0; round < ROUNDS; round++) {
-      let sent = 0;
-      await Promise.all(
-        Array.from({ length: PARALLEL }, async () => {
-          while (sent < REQUESTS) {
-            sent++;
-            const res = await fetch(url);
-            await res.arrayBuffer();
-            if (res.status !== 200) non200++;
-          }
-        }),
-      );
+      await pool(REQUESTS, PARALLEL, async () => {
+        const res = await fetch(url);
+        await res.arrayBuffer();
+        if (res.status !== 200) non200++;
+      });
       rss.push(rssMiB(pid));
       if (admin !== undefined) {
         keys?.push(await admin.dbsize());

@@ -13,7 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { hashPassword } from '../services/auth-server/config.ts';
 import { defaultHashConcurrency } from '../services/auth-server/password-gate.ts';
-import { authorize, browser, hidden, tokenRequest } from '../test/integration/auth-flow.ts';
+import { authorize, tokenRequest, trySignIn } from '../test/integration/auth-flow.ts';
 import { SECRETS, startStack, type Stack } from '../test/integration/auth-stack.ts';
 
 const SECONDS = Number(process.env['BENCH_SECONDS'] ?? 15);
@@ -48,13 +48,10 @@ async function measure(stack: Stack, flood: boolean, log: (line: string) => void
   const until = Date.now() + SECONDS * 1000;
   let signIns = 0;
   let refused = 0;
-  const authUrl = `${stack.issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code' })}`;
   const workers = flood
     ? Array.from({ length: FLOOD_WORKERS }, async () => {
         while (Date.now() < until) {
-          const b = browser();
-          const page = await (await b.get(authUrl)).text();
-          const res = await b.post(`${stack.issuer}/auth/sign-in`, { interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '', username: 'alice', password: 'wrong' });
+          const res = await trySignIn(stack.issuer, stack.redirectUri, 'alice', 'wrong');
           await res.arrayBuffer();
           if (res.status === 503) refused++;
           else signIns++;

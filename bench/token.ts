@@ -54,7 +54,8 @@ const pkce = () => {
   return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
 };
 
-async function pool<T>(n: number, concurrency: number, one: (i: number) => Promise<T>): Promise<T[]> {
+/** Runs one(0..n-1), `concurrency` at a time; the results in index order. */
+export async function pool<T>(n: number, concurrency: number, one: (i: number) => Promise<T>): Promise<T[]> {
   const out: T[] = new Array(n);
   let next = 0;
   await Promise.all(

@@ -2,7 +2,7 @@
 // asserting status and body, on the memory and on the Redis store.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { authorize, browser, hidden, pkce, tokenRequest } from './auth-flow.ts';
+import { authorize, browser, hidden, pkce, tokenRequest, trySignIn } from './auth-flow.ts';
 import { SECRETS, startStack, type Stack } from './auth-stack.ts';
 
 async function introspect(stack: Stack, token: string) {
@@ -272,9 +272,7 @@ describe('limits that need their own settings', () => {
     const statuses: number[] = [];
     let retryAfter: string | null = null;
     for (let i = 0; i < 4; i++) {
-      const b = browser();
-      const page = await (await b.get(`${stack.issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code' })}`)).text();
-      const res = await b.post(`${stack.issuer}/auth/sign-in`, { interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '', username: 'bob', password: 'wrong' });
+      const res = await trySignIn(stack.issuer, stack.redirectUri, 'bob', 'wrong');
       statuses.push(res.status);
       if (res.status === 429) {
         retryAfter = res.headers.get('retry-after');
@@ -301,12 +299,7 @@ describe('sign-in throttling per client address', () => {
     await stack?.stop();
   });
 
-  const attempt = async (username: string, address: string) => {
-    const b = browser();
-    const page = await (await b.get(`${stack.issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code' })}`)).text();
-    const res = await b.post(`${stack.issuer}/auth/sign-in`, { interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '', username, password: 'guess' }, { 'x-forwarded-for': address });
-    return res.status;
-  };
+  const attempt = async (username: string, address: string) => (await trySignIn(stack.issuer, stack.redirectUri, username, 'guess', { 'x-forwarded-for': address })).status;
 
   it('guessing across usernames from one address is limited; another address is not', async () => {
     expect([await attempt('alice', '203.0.113.7'), await attempt('bob', '203.0.113.7'), await attempt('carol', '203.0.113.7')]).toEqual([303, 303, 429]);

@@ -6,17 +6,11 @@
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chartRedisArgs, startRedis, type RedisServer } from '../harness/redis.ts';
-import { authorize, browser, hidden, tokenRequest } from './auth-flow.ts';
+import { authorize, tokenRequest, trySignIn } from './auth-flow.ts';
 import { SECRETS, stackOn, startStack, type Stack } from './auth-stack.ts';
 
 /** Throttle budgets small enough to lock bob out in a few attempts. */
 const TIGHT = { AUTH_SIGNIN_USER_ADDRESS_BURST: '2', AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1' };
-
-async function signInAs(stack: Stack, username: string, password: string): Promise<Response> {
-  const b = browser();
-  const page = await (await b.get(`${stack.issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code' })}`)).text();
-  return b.post(`${stack.issuer}/auth/sign-in`, { interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '', username, password });
-}
 
 async function accessToken(stack: Stack): Promise<string> {
   const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
@@ -57,7 +51,7 @@ describe.each(['memory', 'redis'] as const)('an anonymous GET flood (%s store)',
     const stack = on.stack();
     // bob is locked out from this address; a token is revoked.
     const attempts = [];
-    for (let i = 0; i < 3; i++) attempts.push((await signInAs(stack, 'bob', 'guess')).status);
+    for (let i = 0; i < 3; i++) attempts.push((await trySignIn(stack.issuer, stack.redirectUri, 'bob', 'guess')).status);
     expect(attempts).toEqual([303, 303, 429]);
     const revoked = await accessToken(stack);
     expect((await revoke(stack, revoked)).status).toBe(200);
@@ -74,7 +68,7 @@ describe.each(['memory', 'redis'] as const)('an anonymous GET flood (%s store)',
       redis?.disconnect();
     }
 
-    expect((await signInAs(stack, 'bob', 'builder')).status).toBe(429);
+    expect((await trySignIn(stack.issuer, stack.redirectUri, 'bob', 'builder')).status).toBe(429);
     expect(await active(stack, revoked)).toBe(false);
     // The flood's pages still work for a real sign-in afterwards.
     expect((await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri })).location.searchParams.get('code')).not.toBeNull();
@@ -127,7 +121,7 @@ describe('a full Redis (maxmemory reached, noeviction as the chart runs it)', ()
     expect(await refused.json()).toEqual({ error: 'temporarily_unavailable', error_description: 'the server could not complete the request; try again' });
     expect(await active(stack, earlier)).toBe(false);
     // A sign-in is refused too (its throttle cannot be charged): a 503 page, never a password check.
-    const signIn = await signInAs(stack, 'alice', 'wonderland');
+    const signIn = await trySignIn(stack.issuer, stack.redirectUri, 'alice', 'wonderland');
     expect(signIn.status).toBe(503);
     const lines = stack.programs[0]?.lines ?? [];
     expect(lines.some((l) => l.includes('"level":50') && l.includes('storage full'))).toBe(true);

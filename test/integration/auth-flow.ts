@@ -53,6 +53,19 @@ export function browser(jar = new CookieJar()): Browserish {
   };
 }
 
+/** A fresh browser at demo-client's sign-in page: the browser and the form's interaction and CSRF token. */
+export async function openSignIn(issuer: string, redirectUri: string): Promise<{ b: Browserish; interaction: string; csrf: string }> {
+  const b = browser();
+  const page = await (await b.get(`${issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: redirectUri, response_type: 'code' })}`)).text();
+  return { b, interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '' };
+}
+
+/** One sign-in attempt from a fresh browser (the POST's answer; redirects are not followed). */
+export async function trySignIn(issuer: string, redirectUri: string, username: string, password: string, headers: Record<string, string> = {}): Promise<Response> {
+  const { b, interaction, csrf } = await openSignIn(issuer, redirectUri);
+  return b.post(`${issuer}/auth/sign-in`, { interaction, csrf, username, password }, headers);
+}
+
 export interface AuthorizeOptions {
   readonly issuer: string;
   readonly clientId: string;

@@ -3,15 +3,27 @@
 // locked the user out from every address, IPv6 clients got a fresh budget per address, and thirty
 // parallel sign-ins queued on the thread pool without bound.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authorize, browser, hidden, tokenRequest } from './auth-flow.ts';
+import { authServerConfigSchema } from '../../services/auth-server/config.ts';
+import { authorize, openSignIn, tokenRequest, trySignIn } from './auth-flow.ts';
 import { SECRETS, startStack, type Stack } from './auth-stack.ts';
 
 function signIn(stack: Stack) {
-  return async (username: string, password: string, address: string): Promise<Response> => {
-    const b = browser();
-    const page = await (await b.get(`${stack.issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code' })}`)).text();
-    return b.post(`${stack.issuer}/auth/sign-in`, { interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '', username, password }, { 'x-forwarded-for': address });
-  };
+  return (username: string, password: string, address: string): Promise<Response> =>
+    trySignIn(stack.issuer, stack.redirectUri, username, password, { 'x-forwarded-for': address });
+}
+
+const THROTTLE_SETTINGS = [
+  'AUTH_SIGNIN_USER_ADDRESS_BURST',
+  'AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE',
+  'AUTH_SIGNIN_USER_BURST',
+  'AUTH_SIGNIN_USER_PER_MINUTE',
+  'AUTH_SIGNIN_ADDRESS_BURST',
+  'AUTH_SIGNIN_ADDRESS_PER_MINUTE',
+] as const;
+
+/** The default value of each named setting, as the environment would spell it. */
+function defaultsOf(names: readonly (keyof typeof authServerConfigSchema.shape)[]): Record<string, string> {
+  return Object.fromEntries(names.map((name) => [name, String(authServerConfigSchema.shape[name].parse(undefined))]));
 }
 
 const statuses = async (attempts: (() => Promise<Response>)[]) => {
@@ -24,16 +36,8 @@ describe('sign-in throttle at its default budgets', () => {
   let stack: Stack;
   beforeAll(async () => {
     stack = await startStack({
-      authEnv: {
-        AUTH_TRUST_PROXY: 'true',
-        // The defaults, set over the test stack's generous ones.
-        AUTH_SIGNIN_USER_ADDRESS_BURST: '10',
-        AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '6',
-        AUTH_SIGNIN_USER_BURST: '100',
-        AUTH_SIGNIN_USER_PER_MINUTE: '30',
-        AUTH_SIGNIN_ADDRESS_BURST: '30',
-        AUTH_SIGNIN_ADDRESS_PER_MINUTE: '30',
-      },
+      // The configuration's own defaults, set over the test stack's generous ones.
+      authEnv: { AUTH_TRUST_PROXY: 'true', ...defaultsOf(THROTTLE_SETTINGS) },
     });
   });
   afterAll(async () => {
@@ -90,13 +94,7 @@ describe('bounded password hashing', () => {
     const issued = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
     let refreshToken = String(issued.json['refresh_token']);
 
-    const forms = await Promise.all(
-      Array.from({ length: 30 }, async () => {
-        const b = browser();
-        const page = await (await b.get(`${stack.issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code' })}`)).text();
-        return { b, interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '' };
-      }),
-    );
+    const forms = await Promise.all(Array.from({ length: 30 }, () => openSignIn(stack.issuer, stack.redirectUri)));
     const refreshes: number[] = [];
     const signIns = Promise.all(forms.map(({ b, interaction, csrf }) => b.post(`${stack.issuer}/auth/sign-in`, { interaction, csrf, username: 'alice', password: 'wonderland' })));
     for (let i = 0; i < 3; i++) {

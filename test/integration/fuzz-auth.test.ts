@@ -15,7 +15,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chartRedisArgs, startRedis, type RedisServer } from '../harness/redis.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
-import { authorize, browser, hidden, pkce } from './auth-flow.ts';
+import { authorize, openSignIn, pkce } from './auth-flow.ts';
 import { SECRETS, startStack, type Stack } from './auth-stack.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
@@ -285,9 +285,8 @@ describe('fuzzing /auth and /token', () => {
   it("/auth/sign-in: only a browser's own interaction, cookie and CSRF token sign in; a failure stores nothing; never a 5xx", async () => {
     const admin = new Redis(redis.url);
     const open = async () => {
-      const b = browser();
-      const page = await (await b.get(authUrl({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code', scope: 'profile' }))).text();
-      return { cookie: b.jar.header(), interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '' };
+      const { b, interaction, csrf } = await openSignIn(issuer, stack.redirectUri);
+      return { cookie: b.jar.header(), interaction, csrf };
     };
     const flipAt = (v: string, i: number) => `${v.slice(0, i)}${v[i] === 'A' ? 'B' : 'A'}${v.slice(i + 1)}`;
     try {
