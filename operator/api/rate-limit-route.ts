@@ -13,6 +13,7 @@ import {
   secretKeyRefSchema,
   type CrdSource,
 } from './common.ts';
+import { limiterSchema } from './limiter.ts';
 
 /** Kubernetes resource quantity (e.g. 100m, 64Mi, 1): an int or a string, as in a Pod spec. */
 const QUANTITY = /^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$/;
@@ -96,63 +97,6 @@ export const targetSchema = z
   .describe('The service the route forwards to: one container beside the sidecar in each pod.');
 export type Target = z.infer<typeof targetSchema>;
 
-export const REQUESTED_TOKENS_RULE = 'requestedTokens must not exceed burstCapacity: such a request could never be admitted';
-
-export const limiterSchema = z
-  .strictObject({
-    replenishRate: z
-      .int()
-      .min(1)
-      .max(1_000_000)
-      .describe('Tokens restored to each bucket per second (an integer >= 1). Specification example: 20; end-to-end test: 1.'),
-    burstCapacity: z
-      .int()
-      .min(1)
-      .max(10_000_000)
-      .describe('Maximum number of tokens a bucket holds (its size, >= 1). Specification example: 100; end-to-end test: 10.'),
-    requestedTokens: z
-      .int()
-      .min(1)
-      .max(10_000_000)
-      .default(1)
-      .describe('Tokens one request costs (>= 1, <= burstCapacity). Specification example: 3; end-to-end test: 2.'),
-    keyHeader: z
-      .string()
-      .min(1)
-      .max(256)
-      .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name')
-      .default('USER-ID')
-      .describe('Request header whose first value is the bucket key (one bucket per distinct value).'),
-    onMissingKey: z
-      .strictObject({
-        status: z
-          .int()
-          .min(400)
-          .max(499)
-          .default(400)
-          .describe('HTTP status (4xx) of the application/problem+json error sent when the key header is missing.'),
-      })
-      .default({ status: 400 })
-      .describe('What a request without the key header gets: a clear 4xx problem+json error, never a 500.'),
-    onStoreError: z
-      .enum(['allow', 'deny'])
-      .default('allow')
-      .describe('When Redis is unreachable or slow: allow (fail open, like the specification gateway) or deny (503).'),
-  })
-  .refine((l) => l.requestedTokens <= l.burstCapacity, { message: REQUESTED_TOKENS_RULE, path: ['requestedTokens'] })
-  .meta({
-    'x-kubernetes-validations': [
-      {
-        rule: '!has(self.requestedTokens) || self.requestedTokens <= self.burstCapacity',
-        message: REQUESTED_TOKENS_RULE,
-        fieldPath: '.requestedTokens',
-        reason: 'FieldValueInvalid',
-      },
-    ],
-  })
-  .describe('Token-bucket limiter of the route (the specification RequestRateLimiter filter), one bucket per key.');
-export type Limiter = z.infer<typeof limiterSchema>;
-
 export const REDIS_RULE = 'set exactly one of url and secretRef';
 export const redisSchema = z
   .strictObject({
@@ -225,9 +169,11 @@ export const rateLimitRouteCrd: CrdSource = {
     },
   ],
   printerColumns: [
-    { name: 'Rate', type: 'integer', jsonPath: '.spec.limiter.replenishRate', description: 'Tokens restored per second' },
-    { name: 'Burst', type: 'integer', jsonPath: '.spec.limiter.burstCapacity', description: 'Bucket size' },
-    { name: 'Cost', type: 'integer', jsonPath: '.spec.limiter.requestedTokens', description: 'Tokens per request' },
+    { name: 'Key', type: 'string', jsonPath: '.spec.limiter.key.source', description: 'Where the bucket key comes from: header or jwt' },
+    { name: 'Rate', type: 'integer', jsonPath: '.spec.limiter.replenishRate', description: 'Single-limit form: tokens restored per second (empty with rules)' },
+    { name: 'Burst', type: 'integer', jsonPath: '.spec.limiter.burstCapacity', description: 'Single-limit form: bucket size (empty with rules)' },
+    { name: 'Cost', type: 'integer', jsonPath: '.spec.limiter.requestedTokens', description: 'Single-limit form: tokens per request (empty: 1)' },
+    { name: 'Enforce', type: 'boolean', jsonPath: '.spec.limiter.enforce', description: 'false: shadow mode, nothing is refused' },
     { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Ready pods' },
     { name: 'Status', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: 'Ready condition' },
     { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', description: 'Why', priority: 1 },

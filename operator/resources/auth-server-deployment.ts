@@ -12,7 +12,7 @@ import {
   SIGNING_KEYS_SECRET,
 } from './auth-server-names.ts';
 import { baseLabels, containerSecurityContext, type Owner, ownerRef, podSecurityContext } from './metadata.ts';
-import type { ResourceSettings } from './settings.ts';
+import { AUTH_SERVER_AUDIENCE, type ResourceSettings } from './settings.ts';
 
 export const AUTH_SERVER_CONTAINER = 'auth-server';
 
@@ -37,6 +37,7 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
     { name: 'NODE_ENV', value: 'production' },
     { name: 'PORT', value: String(settings.authServerPort) },
     { name: 'AUTH_ISSUER', value: issuerFor(namespace, settings) },
+    { name: 'AUTH_AUDIENCE', value: AUTH_SERVER_AUDIENCE },
     { name: 'AUTH_CLIENTS_FILE', value: authServerFiles.clients },
     { name: 'AUTH_USERS_FILE', value: authServerFiles.users },
     { name: 'AUTH_KEYS_FILE', value: authServerFiles.keys },

@@ -2,14 +2,62 @@
 // sidecar's own schema (sidecar/config.ts) before it is written, so the operator can never hand a
 // sidecar a config it would reject.
 import { stringify } from 'yaml';
-import type { RateLimitRoute } from '../api/index.ts';
+import type { Limit, LimiterKey, RateLimitRoute, Rule } from '../api/index.ts';
 import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../sidecar/config.ts';
 import { InvalidSpecError } from '../runtime/errors.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
+import { issuerFor } from './auth-server-deployment.ts';
 import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
 import { routeConfigMapName, SIDECAR_CONFIG_KEY, SIDECAR_REDIS_URL_FILE } from './route-names.ts';
 import { sidecarPorts } from './route-ports.ts';
-import type { ResourceSettings } from './settings.ts';
+import { AUTH_SERVER_AUDIENCE, AUTH_SERVER_JWKS_PATH, type ResourceSettings } from './settings.ts';
+
+type SidecarLimiter = SidecarConfigInput['limiter'];
+type SidecarRule = NonNullable<SidecarLimiter['rules']>[number];
+
+/** Drops the keys whose value is undefined: absent in the route stays absent in the file. */
+function present<T extends object>(value: T): T {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as T;
+}
+
+function limitFor(limit: Limit): SidecarRule['limits'][number] {
+  return present({ replenishRate: limit.replenishRate, burstCapacity: limit.burstCapacity, requestedTokens: limit.requestedTokens });
+}
+
+function ruleFor(rule: Rule): SidecarRule {
+  return present({ name: rule.name, path: rule.path, methods: rule.methods, limits: rule.limits.map(limitFor), enforce: rule.enforce });
+}
+
+/**
+ * jwt key: what the route names, else the auth server the operator runs in the route's namespace
+ * (its issuer, its JWKS under the issuer URL, its audience). The claim defaults in the sidecar.
+ */
+export function jwtKeyFor(key: LimiterKey, namespace: string, settings: ResourceSettings): NonNullable<SidecarLimiter['jwt']> {
+  const issuer = key.issuer?.url ?? issuerFor(namespace, settings);
+  return present({
+    issuer,
+    audience: key.audience ?? AUTH_SERVER_AUDIENCE,
+    jwksUrl: key.issuer?.jwksUrl ?? `${issuer.replace(/\/+$/, '')}${AUTH_SERVER_JWKS_PATH}`,
+    claim: key.claim,
+  });
+}
+
+function limiterFor(route: RateLimitRoute, settings: ResourceSettings): SidecarLimiter {
+  const { limiter } = route.spec;
+  return present({
+    replenishRate: limiter.replenishRate,
+    burstCapacity: limiter.burstCapacity,
+    requestedTokens: limiter.requestedTokens,
+    rules: limiter.rules?.map(ruleFor),
+    unmatched: limiter.unmatched,
+    enforce: limiter.enforce,
+    key: limiter.key.source,
+    keyHeader: limiter.keyHeader,
+    jwt: limiter.key.source === 'jwt' ? jwtKeyFor(limiter.key, route.metadata.namespace ?? 'default', settings) : undefined,
+    onMissingKey: { status: limiter.onMissingKey.status },
+    onStoreError: limiter.onStoreError,
+  });
+}
 
 /** The sidecar config for a route (input form: defaults left to the sidecar). */
 export function sidecarConfigFor(route: RateLimitRoute, settings: ResourceSettings): SidecarConfigInput {
@@ -21,14 +69,7 @@ export function sidecarConfigFor(route: RateLimitRoute, settings: ResourceSettin
     admin: { host: '0.0.0.0', port: ports.admin },
     upstream: { url: `http://127.0.0.1:${spec.target.port}` },
     route: { id: route.metadata.name, path: spec.path },
-    limiter: {
-      replenishRate: spec.limiter.replenishRate,
-      burstCapacity: spec.limiter.burstCapacity,
-      requestedTokens: spec.limiter.requestedTokens,
-      keyHeader: spec.limiter.keyHeader,
-      onMissingKey: { status: spec.limiter.onMissingKey.status },
-      onStoreError: spec.limiter.onStoreError,
-    },
+    limiter: limiterFor(route, settings),
   };
   if (redisUrl !== undefined) config.redis = { url: redisUrl };
   // A URL from a Secret (it may carry a password): the Deployment mounts the key at this path.

@@ -1,6 +1,14 @@
 // What the resource builders need from the operator's settings (operator/config.ts): images,
 // ports and defaults. Pure data, so that every builder stays a pure function of (CR, settings).
 
+/**
+ * aud of the access tokens the operator's auth servers issue (their AUTH_AUDIENCE), and so what a
+ * jwt-keyed RateLimitRoute expects when it names no audience.
+ */
+export const AUTH_SERVER_AUDIENCE = 'urn:portcullis:user-service';
+/** Path of the auth server's JWKS under its issuer URL (its metadata's jwks_uri). */
+export const AUTH_SERVER_JWKS_PATH = '/jwks.json';
+
 export interface ResourceSettings {
   sidecarImage: string;
   authServerImage: string;

@@ -5,10 +5,15 @@ import { describe, expect, it } from 'vitest';
 import {
   crdSources,
   INSECURE_REDIRECT_URI_RULE,
+  KEY_JWT_FIELDS_RULE,
+  LIMITER_FORM_RULE,
+  METHODS_RULE,
   oauthClientSpecSchema,
   rateLimitRouteSpecSchema,
   REDIRECT_URI_RULE,
   REQUESTED_TOKENS_RULE,
+  RULE_NAMES_RULE,
+  SINGLE_LIMIT_RULE,
 } from '../../operator/api/index.ts';
 import { buildCrd, GENERATED_HEADER, type SchemaNode } from '../../scripts/crds/build-crd.ts';
 import { renderCrds } from '../../scripts/gen-crds.ts';
@@ -85,6 +90,47 @@ describe('cross-field rules', () => {
     expect(parsed.error?.issues[0]?.message).toBe(REQUESTED_TOKENS_RULE);
   });
 
+  const limit = { replenishRate: 1, burstCapacity: 10 };
+  const rule = (name: string, extra: Record<string, unknown> = {}) => ({ name, limits: [limit], ...extra });
+  const limiterCel = () => (at(rlr, 'spec.limiter')['x-kubernetes-validations'] as Node[]).map((r) => r['message']);
+  const rulesNode = () => at(rlr, 'spec.limiter.rules');
+  const limitItem = () => (at(rulesNode()['items'] as Node, 'limits')['items'] as Node);
+  const keyCel = () => (at(rlr, 'spec.limiter.key')['x-kubernetes-validations'] as Node[]).map((r) => r['message']);
+  it.each([
+    ['both forms', { ...limit, rules: [rule('all')] }, LIMITER_FORM_RULE, [], limiterCel],
+    ['neither form', {}, LIMITER_FORM_RULE, [], limiterCel],
+    ['a single form without burstCapacity', { replenishRate: 1 }, SINGLE_LIMIT_RULE, [], limiterCel],
+    ['a single form with only requestedTokens', { requestedTokens: 1 }, SINGLE_LIMIT_RULE, [], limiterCel],
+    ['duplicate rule names', { rules: [rule('a'), rule('b'), rule('a')] }, RULE_NAMES_RULE, ['rules'], () => (rulesNode()['x-kubernetes-validations'] as Node[]).map((r) => r['message'])],
+    ['requestedTokens > burstCapacity in a limit', { rules: [{ name: 'a', limits: [limit, { replenishRate: 1, burstCapacity: 2, requestedTokens: 3 }] }] }, REQUESTED_TOKENS_RULE, ['rules', 0, 'limits', 1, 'requestedTokens'], () => (limitItem()['x-kubernetes-validations'] as Node[]).map((r) => r['message'])],
+    ['a claim with source header', { ...limit, key: { claim: 'sub' } }, KEY_JWT_FIELDS_RULE, ['key'], keyCel],
+    ['an issuer with source header', { ...limit, key: { source: 'header', issuer: { url: 'https://id.example.com' } } }, KEY_JWT_FIELDS_RULE, ['key'], keyCel],
+  ] as const)('refuses %s: zod and the CRD say the same', (_what, limiter, message, path, celMessages) => {
+    const parsed = rateLimitRouteSpecSchema.safeParse({ target: { image: 'x' }, limiter });
+    expect(parsed.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([[['limiter', ...path].join('.'), message]]);
+    expect(celMessages()).toContain(message);
+  });
+
+  it('rules form: the list is keyed by name (the API server refuses duplicates natively too), methods are a set, limits bounded', () => {
+    expect(rulesNode()).toMatchObject({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'], maxItems: 32 });
+    expect(at(rulesNode()['items'] as Node, 'methods')).toMatchObject({ 'x-kubernetes-list-type': 'set', maxItems: 9 });
+    const twice = rateLimitRouteSpecSchema.safeParse({ target: { image: 'x' }, limiter: { rules: [rule('a', { methods: ['GET', 'GET'] })] } });
+    expect(twice.error?.issues.map((i) => [i.path.join('.'), i.message])).toEqual([['limiter.rules.0.methods', METHODS_RULE]]);
+    expect(at(rulesNode()['items'] as Node, 'limits')).toMatchObject({ minItems: 1, maxItems: 4 });
+    const five = rateLimitRouteSpecSchema.safeParse({ target: { image: 'x' }, limiter: { rules: [{ name: 'a', limits: [limit, limit, limit, limit, limit] }] } });
+    expect(five.error?.issues.map((i) => i.path.join('.'))).toEqual(['limiter.rules.0.limits']);
+  });
+
+  it('accepts a rules route and a jwt route', () => {
+    const rules = rateLimitRouteSpecSchema.parse({
+      target: { image: 'x' },
+      limiter: { rules: [rule('writes', { path: '/api/**', methods: ['POST', 'PUT'], enforce: false }), rule('rest')], unmatched: 'refuse' },
+    });
+    expect(rules.limiter.rules?.map((r) => [r.name, r.path])).toEqual([['writes', '/api/**'], ['rest', '/**']]);
+    const jwt = rateLimitRouteSpecSchema.parse({ target: { image: 'x' }, limiter: { ...limit, key: { source: 'jwt', claim: 'client_id', issuer: { url: 'https://id.example.com' } } } });
+    expect(jwt.limiter.key).toEqual({ source: 'jwt', claim: 'client_id', issuer: { url: 'https://id.example.com' } });
+  });
+
   it('checks redirect URIs are absolute http(s) without fragment, in CEL and in zod', () => {
     const items = at(oac, 'spec.redirectUris')['items'] as Node;
     expect(items['x-kubernetes-validations']).toContainEqual(expect.objectContaining({ message: REDIRECT_URI_RULE }));
@@ -112,10 +158,17 @@ describe('defaults', () => {
   it('are the same in the CRD as in zod', () => {
     const limiter = at(openApi(buildCrd(crdSources[0]!)), 'spec.limiter');
     const parsed = rateLimitRouteSpecSchema.parse({ target: { image: 'x' }, limiter: { replenishRate: 1, burstCapacity: 10 } });
-    expect(at(limiter, 'requestedTokens')['default']).toBe(parsed.limiter.requestedTokens);
-    expect(at(limiter, 'keyHeader')['default']).toBe(parsed.limiter.keyHeader);
-    expect(at(limiter, 'onStoreError')['default']).toBe(parsed.limiter.onStoreError);
-    expect(parsed.limiter).toMatchObject({ requestedTokens: 1, keyHeader: 'USER-ID', onStoreError: 'allow', onMissingKey: { status: 400 } });
+    for (const field of ['keyHeader', 'onStoreError', 'unmatched', 'enforce', 'key'] as const) {
+      expect(at(limiter, field)['default'], field).toEqual(parsed.limiter[field]);
+    }
+    expect(parsed.limiter).toMatchObject({ keyHeader: 'USER-ID', onStoreError: 'allow', onMissingKey: { status: 400 }, unmatched: 'forward', enforce: true, key: { source: 'header' } });
+  });
+
+  it('requestedTokens has no default: a default would put it on every rules-form route and break the either/or rule', () => {
+    const limiter = at(openApi(buildCrd(crdSources[0]!)), 'spec.limiter');
+    expect(at(limiter, 'requestedTokens')).not.toHaveProperty('default');
+    const parsed = rateLimitRouteSpecSchema.parse({ target: { image: 'x' }, limiter: { replenishRate: 1, burstCapacity: 10 } });
+    expect(parsed.limiter.requestedTokens).toBeUndefined();
   });
 });
 

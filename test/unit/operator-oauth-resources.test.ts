@@ -67,6 +67,7 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value]));
     expect(env).toMatchObject({
       AUTH_ISSUER: 'http://portcullis-auth-server.team-a.svc',
+      AUTH_AUDIENCE: 'urn:portcullis:user-service', // what a jwt-keyed RateLimitRoute of the namespace expects
       AUTH_CLIENTS_FILE: authServerFiles.clients,
       AUTH_USERS_FILE: authServerFiles.users,
       AUTH_KEYS_FILE: authServerFiles.keys,

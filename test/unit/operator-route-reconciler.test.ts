@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { LIMITER_FORM_RULE } from '../../operator/api/index.ts';
 import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
 import { CONFIG_HASH_ANNOTATION } from '../../operator/resources/metadata.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
@@ -122,6 +123,15 @@ describe('RateLimitRoute reconciler', () => {
     expect(ready(client)).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
     expect(String(ready(client)?.['message'])).toMatch(/requestedTokens/);
     expect(events.list).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'InvalidSpec' }));
+    expect(client.writes().filter((w) => w.subresource === undefined)).toEqual([]);
+  });
+
+  it('a limiter with both forms gets InvalidSpec with the either/or rule as the message', async () => {
+    const { client, reconcile } = await setup();
+    client.put(routeObject('all', { limiter: { replenishRate: 1, burstCapacity: 10, rules: [{ name: 'all', limits: [{ replenishRate: 1, burstCapacity: 10 }] }] } }));
+    await reconcile();
+    expect(ready(client)).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
+    expect(String(ready(client)?.['message'])).toContain(`spec.limiter: ${LIMITER_FORM_RULE}`);
     expect(client.writes().filter((w) => w.subresource === undefined)).toEqual([]);
   });
 

@@ -1,0 +1,206 @@
+// spec.limiter of a RateLimitRoute: either one token bucket for every request (the single-limit
+// form) or ordered rules, each with a path, optional methods and up to four buckets; shadow mode
+// (enforce: false); and where the bucket key comes from (a request header, or a claim of a
+// verified access token). Mirrors the sidecar's limiter config (sidecar/config.ts), which the
+// operator renders from it. As in rate-limit-route.ts, every cross-field rule is written twice:
+// a zod refinement (the operator's check) and a CEL rule with the same message (the API server's).
+import { z } from 'zod';
+
+export const REQUESTED_TOKENS_RULE = 'requestedTokens must not exceed burstCapacity: such a request could never be admitted';
+export const LIMITER_FORM_RULE = 'set exactly one of rules and the single-limit form (replenishRate, burstCapacity, requestedTokens)';
+export const SINGLE_LIMIT_RULE = 'the single-limit form needs replenishRate and burstCapacity';
+export const RULE_NAMES_RULE = 'rule names must be unique';
+export const METHODS_RULE = 'methods must be unique';
+export const KEY_JWT_FIELDS_RULE = 'claim, audience and issuer apply only to source jwt';
+
+/** Bounds the sidecar shares (MAX_LIMITS_PER_RULE, MAX_RULES in sidecar/config.ts). */
+export const MAX_LIMITS_PER_RULE = 4;
+export const MAX_RULES = 32;
+
+export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE'] as const;
+
+const replenishRate = z.int().min(1).max(1_000_000);
+const burstCapacity = z.int().min(1).max(10_000_000);
+const requestedTokens = z.int().min(1).max(10_000_000);
+
+/** requestedTokens <= burstCapacity where both are set (absent requestedTokens means 1). */
+const affordable = (l: { requestedTokens?: number | undefined; burstCapacity?: number | undefined }) =>
+  l.requestedTokens === undefined || l.burstCapacity === undefined || l.requestedTokens <= l.burstCapacity;
+const affordableCel = {
+  rule: '!has(self.requestedTokens) || !has(self.burstCapacity) || self.requestedTokens <= self.burstCapacity',
+  message: REQUESTED_TOKENS_RULE,
+  fieldPath: '.requestedTokens',
+  reason: 'FieldValueInvalid',
+};
+
+export const limitSchema = z
+  .strictObject({
+    replenishRate: replenishRate.describe('Tokens restored to the bucket per second (>= 1).'),
+    burstCapacity: burstCapacity.describe('Maximum number of tokens the bucket holds (its size, >= 1).'),
+    requestedTokens: requestedTokens.optional().describe('Tokens one request costs (>= 1, <= burstCapacity; 1 when omitted).'),
+  })
+  .refine(affordable, { message: REQUESTED_TOKENS_RULE, path: ['requestedTokens'] })
+  .meta({ 'x-kubernetes-validations': [affordableCel] })
+  .describe('One token bucket per key, e.g. {replenishRate: 10, burstCapacity: 20} next to {replenishRate: 1, burstCapacity: 600} for a short and a long window.');
+export type Limit = z.infer<typeof limitSchema>;
+
+const unique = (values: readonly string[]) => new Set(values).size === values.length;
+
+export const ruleSchema = z
+  .strictObject({
+    name: z
+      .string()
+      .min(1)
+      .max(63)
+      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be lower-case letters, digits and dashes, starting and ending with a letter or digit')
+      .describe('Name of the rule, unique in the route. Part of its bucket keys: the sidecar keeps the buckets of a rule across config changes as long as its name stays.'),
+    path: z
+      .string()
+      .min(1)
+      .max(1024)
+      .regex(/^\//, 'must start with /')
+      .default('/**')
+      .describe('Ant-style path pattern the rule applies to, e.g. /api/orders/** (? one character, * within a segment, ** any number of segments).'),
+    methods: z
+      .array(z.enum(HTTP_METHODS))
+      .min(1)
+      .max(HTTP_METHODS.length)
+      .refine(unique, METHODS_RULE)
+      .optional()
+      .meta({ 'x-kubernetes-list-type': 'set' })
+      .describe('HTTP methods the rule applies to, e.g. [POST, PUT]; every method when omitted.'),
+    limits: z
+      .array(limitSchema)
+      .min(1)
+      .max(MAX_LIMITS_PER_RULE)
+      .describe(`Token buckets of the rule (1 to ${MAX_LIMITS_PER_RULE}): a request is admitted only when every one holds its tokens, and then every one is charged.`),
+    enforce: z
+      .boolean()
+      .optional()
+      .describe('false: decide, count and send the rate-limit headers, but never refuse (shadow mode). The limiter enforce when omitted.'),
+  })
+  .describe('Limits for the requests that match a path pattern (and, optionally, methods).');
+export type Rule = z.infer<typeof ruleSchema>;
+
+export const KEY_SOURCES = ['header', 'jwt'] as const;
+
+export const limiterKeySchema = z
+  .strictObject({
+    source: z
+      .enum(KEY_SOURCES)
+      .default('header')
+      .describe(
+        'header: the first value of keyHeader as the client sent it. jwt: a claim of the Authorization: Bearer access token, verified (signature, issuer, audience, expiry) before the request is counted; keyHeader is then set to that claim on the forwarded request.',
+      ),
+    claim: z.string().min(1).max(256).optional().describe('jwt: the claim whose (string) value is the bucket key; sub when omitted.'),
+    audience: z
+      .string()
+      .min(1)
+      .max(1024)
+      .optional()
+      .describe('jwt: the expected aud claim; the audience of the Portcullis auth server (urn:portcullis:user-service) when omitted.'),
+    issuer: z
+      .strictObject({
+        url: z
+          .string()
+          .min(1)
+          .max(2048)
+          .regex(/^https?:\/\/\S+$/, 'must be an http:// or https:// URL')
+          .describe('Expected iss claim, e.g. https://id.example.com.'),
+        jwksUrl: z
+          .string()
+          .min(1)
+          .max(2048)
+          .regex(/^https?:\/\/\S+$/, 'must be an http:// or https:// URL')
+          .optional()
+          .describe('Where the issuer publishes its public keys (JWKS); url + /jwks.json when omitted.'),
+      })
+      .optional()
+      .describe('jwt: who issues the access tokens; the auth server the operator runs in the route namespace when omitted.'),
+  })
+  .refine((k) => k.source === 'jwt' || (k.claim === undefined && k.audience === undefined && k.issuer === undefined), { message: KEY_JWT_FIELDS_RULE })
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: "self.source == 'jwt' || (!has(self.claim) && !has(self.audience) && !has(self.issuer))", message: KEY_JWT_FIELDS_RULE },
+    ],
+  })
+  .describe('Where the bucket key of a request comes from.');
+export type LimiterKey = z.infer<typeof limiterKeySchema>;
+
+type SingleForm = { replenishRate?: number | undefined; burstCapacity?: number | undefined; requestedTokens?: number | undefined };
+const hasSingleForm = (l: SingleForm) => l.replenishRate !== undefined || l.burstCapacity !== undefined || l.requestedTokens !== undefined;
+const SINGLE_FORM_CEL = '(has(self.replenishRate) || has(self.burstCapacity) || has(self.requestedTokens))';
+
+export const limiterSchema = z
+  .strictObject({
+    replenishRate: replenishRate
+      .optional()
+      .describe('Single-limit form: tokens restored to each bucket per second (an integer >= 1). Specification example: 20; end-to-end test: 1.'),
+    burstCapacity: burstCapacity
+      .optional()
+      .describe('Single-limit form: maximum number of tokens a bucket holds (its size, >= 1). Specification example: 100; end-to-end test: 10.'),
+    requestedTokens: requestedTokens
+      .optional()
+      .describe('Single-limit form: tokens one request costs (>= 1, <= burstCapacity; 1 when omitted). Specification example: 3; end-to-end test: 2.'),
+    rules: z
+      .array(ruleSchema)
+      .min(1)
+      .max(MAX_RULES)
+      .refine((rules) => unique(rules.map((r) => r.name)), RULE_NAMES_RULE)
+      .optional()
+      .meta({
+        'x-kubernetes-list-type': 'map',
+        'x-kubernetes-list-map-keys': ['name'],
+        'x-kubernetes-validations': [{ rule: 'self.all(r, self.exists_one(s, s.name == r.name))', message: RULE_NAMES_RULE }],
+      })
+      .describe(`Rules form (instead of the single-limit fields): up to ${MAX_RULES} rules in order; the first whose path and methods match a request decides its limits.`),
+    unmatched: z
+      .enum(['forward', 'refuse'])
+      .default('forward')
+      .describe('Rules form: a request no rule matches is forwarded without a limit (forward) or refused with 404 problem+json (refuse).'),
+    enforce: z
+      .boolean()
+      .default(true)
+      .describe('false: shadow mode for every rule that does not say otherwise: decide, count and send the rate-limit headers, but never refuse.'),
+    key: limiterKeySchema.default({ source: 'header' }),
+    keyHeader: z
+      .string()
+      .min(1)
+      .max(256)
+      .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name')
+      .default('USER-ID')
+      .describe(
+        'key source header: the request header whose first value is the bucket key (one bucket per distinct value). key source jwt: the header the sidecar sets to the verified claim on the forwarded request (whatever the client sent in it is dropped).',
+      ),
+    onMissingKey: z
+      .strictObject({
+        status: z
+          .int()
+          .min(400)
+          .max(499)
+          .default(400)
+          .describe('HTTP status (4xx) of the application/problem+json error sent when the key header is missing.'),
+      })
+      .default({ status: 400 })
+      .describe('What a request without the key header gets: a clear 4xx problem+json error, never a 500.'),
+    onStoreError: z
+      .enum(['allow', 'deny'])
+      .default('allow')
+      .describe('When Redis is unreachable or slow: allow (fail open, like the specification gateway) or deny (503).'),
+  })
+  .refine((l) => (l.rules !== undefined) !== hasSingleForm(l), { message: LIMITER_FORM_RULE })
+  .refine((l) => l.rules !== undefined || !hasSingleForm(l) || (l.replenishRate !== undefined && l.burstCapacity !== undefined), {
+    message: SINGLE_LIMIT_RULE,
+  })
+  .refine(affordable, { message: REQUESTED_TOKENS_RULE, path: ['requestedTokens'] })
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: `has(self.rules) != ${SINGLE_FORM_CEL}`, message: LIMITER_FORM_RULE },
+      { rule: `has(self.rules) || !${SINGLE_FORM_CEL} || (has(self.replenishRate) && has(self.burstCapacity))`, message: SINGLE_LIMIT_RULE },
+      affordableCel,
+    ],
+  })
+  .describe(
+    'Token-bucket limiter of the route (the specification RequestRateLimiter filter), one bucket per key: either the single-limit form (replenishRate, burstCapacity, requestedTokens) or rules.',
+  );
+export type Limiter = z.infer<typeof limiterSchema>;
