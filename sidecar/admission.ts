@@ -1,24 +1,48 @@
 // What the gateway decides before it forwards anything, shared by plain requests (proxy.ts) and
 // HTTP upgrades (upgrade.ts) so that both follow the same rules: origin-form target, the route's
-// path pattern, exactly one Host, a valid key, ONE take from the bucket, the onStoreError policy,
-// and the same outcome metrics. The callers only differ in how they write a refusal (a response
-// object or a raw socket).
+// path pattern, exactly one Host, the first rule matching the method and path, a valid key (the
+// key header, or a claim of a verified access token), ONE take from the rule's buckets, the
+// onStoreError policy, shadow mode, and the same outcome metrics. The callers only differ in how
+// they write a refusal (a response object or a raw socket).
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Decision } from './bucket.ts';
+import type { JwtKeyResult } from './jwt-key.ts';
 import { problemTypes, type Problem } from './problem.ts';
-import type { RouteRuntime } from './route-runtime.ts';
+import { selectRule, type RouteRuntime, type RuleRuntime } from './route-runtime.ts';
 import { keyRejectionDetail, rejectKey } from './user-key.ts';
 
 export type Verdict =
   | {
       readonly admitted: true;
-      /** undefined when the store failed and the policy let the request through. */
+      /** undefined when the store failed and the policy let the request through, or no rule applied. */
       readonly decision: Decision | undefined;
+      /** How the request's outcome is counted once forwarded. */
+      readonly outcome: 'forwarded' | 'store_error_allowed';
+      /** The bucket key, when decide() resolved one (jwt: the verified claim to forward). */
+      readonly key?: string;
       /** Limiter headers to add to the upstream's response (flat name/value list). */
       readonly rateHeaders: string[];
     }
   | { readonly admitted: false; readonly problem: Problem; readonly headers: string[] };
+
+/** What the limiter reads from a request's head. */
+export interface RequestHead {
+  readonly method: string;
+  /** The target's path, without the query. */
+  readonly path: string;
+  /** First value of the key header (header key source). */
+  readonly keyValue: string | undefined;
+  /** The Authorization header (jwt key source). */
+  readonly authorization: string | undefined;
+  readonly hostCount: number;
+}
+
+/** The path of an origin-form target (without the query). */
+export const targetPath = (url: string): string => {
+  const q = url.indexOf('?');
+  return q < 0 ? url : url.slice(0, q);
+};
 
 /** A refusal of the request target (not origin-form, or outside the route), before any header is read. */
 export function refuseTarget(rt: RouteRuntime, url: string): Problem | undefined {
@@ -26,15 +50,44 @@ export function refuseTarget(rt: RouteRuntime, url: string): Problem | undefined
     rt.metrics.outcome.bad_request.inc();
     return { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'Only origin-form request targets are accepted.' };
   }
-  const q = url.indexOf('?');
-  if (!rt.match(q < 0 ? url : url.slice(0, q))) {
+  if (!rt.match(targetPath(url))) {
     rt.metrics.outcome.no_route.inc();
     return { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No route matches this path (route ${rt.routeId} serves ${rt.config.route.path}).` };
   }
   return undefined;
 }
 
+/** The rule for a request: a rule, `undefined` to forward unlimited, or a refusal (no rule and unmatched: refuse). */
+export function ruleFor(rt: RouteRuntime, method: string, path: string): RuleRuntime | undefined | Problem {
+  const rule = selectRule(rt, method, path);
+  if (rule !== undefined || rt.unmatched === 'forward') return rule;
+  rt.metrics.outcome.no_route.inc();
+  return { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No rule of route ${rt.routeId} applies to ${method} requests on this path.` };
+}
+
 const refused = (problem: Problem, headers: string[] = []): Verdict => ({ admitted: false, problem, headers });
+/** Forwarded without a take (no rule applies). */
+export const unlimited: Verdict = { admitted: true, decision: undefined, outcome: 'forwarded', rateHeaders: [] };
+
+/** A refused bearer token as RFC 6750 asks: no error code when none was sent. */
+function bearerRefusal(rt: RouteRuntime, result: Extract<JwtKeyResult, { ok: false }>): { problem: Problem; headers: string[] } {
+  if (result.reason === 'unavailable') {
+    rt.metrics.outcome.key_unavailable.inc();
+    return {
+      problem: { type: problemTypes.keyUnavailable, title: 'Service Unavailable', status: 503, detail: result.detail },
+      headers: ['retry-after', '1'],
+    };
+  }
+  rt.metrics.outcome.bad_key.inc();
+  const challenge = result.reason === 'missing' ? 'Bearer' : `Bearer error="invalid_token", error_description="${result.detail.replaceAll('"', "'")}"`;
+  return {
+    problem: { type: problemTypes.invalidToken, title: 'Unauthorized', status: 401, detail: result.detail },
+    headers: ['www-authenticate', challenge],
+  };
+}
+
+/** A key, or the refusal (problem and headers) when there is none. */
+export type KeyOutcome = string | { readonly problem: Problem; readonly headers: string[] };
 
 export class Admission {
   readonly #log: Logger;
@@ -45,63 +98,90 @@ export class Admission {
     this.#log = log;
   }
 
-  /** The limiter's verdict for one request with `key` (first value of the key header). */
-  async decide(rt: RouteRuntime, key: string | undefined, hostCount: number): Promise<Verdict> {
-    const problem = this.refuseRequest(rt, key, hostCount);
-    if (problem !== undefined) return refused(problem);
+  /** The limiter's whole verdict for one request head (the upgrade path; the proxy runs the same steps without promises). */
+  async decide(rt: RouteRuntime, head: RequestHead): Promise<Verdict> {
+    const hostProblem = this.refuseHost(rt, head.hostCount);
+    if (hostProblem !== undefined) return refused(hostProblem);
+    const rule = ruleFor(rt, head.method, head.path);
+    if (rule === undefined) return unlimited;
+    if (!isRule(rule)) return refused(rule);
+    const key = await this.keyFor(rt, head.keyValue, head.authorization);
+    if (typeof key !== 'string') return refused(key.problem, key.headers);
     const storeStart = performance.now();
-    let decision: Decision;
+    let verdict: Verdict;
     try {
-      decision = await rt.store.take(rt.bucketPrefix + (key as string), rt.rule);
+      verdict = this.decided(rt, rule, await rt.store.takeAll(rule.bucketPrefix + key, rule.limits, rule.costs), storeStart);
     } catch (err) {
-      return this.storeFailed(rt, err);
+      verdict = this.storeFailed(rt, err);
     }
-    return this.decided(rt, decision, storeStart);
+    return verdict.admitted ? { ...verdict, key } : verdict;
+  }
+
+  /** RFC 9112 section 3.2: more than one Host line is a 400 (undici would refuse to forward it, which used to surface as a 502). */
+  refuseHost(rt: RouteRuntime, hostCount: number): Problem | undefined {
+    if (hostCount <= 1) return undefined;
+    rt.metrics.outcome.bad_request.inc();
+    return { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'A request must carry exactly one Host header.' };
   }
 
   /**
-   * What is checked before the store is asked: exactly one Host, a valid key. A refusal, or
-   * undefined when the request may take from its bucket (`key` is then a string).
+   * The bucket key: the key header's first value, or the claim of the verified bearer token (a
+   * promise only when the token is not remembered yet).
    */
-  refuseRequest(rt: RouteRuntime, key: string | undefined, hostCount: number): Problem | undefined {
-    // RFC 9112 section 3.2: more than one Host line is a 400 (undici would refuse to forward it,
-    // which used to surface as a 502).
-    if (hostCount > 1) {
-      rt.metrics.outcome.bad_request.inc();
-      return { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'A request must carry exactly one Host header.' };
-    }
-    const rejection = rejectKey(key);
-    if (rejection !== undefined) {
-      rt.metrics.outcome.bad_key.inc();
-      if (this.#log.isLevelEnabled('debug')) this.#log.debug({ route: rt.routeId, reason: rejection }, 'request without a valid key');
-      return { type: problemTypes.badKey, title: 'Invalid user id', status: rt.missingKeyStatus, detail: keyRejectionDetail[rejection](rt.config.limiter.keyHeader) };
-    }
-    return undefined;
+  keyFor(rt: RouteRuntime, keyValue: string | undefined, authorization: string | undefined): KeyOutcome | Promise<KeyOutcome> {
+    const jwt = rt.jwt;
+    if (jwt === undefined) return this.#headerKey(rt, keyValue);
+    const result = jwt.resolve(authorization);
+    if (result instanceof Promise) return result.then((r) => this.#jwtKey(rt, r));
+    return this.#jwtKey(rt, result);
+  }
+
+  #headerKey(rt: RouteRuntime, value: string | undefined): KeyOutcome {
+    const rejection = rejectKey(value);
+    if (rejection === undefined) return value as string;
+    rt.metrics.outcome.bad_key.inc();
+    if (this.#log.isLevelEnabled('debug')) this.#log.debug({ route: rt.routeId, reason: rejection }, 'request without a valid key');
+    return {
+      problem: { type: problemTypes.badKey, title: 'Invalid user id', status: rt.missingKeyStatus, detail: keyRejectionDetail[rejection](rt.config.limiter.keyHeader) },
+      headers: [],
+    };
+  }
+
+  #jwtKey(rt: RouteRuntime, result: JwtKeyResult): KeyOutcome {
+    if (result.ok) return result.key;
+    if (result.reason === 'unavailable') this.#log.warn({ route: rt.routeId, detail: result.detail }, 'access token not verifiable: key set unavailable');
+    else if (this.#log.isLevelEnabled('debug')) this.#log.debug({ route: rt.routeId, reason: result.reason, detail: result.detail }, 'request without a valid access token');
+    return bearerRefusal(rt, result);
   }
 
   /** The verdict for the store's decision (asked at `storeStart`, performance.now() ms). */
-  decided(rt: RouteRuntime, decision: Decision, storeStart: number): Verdict {
+  decided(rt: RouteRuntime, rule: RuleRuntime, decision: Decision, storeStart: number): Verdict {
     rt.metrics.storeDuration.observe((performance.now() - storeStart) / 1000);
     const rateHeaders: string[] = [];
-    rt.rateHeaders(decision, rateHeaders);
+    rule.rateHeaders(decision, rateHeaders);
     if (!decision.allowed) {
-      rt.metrics.limited.inc();
-      rt.metrics.outcome.limited.inc();
+      rule.metrics.limited.inc();
       const retryAfterS = Math.max(1, Math.ceil(decision.retryAfterMs / 1000));
+      if (!rule.enforce) {
+        // Shadow mode: the would-be refusal is counted and logged, and the request goes on.
+        if (this.#log.isLevelEnabled('debug')) this.#log.debug({ route: rt.routeId, rule: rule.name, retryAfterS }, 'shadow rule would refuse; forwarded');
+        return { admitted: true, decision, outcome: 'forwarded', rateHeaders };
+      }
+      rt.metrics.outcome.limited.inc();
       rateHeaders.push('retry-after', String(retryAfterS));
       return refused(
         {
           type: problemTypes.rateLimited,
           title: 'Too Many Requests',
           status: 429,
-          detail: `Rate limit of route ${rt.routeId} reached; retry in ${retryAfterS} s.`,
+          detail: `Rate limit of route ${rt.routeId}${rule.bucketPrefix === `${rt.routeId}:` ? '' : ` (rule ${rule.name})`} reached; retry in ${retryAfterS} s.`,
           retryAfterMs: decision.retryAfterMs,
         },
         rateHeaders,
       );
     }
-    rt.metrics.allowed.inc();
-    return { admitted: true, decision, rateHeaders };
+    rule.metrics.allowed.inc();
+    return { admitted: true, decision, outcome: 'forwarded', rateHeaders };
   }
 
   /** The verdict when the store could not decide: the route's onStoreError policy. */
@@ -115,7 +195,7 @@ export class Admission {
         ['retry-after', '1'],
       );
     }
-    return { admitted: true, decision: undefined, rateHeaders: [] };
+    return { admitted: true, decision: undefined, outcome: 'store_error_allowed', rateHeaders: [] };
   }
 
   /** One warning per 5 s at most while the store fails (with the count since the last one). */
@@ -131,3 +211,6 @@ export class Admission {
     this.#lastStoreWarnMs = now;
   }
 }
+
+/** A rule (not a refusal). */
+export const isRule = (r: RuleRuntime | Problem): r is RuleRuntime => 'limits' in r;

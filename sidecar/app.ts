@@ -11,6 +11,7 @@ import { problemTypes } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
 import { resolveRedisConfig } from './redis-url-file.ts';
 import { requestBodyTimeout } from './request-body-timeout.ts';
+import { JwtKeySource } from './jwt-key.ts';
 import { buildRouteRuntime, type RouteRuntime } from './route-runtime.ts';
 import { UpgradeProxy } from './upgrade.ts';
 import { createBucketStore } from './stores/create-store.ts';
@@ -59,6 +60,13 @@ function createPool(config: SidecarConfig): Pool {
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
+/** The jwt key source of `config`: the running one (and its caches) when its settings did not change. */
+function jwtKeySource(config: SidecarConfig, running: JwtKeySource | undefined): JwtKeySource | undefined {
+  const settings = config.limiter.jwt;
+  if (config.limiter.key !== 'jwt' || settings === undefined) return undefined;
+  return running !== undefined && same(running.config, settings) ? running : new JwtKeySource(settings);
+}
+
 /** Resolves true once the store answers, false after timeoutMs. */
 async function readyWithin(store: BucketStore, timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
@@ -79,7 +87,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   let storeRedis = resolveRedisConfig(initial.redis);
   const first = createBucketStore(storeRedis, deps.now);
   let storeKind = first.kind;
-  let runtime = buildRouteRuntime(initial, first.store, createPool(initial), metrics.forRoute(initial.route.id, first.kind));
+  let runtime = buildRouteRuntime(initial, first.store, createPool(initial), metrics.forRoute(initial.route.id, first.kind), jwtKeySource(initial, undefined));
   let shuttingDown = false;
 
   const proxy = new GatewayProxy({ logger: log, runtime: () => runtime });
@@ -161,7 +169,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
       if (!same(next[field], old.config[field])) log.warn({ field }, 'config: a changed listen/admin address needs a restart; keeping the old one');
     }
     const pool = same(next.upstream, old.config.upstream) ? old.upstream : createPool(next);
-    runtime = buildRouteRuntime(next, store, pool, metrics.forRoute(next.route.id, kind));
+    runtime = buildRouteRuntime(next, store, pool, metrics.forRoute(next.route.id, kind), jwtKeySource(next, old.jwt));
     storeKind = kind;
     storeRedis = nextRedis;
     log.level = next.logLevel;
@@ -202,7 +210,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
       metrics.reloads.labels('applied').inc();
       const l = runtime.config.limiter;
       log.info(
-        { route: runtime.routeId, path: runtime.config.route.path, replenishRate: l.replenishRate, burstCapacity: l.burstCapacity, requestedTokens: l.requestedTokens },
+        { route: runtime.routeId, path: runtime.config.route.path, key: l.key, rules: runtime.rules.map((r) => ({ name: r.name, limits: r.limits, enforce: r.enforce })) },
         'config reloaded',
       );
       return true;

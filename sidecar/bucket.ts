@@ -38,6 +38,11 @@ export interface Decision {
   readonly retryAfterMs: number;
   /** ms until the bucket is full again (ceil); 0 when already full. */
   readonly resetMs: number;
+  /**
+   * Several limits on one request: each bucket's own decision, in the rule's order (their
+   * `allowed` is the request's). Absent for a single limit, whose decision is the one above.
+   */
+  readonly limits?: readonly Decision[];
 }
 
 export interface TakeResult {
@@ -145,4 +150,74 @@ export function toDecision(
     retryAfterMs: Math.ceil(retryAfterUs / 1000),
     resetMs: Math.ceil(resetUs / 1000),
   };
+}
+
+export interface MultiTakeResult {
+  /** The request's decision: that of its most constraining bucket, with `limits` when several. */
+  readonly decision: Decision;
+  /** Each bucket's state after the take, in the order of the rules. */
+  readonly states: readonly BucketState[];
+}
+
+/**
+ * Check-and-take on several buckets at once (several limits on one request) at `nowUs`: the
+ * request is admitted only when every bucket holds its cost, and then every bucket is charged; a
+ * refusal charges none. With one rule this is takeUs. Each state is refilled to `now` either way
+ * (writing a refilled state changes no later decision: refill is additive up to the capacity).
+ */
+export function takeAllUs(
+  states: readonly (BucketState | undefined)[],
+  rules: readonly BucketRule[],
+  nowUs: number,
+  costs: readonly number[],
+): MultiTakeResult {
+  const n = rules.length;
+  const tokens: number[] = [];
+  const times: number[] = [];
+  let allowed = true;
+  for (let i = 0; i < n; i++) {
+    const rule = rules[i] as BucketRule;
+    const state = states[i];
+    const capacity = rule.burstCapacity * MICRO;
+    let t: number;
+    let now = nowUs;
+    if (state === undefined) t = capacity;
+    else {
+      if (now < state.updatedUs) now = state.updatedUs;
+      const elapsed = now - state.updatedUs;
+      t = elapsed >= fillTimeUs(rule) ? capacity : Math.min(capacity, state.microTokens + elapsed * rule.replenishRate);
+    }
+    if (t < (costs[i] as number) * MICRO) allowed = false;
+    tokens.push(t);
+    times.push(now);
+  }
+  const decisions: Decision[] = [];
+  const after: BucketState[] = [];
+  for (let i = 0; i < n; i++) {
+    const rule = rules[i] as BucketRule;
+    const rate = rule.replenishRate;
+    const need = (costs[i] as number) * MICRO;
+    let t = tokens[i] as number;
+    if (allowed) t -= need;
+    const retryAfterUs = t >= need || allowed ? 0 : Math.ceil((need - t) / rate);
+    const resetUs = Math.ceil((rule.burstCapacity * MICRO - t) / rate);
+    decisions.push(toDecision(allowed, t, retryAfterUs, resetUs, rule, costs[i] as number));
+    after.push({ microTokens: t, updatedUs: times[i] as number });
+  }
+  return { decision: combineDecisions(decisions), states: after };
+}
+
+/**
+ * The request's decision from its buckets' decisions (same `allowed` in all): when refused, the
+ * bucket with the longest wait (Retry-After); when admitted, the one with the fewest tokens left.
+ * One decision is returned as it is.
+ */
+export function combineDecisions(decisions: readonly Decision[]): Decision {
+  let pick = decisions[0] as Decision;
+  if (decisions.length === 1) return pick;
+  for (let i = 1; i < decisions.length; i++) {
+    const d = decisions[i] as Decision;
+    if (pick.allowed ? d.remaining < pick.remaining : d.retryAfterMs > pick.retryAfterMs) pick = d;
+  }
+  return { ...pick, limits: decisions };
 }

@@ -8,11 +8,11 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import type { Admission, Verdict } from './admission.ts';
+import { unlimited, type Admission, type Verdict } from './admission.ts';
 import type { Decision } from './bucket.ts';
 import { dropResponse, removeConnectionTokens } from './hop-by-hop.ts';
 import { problemTypes, sendProblem } from './problem.ts';
-import type { RouteRuntime } from './route-runtime.ts';
+import type { RouteRuntime, RuleRuntime } from './route-runtime.ts';
 import type { TakeSink } from './stores/bucket-store.ts';
 
 const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
@@ -37,6 +37,7 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
   #headers = noHeaders;
   #hasBody = false;
   #storeStart = 0;
+  #rule: RuleRuntime | undefined;
   #rateHeaders = noHeaders;
   #outcome: 'forwarded' | 'store_error_allowed' = 'forwarded';
   #controller: Dispatcher.DispatchController | undefined;
@@ -57,17 +58,24 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
     this.#ctx.released();
   };
 
-  /** Takes from the request's bucket; forwarding follows in taken() or failed(). */
-  ask(key: string, headers: string[], hasBody: boolean): void {
+  /** Takes from the rule's buckets; forwarding follows in taken() or failed(). */
+  ask(rule: RuleRuntime, key: string, headers: string[], hasBody: boolean): void {
     this.#headers = headers;
     this.#hasBody = hasBody;
-    const rt = this.#rt;
+    this.#rule = rule;
     this.#storeStart = performance.now();
-    rt.store.takeInto(rt.bucketPrefix + key, rt.rule, rt.rule.requestedTokens, this);
+    this.#rt.store.takeAllInto(rule.bucketPrefix + key, rule.limits, rule.costs, this);
+  }
+
+  /** Forwards without asking the limiter (no rule applies to the request). */
+  forwardUnlimited(headers: string[], hasBody: boolean): void {
+    this.#headers = headers;
+    this.#hasBody = hasBody;
+    this.#settle(unlimited);
   }
 
   taken(decision: Decision): void {
-    this.#settle(this.#ctx.admission.decided(this.#rt, decision, this.#storeStart));
+    this.#settle(this.#ctx.admission.decided(this.#rt, this.#rule as RuleRuntime, decision, this.#storeStart));
   }
 
   failed(err: Error): void {
@@ -85,7 +93,7 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
       // The client may have gone while the store decided: nothing to forward then.
       if (res.destroyed) return;
       this.#rateHeaders = verdict.rateHeaders;
-      if (verdict.decision === undefined) this.#outcome = 'store_error_allowed';
+      this.#outcome = verdict.outcome;
       const req = this.#req;
       this.#rt.upstream.dispatch(
         { method: req.method as Dispatcher.HttpMethod, path: req.url as string, headers: this.#headers, body: this.#hasBody ? req : null },

@@ -17,6 +17,7 @@ export type Outcome =
   | 'forwarded'
   | 'limited'
   | 'bad_key'
+  | 'key_unavailable'
   | 'no_route'
   | 'bad_request'
   | 'store_error_allowed'
@@ -33,8 +34,8 @@ export class SidecarMetrics {
   });
   readonly decisions = new HotCounter({
     name: 'portcullis_sidecar_limiter_decisions_total',
-    help: 'Token-bucket decisions by route',
-    labelNames: ['route', 'decision'] as const,
+    help: 'Token-bucket decisions by route, rule and decision; shadow="true" for rules that decide without refusing (a limited one was forwarded)',
+    labelNames: ['route', 'rule', 'decision', 'shadow'] as const,
     registers: [this.registry],
   });
   readonly storeErrors = new Counter({
@@ -75,13 +76,16 @@ export class SidecarMetrics {
   /** The series of one route, looked up once per (re)load so the request path does no label work. */
   forRoute(routeId: string, store: string) {
     const outcome = {} as Record<Outcome, CounterSeries>;
-    for (const o of ['forwarded', 'limited', 'bad_key', 'no_route', 'bad_request', 'store_error_allowed', 'store_error_denied', 'upstream_error'] as const) {
+    for (const o of ['forwarded', 'limited', 'bad_key', 'key_unavailable', 'no_route', 'bad_request', 'store_error_allowed', 'store_error_denied', 'upstream_error'] as const) {
       outcome[o] = this.requests.labels(routeId, o);
     }
     return {
       outcome,
-      allowed: this.decisions.labels(routeId, 'allowed'),
-      limited: this.decisions.labels(routeId, 'limited'),
+      /** The decision series of one rule of this route. */
+      forRule: (rule: string, shadow: boolean) => {
+        const s = shadow ? 'true' : 'false';
+        return { allowed: this.decisions.labels(routeId, rule, 'allowed', s), limited: this.decisions.labels(routeId, rule, 'limited', s) };
+      },
       storeError: this.storeErrors.labels(routeId, store),
       storeDuration: this.storeDuration.labels(store),
       proxyDuration: this.proxyDuration.labels(routeId),
@@ -90,3 +94,4 @@ export class SidecarMetrics {
 }
 
 export type RouteMetrics = ReturnType<SidecarMetrics['forRoute']>;
+export type RuleMetrics = ReturnType<RouteMetrics['forRule']>;

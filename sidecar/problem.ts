@@ -13,6 +13,8 @@ export interface Problem {
 export const problemTypes = {
   rateLimited: 'urn:portcullis:problem:rate-limited',
   badKey: 'urn:portcullis:problem:invalid-user-id',
+  invalidToken: 'urn:portcullis:problem:invalid-token',
+  keyUnavailable: 'urn:portcullis:problem:token-keys-unavailable',
   notFound: 'urn:portcullis:problem:no-route',
   badRequest: 'urn:portcullis:problem:bad-request',
   storeUnavailable: 'urn:portcullis:problem:limiter-unavailable',

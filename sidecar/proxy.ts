@@ -5,11 +5,11 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { Admission, refuseTarget } from './admission.ts';
+import { Admission, isRule, refuseTarget, ruleFor, targetPath, type KeyOutcome } from './admission.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
 import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
 import { problemTypes, sendProblem } from './problem.ts';
-import type { RouteRuntime } from './route-runtime.ts';
+import type { RouteRuntime, RuleRuntime } from './route-runtime.ts';
 
 export interface ProxyOptions {
   readonly logger: Logger;
@@ -65,7 +65,7 @@ export class GatewayProxy {
     }
   };
 
-  /** Refuses a bad target or head at once; otherwise asks the bucket with the forwarded head. */
+  /** Refuses a bad target or head at once; otherwise asks the rule's buckets with the forwarded head. */
   #start(exchange: Exchange, req: IncomingMessage, res: ServerResponse, rt: RouteRuntime): void {
     const url = req.url ?? '';
     const badTarget = refuseTarget(rt, url);
@@ -73,10 +73,12 @@ export class GatewayProxy {
       sendProblem(res, badTarget);
       return;
     }
-    // One pass over the raw headers: the first key value, the forwarded set, body presence.
+    // One pass over the raw headers: the key (header value or bearer token), the forwarded set, body presence.
     const raw = req.rawHeaders;
     const forward: string[] = [];
+    const jwt = rt.jwt !== undefined;
     let key: string | undefined;
+    let authorization: string | undefined;
     let hasBody = false;
     let xff: string | undefined;
     let connection: string | undefined;
@@ -88,7 +90,11 @@ export class GatewayProxy {
       const name = raw[i] as string;
       const value = raw[i + 1] as string;
       const lower = name.toLowerCase();
-      if (lower === rt.keyHeader && key === undefined) key = value;
+      if (lower === rt.keyHeader) {
+        // jwt: the key header goes upstream only as set from the verified claim.
+        if (jwt) continue;
+        if (key === undefined) key = value;
+      }
       if (dropRequest.has(lower)) {
         if (lower === 'transfer-encoding') hasBody = true;
         else if (lower === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
@@ -97,6 +103,9 @@ export class GatewayProxy {
       switch (lower) {
         case 'content-length':
           if (value !== '0') hasBody = true;
+          break;
+        case 'authorization':
+          if (authorization === undefined) authorization = value;
           break;
         case 'x-forwarded-for':
           xff = xff === undefined ? value : `${xff}, ${value}`;
@@ -115,9 +124,15 @@ export class GatewayProxy {
       forward.push(name, value);
     }
 
-    const refusal = this.#exchanges.admission.refuseRequest(rt, key, hostCount);
-    if (refusal !== undefined) {
-      sendProblem(res, refusal);
+    const admission = this.#exchanges.admission;
+    const badHost = admission.refuseHost(rt, hostCount);
+    if (badHost !== undefined) {
+      sendProblem(res, badHost);
+      return;
+    }
+    const rule = ruleFor(rt, req.method ?? 'GET', targetPath(url));
+    if (rule !== undefined && !isRule(rule)) {
+      sendProblem(res, rule);
       return;
     }
     if (connection !== undefined) removeConnectionTokens(forward, connection);
@@ -126,6 +141,32 @@ export class GatewayProxy {
     if (!sawProto) forward.push('x-forwarded-proto', 'encrypted' in socket && socket.encrypted === true ? 'https' : 'http');
     if (!sawHost && host !== undefined) forward.push('x-forwarded-host', host);
 
-    exchange.ask(key as string, forward, hasBody);
+    // No rule applies and unmatched requests are forwarded: no key is needed, nothing is taken.
+    if (rule === undefined) {
+      exchange.forwardUnlimited(forward, hasBody);
+      return;
+    }
+    const outcome = admission.keyFor(rt, key, authorization);
+    if (outcome instanceof Promise) {
+      outcome.then(
+        (o) => this.#ask(exchange, res, rt, rule, o, forward, hasBody),
+        (err: unknown) => {
+          this.#log.error({ err }, 'proxy: unexpected failure');
+          sendProblem(res, { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The gateway failed to forward the request.' });
+        },
+      );
+      return;
+    }
+    this.#ask(exchange, res, rt, rule, outcome, forward, hasBody);
+  }
+
+  #ask(exchange: Exchange, res: ServerResponse, rt: RouteRuntime, rule: RuleRuntime, outcome: KeyOutcome, forward: string[], hasBody: boolean): void {
+    if (typeof outcome !== 'string') {
+      sendProblem(res, outcome.problem, outcome.headers);
+      return;
+    }
+    // jwt: the service behind learns the verified identity under the key header.
+    if (rt.jwt !== undefined) forward.push(rt.config.limiter.keyHeader, outcome);
+    exchange.ask(rule, outcome, forward, hasBody);
   }
 }

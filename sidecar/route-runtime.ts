@@ -2,49 +2,111 @@
 // requests keep the runtime they started with, so a reload never changes a request midway.
 import type { Pool } from 'undici';
 import type { BucketRule } from './bucket.ts';
-import type { SidecarConfig } from './config.ts';
-import type { RouteMetrics } from './metrics.ts';
+import type { LimiterConfig, SidecarConfig } from './config.ts';
+import type { JwtKeySource } from './jwt-key.ts';
+import type { RouteMetrics, RuleMetrics } from './metrics.ts';
 import { compilePathPattern, type PathMatcher } from './path-pattern.ts';
 import { composeHeaderSets, type HeaderSet } from './rate-limit-headers.ts';
 import type { BucketStore } from './stores/bucket-store.ts';
 
+/** Name of the one rule of the single-limit form. */
+export const DEFAULT_RULE = 'default';
+
+/** One rule of the route, ready for the hot path. */
+export interface RuleRuntime {
+  readonly name: string;
+  /** undefined: every path. */
+  readonly matchPath: PathMatcher | undefined;
+  /** undefined: every method. */
+  readonly methods: ReadonlySet<string> | undefined;
+  readonly limits: readonly BucketRule[];
+  /** Each limit's requestedTokens, made once for the store's takeAllInto. */
+  readonly costs: readonly number[];
+  /**
+   * Bucket keys are `<route id>:<rule>:<user id>`, so two routes or two rules never share a
+   * bucket; the single-limit form keeps `<route id>:<user id>`.
+   */
+  readonly bucketPrefix: string;
+  /** false: shadow mode (decide, count, add headers, never refuse). */
+  readonly enforce: boolean;
+  /** Appends the rule's enabled rate-limit headers for one decision. */
+  readonly rateHeaders: HeaderSet;
+  readonly metrics: RuleMetrics;
+}
+
 export interface RouteRuntime {
   readonly config: SidecarConfig;
   readonly routeId: string;
-  /** Bucket keys are `<route id>:<user id>`, so two routes never share a bucket. */
-  readonly bucketPrefix: string;
   readonly match: PathMatcher;
-  readonly rule: BucketRule;
-  /** Lower-case name of the key header. */
+  /** In order; the first match decides. */
+  readonly rules: readonly RuleRuntime[];
+  /** What a request no rule matches gets. */
+  readonly unmatched: 'forward' | 'refuse';
+  /** Lower-case name of the key header (jwt: the header set from the verified claim). */
   readonly keyHeader: string;
+  /** Set when the key is a claim of a verified access token. */
+  readonly jwt: JwtKeySource | undefined;
   readonly missingKeyStatus: number;
   readonly onStoreError: 'allow' | 'deny';
-  /** Appends the route's enabled rate-limit headers for one decision. */
-  readonly rateHeaders: HeaderSet;
   readonly store: BucketStore;
   readonly upstream: Pool;
   readonly metrics: RouteMetrics;
 }
 
-export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, upstream: Pool, metrics: RouteMetrics): RouteRuntime {
+/** The limiter's rules, the single-limit form being one rule for every path. */
+export function limiterRules(limiter: LimiterConfig): NonNullable<LimiterConfig['rules']> {
+  if (limiter.rules !== undefined) return limiter.rules;
+  return [
+    {
+      name: DEFAULT_RULE,
+      path: '/**',
+      limits: [{ replenishRate: limiter.replenishRate as number, burstCapacity: limiter.burstCapacity as number, requestedTokens: limiter.requestedTokens ?? 1 }],
+    },
+  ];
+}
+
+export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, upstream: Pool, metrics: RouteMetrics, jwt?: JwtKeySource): RouteRuntime {
   const { limiter, route } = config;
-  const rule: BucketRule = {
-    replenishRate: limiter.replenishRate,
-    burstCapacity: limiter.burstCapacity,
-    requestedTokens: limiter.requestedTokens,
-  };
+  const single = limiter.rules === undefined;
+  const rules = limiterRules(limiter).map((r): RuleRuntime => {
+    const limits = r.limits.map((l): BucketRule => ({ replenishRate: l.replenishRate, burstCapacity: l.burstCapacity, requestedTokens: l.requestedTokens }));
+    const enforce = r.enforce ?? limiter.enforce;
+    return {
+      name: r.name,
+      matchPath: r.path === '/**' ? undefined : compilePathPattern(r.path),
+      methods: r.methods === undefined ? undefined : new Set(r.methods),
+      limits,
+      costs: limits.map((l) => l.requestedTokens),
+      bucketPrefix: single ? `${route.id}:` : `${route.id}:${r.name}:`,
+      enforce,
+      rateHeaders: composeHeaderSets(limiter.headers, { policyName: single ? route.id : `${route.id}/${r.name}`, limits }),
+      metrics: metrics.forRule(r.name, !enforce),
+    };
+  });
   return {
     config,
     routeId: route.id,
-    bucketPrefix: `${route.id}:`,
     match: compilePathPattern(route.path),
-    rule,
+    rules,
+    unmatched: limiter.unmatched,
     keyHeader: limiter.keyHeader.toLowerCase(),
+    jwt,
     missingKeyStatus: limiter.onMissingKey.status,
     onStoreError: limiter.onStoreError,
-    rateHeaders: composeHeaderSets(limiter.headers, { routeId: route.id, rule }),
     store,
     upstream,
     metrics,
   };
+}
+
+/** The first rule matching `method` and `path` (no query), or undefined. */
+export function selectRule(rt: RouteRuntime, method: string, path: string): RuleRuntime | undefined {
+  const rules = rt.rules;
+  for (let i = 0; i < rules.length; i++) {
+    const r = rules[i] as RuleRuntime;
+    if (r.methods !== undefined && !r.methods.has(method)) continue;
+    if (r.matchPath !== undefined && !r.matchPath(path)) continue;
+    return r;
+  }
+  return undefined;
 }

@@ -10,7 +10,7 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import { Admission, refuseTarget } from './admission.ts';
+import { Admission, refuseTarget, targetPath } from './admission.ts';
 import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import type { RouteRuntime } from './route-runtime.ts';
@@ -43,13 +43,16 @@ export function writeSocketProblem(socket: Duplex, problem: Problem, headers: re
 interface UpgradeRequestHeaders {
   readonly forward: string[];
   readonly key: string | undefined;
+  readonly authorization: string | undefined;
   readonly hostCount: number;
 }
 
-function upgradeHeaders(req: http.IncomingMessage, keyHeader: string): UpgradeRequestHeaders {
+/** `jwt`: the client's key header is dropped (the verified claim replaces it). */
+function upgradeHeaders(req: http.IncomingMessage, keyHeader: string, jwt: boolean): UpgradeRequestHeaders {
   const raw = req.rawHeaders;
   const forward: string[] = [];
   let key: string | undefined;
+  let authorization: string | undefined;
   let connection: string | undefined;
   let upgrade: string | undefined;
   let xff: string | undefined;
@@ -61,7 +64,11 @@ function upgradeHeaders(req: http.IncomingMessage, keyHeader: string): UpgradeRe
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
     const lower = name.toLowerCase();
-    if (lower === keyHeader && key === undefined) key = value;
+    if (lower === keyHeader) {
+      if (jwt) continue;
+      if (key === undefined) key = value;
+    }
+    if (lower === 'authorization' && authorization === undefined) authorization = value;
     if (lower === 'upgrade') upgrade = upgrade === undefined ? value : `${upgrade}, ${value}`;
     if (lower === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
     if (dropRequest.has(lower)) continue;
@@ -84,7 +91,7 @@ function upgradeHeaders(req: http.IncomingMessage, keyHeader: string): UpgradeRe
   forward.push('x-forwarded-for', xff === undefined ? (socket.remoteAddress ?? '') : `${xff}, ${socket.remoteAddress ?? ''}`);
   if (!sawProto) forward.push('x-forwarded-proto', 'encrypted' in socket && socket.encrypted === true ? 'https' : 'http');
   if (!sawHost && host !== undefined) forward.push('x-forwarded-host', host);
-  return { forward, key, hostCount };
+  return { forward, key, authorization, hostCount };
 }
 
 export class UpgradeProxy {
@@ -148,17 +155,19 @@ export class UpgradeProxy {
       writeSocketProblem(socket, badTarget);
       return;
     }
-    const { forward, key, hostCount } = upgradeHeaders(req, rt.keyHeader);
+    const { forward, key, authorization, hostCount } = upgradeHeaders(req, rt.keyHeader, rt.jwt !== undefined);
     // One take per upgrade, like one request: the tunnel's messages are not metered.
-    const verdict = await this.#admission.decide(rt, key, hostCount);
+    const url = req.url as string;
+    const verdict = await this.#admission.decide(rt, { method: req.method ?? 'GET', path: targetPath(url), keyValue: key, authorization, hostCount });
     if (!verdict.admitted) {
       writeSocketProblem(socket, verdict.problem, verdict.headers);
       return;
     }
-    const { decision, rateHeaders } = verdict;
+    const { outcome, rateHeaders } = verdict;
+    if (rt.jwt !== undefined && verdict.key !== undefined) forward.push(rt.config.limiter.keyHeader, verdict.key);
     // The client may have gone while the store decided.
     if (socket.destroyed) return;
-    this.#forward(req, socket, head, rt, forward, rateHeaders, decision === undefined ? 'store_error_allowed' : 'forwarded');
+    this.#forward(req, socket, head, rt, forward, rateHeaders, outcome);
   }
 
   #forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, rt: RouteRuntime, headers: string[], rateHeaders: string[], outcome: 'forwarded' | 'store_error_allowed'): void {

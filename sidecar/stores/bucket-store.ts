@@ -25,6 +25,15 @@ export interface BucketStore {
    * possibly before takeInto returns (the memory store decides at once).
    */
   takeInto(key: string, rule: BucketRule, cost: number, sink: TakeSink): void;
+  /**
+   * Several limits on one request, atomically: admitted only when every bucket (one per rule,
+   * all named after `key`) holds its cost, and then every one is charged; a refusal charges none.
+   * The decision is the most constraining bucket's, with each bucket's in `limits` (bucket.ts
+   * takeAllUs). `costs` holds one cost per rule.
+   */
+  takeAll(key: string, rules: readonly BucketRule[], costs?: readonly number[]): Promise<Decision>;
+  /** takeAll() for the hot path, as takeInto() is for take(). */
+  takeAllInto(key: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): void;
   /** Resolves once the store can answer (immediately for memory). */
   ready(): Promise<void>;
   /** True while the store can answer (for readiness probes). */

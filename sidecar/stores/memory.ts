@@ -1,6 +1,6 @@
 // In-memory BucketStore: the embedded default for a single process (make run, tests). The clock
 // is injected (ms, may be fractional); idle buckets are forgotten once they would be full again.
-import { assertRule, bucketTtlMs, takeUs, type BucketRule, type BucketState, type Decision } from '../bucket.ts';
+import { assertRule, bucketTtlMs, takeAllUs, takeUs, type BucketRule, type BucketState, type Decision } from '../bucket.ts';
 import type { BucketStore, TakeSink } from './bucket-store.ts';
 
 export interface MemoryStoreOptions {
@@ -57,6 +57,43 @@ export class MemoryBucketStore implements BucketStore {
     else {
       entry.state = state;
       entry.expiresUs = expiresUs;
+    }
+    return decision;
+  }
+
+  async takeAll(key: string, rules: readonly BucketRule[], costs: readonly number[] = rules.map((r) => r.requestedTokens)): Promise<Decision> {
+    return this.takeAllSync(key, rules, costs);
+  }
+
+  takeAllInto(key: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): void {
+    let decision: Decision;
+    try {
+      decision = this.takeAllSync(key, rules, costs);
+    } catch (err) {
+      sink.failed(err as Error);
+      return;
+    }
+    sink.taken(decision);
+  }
+
+  /**
+   * Synchronous takeAll. Bucket i > 0 of a take is stored under key + NUL + i: keys never hold a
+   * NUL, so no other key can name it.
+   */
+  takeAllSync(key: string, rules: readonly BucketRule[], costs: readonly number[]): Decision {
+    if (rules.length === 1) return this.takeSync(key, rules[0] as BucketRule, costs[0]);
+    if (rules.length === 0 || rules.length !== costs.length) throw new RangeError('a take needs one cost per rule, and at least one rule');
+    for (let i = 0; i < rules.length; i++) assertRule(rules[i] as BucketRule, costs[i] as number);
+    const nowUs = Math.round(this.#now() * 1000);
+    const names = rules.map((_, i) => (i === 0 ? key : `${key}\u0000${i}`));
+    const prior = names.map((name) => {
+      const entry = this.#buckets.get(name);
+      return entry !== undefined && entry.expiresUs > nowUs ? entry.state : undefined;
+    });
+    const { decision, states } = takeAllUs(prior, rules, nowUs, costs);
+    for (let i = 0; i < names.length; i++) {
+      const state = states[i] as BucketState;
+      this.#buckets.set(names[i] as string, { state, expiresUs: state.updatedUs + bucketTtlMs(rules[i] as BucketRule) * 1000 });
     }
     return decision;
   }

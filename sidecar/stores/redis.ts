@@ -8,7 +8,7 @@
 // decisions are exactly those of separate calls at the same Redis time.
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
-import { assertRule, bucketTtlMs, toDecision, type BucketRule, type Decision } from '../bucket.ts';
+import { assertRule, bucketTtlMs, combineDecisions, toDecision, type BucketRule, type Decision } from '../bucket.ts';
 import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
 
 const script = readFileSync(new URL('./token-bucket.lua', import.meta.url), 'utf8');
@@ -42,19 +42,20 @@ export interface RedisStoreOptions {
   readonly clockForTests?: () => number;
 }
 
-/** Integers the script's reply holds per take (see token-bucket.lua). */
-const REPLY_FIELDS = 5;
+/** Integers the script's reply holds per bucket (see token-bucket.lua); each take adds one more. */
+const BUCKET_FIELDS = 4;
 
 interface BucketCommands {
-  /** numkeys, the keys, now (µs or ''), then 4 arguments per take; answers one string. */
+  /** numkeys, the keys, now (µs or ''), then per take its bucket count and 4 arguments per bucket; answers one string. */
   portcullisTake(...args: (string | number)[]): Promise<unknown>;
 }
 
 /** Where a take's outcome goes: the gateway's sink (a decision), or takeRaw's promise (the whole reply). */
 type PendingTake = {
+  /** The take's key (hash-tagged); bucket i > 0 of the take is this key + `:i`, in the same slot. */
   readonly key: string;
-  readonly rule: BucketRule;
-  readonly cost: number;
+  readonly rules: readonly BucketRule[];
+  readonly costs: readonly number[];
 } & ({ readonly raw: false; readonly sink: TakeSink } | { readonly raw: true; readonly sink: RawSink });
 
 interface RawSink {
@@ -65,8 +66,12 @@ interface RawSink {
 /** The raw reply of the script, for tests that compare it with the pure function. */
 export interface RawTake {
   readonly decision: Decision;
+  /** Micro-tokens left in the (first) bucket. */
   readonly microTokens: number;
+  /** µs time of the (first) bucket's stored state. */
   readonly nowUs: number;
+  /** Every bucket's stored state, in the rules' order. */
+  readonly states: readonly { readonly microTokens: number; readonly updatedUs: number }[];
 }
 
 export class RedisBucketStore implements BucketStore {
@@ -122,9 +127,12 @@ export class RedisBucketStore implements BucketStore {
     this.#maxBatch = maxBatch;
   }
 
-  /** The Redis key of a bucket: prefix + `{key}` (the hash tag keeps a bucket in one slot). */
-  keyOf(key: string): string {
-    return `${this.#prefix}{${key}}`;
+  /**
+   * The Redis key of a take's bucket `index`: prefix + `{key}` for the first, + `:index` for the
+   * others (one hash tag: every bucket of a take lives in one Cluster slot, as one script call needs).
+   */
+  keyOf(key: string, index = 0): string {
+    return index === 0 ? `${this.#prefix}{${key}}` : `${this.#prefix}{${key}}:${index}`;
   }
 
   take(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<Decision> {
@@ -132,23 +140,29 @@ export class RedisBucketStore implements BucketStore {
   }
 
   takeInto(key: string, rule: BucketRule, cost: number, sink: TakeSink): void {
-    try {
-      assertRule(rule, cost);
-    } catch (err) {
-      sink.failed(err as Error);
-      return;
-    }
-    this.#enqueue({ key: this.keyOf(key), rule, cost, raw: false, sink });
+    this.takeAllInto(key, [rule], [cost], sink);
   }
 
-  /** take() with the script's exact state, for equivalence tests. */
-  takeRaw(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<RawTake> {
-    try {
-      assertRule(rule, cost);
-    } catch (err) {
-      return Promise.reject(err as Error);
+  takeAll(key: string, rules: readonly BucketRule[], costs: readonly number[] = rules.map((r) => r.requestedTokens)): Promise<Decision> {
+    return new Promise<Decision>((resolve, reject) => this.takeAllInto(key, rules, costs, { taken: resolve, failed: reject }));
+  }
+
+  takeAllInto(key: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): void {
+    const invalid = checkTake(rules, costs);
+    if (invalid !== undefined) {
+      sink.failed(invalid);
+      return;
     }
-    return new Promise<RawTake>((resolve, reject) => this.#enqueue({ key: this.keyOf(key), rule, cost, raw: true, sink: { taken: resolve, failed: reject } }));
+    this.#enqueue({ key: this.keyOf(key), rules, costs, raw: false, sink });
+  }
+
+  /** takeAll() with the script's exact state, for equivalence tests. */
+  takeRaw(key: string, rule: BucketRule | readonly BucketRule[], cost?: number | readonly number[]): Promise<RawTake> {
+    const rules = Array.isArray(rule) ? (rule as readonly BucketRule[]) : [rule as BucketRule];
+    const costs = cost === undefined ? rules.map((r) => r.requestedTokens) : typeof cost === 'number' ? [cost] : cost;
+    const invalid = checkTake(rules, costs);
+    if (invalid !== undefined) return Promise.reject(invalid);
+    return new Promise<RawTake>((resolve, reject) => this.#enqueue({ key: this.keyOf(key), rules, costs, raw: true, sink: { taken: resolve, failed: reject } }));
   }
 
   #enqueue(take: PendingTake): void {
@@ -167,28 +181,56 @@ export class RedisBucketStore implements BucketStore {
     const batch = this.#pending;
     if (batch.length === 0) return;
     this.#pending = [];
-    const args: (string | number)[] = [batch.length];
-    for (const t of batch) args.push(t.key);
+    const args: (string | number)[] = [0];
+    let keys = 0;
+    let expected = 0;
+    for (const t of batch) {
+      const n = t.rules.length;
+      args.push(t.key);
+      for (let i = 1; i < n; i++) args.push(`${t.key}:${i}`);
+      keys += n;
+      expected += 1 + BUCKET_FIELDS * n;
+    }
+    args[0] = keys;
     args.push(this.#clock === undefined ? '' : String(Math.round(this.#clock() * 1000)));
-    for (const t of batch) args.push(t.rule.replenishRate, t.rule.burstCapacity, t.cost, bucketTtlMs(t.rule));
+    for (const t of batch) {
+      args.push(t.rules.length);
+      for (let i = 0; i < t.rules.length; i++) {
+        const rule = t.rules[i] as BucketRule;
+        args.push(rule.replenishRate, rule.burstCapacity, t.costs[i] as number, bucketTtlMs(rule));
+      }
+    }
     this.client.portcullisTake(...args).then(
       (reply) => {
         const fields = typeof reply === 'string' ? reply.split(' ') : [];
-        if (fields.length !== batch.length * REPLY_FIELDS) {
-          failAll(batch, new StoreUnavailableError('redis bucket store: malformed reply'));
+        if (fields.length !== expected) {
+          failAll(batch, malformed());
           return;
         }
+        let at = 0;
         for (let i = 0; i < batch.length; i++) {
           const t = batch[i] as PendingTake;
-          let take: RawTake;
+          const from = at;
+          at += 1 + BUCKET_FIELDS * t.rules.length;
+          if (t.raw) {
+            let take: RawTake;
+            try {
+              take = parseReply(fields, from, t.rules, t.costs);
+            } catch (err) {
+              t.sink.failed(err as Error);
+              continue;
+            }
+            t.sink.taken(take);
+            continue;
+          }
+          let decision: Decision;
           try {
-            take = parseReply(fields, i * REPLY_FIELDS, t.rule, t.cost);
+            decision = parseDecision(fields, from, t.rules, t.costs);
           } catch (err) {
             t.sink.failed(err as Error);
             continue;
           }
-          if (t.raw) t.sink.taken(take);
-          else t.sink.taken(take.decision);
+          t.sink.taken(decision);
         }
       },
       (err: unknown) => failAll(batch, new StoreUnavailableError(`redis bucket store: ${(err as Error).message}`, { cause: err })),
@@ -220,21 +262,50 @@ function failAll(batch: readonly PendingTake[], err: Error): void {
 /** A number of the reply; NaN when absent or empty (Number('') would be 0). */
 const integerField = (s: string | undefined): number => (s === undefined || s === '' ? Number.NaN : Number(s));
 
-/** Checks one take's slice of the script's reply (zod would allocate on the hot path; this is the same check by hand). */
-export function parseReply(fields: readonly string[], at: number, rule: BucketRule, cost: number): RawTake {
+/** Why a take cannot be asked (a RangeError), or undefined. */
+function checkTake(rules: readonly BucketRule[], costs: readonly number[]): Error | undefined {
+  if (rules.length === 0 || rules.length !== costs.length) return new RangeError('a take needs one cost per rule, and at least one rule');
+  try {
+    for (let i = 0; i < rules.length; i++) assertRule(rules[i] as BucketRule, costs[i] as number);
+  } catch (err) {
+    return err as Error;
+  }
+  return undefined;
+}
+
+const malformed = () => new StoreUnavailableError('redis bucket store: malformed reply');
+
+/** The decision in one take's slice of the reply; one limit (the common case) allocates only the decision. */
+export function parseDecision(fields: readonly string[], at: number, rules: readonly BucketRule[], costs: readonly number[]): Decision {
+  if (rules.length !== 1) return parseReply(fields, at, rules, costs).decision;
   const allowed = fields[at];
   const microTokens = integerField(fields[at + 1]);
   const retryUs = integerField(fields[at + 2]);
   const resetUs = integerField(fields[at + 3]);
-  const nowUs = integerField(fields[at + 4]);
-  if (
-    (allowed !== '0' && allowed !== '1') ||
-    !Number.isSafeInteger(microTokens) ||
-    !Number.isSafeInteger(retryUs) ||
-    !Number.isSafeInteger(resetUs) ||
-    !Number.isSafeInteger(nowUs)
-  ) {
-    throw new StoreUnavailableError('redis bucket store: malformed reply');
+  if ((allowed !== '0' && allowed !== '1') || !Number.isSafeInteger(microTokens) || !Number.isSafeInteger(retryUs) || !Number.isSafeInteger(resetUs) || !Number.isSafeInteger(integerField(fields[at + 4]))) {
+    throw malformed();
   }
-  return { decision: toDecision(allowed === '1', microTokens, retryUs, resetUs, rule, cost), microTokens, nowUs };
+  return toDecision(allowed === '1', microTokens, retryUs, resetUs, rules[0] as BucketRule, costs[0] as number);
+}
+
+/** Checks one take's slice of the script's reply (zod would allocate on the hot path; this is the same check by hand). */
+export function parseReply(fields: readonly string[], at: number, rules: readonly BucketRule[], costs: readonly number[]): RawTake {
+  const allowed = fields[at];
+  if (allowed !== '0' && allowed !== '1') throw malformed();
+  const decisions: Decision[] = [];
+  const states: { microTokens: number; updatedUs: number }[] = [];
+  for (let i = 0; i < rules.length; i++) {
+    const f = at + 1 + BUCKET_FIELDS * i;
+    const microTokens = integerField(fields[f]);
+    const retryUs = integerField(fields[f + 1]);
+    const resetUs = integerField(fields[f + 2]);
+    const nowUs = integerField(fields[f + 3]);
+    if (!Number.isSafeInteger(microTokens) || !Number.isSafeInteger(retryUs) || !Number.isSafeInteger(resetUs) || !Number.isSafeInteger(nowUs)) {
+      throw malformed();
+    }
+    decisions.push(toDecision(allowed === '1', microTokens, retryUs, resetUs, rules[i] as BucketRule, costs[i] as number));
+    states.push({ microTokens, updatedUs: nowUs });
+  }
+  const first = states[0] as { microTokens: number; updatedUs: number };
+  return { decision: combineDecisions(decisions), microTokens: first.microTokens, nowUs: first.updatedUs, states };
 }

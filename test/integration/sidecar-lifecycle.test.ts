@@ -57,8 +57,8 @@ describe('sidecar lifecycle', () => {
     expect([10, 11]).toContain(forwarded);
     expect(value('portcullis_sidecar_requests_total{route="all",outcome="limited"}')).toBe(12 - forwarded);
     expect(value('portcullis_sidecar_requests_total{route="all",outcome="bad_key"}')).toBe(1);
-    expect(value('portcullis_sidecar_limiter_decisions_total{route="all",decision="allowed"}')).toBe(forwarded);
-    expect(value('portcullis_sidecar_limiter_decisions_total{route="all",decision="limited"}')).toBe(12 - forwarded);
+    expect(value('portcullis_sidecar_limiter_decisions_total{route="all",rule="default",decision="allowed",shadow="false"}')).toBe(forwarded);
+    expect(value('portcullis_sidecar_limiter_decisions_total{route="all",rule="default",decision="limited",shadow="false"}')).toBe(12 - forwarded);
     expect(value('portcullis_sidecar_store_duration_seconds_count{store="memory"}')).toBe(12);
     expect(value('portcullis_sidecar_proxy_duration_seconds_count{route="all"}')).toBe(forwarded);
     expect(metrics).toMatch(/portcullis_sidecar_store_errors_total/);

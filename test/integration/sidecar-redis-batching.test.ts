@@ -164,10 +164,13 @@ describe('batched takes on Redis', () => {
     const key = 'portcullis:bucket:{malformed}';
     await admin.hset(key, 't', '5000000', 'ts', '1795000000000000');
     // Two keys, arguments for one take and a half: refused before the first take runs.
-    await expect(admin.eval(script, 2, key, key, '', '1', '10', '1', '60000', '1', '10')).rejects.toThrow(/expected 1 \+ 4 arguments per key, got 7 for 2/);
+    await expect(admin.eval(script, 2, key, key, '', '1', '1', '10', '1', '60000', '1', '1', '10')).rejects.toThrow(/arguments do not match the keys \(9 arguments for 2 keys\)/);
+    // One take that claims two buckets but names one key, and a bucket count that is not a number.
+    await expect(admin.eval(script, 1, key, '', '2', '1', '10', '1', '60000', '1', '10', '1', '60000')).rejects.toThrow(/arguments do not match the keys/);
+    await expect(admin.eval(script, 1, key, '', 'x', '1', '10', '1', '60000')).rejects.toThrow(/arguments do not match the keys/);
     expect(await admin.hgetall(key)).toEqual({ t: '5000000', ts: '1795000000000000' });
-    // The same call well formed takes twice and answers 5 integers per take in one string.
-    const reply = await admin.eval(script, 2, key, key, '1795000000000000', '1', '10', '1', '60000', '1', '10', '1', '60000');
+    // The same call well formed takes twice and answers 5 integers per one-bucket take in one string.
+    const reply = await admin.eval(script, 2, key, key, '1795000000000000', '1', '1', '10', '1', '60000', '1', '1', '10', '1', '60000');
     expect(typeof reply).toBe('string');
     expect((reply as string).split(' ')).toEqual(['1', '4000000', '0', '6000000', '1795000000000000', '1', '3000000', '0', '7000000', '1795000000000000']);
   });

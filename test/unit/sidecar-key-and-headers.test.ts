@@ -22,7 +22,7 @@ describe('USER-ID key rules', () => {
 
 describe('rate-limit header sets', () => {
   const decision: Decision = { allowed: true, remaining: 42, limit: 100, cost: 3, retryAfterMs: 0, resetMs: 2900 };
-  const ctx = { routeId: 'all', rule: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 } };
+  const ctx = { policyName: 'all', limits: [{ replenishRate: 20, burstCapacity: 100, requestedTokens: 3 }] };
   const render = (enabled: { spec: boolean; draft: boolean; spring: boolean }) => {
     const out: string[] = [];
     composeHeaderSets(enabled, ctx)(decision, out);
