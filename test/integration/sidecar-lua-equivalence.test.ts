@@ -3,7 +3,7 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { takeAllUs, takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
 import { RedisBucketStore } from '../../sidecar/stores/redis.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 
@@ -51,6 +51,46 @@ describe('pure token bucket vs the Redis Lua script', () => {
           },
         ),
         { numRuns: 60 },
+      );
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('several limits on one take: identical decisions (each bucket and the combined one) and state, in batches mixed with single takes', async () => {
+    let clockMs = 0;
+    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000, clockForTests: () => clockMs });
+    await store.ready();
+    let run = 0;
+    const limitArb = fc.record({ replenishRate: fc.integer({ min: 1, max: 500 }), burstCapacity: fc.integer({ min: 1, max: 500 }) });
+    try {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(limitArb, { minLength: 1, maxLength: 4 }),
+          fc.array(fc.tuple(fc.integer({ min: -50_000, max: 3_000_000 }), fc.nat(), fc.boolean()), { minLength: 1, maxLength: 40 }),
+          async (limits, steps) => {
+            const rules: BucketRule[] = limits.map((l) => ({ ...l, requestedTokens: 1 }));
+            const key = `multi-${run++}`;
+            const single: BucketRule = { replenishRate: 3, burstCapacity: 4, requestedTokens: 1 };
+            let states: readonly (BucketState | undefined)[] = rules.map(() => undefined);
+            let nowUs = 1_795_000_000_000_000 + run * 1000;
+            for (const [gapUs, c, withSingle] of steps) {
+              nowUs += gapUs;
+              const costs = rules.map((r) => c % (r.burstCapacity + 1));
+              const pure = takeAllUs(states, rules, nowUs, costs);
+              states = pure.states;
+              clockMs = nowUs / 1000;
+              // Sometimes another one-bucket take joins the same script call (one batch).
+              const [lua] = await Promise.all([store.takeRaw(key, rules, costs), withSingle ? store.takeRaw(`${key}-single`, single) : undefined]);
+              expect(lua.decision).toEqual(pure.decision);
+              expect(lua.states).toEqual(pure.states);
+              for (const [i, state] of pure.states.entries()) {
+                expect(await admin.hgetall(store.keyOf(key, i))).toEqual({ t: String(state.microTokens), ts: String(state.updatedUs) });
+              }
+            }
+          },
+        ),
+        { numRuns: 40 },
       );
     } finally {
       await store.close();

@@ -5,7 +5,7 @@
 // An independent BigInt model of the same rules must take every decision the same way.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MICRO, take, takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { MICRO, take, takeAllUs, takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
 import { MemoryBucketStore } from '../../sidecar/stores/memory.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
 
@@ -91,6 +91,75 @@ describe('token bucket, for any sequence of times and costs', () => {
         }
       }),
       { numRuns: RUNS },
+    );
+  });
+
+  it('several limits on one request: admitted only when every bucket holds its cost, then all charged; a refusal charges none; each bucket within its own bound', () => {
+    fc.assert(
+      fc.property(fc.array(ruleArb, { minLength: 1, maxLength: 4 }), startArb, fc.array(stepArb, { minLength: 1, maxLength: 120 }), (rules, start, steps) => {
+        recordCases('bucket property sequences', 1);
+        let states: readonly (BucketState | undefined)[] = rules.map(() => undefined);
+        let refs: ({ tokens: bigint; at: bigint } | undefined)[] = rules.map(() => undefined);
+        let now = start;
+        let first: number | undefined;
+        let maxSeen = 0;
+        const admitted = rules.map(() => 0n);
+        for (const step of steps) {
+          now = Math.max(0, now + step.dtUs);
+          first ??= now;
+          maxSeen = Math.max(maxSeen, now);
+          const costs = rules.map((r) => Math.floor((r.burstCapacity * step.costPermille) / 1000));
+          const r = takeAllUs(states, rules, now, costs);
+          // The independent model: refill each bucket (no charge), admit only if all hold their cost, then charge all.
+          const refilled = rules.map((rule, i) => referenceTake(refs[i], rule, BigInt(now), 0).state);
+          const all = refilled.every((st, i) => st.tokens >= BigInt(costs[i] as number) * 1_000_000n);
+          refs = refilled.map((st, i) => (all ? { tokens: st.tokens - BigInt(costs[i] as number) * 1_000_000n, at: st.at } : st));
+          expect(r.decision.allowed).toBe(all);
+          r.states.forEach((st, i) => {
+            expect(BigInt(st.microTokens)).toBe(refs[i]?.tokens);
+            expect(BigInt(st.updatedUs)).toBe(refs[i]?.at);
+          });
+          const each = r.decision.limits ?? [r.decision];
+          expect(each).toHaveLength(rules.length);
+          for (const d of each) expect(d.allowed).toBe(all);
+          if (all) {
+            expect(r.decision.retryAfterMs).toBe(0);
+            expect(r.decision.remaining).toBe(Math.min(...each.map((d) => d.remaining)));
+            rules.forEach((_, i) => (admitted[i] = (admitted[i] as bigint) + BigInt(costs[i] as number) * 1_000_000n));
+          } else {
+            // Retry-After is the longest wait among the refusing buckets, and it is enough for all.
+            expect(r.decision.retryAfterMs).toBe(Math.max(...each.map((d) => d.retryAfterMs)));
+            expect(r.decision.retryAfterMs).toBeGreaterThan(0);
+          }
+          states = r.states;
+          rules.forEach((rule, i) => {
+            const bound = BigInt(rule.burstCapacity) * 1_000_000n + BigInt(rule.replenishRate) * BigInt(maxSeen - (first as number));
+            expect((admitted[i] as bigint) <= bound).toBe(true);
+          });
+        }
+      }),
+      { numRuns: RUNS },
+    );
+  });
+
+  it('one limit through takeAllUs is takeUs', () => {
+    fc.assert(
+      fc.property(ruleArb, startArb, fc.array(stepArb, { minLength: 1, maxLength: 60 }), (rule, start, steps) => {
+        let a: BucketState | undefined;
+        let b: BucketState | undefined;
+        let now = start;
+        for (const step of steps) {
+          now = Math.max(0, now + step.dtUs);
+          const cost = Math.floor((rule.burstCapacity * step.costPermille) / 1000);
+          const one = takeUs(a, rule, now, cost);
+          const all = takeAllUs([b], [rule], now, [cost]);
+          expect(all.decision).toEqual(one.decision);
+          expect(all.states).toEqual([one.state]);
+          a = one.state;
+          b = all.states[0];
+        }
+      }),
+      { numRuns: Math.ceil(RUNS / 4) },
     );
   });
 
