@@ -20,6 +20,8 @@ export interface WrkOptions {
   readonly threads: number;
   readonly durationS: number;
   readonly headers?: Readonly<Record<string, string>>;
+  /** A file of 'Name: value' lines: request i sends line i mod n as well (gateway-wrk.lua). */
+  readonly rotateHeaderFile?: string;
 }
 
 /** Every failed request of a run: connect, read, write and timeout errors and non-2xx answers. */
@@ -42,7 +44,8 @@ export function runWrk(options: WrkOptions): Promise<WrkResult> {
   for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}: ${value}`);
   args.push(options.url);
   return new Promise((resolve, reject) => {
-    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    const env = options.rotateHeaderFile === undefined ? process.env : { ...process.env, WRK_ROTATE_FILE: options.rotateHeaderFile };
+    const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'inherit'], env });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
     child.once('error', reject);

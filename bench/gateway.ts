@@ -30,6 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
+import type { SidecarConfigInput } from '../sidecar/config.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram, type StartOptions } from '../test/harness/programs.ts';
 import { statusFieldsKiB, statusKiB } from '../test/harness/raw-http.ts';
@@ -115,17 +116,19 @@ export const nginxUnreachable = { ratePerSecond: 1_000_000, burst: 1_000_000 } a
 /** How a sidecar process is started: as deployed (bundle + container env) or from the sources with V8's defaults. */
 type SidecarForm = 'deployed' | 'source';
 
+/** A sidecar in front of upstreamUrl; its limiter is `unreachable` keyed by USER-ID unless launch.limiter says otherwise. */
 export async function startSidecar(
   upstreamUrl: string,
   redisUrl: string | undefined,
   name: string,
   form: SidecarForm = 'deployed',
-  launch: Pick<SidecarProcessOptions, 'node' | 'launcher' | 'waitPortMs'> = {},
+  launch: Pick<SidecarProcessOptions, 'node' | 'launcher' | 'waitPortMs'> & { limiter?: SidecarConfigInput['limiter'] } = {},
 ): Promise<SidecarProcess> {
+  const { limiter = unreachable, ...options } = launch;
   const config = {
     upstream: { url: upstreamUrl },
     route: { id: 'bench', path: '/**' },
-    limiter: unreachable,
+    limiter,
     ...(redisUrl !== undefined ? { redis: { url: redisUrl, commandTimeoutMs: 1000 } } : {}),
     logLevel: 'warn' as const,
   };
@@ -133,7 +136,7 @@ export async function startSidecar(
   const profiling = sidecarEnv()['NODE_OPTIONS'];
   if (profiling !== undefined) env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${profiling}`.trim();
   const entry = form === 'deployed' ? SIDECAR_ENTRY : 'sidecar/main.ts';
-  return startSidecarProcess(config, name, { entry, env, ...launch });
+  return startSidecarProcess(config, name, { entry, env, ...options });
 }
 
 export const BARE_PROXY_DESCRIPTION = 'node:http + undici Pool, no limiter, bundled and run with the sidecar\'s heap caps (floor of a Node proxy)';

@@ -15,6 +15,7 @@ import { accuracyMarkdown, runAccuracyBench } from './accuracy.ts';
 import { authFloodMarkdown, runAuthFloodBench } from './auth-flood.ts';
 import { authMarkdown, runAuthBench } from './auth.ts';
 import { containerMemoryMarkdown, runContainerMemoryBench } from './container-memory.ts';
+import { gatewayJwtMarkdown, runGatewayJwtBench } from './gateway-jwt.ts';
 import { gatewayMarkdown, runGatewayBench } from './gateway.ts';
 import { instructionsMarkdown, runInstructionsBench } from './instructions.ts';
 import { operatorMarkdown, runOperatorBench, type OperatorBenchResult } from './operator.ts';
@@ -37,6 +38,7 @@ const operatorSizes = (process.env['BENCH_OPERATOR_ROUTES'] ?? '200,1000').split
 
 const suites: Record<string, Suite> = {
   gateway: { run: runGatewayBench, markdown: gatewayMarkdown as (r: never) => string },
+  'gateway-jwt': { run: runGatewayJwtBench, markdown: gatewayJwtMarkdown as (r: never) => string },
   instructions: { run: runInstructionsBench, markdown: instructionsMarkdown as (r: never) => string },
   'container-memory': { run: runContainerMemoryBench, markdown: containerMemoryMarkdown as (r: never) => string },
   accuracy: { run: runAccuracyBench, markdown: accuracyMarkdown as (r: never) => string },

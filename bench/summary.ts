@@ -5,6 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AccuracyBenchResult } from './accuracy.ts';
 import type { ContainerMemoryBenchResult } from './container-memory.ts';
+import type { GatewayJwtBenchResult } from './gateway-jwt.ts';
 import type { GatewayBenchResult } from './gateway.ts';
 import type { InstructionsBenchResult } from './instructions.ts';
 import type { OperatorBenchResult } from './operator.ts';
@@ -22,6 +23,7 @@ function read<T>(dir: string, name: string, current: (x: Record<string, unknown>
 }
 
 const isGateway = (x: Record<string, unknown>) => Array.isArray(x['goals']) && Array.isArray(x['scenarios']);
+const isGatewayJwt = (x: Record<string, unknown>) => x['suite'] === 'gateway-jwt' && Array.isArray(x['scenarios']);
 const isAccuracy = (x: Record<string, unknown>) => Array.isArray(x['limiters']);
 const isToken = (x: Record<string, unknown>) => Array.isArray(x['servers']);
 const isContainerMemory = (x: Record<string, unknown>) => x['suite'] === 'container-memory' && Array.isArray(x['runs']);
@@ -68,6 +70,17 @@ export function headline(dir: string): string {
     if (c !== undefined) rows.push(`| gateway: CPU per request, Node peer / sidecar-redis | - | ${c}x | - |`);
     const cn = g.ratios['cpu-efficiency sidecar-redis/nginx'];
     if (cn !== undefined) rows.push(`| gateway: CPU per request, nginx / sidecar-redis | - | ${cn}x | - |`);
+  }
+  const j = read<GatewayJwtBenchResult>(dir, 'gateway-jwt', isGatewayJwt);
+  if (j !== undefined) {
+    for (const goal of j.goals) rows.push(`| gateway: ${goal.name} | ${goal.goal} | ${goal.measured} | ${goal.met ? 'yes' : '**no**'} |`);
+    const s = (n: string) => j.scenarios.find((x) => x.name === n);
+    const figures = ['sidecar-jwt', 'sidecar-header', 'node-peer-jwt', 'node-peer-jwt-documented'].flatMap((n) => {
+      const x = s(n);
+      return x === undefined ? [] : [`${n} ${x.saturation.requestsPerSecond} req/s${x.fixedRate === undefined ? '' : `, p99 ${x.fixedRate.latencyMs.p99} ms`}`];
+    });
+    const jh = j.ratios['throughput sidecar-jwt/sidecar-header'];
+    if (jh !== undefined) rows.push(`| gateway: jwt key throughput / header key, same sidecar (context; p99 at a fixed ${s('sidecar-jwt')?.fixedRate?.offered ?? '?'} req/s) | - | ${jh}x (${figures.join('; ')}) | - |`);
   }
   const ins = read<InstructionsBenchResult>(dir, 'instructions', isInstructions);
   if (ins?.notRun !== undefined) rows.push(`| gateway: instructions per request (callgrind) | - | **not run on this machine**: ${ins.notRun} | - |`);
@@ -173,7 +186,7 @@ export function chartSvg(dir: string): string {
 export function writeSummary(dir: string, readme: string): string[] {
   const written: string[] = [];
   const head = headline(dir);
-  const sections = ['gateway', 'instructions', 'container-memory', 'accuracy', 'token', 'auth', 'auth-flood', 'signin-flood', 'redis-cost', 'operator-scale']
+  const sections = ['gateway', 'gateway-jwt', 'instructions', 'container-memory', 'accuracy', 'token', 'auth', 'auth-flood', 'signin-flood', 'redis-cost', 'operator-scale']
     .filter((n) => existsSync(path.join(dir, `${n}.md`)))
     .map((n) => readFileSync(path.join(dir, `${n}.md`), 'utf8').trim());
   writeFileSync(path.join(dir, 'summary.md'), `${[head, '', '![benchmark chart](chart.svg)', '', ...sections.flatMap((s) => [s, ''])].join('\n')}`);

@@ -6,6 +6,7 @@
 //
 //	loadgen rate -addr 127.0.0.1:8080 -path /healthcheck/ready -H 'USER-ID: u' -rate 2000 -duration 10s -connections 50
 //	loadgen list -addr 127.0.0.1:9000 -file requests.jsonl -connections 16
+//	loadgen rate ... -rotate users.txt   (request i also sends line i mod n: 'USER-ID: user-7')
 //
 // `list` sends each request of a JSON-lines file exactly once (as fast as the connections allow),
 // for measurements where every request must differ (one authorization code each).
@@ -190,6 +191,7 @@ func main() {
 	connections := fs.Int("connections", 50, "keep-alive connections")
 	file := fs.String("file", "", "JSON lines of {method,path,headers,body} (list mode)")
 	limit := fs.Duration("limit", 0, "stop sending after this long (default: duration + 5s in rate mode, 120s in list mode)")
+	rotate := fs.String("rotate", "", "file of 'Name: value' lines: request i also sends line i mod n (rate mode; one user after another)")
 	var hdrs headerList
 	fs.Var(&hdrs, "H", "header 'Name: value' (repeatable)")
 	fs.Parse(os.Args[2:])
@@ -208,6 +210,15 @@ func main() {
 				os.Exit(2)
 			}
 			reqs = append(reqs, buildRequest(lr.Method, *addr, lr.Path, lr.Headers, lr.Body))
+		}
+	} else if *rotate != "" {
+		data, err := os.ReadFile(*rotate)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+		for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+			reqs = append(reqs, buildRequest(*method, *addr, *path, parseHeaders(append(append(headerList{}, hdrs...), line)), ""))
 		}
 	} else {
 		reqs = [][]byte{buildRequest(*method, *addr, *path, parseHeaders(hdrs), "")}
@@ -250,7 +261,7 @@ func main() {
 					continue
 				}
 				var from time.Time
-				req := reqs[0]
+				req := reqs[i%int64(len(reqs))]
 				if mode == "rate" {
 					from = start.Add(time.Duration(i) * interval)
 					if d := time.Until(from); d > 0 {
