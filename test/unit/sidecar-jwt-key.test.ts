@@ -11,7 +11,7 @@ const AUDIENCE = 'urn:portcullis:user-service';
 const settings = (overrides: Record<string, unknown> = {}) => jwtKeySchema.parse({ issuer: ISSUER, audience: AUDIENCE, jwksUrl: 'http://127.0.0.1:1/jwks.json', ...overrides });
 
 describe('jwt key source', () => {
-  let privateKey: CryptoKey;
+  let privateKey: Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
   let keys: JWTVerifyGetKey;
   /** Calls of the key lookup: one per signature check. */
   let lookups = 0;
@@ -111,7 +111,7 @@ describe('jwt key source', () => {
     ['a sub with a control character', { sub: 'a\u0001b' }, {}, 'The access token has no usable sub claim.'],
   ])('refuses a token with %s', async (_why, claims, header, detail) => {
     const source = new JwtKeySource(settings(), { now: clock, keys });
-    let builder = new SignJWT({ sub: 'alice', ...claims }).setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt', ...header });
+    let builder = new SignJWT({ sub: 'alice', ...(claims as Record<string, unknown>) }).setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt', ...header });
     if (!('iss' in claims)) builder = builder.setIssuer(ISSUER);
     if (!('aud' in claims)) builder = builder.setAudience(AUDIENCE);
     const token = await builder.setIssuedAt(Math.floor(now / 1000)).setExpirationTime(Math.floor(now / 1000) + 60).sign(privateKey);
