@@ -1,6 +1,7 @@
 // `make run` description of the sidecar (scripts/local-program.ts): route `all`, `/**`, to the
 // user service on 8081 with the specification's "Normal" limits unless the environment overrides
-// them; REDIS_URL switches the limiter from memory to Redis.
+// them; REDIS_URL switches the limiter from memory to Redis; LIMIT_KEY=jwt keys the buckets on the
+// verified subject of access tokens from the local auth server instead of the USER-ID header.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
@@ -18,8 +19,14 @@ const intFromEnv = (env: NodeJS.ProcessEnv, name: string, fallback: number): num
   return n;
 };
 
+/** The local auth server (services/auth-server/local.ts) and the user service's default audience. */
+const LOCAL_ISSUER = 'http://localhost:9000';
+const LOCAL_AUDIENCE = 'urn:portcullis:user-service';
+
 const sidecar: LocalProgramFactory = (ctx) => {
   const redisUrl = ctx.env.REDIS_URL;
+  const limitKey = ctx.env['LIMIT_KEY'] ?? 'header';
+  if (limitKey !== 'header' && limitKey !== 'jwt') throw new Error(`LIMIT_KEY must be header or jwt, got ${limitKey}`);
   const input: SidecarConfigInput = {
     listen: { host: '127.0.0.1', port },
     admin: { host: '127.0.0.1', port: adminPort },
@@ -29,6 +36,7 @@ const sidecar: LocalProgramFactory = (ctx) => {
       replenishRate: intFromEnv(ctx.env, 'REPLENISH_RATE', 20),
       burstCapacity: intFromEnv(ctx.env, 'BURST_CAPACITY', 100),
       requestedTokens: intFromEnv(ctx.env, 'REQUESTED_TOKENS', 3),
+      ...(limitKey === 'jwt' ? { key: 'jwt' as const, jwt: { issuer: LOCAL_ISSUER, audience: LOCAL_AUDIENCE, jwksUrl: `${LOCAL_ISSUER}/jwks.json` } } : {}),
     },
     ...(redisUrl !== undefined && redisUrl !== '' ? { redis: { url: redisUrl } } : {}),
   };
@@ -42,8 +50,10 @@ const sidecar: LocalProgramFactory = (ctx) => {
     port,
     args: ['--config', file],
     notes: [
-      `route all /** -> user-service, ${l.replenishRate}/s, burst ${l.burstCapacity}, ${l.requestedTokens} per request, store ${config.redis === undefined ? 'memory' : 'redis'}`,
-      `try: curl -i -H 'USER-ID: alice' http://localhost:${port}/healthcheck/ready`,
+      `route all /** -> user-service, ${l.replenishRate}/s, burst ${l.burstCapacity}, ${l.requestedTokens ?? 1} per request, store ${config.redis === undefined ? 'memory' : 'redis'}, key ${l.key === 'jwt' ? 'sub of a verified access token' : 'USER-ID header'}`,
+      l.key === 'jwt'
+        ? `try: sign in at the demo client (http://localhost:3000); it calls /me here with its access token`
+        : `try: curl -i -H 'USER-ID: alice' http://localhost:${port}/healthcheck/ready`,
       `admin: http://localhost:${adminPort}/metrics  /healthz  /readyz   (config ${file})`,
     ],
   };

@@ -1,5 +1,6 @@
 // Sign-in and consent pages as a person uses them, in Debian's Chromium via playwright-core: the
-// demo client, the auth server, the sidecar and the user service run as real processes.
+// demo client, the auth server, the sidecar and the user service run as real processes. Twice:
+// with the sidecar keyed on the USER-ID header, and on the verified access token's subject.
 // Screenshots land in test-results/screenshots/ (kept as test artefacts).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -10,12 +11,12 @@ import { startStack, type Stack } from '../integration/auth-stack.ts';
 
 const shots = path.join(repoRoot, 'test-results', 'screenshots');
 
-describe('sign-in in the browser', () => {
+describe.each(['header', 'jwt'] as const)('sign-in in the browser, gateway keyed by %s', (limitKey) => {
   let stack: Stack;
   let browser: Browser;
   beforeAll(async () => {
     mkdirSync(shots, { recursive: true });
-    stack = await startStack({ demoClient: true });
+    stack = await startStack({ demoClient: true, limitKey });
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
@@ -43,7 +44,7 @@ describe('sign-in in the browser', () => {
     await page.waitForSelector('#sign-in-title');
     expect(new URL(page.url()).origin).toBe(stack.issuer);
     expect(await page.textContent('.lead')).toContain('Demo <Client>');
-    await page.screenshot({ path: path.join(shots, `${shot}-1-sign-in.png`) });
+    await page.screenshot({ path: path.join(shots, `${limitKey}-${shot}-1-sign-in.png`) });
     await page.fill('input[name=username]', username);
     await page.fill('input[name=password]', password);
     await page.click('button#sign-in');
@@ -54,7 +55,7 @@ describe('sign-in in the browser', () => {
     await signIn(page, 'alice', 'wonderland', 'first');
     await page.waitForSelector('#consent-title');
     expect(await page.textContent('ul.scopes')).toContain('profile');
-    await page.screenshot({ path: path.join(shots, 'first-2-consent.png') });
+    await page.screenshot({ path: path.join(shots, `${limitKey}-first-2-consent.png`) });
     await page.click('#allow');
     await page.waitForSelector('#signed-in');
     expect(new URL(page.url()).origin).toBe(stack.demoClientUrl);
@@ -62,7 +63,7 @@ describe('sign-in in the browser', () => {
     const profile = JSON.parse((await page.textContent('#profile')) ?? '{}') as Record<string, unknown>;
     expect(profile).toMatchObject({ sub: 'alice', name: 'Alice Liddell', email: 'alice@example.com' });
     expect(await page.textContent('#claims')).toContain('"demo-client"');
-    await page.screenshot({ path: path.join(shots, 'first-3-profile.png'), fullPage: true });
+    await page.screenshot({ path: path.join(shots, `${limitKey}-first-3-profile.png`), fullPage: true });
     expect(visited.filter((p) => p === '/auth/consent')).toHaveLength(1);
     await page.context().close();
   });
@@ -72,7 +73,7 @@ describe('sign-in in the browser', () => {
     await signIn(page, 'alice', 'wonderland', 'second');
     await page.waitForSelector('#signed-in');
     expect(await page.textContent('#profile-name')).toBe('Alice Liddell');
-    await page.screenshot({ path: path.join(shots, 'second-2-profile.png'), fullPage: true });
+    await page.screenshot({ path: path.join(shots, `${limitKey}-second-2-profile.png`), fullPage: true });
     expect(visited).not.toContain('/auth/consent');
     expect(visited).toContain('/auth');
     await page.context().close();
@@ -86,7 +87,7 @@ describe('sign-in in the browser', () => {
     await page.waitForSelector('#oauth-error');
     expect(new URL(page.url()).origin).toBe(stack.demoClientUrl);
     expect(await page.textContent('#oauth-error')).toBe('access_denied');
-    await page.screenshot({ path: path.join(shots, 'deny-2-access-denied.png') });
+    await page.screenshot({ path: path.join(shots, `${limitKey}-deny-2-access-denied.png`) });
     await page.context().close();
   });
 
@@ -95,7 +96,7 @@ describe('sign-in in the browser', () => {
     await signIn(page, 'alice', 'not-the-password', 'wrong-password');
     await page.waitForSelector('#error-message');
     expect(await page.textContent('#error-message')).toContain('not correct');
-    await page.screenshot({ path: path.join(shots, 'wrong-password-2-error.png') });
+    await page.screenshot({ path: path.join(shots, `${limitKey}-wrong-password-2-error.png`) });
     await page.context().close();
   });
 });

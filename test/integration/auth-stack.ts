@@ -23,6 +23,8 @@ export interface StackOptions {
   readonly authEnv?: Record<string, string>;
   readonly userService?: boolean;
   readonly sidecar?: boolean;
+  /** The sidecar's key source: the USER-ID header (default) or the verified access token's sub. */
+  readonly limitKey?: 'header' | 'jwt';
   readonly demoClient?: boolean;
   /** Clients registered after the fixture ones (e.g. a resource server). */
   readonly extraClients?: readonly RegisteredClient[];
@@ -173,7 +175,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
           admin: { host: '127.0.0.1', port: admin },
           upstream: { url: userServiceUrl },
           route: { id: 'all', path: '/**' },
-          limiter: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 },
+          limiter: {
+            replenishRate: 20,
+            burstCapacity: 100,
+            requestedTokens: 3,
+            ...(options.limitKey === 'jwt' ? { key: 'jwt', jwt: { issuer, audience: AUDIENCE, jwksUrl: `${issuer}/jwks.json` } } : {}),
+          },
         }),
       );
       programs.push(await startProgram({ name: 'sidecar', entry: 'sidecar/main.ts', args: ['--config', configFile], waitPort: port }));
