@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import WebSocket, { WebSocketServer } from 'ws';
 import { freePort } from '../harness/ports.ts';
 import { rawRequest, startSidecar, type RunningSidecar } from './sidecar-support.ts';
@@ -218,6 +219,65 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
     } finally {
       await s.program.stop();
     }
+  });
+
+  it('jwt key with rules: no token is 401 with a Bearer challenge; a verified one is tunnelled with its sub as USER-ID; a shadow rule never refuses', async () => {
+    const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
+    const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256', use: 'sig' }] };
+    const keyServer = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jwks)));
+    await new Promise<void>((r) => keyServer.listen(0, '127.0.0.1', r));
+    const jwksUrl = `http://127.0.0.1:${(keyServer.address() as AddressInfo).port}/jwks.json`;
+    const s = await startSidecar({
+      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+      route: { id: 'wsjwt', path: '/**' },
+      limiter: {
+        key: 'jwt',
+        jwt: { issuer: 'http://issuer.test', audience: 'urn:ws', jwksUrl },
+        rules: [
+          { name: 'feed', path: '/feed', enforce: false, limits: [{ replenishRate: 1, burstCapacity: 1 }] },
+          { name: 'chat', path: '/chat', limits: [{ replenishRate: 1, burstCapacity: 10 }] },
+        ],
+      },
+      name: 'sidecar-ws-jwt',
+    });
+    try {
+      const before = upstreamConnections.accepted;
+      const anonymous = await rawRequest(s.port, upgradeRequest('/chat', 'USER-ID: mallory\r\n'));
+      expect(anonymous.status).toBe(401);
+      expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
+      expect(upstreamConnections.accepted).toBe(before);
+      const token = await new SignJWT({})
+        .setProtectedHeader({ alg: 'ES256', kid: 'k', typ: 'at+jwt' })
+        .setIssuer('http://issuer.test')
+        .setAudience('urn:ws')
+        .setSubject('grace')
+        .setExpirationTime('5m')
+        .sign(privateKey);
+      const open = (path: string) =>
+        new Promise<{ ws: WebSocket; res: http.IncomingMessage }>((resolve, reject) => {
+          const ws = new WebSocket(`ws://127.0.0.1:${s.port}${path}`, { headers: { authorization: `Bearer ${token}`, 'USER-ID': 'mallory' } });
+          clients.push(ws);
+          ws.once('upgrade', (res) => ws.once('open', () => resolve({ ws, res })));
+          ws.once('unexpected-response', (_req, res) => reject(new Error(`unexpected ${res.statusCode}`)));
+          ws.once('error', reject);
+        });
+      const { ws, res } = await open('/chat');
+      expect(res.headers['ratelimit-policy']).toBe('"wsjwt/chat";q=10;w=10');
+      expect(upgradeHeaders.at(-1)?.['user-id']).toBe('grace');
+      ws.close();
+      await closed(ws);
+      // The feed rule holds one token and never refuses: both upgrades open, the second one over its limit.
+      for (let i = 0; i < 2; i++) {
+        const feed = await open('/feed');
+        expect(feed.res.headers['ratelimit']).toBe('"wsjwt/feed";r=0;t=1');
+        feed.ws.close();
+        await closed(feed.ws);
+      }
+    } finally {
+      await s.program.stop();
+      await new Promise((r) => keyServer.close(r));
+    }
+    await noSocketsLeft();
   });
 
   it('a path outside the route gets 404 problem+json', async () => {
