@@ -2,7 +2,15 @@
 // rejected with messages that say what to fix, and `kubectl explain` shows the descriptions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { INSECURE_REDIRECT_URI_RULE, REDIRECT_URI_RULE, REQUESTED_TOKENS_RULE } from '../../operator/api/index.ts';
+import {
+  INSECURE_REDIRECT_URI_RULE,
+  KEY_JWT_FIELDS_RULE,
+  LIMITER_FORM_RULE,
+  REDIRECT_URI_RULE,
+  REQUESTED_TOKENS_RULE,
+  RULE_NAMES_RULE,
+  SINGLE_LIMIT_RULE,
+} from '../../operator/api/index.ts';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
 
 let cluster: Cluster;
@@ -51,14 +59,84 @@ describe('the CRDs on a real API server', () => {
     const got = await cluster.kubectl(['get', 'ratelimitroute', 'all', '-o', 'json']);
     const spec = JSON.parse(got.stdout).spec;
     expect(spec.path).toBe('/**');
-    expect(spec.limiter).toEqual({ replenishRate: 20, burstCapacity: 100, requestedTokens: 3, keyHeader: 'USER-ID', onMissingKey: { status: 400 }, onStoreError: 'allow' });
+    expect(spec.limiter).toEqual({
+      replenishRate: 20,
+      burstCapacity: 100,
+      requestedTokens: 3,
+      unmatched: 'forward',
+      enforce: true,
+      key: { source: 'header' },
+      keyHeader: 'USER-ID',
+      onMissingKey: { status: 400 },
+      onStoreError: 'allow',
+    });
     expect(spec.target).toMatchObject({ port: 8080, readinessPath: '/healthcheck/ready', replicas: 1 });
   });
 
-  it('show rate, burst and cost as printer columns under the short name', async () => {
-    const res = await cluster.kubectl(['get', 'rlr']);
-    expect(res.stdout).toMatch(/NAME\s+RATE\s+BURST\s+COST/);
-    expect(res.stdout).toMatch(/all\s+20\s+100\s+3/);
+  it('show key source, rate, burst, cost and enforce as printer columns under the short name', async () => {
+    const res = await cluster.kubectl(['get', 'rlr', 'all']);
+    expect(res.stdout).toMatch(/NAME\s+KEY\s+RATE\s+BURST\s+COST\s+ENFORCE\s+READY\s+STATUS\s+AGE/);
+    expect(res.stdout).toMatch(/all\s+header\s+20\s+100\s+3\s+true\s/);
+  });
+
+  it('leave an absent requestedTokens absent (no default: it would turn a rules-form route into both forms)', async () => {
+    const res = await apply(route('no-cost', { replenishRate: 2, burstCapacity: 10 }));
+    expect(res.code, res.stderr).toBe(0);
+    const spec = JSON.parse((await cluster.kubectl(['get', 'rlr', 'no-cost', '-o', 'json'])).stdout).spec;
+    expect(spec.limiter).not.toHaveProperty('requestedTokens');
+  });
+
+  const limit = { replenishRate: 1, burstCapacity: 10 };
+  it('accept a rules route: rule paths default to /**, nothing of the single-limit form is filled in', async () => {
+    const res = await apply(
+      route('rules', {
+        rules: [
+          { name: 'writes', path: '/api/**', methods: ['POST', 'PUT'], limits: [{ replenishRate: 1, burstCapacity: 5, requestedTokens: 2 }, { replenishRate: 10, burstCapacity: 600 }, limit, limit], enforce: false },
+          { name: 'rest', limits: [limit] },
+        ],
+        unmatched: 'refuse',
+      }),
+    );
+    expect(res.code, res.stderr).toBe(0);
+    const limiter = JSON.parse((await cluster.kubectl(['get', 'rlr', 'rules', '-o', 'json'])).stdout).spec.limiter;
+    expect(limiter.rules.map((r: { name: string; path: string }) => [r.name, r.path])).toEqual([['writes', '/api/**'], ['rest', '/**']]);
+    expect(limiter.rules[0].limits).toHaveLength(4);
+    expect(limiter).toMatchObject({ unmatched: 'refuse', enforce: true, key: { source: 'header' } });
+    for (const field of ['replenishRate', 'burstCapacity', 'requestedTokens']) expect(limiter).not.toHaveProperty(field);
+  });
+
+  it('accept a jwt route and show it in the printer columns', async () => {
+    const res = await apply(
+      route('jwt', { rules: [{ name: 'all', limits: [limit] }], enforce: false, key: { source: 'jwt', claim: 'client_id', audience: 'api://orders', issuer: { url: 'https://id.example.com' } } }),
+    );
+    expect(res.code, res.stderr).toBe(0);
+    const limiter = JSON.parse((await cluster.kubectl(['get', 'rlr', 'jwt', '-o', 'json'])).stdout).spec.limiter;
+    expect(limiter.key).toEqual({ source: 'jwt', claim: 'client_id', audience: 'api://orders', issuer: { url: 'https://id.example.com' } });
+    const table = await cluster.kubectl(['get', 'rlr', 'jwt']);
+    expect(table.stdout).toMatch(/^jwt\s+jwt\s+false\s+/m); // rate, burst and cost are blank with rules
+  });
+
+  it.each([
+    ['duplicate rule names', { rules: [{ name: 'a', limits: [limit] }, { name: 'b', limits: [limit] }, { name: 'a', limits: [limit] }] }, 'spec.limiter.rules', RULE_NAMES_RULE],
+    ['5 limits in a rule', { rules: [{ name: 'a', limits: [limit, limit, limit, limit, limit] }] }, 'spec.limiter.rules[0].limits', 'must have at most 4 items'],
+    ['requestedTokens > burstCapacity inside a limit', { rules: [{ name: 'a', limits: [limit, { replenishRate: 1, burstCapacity: 2, requestedTokens: 3 }] }] }, 'spec.limiter.rules[0].limits[1].requestedTokens', REQUESTED_TOKENS_RULE],
+    ['both forms at once', { ...limit, rules: [{ name: 'a', limits: [limit] }] }, 'spec.limiter', LIMITER_FORM_RULE],
+    ['neither form', { keyHeader: 'X-User' }, 'spec.limiter', LIMITER_FORM_RULE],
+    ['a single form without burstCapacity', { replenishRate: 1, requestedTokens: 1 }, 'spec.limiter', SINGLE_LIMIT_RULE],
+    ['jwt settings with source header', { ...limit, key: { claim: 'sub' } }, 'spec.limiter.key', KEY_JWT_FIELDS_RULE],
+    ['duplicate methods', { rules: [{ name: 'a', methods: ['GET', 'GET'], limits: [limit] }] }, 'spec.limiter.rules[0].methods[1]', 'Duplicate value: "GET"'],
+  ])('reject %s, saying so', async (_what, limiter, field, message) => {
+    const res = await apply(route('bad-limiter', limiter));
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain(`${field}: `);
+    expect(res.stderr).toContain(message);
+  });
+
+  it('reject duplicate rule names natively too (the list is keyed by name)', async () => {
+    const res = await apply(route('dup-rules', { rules: [{ name: 'a', limits: [limit] }, { name: 'a', limits: [limit] }] }));
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain('spec.limiter.rules[1]: Duplicate value: {"name":"a"}');
+    expect(res.stderr).toContain(RULE_NAMES_RULE);
   });
 
   it('reject requestedTokens > burstCapacity with the rule as the message', async () => {
@@ -158,8 +236,10 @@ describe('the CRDs on a real API server', () => {
     out = out.replace(/\s+/g, ' '); // kubectl wraps long descriptions
     expect(out).toContain('Token-bucket limiter of the route');
     expect(out).toContain('replenishRate');
-    expect(out).toContain('Tokens restored to each bucket per second');
+    expect(out).toContain('Single-limit form: tokens restored to each bucket per second');
     expect(out).toContain('onStoreError');
+    const rules = await cluster.kubectl(['explain', 'ratelimitroute.spec.limiter.rules.limits']);
+    expect(rules.stdout.replace(/\s+/g, ' ')).toContain('Tokens one request costs');
     const client = await cluster.kubectl(['explain', 'oauthclient.spec.redirectUris']);
     expect(client.stdout.replace(/\s+/g, ' ')).toContain('must equal one of them exactly');
   });

@@ -3,6 +3,8 @@
 // No kube-controller-manager runs here: this test plays the Deployment controller by writing
 // Deployment status itself, and asserts ownerReferences instead of garbage collection.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { parseSidecarConfigText } from '../../sidecar/config.ts';
 import { eventually, kget, metricValue, operatorForbidden, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
 
 const NS = 'team-a';
@@ -162,6 +164,48 @@ spec:
       const r = await env.cluster.kubectl(['apply', '--server-side', '--force-conflicts', '-f', 'crds/portcullis.dev_ratelimitroutes.yaml']);
       expect(r.code, r.stderr).toBe(0);
     }
+  });
+
+  it('a rules + jwt route: the ConfigMap holds the rules in order and the namespace auth server as the issuer', async () => {
+    await apply(`apiVersion: portcullis.dev/v1alpha1
+kind: RateLimitRoute
+metadata: { name: api, namespace: ${NS} }
+spec:
+  target: { image: portcullis/user-service:test, port: 8081 }
+  limiter:
+    rules:
+      - name: writes
+        path: /api/**
+        methods: [POST, PUT]
+        limits: [{ replenishRate: 1, burstCapacity: 5, requestedTokens: 2 }, { replenishRate: 10, burstCapacity: 600 }]
+      - name: reads
+        methods: [GET]
+        limits: [{ replenishRate: 20, burstCapacity: 100 }]
+        enforce: true
+    unmatched: refuse
+    enforce: false
+    key: { source: jwt }
+    keyHeader: X-User
+`);
+    const text = (await eventually('api-sidecar ConfigMap', async () => ((await kget(env.cluster, ['-n', NS, 'configmap', 'api-sidecar'])) as Obj | undefined)?.['data']?.['config.yaml'])) as string;
+    expect(parse(text).limiter).toEqual({
+      rules: [
+        { name: 'writes', path: '/api/**', methods: ['POST', 'PUT'], limits: [{ replenishRate: 1, burstCapacity: 5, requestedTokens: 2 }, { replenishRate: 10, burstCapacity: 600 }] },
+        { name: 'reads', path: '/**', methods: ['GET'], limits: [{ replenishRate: 20, burstCapacity: 100 }], enforce: true },
+      ],
+      unmatched: 'refuse',
+      enforce: false,
+      key: 'jwt',
+      keyHeader: 'X-User',
+      jwt: { issuer: `http://portcullis-auth-server.${NS}.svc`, audience: 'urn:portcullis:user-service', jwksUrl: `http://portcullis-auth-server.${NS}.svc/jwks.json` },
+      onMissingKey: { status: 400 },
+      onStoreError: 'allow',
+    });
+    expect(parseSidecarConfigText(text).limiter.jwt?.claim).toBe('sub'); // the sidecar accepts it and fills in the claim
+    await eventually('api Progressing', async () => {
+      const r = (await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'api'])) as Obj;
+      return r['status']?.['conditions']?.find((c: Obj) => c['reason'] === 'Progressing');
+    });
   });
 
   it('everything above ran with the chart RBAC: no request of the operator was forbidden', () => {
