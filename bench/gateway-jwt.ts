@@ -288,7 +288,7 @@ export function gatewayJwtMarkdown(result: GatewayJwtBenchResult): string {
     `Gateway, jwt key source, ${result.startedAt}: ${result.machine.cpus} CPUs (${result.machine.model}), Node ${result.machine.node}; ` +
       `median of ${result.load.rounds} interleaved rounds of ${result.load.durationS} s per load (order rotated each round); saturation: ${result.load.saturation}; ` +
       `fixed rate: ${result.load.fixedRate}; one ES256 key, tokens minted at start and verified from each gateway's cache after the warm-up; ` +
-      `JWKS fetched ${result.jwksFetches} times in the run; load average ${load(result.machine.loadavgAtStart)} at start, ${load(result.machine.loadavgAtEnd)} at end.`,
+      `JWKS fetched ${result.jwksFetches} times in the run (jose keeps the key set 10 min, get-jwks a key 60 s, their defaults); load average ${load(result.machine.loadavgAtStart)} at start, ${load(result.machine.loadavgAtEnd)} at end.`,
     '',
     '| target | what | saturation req/s | p50 / p99 / p99.9 ms | CPU µs/req | fixed-rate req/s | p50 / p99 / p99.9 ms | peak RSS MiB | errors |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|',
