@@ -44,13 +44,13 @@ export const targetPath = (url: string): string => {
   return q < 0 ? url : url.slice(0, q);
 };
 
-/** A refusal of the request target (not origin-form, or outside the route), before any header is read. */
-export function refuseTarget(rt: RouteRuntime, url: string): Problem | undefined {
+/** A refusal of the request target (not origin-form, or outside the route), before any header is read; `path` is targetPath(url). */
+export function refuseTarget(rt: RouteRuntime, url: string, path: string): Problem | undefined {
   if (url.charCodeAt(0) !== 47 /* '/' */) {
     rt.metrics.outcome.bad_request.inc();
     return { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'Only origin-form request targets are accepted.' };
   }
-  if (!rt.match(targetPath(url))) {
+  if (!rt.match(path)) {
     rt.metrics.outcome.no_route.inc();
     return { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No route matches this path (route ${rt.routeId} serves ${rt.config.route.path}).` };
   }

@@ -68,7 +68,8 @@ export class GatewayProxy {
   /** Refuses a bad target or head at once; otherwise asks the rule's buckets with the forwarded head. */
   #start(exchange: Exchange, req: IncomingMessage, res: ServerResponse, rt: RouteRuntime): void {
     const url = req.url ?? '';
-    const badTarget = refuseTarget(rt, url);
+    const path = targetPath(url);
+    const badTarget = refuseTarget(rt, url, path);
     if (badTarget !== undefined) {
       sendProblem(res, badTarget);
       return;
@@ -130,7 +131,7 @@ export class GatewayProxy {
       sendProblem(res, badHost);
       return;
     }
-    const rule = ruleFor(rt, req.method ?? 'GET', targetPath(url));
+    const rule = ruleFor(rt, req.method ?? 'GET', path);
     if (rule !== undefined && !isRule(rule)) {
       sendProblem(res, rule);
       return;

@@ -150,15 +150,16 @@ export class UpgradeProxy {
 
   async #handle(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const rt = this.#runtime();
-    const badTarget = refuseTarget(rt, req.url ?? '');
+    const url = req.url ?? '';
+    const path = targetPath(url);
+    const badTarget = refuseTarget(rt, url, path);
     if (badTarget !== undefined) {
       writeSocketProblem(socket, badTarget);
       return;
     }
     const { forward, key, authorization, hostCount } = upgradeHeaders(req, rt.keyHeader, rt.jwt !== undefined);
     // One take per upgrade, like one request: the tunnel's messages are not metered.
-    const url = req.url as string;
-    const verdict = await this.#admission.decide(rt, { method: req.method ?? 'GET', path: targetPath(url), keyValue: key, authorization, hostCount });
+    const verdict = await this.#admission.decide(rt, { method: req.method ?? 'GET', path, keyValue: key, authorization, hostCount });
     if (!verdict.admitted) {
       writeSocketProblem(socket, verdict.problem, verdict.headers);
       return;
