@@ -80,6 +80,8 @@ export function headline(dir: string): string {
       return x === undefined ? [] : [`${n} ${x.saturation.requestsPerSecond} req/s${x.fixedRate === undefined ? '' : `, p99 ${x.fixedRate.latencyMs.p99} ms`}`];
     });
     const jh = j.ratios['throughput sidecar-jwt/sidecar-header'];
+    const jc = j.ratios['cpu-efficiency sidecar-jwt/node-peer-jwt'];
+    if (jc !== undefined) rows.push(`| gateway: CPU per request, jwt Node peer / jwt sidecar (moves far less than requests/s with the machine's load) | - | ${jc}x | - |`);
     if (jh !== undefined) rows.push(`| gateway: jwt key throughput / header key, same sidecar (context; p99 at a fixed ${s('sidecar-jwt')?.fixedRate?.offered ?? '?'} req/s) | - | ${jh}x (${figures.join('; ')}) | - |`);
   }
   const ins = read<InstructionsBenchResult>(dir, 'instructions', isInstructions);
