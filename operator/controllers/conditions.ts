@@ -12,6 +12,8 @@ export const Reasons = {
   InvalidSpec: 'InvalidSpec',
   /** The API server refused a child (message carries its answer: RBAC, quota, admission). */
   ApplyFailed: 'ApplyFailed',
+  /** Route: an object named like one of its children exists and is not the route's; nothing written. */
+  Conflict: 'Conflict',
   /** OAuthClient: its Secret exists and the client registry lists it. */
   Registered: 'Registered',
   /** OAuthClient: the Secret exists; the registry does not list the client yet. */

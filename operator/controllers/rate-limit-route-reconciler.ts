@@ -1,5 +1,6 @@
 // RateLimitRoute reconciler: get -> (gone: done; children go with their owner) -> validate ->
-// pure desired children -> apply those that differ -> status from what was observed.
+// pure desired children -> none written while any name is taken by a foreign object -> apply
+// those that differ -> status from what was observed.
 import type { Logger } from 'pino';
 import { rateLimitRouteSchema, type RateLimitRoute } from '../api/index.ts';
 import { routeConfigMap } from '../resources/route-config-map.ts';
@@ -15,7 +16,8 @@ import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
-import { resourceTypes } from '../runtime/resource-types.ts';
+import { resourceTypes, resourceTypeOf } from '../runtime/resource-types.ts';
+import { CONFLICT_RETRY_MS, conflictMessage, foreignObjectProblem } from './child-ownership.ts';
 import { Reasons, readyStatus, type ReadyState } from './conditions.ts';
 import { deploymentReadiness } from './deployment-readiness.ts';
 import { describeIssues } from './spec-issues.ts';
@@ -34,8 +36,11 @@ export interface RateLimitRouteReconcilerDeps {
   clock: Clock;
   events: EventRecorder;
   log: Logger;
-  /** For a live look at a spec.redis.secretRef Secret (not cached: the operator caches only its own Secrets). */
-  client?: KubeClient;
+  /**
+   * Live reads the caches cannot answer: a child's name taken by an object without the operator's
+   * label (the caches watch only labelled objects) and a spec.redis.secretRef Secret.
+   */
+  client: KubeClient;
 }
 
 export class RateLimitRouteReconciler implements Reconciler {
@@ -80,6 +85,15 @@ export class RateLimitRouteReconciler implements Reconciler {
       throw err;
     }
 
+    const conflicts = await this.#foreignChildren(route, children);
+    if (conflicts.length > 0) {
+      const message = conflictMessage(conflicts, route.metadata.namespace ?? 'default');
+      this.#d.events.event(raw, 'Warning', Reasons.Conflict, message);
+      await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.Conflict, message }, undefined);
+      // A foreign object carries no label the caches watch, so its deletion wakes nothing: look again.
+      return { requeueAfterMs: CONFLICT_RETRY_MS };
+    }
+
     const changed: string[] = [];
     let deployment: KubeObject | undefined;
     try {
@@ -111,12 +125,28 @@ export class RateLimitRouteReconciler implements Reconciler {
   }
 
   /**
+   * Children whose name is taken by an object this route does not control. The cache answers for
+   * objects with the operator's label; a miss is confirmed with one live GET (a child not yet
+   * created, or a foreign object the label-filtered cache cannot see).
+   */
+  async #foreignChildren(route: RateLimitRoute, children: ReadonlyArray<[KubeObject, Informer]>): Promise<string[]> {
+    const problems: string[] = [];
+    for (const [desired, cache] of children) {
+      const { namespace, name } = desired.metadata;
+      const live = cache.get(namespace, name) ?? (await this.#d.client.get(resourceTypeOf(desired.apiVersion, desired.kind), namespace, name));
+      const problem = foreignObjectProblem(live, route);
+      if (problem !== undefined) problems.push(problem);
+    }
+    return problems;
+  }
+
+  /**
    * A missing Secret (or key) is the kubelet's to report (the pod stays in ContainerCreating), so
    * it does not make the spec invalid; a Warning Event says it where the route's owner looks.
    */
   async #checkRedisSecret(raw: KubeObject, route: RateLimitRoute): Promise<void> {
     const ref = route.spec.redis?.secretRef;
-    if (ref === undefined || this.#d.client === undefined) return;
+    if (ref === undefined) return;
     const secret = await this.#d.client.get(resourceTypes.secret, route.metadata.namespace, ref.name).catch(() => null);
     if (secret === null) return; // could not look (e.g. RBAC): say nothing rather than guess
     const data = asRecord(secret?.['data']);

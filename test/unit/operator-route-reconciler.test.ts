@@ -21,7 +21,7 @@ async function setup() {
   const caches = await startCaches(client, clock);
   stops.push(caches.stop);
   const events = recordingEvents();
-  const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches, settings, clock, events, log: silent });
+  const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches, settings, clock, events, client, log: silent });
   const reconcile = async () => {
     await flush();
     const result = await reconciler.reconcile('team-a/all');

@@ -1,0 +1,130 @@
+// The operator never adopts a Deployment, Service or ConfigMap it did not create: a live object
+// named like a child without a controller ownerReference to this route is left untouched, the
+// route says Conflict (which object, what to do) and looks again later.
+import { afterEach, describe, expect, it } from 'vitest';
+import { CONFLICT_RETRY_MS } from '../../operator/controllers/child-ownership.ts';
+import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
+import { Applier } from '../../operator/runtime/applier.ts';
+import { Informer } from '../../operator/runtime/informer.ts';
+import { asRecord, type KubeObject } from '../../operator/runtime/kube-object.ts';
+import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { resourceTypes } from '../../operator/runtime/resource-types.ts';
+import { ManualClock, flush } from '../harness/manual-clock.ts';
+import { recordingEvents, routeObject, settings, silent, startCaches } from './operator-fixtures.ts';
+
+const stops: Array<() => Promise<unknown>> = [];
+afterEach(async () => {
+  for (const stop of stops.splice(0)) await stop();
+});
+
+/** blindServices: a Service cache that never sees anything, as the label-filtered one misses an unlabelled Service. */
+async function setup(options: { blindServices?: boolean } = {}) {
+  const client = new MemoryKubeClient();
+  const clock = new ManualClock();
+  const caches = await startCaches(client, clock);
+  stops.push(caches.stop);
+  const events = recordingEvents();
+  const services = options.blindServices === true ? new Informer(client, clock, silent, { type: resourceTypes.service, relistIntervalMs: 3600_000, backoff: { baseMs: 10, maxMs: 100 } }) : caches.services;
+  const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches: { ...caches, services }, settings, clock, events, client, log: silent });
+  const reconcile = async () => {
+    await flush();
+    const result = await reconciler.reconcile('team-a/all');
+    await flush();
+    return result;
+  };
+  return { client, events, reconcile };
+}
+
+function ready(client: MemoryKubeClient): Record<string, unknown> | undefined {
+  const conditions = asRecord(client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all')?.['status'])?.['conditions'];
+  return Array.isArray(conditions) ? (conditions as Array<Record<string, unknown>>).find((c) => c['type'] === 'Ready') : undefined;
+}
+
+/** A team's own Service called like the route: no labels of the operator, no ownerReferences. */
+function teamService(): KubeObject {
+  return {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'all', namespace: 'team-a', labels: { app: 'user-service' } },
+    spec: { type: 'ClusterIP', selector: { app: 'user-service' }, ports: [{ name: 'web', port: 8080, targetPort: 8080, protocol: 'TCP' }] },
+  };
+}
+
+const childWrites = (client: MemoryKubeClient) => client.writes().filter((w) => w.subresource === undefined && w.kind !== 'RateLimitRoute');
+
+describe('RateLimitRoute children: never adopted', () => {
+  it('a foreign Service named like the route stays untouched; no child is written; Ready=False Conflict names it and says what to do', async () => {
+    const { client, events, reconcile } = await setup();
+    const before = client.put(teamService());
+    const snapshot = structuredClone(before);
+    client.put(routeObject());
+    const result = await reconcile();
+
+    expect(childWrites(client)).toEqual([]);
+    expect(client.peek(resourceTypes.service, 'team-a', 'all')).toEqual(snapshot);
+    expect(client.peek(resourceTypes.deployment, 'team-a', 'all')).toBeUndefined();
+    expect(client.peek(resourceTypes.configMap, 'team-a', 'all-sidecar')).toBeUndefined();
+    expect(ready(client)).toMatchObject({ status: 'False', reason: 'Conflict' });
+    const message = String(ready(client)?.['message']);
+    expect(message).toMatch(/Service all exists and has no controller ownerReference/);
+    expect(message).toMatch(/kubectl -n team-a delete/);
+    expect(events.list).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'Conflict', message }));
+    expect(result).toEqual({ requeueAfterMs: CONFLICT_RETRY_MS });
+  });
+
+  it('an unlabelled Service the label-filtered cache cannot see is found by a live GET', async () => {
+    const { client, reconcile } = await setup({ blindServices: true });
+    const before = client.put(teamService());
+    client.put(routeObject());
+    await reconcile();
+    expect(client.requests).toContainEqual(expect.objectContaining({ verb: 'get', kind: 'Service', name: 'all' }));
+    expect(childWrites(client)).toEqual([]);
+    expect(client.peek(resourceTypes.service, 'team-a', 'all')?.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    expect(ready(client)).toMatchObject({ reason: 'Conflict' });
+  });
+
+  it('retrying in conflict writes nothing more (no hot loop: a delay, not an error backoff)', async () => {
+    const { client, reconcile } = await setup();
+    client.put(teamService());
+    client.put(routeObject());
+    await reconcile();
+    const writes = client.writes().length;
+    expect(await reconcile()).toEqual({ requeueAfterMs: CONFLICT_RETRY_MS });
+    expect(client.writes().length).toBe(writes);
+  });
+
+  it('once the foreign Service is deleted, the route converges: all three children, owned, Progressing', async () => {
+    const { client, reconcile } = await setup();
+    client.put(teamService());
+    client.put(routeObject());
+    await reconcile();
+    client.remove(resourceTypes.service, 'team-a', 'all');
+    expect(await reconcile()).toEqual({});
+    expect(childWrites(client).map((w) => `${w.kind}/${w.name}`)).toEqual(['ConfigMap/all-sidecar', 'Deployment/all', 'Service/all']);
+    expect(client.peek(resourceTypes.service, 'team-a', 'all')?.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'RateLimitRoute', uid: 'uid-all', controller: true })]);
+    expect(ready(client)).toMatchObject({ status: 'False', reason: 'Progressing' });
+  });
+
+  it('a ConfigMap controlled by something else and a Deployment of an earlier route of this name are both named', async () => {
+    const { client, reconcile } = await setup();
+    client.put({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'all-sidecar', namespace: 'team-a', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'uid-web', controller: true }] }, data: { a: 'b' } });
+    client.put({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'all', namespace: 'team-a', ownerReferences: [{ apiVersion: 'portcullis.dev/v1alpha1', kind: 'RateLimitRoute', name: 'all', uid: 'uid-older', controller: true }] }, spec: { replicas: 3 } });
+    client.put(routeObject());
+    await reconcile();
+    expect(childWrites(client)).toEqual([]);
+    const message = String(ready(client)?.['message']);
+    expect(message).toMatch(/ConfigMap all-sidecar is controlled by Deployment web/);
+    expect(message).toMatch(/Deployment all belongs to an earlier RateLimitRoute of this name \(uid uid-older\)/);
+    expect((client.peek(resourceTypes.deployment, 'team-a', 'all')?.['spec'] as { replicas: number }).replicas).toBe(3);
+  });
+
+  it('its own children are recognised from the cache: after creation, no live reads and no writes', async () => {
+    const { client, reconcile } = await setup();
+    client.put(routeObject());
+    await reconcile();
+    expect(client.requests.filter((r) => r.verb === 'get').map((r) => r.kind)).toEqual(['ConfigMap', 'Deployment', 'Service']);
+    const requests = client.requests.length;
+    await reconcile();
+    expect(client.requests.slice(requests).filter((r) => r.verb !== 'list' && r.verb !== 'watch')).toEqual([]);
+  });
+});
