@@ -5,6 +5,7 @@ import type { KubeObject } from '../runtime/kube-object.ts';
 import {
   AUTH_CONFIG_ROOT,
   AUTH_SERVER_ENTRY,
+  AUTH_SERVER_METRICS_PORT,
   AUTH_SERVER_NAME,
   CLIENT_REGISTRY_KEY,
   CLIENT_REGISTRY_SECRET,
@@ -36,6 +37,7 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
   const env: Array<{ name: string; value: string }> = [
     { name: 'NODE_ENV', value: 'production' },
     { name: 'PORT', value: String(settings.authServerPort) },
+    { name: 'AUTH_METRICS_PORT', value: String(AUTH_SERVER_METRICS_PORT) },
     { name: 'AUTH_ISSUER', value: issuerFor(namespace, settings) },
     { name: 'AUTH_AUDIENCE', value: AUTH_SERVER_AUDIENCE },
     { name: 'AUTH_CLIENTS_FILE', value: authServerFiles.clients },
@@ -74,7 +76,11 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
               imagePullPolicy: settings.imagePullPolicy,
               command: ['node', AUTH_SERVER_ENTRY],
               env,
-              ports: [{ name: 'http', containerPort: settings.authServerPort, protocol: 'TCP' }],
+              // metrics: GET /metrics for a PodMonitor, apart from the public port (not in the Service).
+              ports: [
+                { name: 'http', containerPort: settings.authServerPort, protocol: 'TCP' },
+                { name: 'metrics', containerPort: AUTH_SERVER_METRICS_PORT, protocol: 'TCP' },
+              ],
               readinessProbe: {
                 httpGet: { path: '/.well-known/oauth-authorization-server', port: 'http', scheme: 'HTTP' },
                 periodSeconds: 5,

@@ -7,6 +7,8 @@ export const SIGNING_KEYS_SECRET = 'portcullis-auth-signing-keys';
 export const SIGNING_KEYS_KEY = 'keys.json';
 export const AUTH_CONFIG_ROOT = '/etc/portcullis/auth';
 export const AUTH_SERVER_ENTRY = 'services/auth-server/main.ts';
+/** The auth server's GET /metrics port (its AUTH_METRICS_PORT), the container port named `metrics`. */
+export const AUTH_SERVER_METRICS_PORT = 9090;
 
 /** The DESIGN.md example: demo-app -> demo-app-oauth-client. */
 export function oauthClientSecretName(client: string): string {

@@ -1,4 +1,5 @@
-// RateLimitRoute -> Service in front of the sidecars (never the target directly).
+// RateLimitRoute -> Service in front of the sidecars (never the target directly): `http` to the
+// proxy and `metrics` to the sidecars' admin port (/metrics), for a ServiceMonitor.
 import type { RateLimitRoute } from '../api/index.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
@@ -8,6 +9,8 @@ import type { ResourceSettings } from './settings.ts';
 
 export function routeService(route: RateLimitRoute, settings: ResourceSettings): KubeObject {
   const name = route.metadata.name;
+  // Two ports of one Service cannot share a number.
+  const metricsPort = settings.sidecarAdminPort === settings.servicePort ? settings.sidecarAdminPort + 1 : settings.sidecarAdminPort;
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -20,7 +23,11 @@ export function routeService(route: RateLimitRoute, settings: ResourceSettings):
     spec: {
       type: 'ClusterIP',
       selector: routeSelectorLabels(name),
-      ports: [{ name: 'http', port: settings.servicePort, targetPort: 'http', protocol: 'TCP' }],
+      ports: [
+        { name: 'http', port: settings.servicePort, targetPort: 'http', protocol: 'TCP' },
+        // By name: the sidecar's admin port moves up when the target's port takes it (route-ports.ts).
+        { name: 'metrics', port: metricsPort, targetPort: 'admin', protocol: 'TCP' },
+      ],
     },
   };
 }

@@ -85,6 +85,13 @@ export const authServerConfigSchema = z.object({
     .max(3600)
     .default(6)
     .describe('One more wrong client secret allowed every this many seconds (s)'),
+  AUTH_METRICS_PORT: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .default(9090)
+    .describe('Port of GET /metrics (Prometheus), apart from the public port; 0: no metrics port'),
   AUTH_TRUST_PROXY: boolish.default(false).describe('Take the client address from X-Forwarded-For'),
   AUTH_FILE_CHECK_MS: z.coerce.number().int().min(50).max(60_000).default(1000).describe('How often files are re-checked (ms)'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
@@ -234,6 +241,9 @@ function describeIssues(error: z.ZodError): string {
 export function loadAuthServerConfig(env: Record<string, string | undefined>): AuthServerConfig {
   const result = authServerConfigSchema.safeParse(env);
   if (!result.success) throw new Error(`invalid auth-server configuration: ${describeIssues(result.error)}`);
+  if (result.data.AUTH_METRICS_PORT !== 0 && result.data.AUTH_METRICS_PORT === result.data.PORT) {
+    throw new Error(`invalid auth-server configuration: AUTH_METRICS_PORT: must differ from PORT (${result.data.PORT}), or be 0 for no metrics port`);
+  }
   return result.data;
 }
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { clientRegistrySchema, hashClientSecret, signingKeysFileSchema } from '../../services/auth-server/config.ts';
+import { clientRegistrySchema, hashClientSecret, loadAuthServerConfig, signingKeysFileSchema } from '../../services/auth-server/config.ts';
 import { generateSigningJwks } from '../../services/auth-server/signing-keys.ts';
-import { authServerDeployment, authServerFiles } from '../../operator/resources/auth-server-deployment.ts';
+import { authServerDeployment, authServerFiles, authServerService } from '../../operator/resources/auth-server-deployment.ts';
 import { clientRegistrySecret } from '../../operator/resources/client-registry-secret.ts';
 import { fromBase64 } from '../../operator/resources/metadata.ts';
 import { credentialsOf, generateCredentials, oauthClientSecret } from '../../operator/resources/oauth-client-secret.ts';
@@ -82,6 +82,22 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     expect(dep.spec.replicas).toBe(2);
     const noRedis = authServerDeployment('team-a', { ...settings, authRedisUrl: undefined }, []) as unknown as { spec: { replicas: number } };
     expect(noRedis.spec.replicas).toBe(1);
+  });
+
+  it('the auth-server container declares its metrics port as `metrics`, where its config makes it listen; the Service publishes only http', () => {
+    const dep = authServerDeployment('team-a', settings, [oauthClient()]) as unknown as {
+      spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }>; ports: Array<{ name: string; containerPort: number }> }> } } };
+    };
+    const [c] = dep.spec.template.spec.containers;
+    const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value]));
+    const config = loadAuthServerConfig({ ...env, AUTH_CLIENTS_FILE: 'c', AUTH_USERS_FILE: 'u' });
+    expect(c?.ports.map((p) => [p.name, p.containerPort])).toEqual([
+      ['http', config.PORT],
+      ['metrics', config.AUTH_METRICS_PORT],
+    ]);
+    expect(config.AUTH_METRICS_PORT).toBe(9090);
+    const svc = authServerService('team-a', settings, [oauthClient()]) as unknown as { spec: { ports: Array<{ name: string }> } };
+    expect(svc.spec.ports.map((p) => p.name)).toEqual(['http']);
   });
 });
 

@@ -108,11 +108,22 @@ describe('RateLimitRoute -> children', () => {
     expect(target?.resources).toEqual({ limits: { cpu: '1', memory: '128Mi' } });
   });
 
-  it('Service: the route name, selecting the pods, port 80 -> the sidecar port name', () => {
+  it('Service: the route name, selecting the pods, port 80 -> the sidecar port name, metrics -> its admin port name', () => {
     const svc = routeService(route(), settings) as unknown as { metadata: { name: string }; spec: { selector: Record<string, string>; ports: unknown[] } };
     expect(svc.metadata.name).toBe('all');
     expect(svc.spec.selector).toEqual({ 'app.kubernetes.io/name': 'portcullis-gateway', 'app.kubernetes.io/instance': 'all' });
-    expect(svc.spec.ports).toEqual([{ name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' }]);
+    expect(svc.spec.ports).toEqual([
+      { name: 'http', port: 80, targetPort: 'http', protocol: 'TCP' },
+      { name: 'metrics', port: 9090, targetPort: 'admin', protocol: 'TCP' },
+    ]);
+    // The names resolve to the sidecar's container ports, wherever the target's port moved them.
+    const sidecar = containers(routeDeployment(route('all', { target: { image: 'x', port: 9090 } }), settings, 'x')).find((c) => c.name === 'sidecar');
+    expect(sidecar?.ports.map((p) => p.name)).toEqual(['http', 'admin']);
+  });
+
+  it('Service: the metrics port moves off the service port when the settings give both one number', () => {
+    const svc = routeService(route(), { ...settings, servicePort: 9090 }) as unknown as { spec: { ports: Array<{ name: string; port: number }> } };
+    expect(svc.spec.ports.map((p) => [p.name, p.port])).toEqual([['http', 9090], ['metrics', 9091]]);
   });
 
   it('the config is plain YAML a person can read', () => {
