@@ -46,6 +46,8 @@ export async function buildApp(deps: AuthServerDeps): Promise<FastifyInstance> {
   parseJsonKeepingRepeatedKeys(app);
 
   app.addHook('onResponse', async (request, reply) => {
+    // routeOptions.url is the route template (/auth/sign-in), undefined when no route matched.
+    deps.ctx.metrics.request(request.routeOptions.url, request.method, reply.statusCode, reply.elapsedTime / 1000);
     request.log.info({ method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
 

@@ -27,7 +27,20 @@ function dummyHash(params: ScryptParams): Promise<string> {
   return hash;
 }
 
+/** One password sign-in, counted in portcullis_auth_sign_ins_total by its result. */
 export async function signIn(ctx: AuthContext, request: FastifyRequest, username: string, password: string): Promise<SignInResult> {
+  let result: SignInResult;
+  try {
+    result = await checkSignIn(ctx, request, username, password);
+  } catch (err) {
+    ctx.metrics.signIns.inc({ result: 'error' });
+    throw err;
+  }
+  ctx.metrics.signIns.inc({ result: result.kind });
+  return result;
+}
+
+async function checkSignIn(ctx: AuthContext, request: FastifyRequest, username: string, password: string): Promise<SignInResult> {
   const decision = await ctx.throttle.attempt(username, request.ip);
   if (!decision.allowed) return { kind: 'throttled', retryAfterSeconds: decision.retryAfterSeconds };
   const user = ctx.directory.user(username);

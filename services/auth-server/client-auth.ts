@@ -46,7 +46,20 @@ function secretMatches(ctx: AuthContext, request: FastifyRequest, clientId: stri
   return false;
 }
 
+/**
+ * The authenticated client; throws invalid_client (401, or 429 while locked out), counted in
+ * portcullis_auth_client_auth_failures_total, or invalid_request for a malformed request.
+ */
 export function authenticateClient(ctx: AuthContext, request: FastifyRequest, params: Params): RegisteredClient {
+  try {
+    return identifyClient(ctx, request, params);
+  } catch (err) {
+    if (err instanceof OAuthError && err.error === 'invalid_client') ctx.metrics.clientAuthFailures.inc({ reason: err.status === 429 ? 'throttled' : 'rejected' });
+    throw err;
+  }
+}
+
+function identifyClient(ctx: AuthContext, request: FastifyRequest, params: Params): RegisteredClient {
   const authorization = request.headers.authorization;
   const bodyId = single(params, 'client_id');
   const bodySecret = single(params, 'client_secret');

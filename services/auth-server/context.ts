@@ -1,6 +1,7 @@
 // What the routes are built from (buildApp's dependencies, minus HTTP concerns).
 import type { ClientAuthThrottle } from './client-auth-throttle.ts';
 import type { KeyRing } from './key-ring.ts';
+import type { AuthMetrics } from './metrics.ts';
 import type { PasswordGate } from './password-gate.ts';
 import type { Directory } from './registry.ts';
 import type { AuthStores } from './stores/types.ts';
@@ -28,6 +29,8 @@ export interface AuthContext {
   readonly clientAuthThrottle: ClientAuthThrottle;
   /** Bounds concurrent password hashing. */
   readonly passwordGate: PasswordGate;
+  /** Counters and histograms served on the metrics port. */
+  readonly metrics: AuthMetrics;
   /** Epoch ms; the only clock the routes use. */
   readonly now: () => number;
   /** Cookies get `Secure` when the issuer is https. */

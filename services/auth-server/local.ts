@@ -10,6 +10,8 @@ import type { ClientRegistry, UsersFile } from './config.ts';
 import { hashPassword } from './passwords.ts';
 
 const port = 9000;
+/** Off the sidecar's admin port (9090) of the same stack. */
+const metricsPort = 9001;
 export const DEMO_CLIENT_ID = 'demo-client';
 export const DEMO_REDIRECT_URI = 'http://localhost:3000/callback';
 
@@ -52,6 +54,7 @@ const authServer: LocalProgramFactory = async (ctx) => {
     port,
     env: {
       PORT: String(port),
+      AUTH_METRICS_PORT: String(metricsPort),
       AUTH_ISSUER: `http://localhost:${port}`,
       AUTH_CLIENTS_FILE: clientsFile,
       AUTH_USERS_FILE: usersFile,
@@ -59,6 +62,7 @@ const authServer: LocalProgramFactory = async (ctx) => {
     notes: [
       `metadata: curl http://localhost:${port}/.well-known/oauth-authorization-server`,
       `demo user: alice / wonderland; consents: http://localhost:${port}/consents`,
+      `metrics: curl http://localhost:${metricsPort}/metrics`,
       `client: ${DEMO_CLIENT_ID} secret ${secret}${ctx.env['DEMO_CLIENT_SECRET'] === undefined ? ' (generated; set DEMO_CLIENT_SECRET to choose)' : ''}`,
     ],
   };

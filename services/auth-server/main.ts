@@ -1,5 +1,8 @@
 // Auth-server entry point: the only place reading process.env, creating the clock, the stores and
-// the key ring, and listening. SIGTERM/SIGINT close the server gracefully.
+// the key ring, and listening (the public port and, unless AUTH_METRICS_PORT is 0, the metrics
+// port). SIGTERM/SIGINT close the server gracefully.
+import { once } from 'node:events';
+import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { buildApp } from './app.ts';
 import {
@@ -13,10 +16,13 @@ import {
 import { createClientAuthThrottle, defaultClientAuthLimits } from './client-auth-throttle.ts';
 import type { AuthContext } from './context.ts';
 import { createKeyRing } from './key-ring.ts';
+import { AuthMetrics } from './metrics.ts';
+import { buildMetricsServer } from './metrics-server.ts';
 import { createDirectory } from './registry.ts';
 import { generateSigningJwks } from './signing-keys.ts';
 import { serveUntilSignal } from '../serve.ts';
 import { createStores } from './stores/create-stores.ts';
+import { timeAuthStores, timeBucketStore } from './stores/timed-stores.ts';
 import { createPasswordGate, defaultHashConcurrency } from './password-gate.ts';
 import { createSignInThrottle } from './throttle.ts';
 import { watchFile } from './watched-file.ts';
@@ -48,10 +54,16 @@ if (config.AUTH_KEYS_FILE !== undefined) {
   log.warn({ kid: generated.keys[0]?.kid }, 'AUTH_KEYS_FILE not set: signing with a key generated at start (single replica only)');
 }
 
-const { stores, buckets } = await createStores(config.REDIS_URL, now, (err) =>
+const { stores: rawStores, buckets: rawBuckets } = await createStores(config.REDIS_URL, now, (err) =>
   // The message only: an ioredis error can carry command arguments.
   log.warn({ err: err.message }, 'redis connection error; requests needing state answer 503 until it returns'),
 );
+const metrics = new AuthMetrics();
+// Store latency is measured on the monotonic clock (ms), not the wall clock the stores use.
+const monotonicMs = () => performance.now();
+const observeStore = (operation: string, seconds: number, ok: boolean) => metrics.storeCall(rawStores.kind, operation, seconds, ok);
+const stores = timeAuthStores(rawStores, monotonicMs, observeStore);
+const buckets = timeBucketStore(rawBuckets, monotonicMs, observeStore);
 const ctx: AuthContext = {
   settings: {
     issuer: config.AUTH_ISSUER,
@@ -79,6 +91,7 @@ const ctx: AuthContext = {
     { ...defaultClientAuthLimits, burst: config.AUTH_CLIENT_AUTH_FAILURES_BURST, refillSeconds: config.AUTH_CLIENT_AUTH_FAILURE_REFILL_SECONDS },
     now,
   ),
+  metrics,
   now,
   secureCookies: config.AUTH_ISSUER.startsWith('https://'),
 };
@@ -87,10 +100,23 @@ await ctx.keys.signer();
 
 const app = await buildApp({ ctx, logger: log, trustProxy: config.AUTH_TRUST_PROXY });
 
+const metricsServer = config.AUTH_METRICS_PORT === 0 ? undefined : buildMetricsServer(metrics.registry);
+if (metricsServer !== undefined) {
+  metricsServer.listen(config.AUTH_METRICS_PORT, config.HOST);
+  try {
+    await Promise.race([once(metricsServer, 'listening'), once(metricsServer, 'error').then(([err]: unknown[]) => Promise.reject(err))]);
+  } catch (err) {
+    log.error({ err: err instanceof Error ? err.message : String(err), port: config.AUTH_METRICS_PORT }, 'could not listen on the metrics port');
+    process.exit(1);
+  }
+}
+
 await serveUntilSignal(app, {
   port: config.PORT,
   host: config.HOST,
   log,
-  release: () => Promise.all([stores.close(), buckets.close()]),
+  release: () =>
+    Promise.all([stores.close(), buckets.close(), new Promise<void>((resolve) => (metricsServer === undefined ? resolve() : metricsServer.close(() => resolve())))]),
 });
 log.info({ issuer: config.AUTH_ISSUER, port: config.PORT, store: stores.kind, clients: clients.current().clients.length, users: users.current().users.length }, 'auth server listening');
+if (metricsServer !== undefined) log.info({ port: config.AUTH_METRICS_PORT }, 'metrics listening (GET /metrics)');

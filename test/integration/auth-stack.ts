@@ -34,6 +34,8 @@ export interface Stack {
   readonly issuer: string;
   /** Base URL of each auth-server replica (the first is the issuer). */
   readonly authUrls: string[];
+  /** GET /metrics of each replica, on its own port (AUTH_METRICS_PORT). */
+  readonly authMetricsUrls: string[];
   readonly userServiceUrl?: string;
   readonly sidecarUrl?: string;
   readonly demoClientUrl?: string;
@@ -120,7 +122,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     const redirectUri = options.demoClient === true ? `http://127.0.0.1:${demoPort}/callback` : 'http://127.0.0.1:1/callback';
     const files = await fixtureFiles(dir, redirectUri, options.extraClients);
     const authPorts: number[] = [];
-    for (let i = 0; i < (options.replicas ?? 1); i++) authPorts.push(await freePort());
+    const metricsPorts: number[] = [];
+    for (let i = 0; i < (options.replicas ?? 1); i++) {
+      authPorts.push(await freePort());
+      metricsPorts.push(await freePort());
+    }
     const issuer = `http://127.0.0.1:${authPorts[0]}`;
     for (const [i, port] of authPorts.entries()) {
       programs.push(
@@ -131,6 +137,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
           env: {
             PORT: String(port),
             HOST: '127.0.0.1',
+            AUTH_METRICS_PORT: String(metricsPorts[i]),
             AUTH_ISSUER: issuer,
             AUTH_CLIENTS_FILE: files.clientsFile,
             AUTH_USERS_FILE: files.usersFile,
@@ -208,6 +215,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     return {
       issuer,
       authUrls: authPorts.map((p) => `http://127.0.0.1:${p}`),
+      authMetricsUrls: metricsPorts.map((p) => `http://127.0.0.1:${p}/metrics`),
       ...(userServiceUrl !== undefined ? { userServiceUrl } : {}),
       ...(sidecarUrl !== undefined ? { sidecarUrl } : {}),
       ...(demoClientUrl !== undefined ? { demoClientUrl } : {}),

@@ -363,7 +363,7 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
               entry: 'services/auth-server/main.ts',
               waitPort: Number(port),
               env: {
-                PORT: port, HOST: '127.0.0.1', AUTH_ISSUER: stack.issuer, AUTH_CLIENTS_FILE: stack.clientsFile,
+                PORT: port, HOST: '127.0.0.1', AUTH_METRICS_PORT: '0', AUTH_ISSUER: stack.issuer, AUTH_CLIENTS_FILE: stack.clientsFile,
                 AUTH_USERS_FILE: path.join(stack.dir, 'users.json'), AUTH_KEYS_FILE: path.join(stack.dir, 'keys.json'),
                 AUTH_FILE_CHECK_MS: '100', LOG_LEVEL: 'info', REDIS_URL: redis.url,
                 AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000', AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000',

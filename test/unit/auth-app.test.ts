@@ -8,6 +8,7 @@ import { hashClientSecret, type ClientRegistry, type UsersFile } from '../../ser
 import { createClientAuthThrottle, defaultClientAuthLimits } from '../../services/auth-server/client-auth-throttle.ts';
 import type { AuthContext } from '../../services/auth-server/context.ts';
 import { createKeyRing } from '../../services/auth-server/key-ring.ts';
+import { AuthMetrics } from '../../services/auth-server/metrics.ts';
 import { createPasswordGate } from '../../services/auth-server/password-gate.ts';
 import { hashPassword } from '../../services/auth-server/passwords.ts';
 import { createDirectory } from '../../services/auth-server/registry.ts';
@@ -34,6 +35,7 @@ async function setup() {
     throttle: { attempt: async () => ({ allowed: true, retryAfterSeconds: 0 }) },
     clientAuthThrottle: createClientAuthThrottle(defaultClientAuthLimits, now),
     passwordGate: createPasswordGate({ concurrency: 2, queue: 16 }),
+    metrics: new AuthMetrics({ defaultMetrics: false }),
     now,
     secureCookies: true,
   };

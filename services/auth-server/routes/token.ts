@@ -21,6 +21,7 @@ export function tokenRoute(ctx: AuthContext): FastifyPluginAsync {
         throw new OAuthError('unauthorized_client', `the client may not use grant_type ${grantType.value}`);
       }
       const body = await grant.handle(ctx, client, params, request.log);
+      ctx.metrics.tokensIssued.inc({ grant_type: grant.registeredAs });
       return noStore(reply).code(200).type('application/json; charset=utf-8').send(body);
     });
   };

@@ -1,0 +1,71 @@
+// Store latency for the metrics: the same stores, each asynchronous operation timed and its
+// failure counted. A decorator chosen in main.ts, so the adapters stay free of metrics and clocks.
+// Operations are named `<store>.<method>` (codes.consume, throttle.take): a fixed set.
+import type { BucketStore } from '../../../sidecar/stores/bucket-store.ts';
+import type { AuthStores } from './types.ts';
+
+/** Receives one finished operation: its name, duration (s) and whether it succeeded. */
+export type StoreCallObserver = (operation: string, seconds: number, ok: boolean) => void;
+
+/**
+ * `target` with every method named in `methods` timed: the observer hears of each call once its
+ * promise settles (or it throws). Every method runs on `target` itself, timed or not, so class
+ * adapters keep their private fields (`#timer` is not readable through a proxy).
+ */
+export function timeCalls<T extends object>(target: T, name: string, methods: ReadonlySet<string>, nowMs: () => number, observe: StoreCallObserver): T {
+  return new Proxy(target, {
+    get(obj, prop) {
+      const value: unknown = Reflect.get(obj, prop, obj);
+      if (typeof value !== 'function') return value;
+      if (typeof prop !== 'string' || !methods.has(prop)) return (...args: unknown[]): unknown => Reflect.apply(value, obj, args);
+      const operation = `${name}.${prop}`;
+      return (...args: unknown[]): unknown => {
+        const start = nowMs();
+        const done = (ok: boolean) => observe(operation, (nowMs() - start) / 1000, ok);
+        let result: unknown;
+        try {
+          result = Reflect.apply(value, obj, args);
+        } catch (err) {
+          done(false);
+          throw err;
+        }
+        if (result instanceof Promise) {
+          return result.then(
+            (v: unknown) => {
+              done(true);
+              return v;
+            },
+            (err: unknown) => {
+              done(false);
+              throw err;
+            },
+          );
+        }
+        done(true);
+        return result;
+      };
+    },
+  });
+}
+
+/** Every function-valued property of a plain store object. */
+const methodsOf = (store: object): ReadonlySet<string> => new Set(Object.keys(store).filter((k) => typeof Reflect.get(store, k) === 'function'));
+
+/** The auth server's stores with every operation timed (close() is not an operation). */
+export function timeAuthStores(stores: AuthStores, nowMs: () => number, observe: StoreCallObserver): AuthStores {
+  const timed = <S extends object>(store: S, name: string) => timeCalls(store, name, methodsOf(store), nowMs, observe);
+  return {
+    kind: stores.kind,
+    interactions: timed(stores.interactions, 'interactions'),
+    codes: timed(stores.codes, 'codes'),
+    refresh: timed(stores.refresh, 'refresh'),
+    revoked: timed(stores.revoked, 'revoked'),
+    consents: timed(stores.consents, 'consents'),
+    close: () => stores.close(),
+  };
+}
+
+/** The sign-in throttle's bucket store with its promise-returning takes timed as `throttle.*`. */
+export function timeBucketStore(store: BucketStore, nowMs: () => number, observe: StoreCallObserver): BucketStore {
+  return timeCalls(store, 'throttle', new Set(['take', 'takeAll']), nowMs, observe);
+}
