@@ -33,7 +33,7 @@ export interface OperatorDeps {
 
 export interface Operator {
   manager: Manager;
-  informers: Record<'routes' | 'clients' | 'deployments' | 'services' | 'configMaps' | 'secrets', Informer>;
+  informers: Record<'routes' | 'clients' | 'deployments' | 'services' | 'configMaps' | 'secrets' | 'networkPolicies' | 'podDisruptionBudgets', Informer>;
   controllers: Record<'routes' | 'clients' | 'authServers', Controller>;
 }
 
@@ -63,6 +63,8 @@ export function buildOperator(deps: OperatorDeps): Operator {
     services: informer(resourceTypes.service, MANAGED_SELECTOR),
     configMaps: informer(resourceTypes.configMap, MANAGED_SELECTOR),
     secrets: informer(resourceTypes.secret, MANAGED_SELECTOR),
+    networkPolicies: informer(resourceTypes.networkPolicy, MANAGED_SELECTOR),
+    podDisruptionBudgets: informer(resourceTypes.podDisruptionBudget, MANAGED_SELECTOR),
   };
 
   const applier = new Applier(client, metrics);
@@ -132,7 +134,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
       if (o.metadata.name === CLIENT_REGISTRY_SECRET) for (const c of informers.clients.list(ns)) clients.enqueue(keyOf(c));
     }
   });
-  for (const i of [informers.deployments, informers.services, informers.configMaps, informers.secrets]) i.addHandler(byOwner);
+  for (const i of [informers.deployments, informers.services, informers.configMaps, informers.secrets, informers.networkPolicies, informers.podDisruptionBudgets]) i.addHandler(byOwner);
 
   const elector = config.PORTCULLIS_LEADER_ELECTION
     ? new LeaderElector(client, clock, log, {

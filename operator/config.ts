@@ -3,6 +3,9 @@
 // `--port 8081` = PORT). Parsed once at start with zod; a bad value names its variable.
 import { hostname } from 'node:os';
 import { z } from 'zod';
+import { dnsSubdomain, resourceRequirementsSchema } from './api/index.ts';
+import { type ContainerResources, DEFAULT_AUTH_SERVER_RESOURCES, quantitiesAsStrings, resourcesProblem } from './resources/container-resources.ts';
+import { DEFAULT_SIDECAR_RESOURCES, sidecarMemoryProblem } from './resources/sidecar-heap.ts';
 import type { ResourceSettings } from './resources/settings.ts';
 
 const boolish = z
@@ -14,6 +17,22 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+
+/** Container resources as JSON ({"requests": {...}, "limits": {...}}); empty: the default. */
+const resourcesJson = (def: ContainerResources, check: (r: ContainerResources) => string | undefined = () => undefined) =>
+  optionalString
+    .transform((v, ctx) => {
+      if (v === undefined) return def;
+      try {
+        return JSON.parse(v) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'not JSON; give e.g. {"requests":{"cpu":"50m"},"limits":{"memory":"256Mi"}}' });
+        return z.NEVER;
+      }
+    })
+    .pipe(resourceRequirementsSchema)
+    .transform((r) => quantitiesAsStrings(r))
+    .refine((r) => resourcesProblem(r) === undefined && check(r) === undefined, { error: (i) => resourcesProblem(i.input as ContainerResources) ?? check(i.input as ContainerResources) });
 
 export const operatorConfigSchema = z
   .object({
@@ -57,6 +76,14 @@ export const operatorConfigSchema = z
     PORTCULLIS_AUTH_SERVER_PORT: port(9000),
     PORTCULLIS_AUTH_SERVER_REPLICAS: z.coerce.number().int().min(1).max(20).default(2).describe('With Redis; without, always 1'),
     PORTCULLIS_SHUTDOWN_GRACE_MS: ms(20_000).describe('Longest wait for reconciles in flight on SIGTERM (ms)'),
+    PORTCULLIS_ROUTE_NETWORK_POLICY: boolish.default(true).describe("A NetworkPolicy per route admitting only the sidecar's ports (needs a CNI that enforces policies)"),
+    PORTCULLIS_PRIORITY_CLASS_NAME: optionalString
+      .refine((v) => v === undefined || dnsSubdomain.safeParse(v).success, 'a PriorityClass name (DNS-1123 subdomain)')
+      .describe("PriorityClass of route and auth-server pods (a route's spec.priorityClassName wins); empty: none"),
+    PORTCULLIS_SIDECAR_RESOURCES: resourcesJson(DEFAULT_SIDECAR_RESOURCES, sidecarMemoryProblem).describe(
+      "The sidecar container's resources as JSON, unless a route sets spec.sidecar.resources; its old space is capped at half limits.memory",
+    ),
+    PORTCULLIS_AUTH_SERVER_RESOURCES: resourcesJson(DEFAULT_AUTH_SERVER_RESOURCES).describe("The auth-server container's resources as JSON"),
   })
   .refine((c) => c.PORTCULLIS_RENEW_DEADLINE_MS < c.PORTCULLIS_LEASE_DURATION_MS, {
     message: 'PORTCULLIS_RENEW_DEADLINE_MS must be shorter than PORTCULLIS_LEASE_DURATION_MS',
@@ -134,5 +161,9 @@ export function resourceSettings(config: OperatorConfig): ResourceSettings {
     usersSecretKey: config.PORTCULLIS_USERS_SECRET_KEY,
     accessTokenTtlSeconds: config.PORTCULLIS_ACCESS_TOKEN_TTL_SECONDS,
     signingKeyRotationMs: Math.round(config.PORTCULLIS_SIGNING_KEY_ROTATION_HOURS * 3600_000),
+    routeNetworkPolicy: config.PORTCULLIS_ROUTE_NETWORK_POLICY,
+    priorityClassName: config.PORTCULLIS_PRIORITY_CLASS_NAME,
+    sidecarResources: config.PORTCULLIS_SIDECAR_RESOURCES,
+    authServerResources: config.PORTCULLIS_AUTH_SERVER_RESOURCES,
   };
 }

@@ -22,10 +22,17 @@ const quantitySchema = z
   .meta({ 'x-kubernetes-int-or-string': true })
   .describe('A resource quantity such as 100m, 64Mi or 1.');
 
-const resourceListSchema = z
+export const resourceListSchema = z
   .record(z.string().min(1).max(253), quantitySchema)
   .refine((r) => Object.keys(r).length <= 16, 'at most 16 resources')
   .meta({ maxProperties: 16 });
+
+/** requests and limits of one container, as in a Pod spec. */
+export const resourceRequirementsSchema = z.strictObject({
+  limits: resourceListSchema.optional().describe('Maximum resources, e.g. {cpu: 500m, memory: 256Mi}.'),
+  requests: resourceListSchema.optional().describe('Requested resources, e.g. {cpu: 50m, memory: 64Mi}.'),
+});
+export type ResourceRequirements = z.infer<typeof resourceRequirementsSchema>;
 
 export const ENV_MAX = 64;
 const envVarSchema = z
@@ -86,13 +93,7 @@ export const targetSchema = z
       .optional()
       .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })
       .describe('Environment variables passed to the target container.'),
-    resources: z
-      .strictObject({
-        limits: resourceListSchema.optional().describe('Maximum resources, e.g. {cpu: 500m, memory: 256Mi}.'),
-        requests: resourceListSchema.optional().describe('Requested resources, e.g. {cpu: 50m, memory: 64Mi}.'),
-      })
-      .optional()
-      .describe('Compute resources of the target container.'),
+    resources: resourceRequirementsSchema.optional().describe('Compute resources of the target container.'),
   })
   .describe('The service the route forwards to: one container beside the sidecar in each pod.');
 export type Target = z.infer<typeof targetSchema>;
@@ -126,6 +127,19 @@ export const rateLimitRouteSpecSchema = z
       .describe('Ant-style path predicate of the route, e.g. /** (every path) or /api/**. Matching paths are forwarded unchanged.'),
     limiter: limiterSchema,
     redis: redisSchema.optional(),
+    sidecar: z
+      .strictObject({
+        resources: resourceRequirementsSchema
+          .optional()
+          .describe(
+            "Compute resources of the sidecar container. requests and limits each replace the operator's default list (Helm value routes.sidecarResources) when given. The sidecar's V8 old space is capped at half of limits.memory.",
+          ),
+      })
+      .optional()
+      .describe('Settings of the rate-limiting sidecar container of each pod.'),
+    priorityClassName: dnsSubdomain
+      .optional()
+      .describe("PriorityClass of the route's pods; omit for the operator default (Helm value priorityClassName)."),
   })
   .describe('Desired state of the route: the target service, the path predicate and the limiter.');
 export type RateLimitRouteSpec = z.infer<typeof rateLimitRouteSpecSchema>;

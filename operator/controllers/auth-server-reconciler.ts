@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { oauthClientSchema } from '../api/index.ts';
 import { generateSigningJwks } from '../../services/auth-server/config.ts';
 import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, oauthClientSecretName, SIGNING_KEYS_SECRET } from '../resources/auth-server-names.ts';
-import { authServerDeployment, authServerService } from '../resources/auth-server-deployment.ts';
+import { authServerDeployment, authServerPodDisruptionBudget, authServerService } from '../resources/auth-server-deployment.ts';
 import { clientRegistrySecret, type RegisteredOAuthClient } from '../resources/client-registry-secret.ts';
 import { controllerOf } from '../resources/metadata.ts';
 import { credentialsOf } from '../resources/oauth-client-secret.ts';
@@ -21,13 +21,14 @@ import { isConflict } from '../runtime/errors.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
-import { resourceTypes } from '../runtime/resource-types.ts';
+import { resourceTypes, type ResourceType } from '../runtime/resource-types.ts';
 
 export interface AuthServerCaches {
   clients: Informer;
   secrets: Informer;
   deployments: Informer;
   services: Informer;
+  podDisruptionBudgets: Informer;
 }
 
 export interface AuthServerReconcilerDeps {
@@ -76,6 +77,7 @@ export class AuthServerReconciler implements Reconciler {
     const recheckInMs = await this.#ensureSigningKeys(namespace, owners);
     await this.#d.applier.apply(authServerDeployment(namespace, this.#d.settings, owners), caches.deployments);
     await this.#d.applier.apply(authServerService(namespace, this.#d.settings, owners), caches.services);
+    await this.#applyBudget(namespace, owners);
     await this.#checkUsersSecret(namespace, live);
     return recheckInMs === undefined ? {} : { requeueAfterMs: recheckInMs };
   }
@@ -115,6 +117,17 @@ export class AuthServerReconciler implements Reconciler {
     return plan.recheckInMs;
   }
 
+  /** A budget while the auth server runs more than one replica; the one left from more replicas goes. */
+  async #applyBudget(namespace: string, owners: Parameters<typeof authServerPodDisruptionBudget>[2]): Promise<void> {
+    const budget = authServerPodDisruptionBudget(namespace, this.#d.settings, owners);
+    if (budget !== undefined) {
+      await this.#d.applier.apply(budget, this.#d.caches.podDisruptionBudgets);
+      return;
+    }
+    const live = this.#d.caches.podDisruptionBudgets.get(namespace, AUTH_SERVER_NAME);
+    if (live !== undefined && (await this.#d.applier.remove(live))) this.#d.log.info({ namespace }, 'deleted auth-server PodDisruptionBudget: one replica');
+  }
+
   /** The users Secret is the operator's setting, not its child: tell a person when it is missing. */
   async #checkUsersSecret(namespace: string, clients: readonly KubeObject[]): Promise<void> {
     const { usersSecretName, usersSecretKey } = this.#d.settings;
@@ -129,7 +142,8 @@ export class AuthServerReconciler implements Reconciler {
 
   async #prune(namespace: string): Promise<void> {
     const { caches, client } = this.#d;
-    const objects: Array<[KubeObject | undefined, typeof resourceTypes.secret | typeof resourceTypes.deployment | typeof resourceTypes.service]> = [
+    const objects: Array<[KubeObject | undefined, ResourceType]> = [
+      [caches.podDisruptionBudgets.get(namespace, AUTH_SERVER_NAME), resourceTypes.podDisruptionBudget],
       [caches.deployments.get(namespace, AUTH_SERVER_NAME), resourceTypes.deployment],
       [caches.services.get(namespace, AUTH_SERVER_NAME), resourceTypes.service],
       [caches.secrets.get(namespace, CLIENT_REGISTRY_SECRET), resourceTypes.secret],

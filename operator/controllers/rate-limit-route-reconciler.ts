@@ -4,8 +4,11 @@
 import type { Logger } from 'pino';
 import { rateLimitRouteSchema, type RateLimitRoute } from '../api/index.ts';
 import { routeConfigMap } from '../resources/route-config-map.ts';
+import { controllerOf } from '../resources/metadata.ts';
 import { routeDeployment } from '../resources/route-deployment.ts';
-import { routeServiceName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route-names.ts';
+import { routeNetworkPolicy } from '../resources/route-network-policy.ts';
+import { routePodDisruptionBudget } from '../resources/route-pod-disruption-budget.ts';
+import { routeNetworkPolicyName, routePodDisruptionBudgetName, routeServiceName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route-names.ts';
 import { routeService } from '../resources/route-service.ts';
 import type { ResourceSettings } from '../resources/settings.ts';
 import type { Applier } from '../runtime/applier.ts';
@@ -27,6 +30,8 @@ export interface RateLimitRouteCaches {
   deployments: Informer;
   services: Informer;
   configMaps: Informer;
+  networkPolicies: Informer;
+  podDisruptionBudgets: Informer;
 }
 
 export interface RateLimitRouteReconcilerDeps {
@@ -69,6 +74,8 @@ export class RateLimitRouteReconciler implements Reconciler {
     }
 
     let children: Array<[KubeObject, Informer]>;
+    // Children the route may have had and no longer wants (the policy switched off, one replica left).
+    const stale: Array<[string, Informer]> = [];
     try {
       const configMap = routeConfigMap(route, this.#d.settings);
       const configText = (configMap['data'] as Record<string, string>)[SIDECAR_CONFIG_KEY] ?? '';
@@ -77,6 +84,12 @@ export class RateLimitRouteReconciler implements Reconciler {
         [routeDeployment(route, this.#d.settings, configText), this.#d.caches.deployments],
         [routeService(route, this.#d.settings), this.#d.caches.services],
       ];
+      const { networkPolicies, podDisruptionBudgets } = this.#d.caches;
+      if (this.#d.settings.routeNetworkPolicy) children.push([routeNetworkPolicy(route, this.#d.settings), networkPolicies]);
+      else stale.push([routeNetworkPolicyName(name), networkPolicies]);
+      const budget = routePodDisruptionBudget(route);
+      if (budget !== undefined) children.push([budget, podDisruptionBudgets]);
+      else stale.push([routePodDisruptionBudgetName(name), podDisruptionBudgets]);
     } catch (err) {
       if (err instanceof InvalidSpecError) {
         await this.#invalid(raw, err.message);
@@ -95,12 +108,19 @@ export class RateLimitRouteReconciler implements Reconciler {
     }
 
     const changed: string[] = [];
+    const deleted: string[] = [];
     let deployment: KubeObject | undefined;
     try {
       for (const [desired, cache] of children) {
         const outcome = await this.#d.applier.apply(desired, cache);
         if (outcome.changed) changed.push(`${desired.kind} ${desired.metadata.name}`);
         if (desired.kind === 'Deployment') deployment = outcome.object;
+      }
+      for (const [childName, cache] of stale) {
+        const live = cache.get(namespace, childName);
+        // Only a child of this very route (not a namesake someone else made, nor one of a deleted route).
+        if (live === undefined || controllerOf(live, 'RateLimitRoute')?.uid !== route.metadata.uid) continue;
+        if (await this.#d.applier.remove(live)) deleted.push(`${live.kind} ${childName}`);
       }
     } catch (err) {
       if (err instanceof KubeApiError) {
@@ -113,6 +133,10 @@ export class RateLimitRouteReconciler implements Reconciler {
     if (changed.length > 0) {
       this.#d.log.info({ route: key, changed }, 'applied children');
       this.#d.events.event(raw, 'Normal', 'Applied', `applied ${changed.join(', ')}`);
+    }
+    if (deleted.length > 0) {
+      this.#d.log.info({ route: key, deleted }, 'deleted children');
+      this.#d.events.event(raw, 'Normal', 'Deleted', `deleted ${deleted.join(', ')}`);
     }
 
     await this.#checkRedisSecret(raw, route);

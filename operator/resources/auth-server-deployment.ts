@@ -13,6 +13,8 @@ import {
   SIGNING_KEYS_SECRET,
 } from './auth-server-names.ts';
 import { baseLabels, containerSecurityContext, type Owner, ownerRef, podSecurityContext } from './metadata.ts';
+import { needsPodDisruptionBudget, podDisruptionBudget } from './pod-disruption-budget.ts';
+import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
 import { AUTH_SERVER_AUDIENCE, type ResourceSettings } from './settings.ts';
 
 export const AUTH_SERVER_CONTAINER = 'auth-server';
@@ -32,6 +34,21 @@ export const authServerFiles = {
   keys: `${AUTH_CONFIG_ROOT}/keys/${SIGNING_KEYS_KEY}`,
 } as const;
 
+/** Without Redis, codes and sessions live in one process's memory: one replica only. */
+export function authServerReplicas(settings: Pick<ResourceSettings, 'authRedisUrl' | 'authServerReplicas'>): number {
+  return settings.authRedisUrl === undefined ? 1 : settings.authServerReplicas;
+}
+
+/**
+ * Up to 60 s (30 x 2 s) for the auth server to start (it runs from its TypeScript sources and
+ * connects to Redis) before the liveness probe may restart it.
+ */
+export const AUTH_SERVER_STARTUP_PROBE = { tcpSocket: { port: 'http' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 30 };
+
+function sortedOwnerRefs(owners: readonly Owner[]) {
+  return [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef);
+}
+
 export function authServerDeployment(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
   const labels = baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server');
   const env: Array<{ name: string; value: string }> = [
@@ -46,8 +63,7 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
     { name: 'AUTH_ACCESS_TOKEN_TTL_SECONDS', value: String(settings.accessTokenTtlSeconds) },
   ];
   if (settings.authRedisUrl !== undefined) env.push({ name: 'REDIS_URL', value: settings.authRedisUrl });
-  // Without Redis, codes and sessions live in one process's memory: one replica only.
-  const replicas = settings.authRedisUrl === undefined ? 1 : settings.authServerReplicas;
+  const replicas = authServerReplicas(settings);
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -69,6 +85,8 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
           enableServiceLinks: false,
           terminationGracePeriodSeconds: 30,
           securityContext: podSecurityContext,
+          ...priorityClassField(undefined, settings.priorityClassName),
+          topologySpreadConstraints: topologySpreadConstraints(authServerSelectorLabels()),
           containers: [
             {
               name: AUTH_SERVER_CONTAINER,
@@ -81,6 +99,7 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
                 { name: 'http', containerPort: settings.authServerPort, protocol: 'TCP' },
                 { name: 'metrics', containerPort: AUTH_SERVER_METRICS_PORT, protocol: 'TCP' },
               ],
+              startupProbe: AUTH_SERVER_STARTUP_PROBE,
               readinessProbe: {
                 httpGet: { path: '/.well-known/oauth-authorization-server', port: 'http', scheme: 'HTTP' },
                 periodSeconds: 5,
@@ -88,7 +107,7 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
                 failureThreshold: 3,
               },
               livenessProbe: { tcpSocket: { port: 'http' }, periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
-              resources: { requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '384Mi' } },
+              resources: settings.authServerResources,
               securityContext: containerSecurityContext,
               volumeMounts: [
                 { name: 'clients', mountPath: `${AUTH_CONFIG_ROOT}/clients`, readOnly: true },
@@ -126,4 +145,16 @@ export function authServerService(namespace: string, settings: ResourceSettings,
       ports: [{ name: 'http', port: settings.servicePort, targetPort: 'http', protocol: 'TCP' }],
     },
   };
+}
+
+/** The auth server's budget while it runs more than one replica; undefined otherwise (any existing one is then deleted). */
+export function authServerPodDisruptionBudget(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject | undefined {
+  if (!needsPodDisruptionBudget(authServerReplicas(settings))) return undefined;
+  return podDisruptionBudget({
+    name: AUTH_SERVER_NAME,
+    namespace,
+    labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server'),
+    selectorLabels: authServerSelectorLabels(),
+    ownerReferences: sortedOwnerRefs(owners),
+  });
 }

@@ -9,6 +9,7 @@
 // to a target that has already stopped.
 import type { RateLimitRoute } from '../api/index.ts';
 import { contentHash } from '../runtime/compare.ts';
+import { InvalidSpecError } from '../runtime/errors.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import {
   baseLabels,
@@ -29,8 +30,13 @@ import {
   SIDECAR_REDIS_URL_FILE,
   TARGET_CONTAINER,
 } from './route-names.ts';
+import { overrideResources, quantitiesAsStrings, resourcesProblem } from './container-resources.ts';
+import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
 import { sidecarPorts } from './route-ports.ts';
 import type { ResourceSettings } from './settings.ts';
+import { sidecarEnv, sidecarMemoryProblem } from './sidecar-heap.ts';
+
+export { SIDECAR_ENV, SIDECAR_MEMORY_LIMIT_MIB } from './sidecar-heap.ts';
 
 /** The sidecar image runs its bundle (scripts/build-sidecar.ts), not the TypeScript sources. */
 export const SIDECAR_ENTRY = 'dist/sidecar/main.mjs';
@@ -42,31 +48,18 @@ export const SIDECAR_DRAIN_SECONDS = 10;
 export const TARGET_PRESTOP_SECONDS = SIDECAR_PRESTOP_SECONDS + SIDECAR_DRAIN_SECONDS;
 /** The pod's grace (s): the target's pause plus time for it to stop on its own. */
 export const ROUTE_POD_GRACE_SECONDS = TARGET_PRESTOP_SECONDS + 15;
-/** The sidecar container's memory limit, MiB. */
-export const SIDECAR_MEMORY_LIMIT_MIB = 256;
 /**
- * The sidecar container's environment. V8 would otherwise size its heap from the container's
- * memory limit (1 MiB semi-spaces for 256 MiB: frequent scavenges, ~60 % more CPU per request in
- * `make bench`) or, without a limit, from the node's memory (hundreds of MiB under load). These
- * caps were chosen by measurement (bench/results/optimization.md): 8 MiB semi-spaces, so that a
- * request's short-lived objects die young without the young generation growing to 64 MiB; the
- * old generation capped at half the limit (the sidecar's live heap is ~15-25 MiB; without a cap
- * V8 grows it against a multi-GiB limit); and glibc held to two malloc arenas (V8's background
- * threads otherwise each grow their own).
+ * The sidecar's startup probe: up to 60 s (30 x 2 s) to load its config and connect before the
+ * liveness probe may restart it, on a busy node where node itself starts slowly.
  */
-export const SIDECAR_ENV = {
-  NODE_ENV: 'production',
-  NODE_OPTIONS: '--max-semi-space-size=8 --max-old-space-size=128',
-  MALLOC_ARENA_MAX: '2',
-} as const;
+export const SIDECAR_STARTUP_PROBE = { httpGet: { path: '/healthz', port: 'admin', scheme: 'HTTP' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 30 };
 
-/** The API server returns every quantity as a string; render them so, or each compare would differ. */
-function quantitiesAsStrings(resources: NonNullable<RateLimitRoute['spec']['target']['resources']>): Record<string, Record<string, string>> {
-  const out: Record<string, Record<string, string>> = {};
-  for (const [group, list] of Object.entries(resources)) {
-    if (list !== undefined) out[group] = Object.fromEntries(Object.entries(list).map(([k, v]) => [k, String(v)]));
-  }
-  return out;
+/** The sidecar's resources (settings, overridden by spec.sidecar.resources); InvalidSpecError when the API server or the sidecar could not run with them. */
+export function sidecarResources(route: RateLimitRoute, settings: Pick<ResourceSettings, 'sidecarResources'>): ReturnType<typeof overrideResources> {
+  const resources = overrideResources(settings.sidecarResources, route.spec.sidecar?.resources);
+  const problem = resourcesProblem(resources) ?? sidecarMemoryProblem(resources);
+  if (problem !== undefined) throw new InvalidSpecError(`spec.sidecar.resources: ${problem}`);
+  return resources;
 }
 
 export function routeSelectorLabels(route: string): Record<string, string> {
@@ -86,6 +79,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
   const redisMounts = secretRef === undefined ? [] : [{ name: REDIS_URL_VOLUME, mountPath: SIDECAR_REDIS_DIR, readOnly: true }];
   const ports = sidecarPorts(target.port, settings);
   const labels = { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name };
+  const sidecarRes = sidecarResources(route, settings);
 
   const targetContainer: Record<string, unknown> = {
     name: TARGET_CONTAINER,
@@ -112,14 +106,16 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
     imagePullPolicy: settings.imagePullPolicy,
     command: ['node', SIDECAR_ENTRY],
     args: ['--config', `${SIDECAR_CONFIG_DIR}/${SIDECAR_CONFIG_KEY}`],
-    env: Object.entries(SIDECAR_ENV).map(([envName, value]) => ({ name: envName, value })),
+    // The heap caps follow the memory limit (ADR 0008): old space at half of it.
+    env: Object.entries(sidecarEnv(sidecarRes)).map(([envName, value]) => ({ name: envName, value })),
     ports: [
       { name: 'http', containerPort: ports.proxy, protocol: 'TCP' },
       { name: 'admin', containerPort: ports.admin, protocol: 'TCP' },
     ],
+    startupProbe: SIDECAR_STARTUP_PROBE,
     readinessProbe: { httpGet: { path: '/readyz', port: 'admin', scheme: 'HTTP' }, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 3 },
     livenessProbe: { httpGet: { path: '/healthz', port: 'admin', scheme: 'HTTP' }, periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
-    resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: `${SIDECAR_MEMORY_LIMIT_MIB}Mi` } },
+    resources: sidecarRes,
     securityContext: containerSecurityContext,
     lifecycle: { preStop: { sleep: { seconds: SIDECAR_PRESTOP_SECONDS } } },
     volumeMounts: [
@@ -153,6 +149,8 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
           enableServiceLinks: false,
           terminationGracePeriodSeconds: ROUTE_POD_GRACE_SECONDS,
           securityContext: podSecurityContext,
+          ...priorityClassField(route.spec.priorityClassName, settings.priorityClassName),
+          topologySpreadConstraints: topologySpreadConstraints(routeSelectorLabels(name)),
           containers: [targetContainer, sidecarContainer],
           volumes: [
             { name: 'sidecar-config', configMap: { name: routeConfigMapName(name), items: [{ key: SIDECAR_CONFIG_KEY, path: SIDECAR_CONFIG_KEY }] } },

@@ -9,6 +9,15 @@ export function routeServiceName(route: string): string {
   return route;
 }
 
+/** The NetworkPolicy and the PodDisruptionBudget share the route's name too. */
+export function routeNetworkPolicyName(route: string): string {
+  return route;
+}
+
+export function routePodDisruptionBudgetName(route: string): string {
+  return route;
+}
+
 export function routeConfigMapName(route: string): string {
   return `${route}-sidecar`;
 }

@@ -1,5 +1,7 @@
 // What the resource builders need from the operator's settings (operator/config.ts): images,
 // ports and defaults. Pure data, so that every builder stays a pure function of (CR, settings).
+import { type ContainerResources, DEFAULT_AUTH_SERVER_RESOURCES } from './container-resources.ts';
+import { DEFAULT_SIDECAR_RESOURCES } from './sidecar-heap.ts';
 
 /**
  * aud of the access tokens the operator's auth servers issue (their AUTH_AUDIENCE), and so what a
@@ -37,6 +39,14 @@ export interface ResourceSettings {
   accessTokenTtlSeconds: number;
   /** A new signing key after this long, ms (0 = never rotate on a timer). */
   signingKeyRotationMs: number;
+  /** A NetworkPolicy per route admitting ingress only on the sidecar's ports (none: the target's port is reachable too). */
+  routeNetworkPolicy: boolean;
+  /** PriorityClass of route and auth-server pods (a route's spec.priorityClassName wins); undefined: none. */
+  priorityClassName: string | undefined;
+  /** The sidecar container's resources unless a route sets spec.sidecar.resources. */
+  sidecarResources: ContainerResources;
+  /** The auth-server container's resources. */
+  authServerResources: ContainerResources;
 }
 
 export const defaultResourceSettings: ResourceSettings = {
@@ -55,4 +65,8 @@ export const defaultResourceSettings: ResourceSettings = {
   usersSecretKey: 'users.json',
   accessTokenTtlSeconds: 300,
   signingKeyRotationMs: 30 * 24 * 3600_000,
+  routeNetworkPolicy: true,
+  priorityClassName: undefined,
+  sidecarResources: DEFAULT_SIDECAR_RESOURCES,
+  authServerResources: DEFAULT_AUTH_SERVER_RESOURCES,
 };

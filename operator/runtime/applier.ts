@@ -7,6 +7,7 @@ import type { KubeClient } from './kube-client.ts';
 import { asRecord, type KubeObject } from './kube-object.ts';
 import type { OperatorMetrics } from './metrics.ts';
 import { contentHash, isSubset } from './compare.ts';
+import { resourceTypeOf } from './resource-types.ts';
 
 export const APPLIED_HASH_ANNOTATION = 'portcullis.dev/applied-hash';
 
@@ -55,6 +56,12 @@ export class Applier {
   /** Applies the stamped object without looking at any cache (the caller knows it differs). */
   async force(desired: KubeObject): Promise<KubeObject> {
     return this.#client.apply(stampHash(desired));
+  }
+
+  /** Deletes a child the desired state no longer has (uid as a precondition: never a newer namesake). */
+  async remove(live: KubeObject): Promise<boolean> {
+    const type = resourceTypeOf(live.apiVersion, live.kind);
+    return this.#client.delete(type, live.metadata.namespace, live.metadata.name, live.metadata.uid);
   }
 
   /** Applies the status subresource unless the live status already contains the desired one. */

@@ -25,6 +25,8 @@ export const resourceTypes = {
   secret: { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true },
   event: { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true },
   lease: { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', plural: 'leases', namespaced: true },
+  networkPolicy: { group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true },
+  podDisruptionBudget: { group: 'policy', version: 'v1', kind: 'PodDisruptionBudget', plural: 'poddisruptionbudgets', namespaced: true },
 } as const satisfies Record<string, ResourceType>;
 
 const byApiVersionKind = new Map<string, ResourceType>(

@@ -57,6 +57,8 @@ export async function startCaches(client: MemoryKubeClient, clock: Clock) {
     services: make(resourceTypes.service),
     configMaps: make(resourceTypes.configMap),
     secrets: make(resourceTypes.secret),
+    networkPolicies: make(resourceTypes.networkPolicy),
+    podDisruptionBudgets: make(resourceTypes.podDisruptionBudget),
   };
   const all = Object.values(caches);
   for (const i of all) i.start();

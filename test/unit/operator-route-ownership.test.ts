@@ -100,7 +100,7 @@ describe('RateLimitRoute children: never adopted', () => {
     await reconcile();
     client.remove(resourceTypes.service, 'team-a', 'all');
     expect(await reconcile()).toEqual({});
-    expect(childWrites(client).map((w) => `${w.kind}/${w.name}`)).toEqual(['ConfigMap/all-sidecar', 'Deployment/all', 'Service/all']);
+    expect(childWrites(client).map((w) => `${w.kind}/${w.name}`)).toEqual(['ConfigMap/all-sidecar', 'Deployment/all', 'Service/all', 'NetworkPolicy/all', 'PodDisruptionBudget/all']);
     expect(client.peek(resourceTypes.service, 'team-a', 'all')?.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'RateLimitRoute', uid: 'uid-all', controller: true })]);
     expect(ready(client)).toMatchObject({ status: 'False', reason: 'Progressing' });
   });
@@ -122,7 +122,7 @@ describe('RateLimitRoute children: never adopted', () => {
     const { client, reconcile } = await setup();
     client.put(routeObject());
     await reconcile();
-    expect(client.requests.filter((r) => r.verb === 'get').map((r) => r.kind)).toEqual(['ConfigMap', 'Deployment', 'Service']);
+    expect(client.requests.filter((r) => r.verb === 'get').map((r) => r.kind)).toEqual(['ConfigMap', 'Deployment', 'Service', 'NetworkPolicy', 'PodDisruptionBudget']);
     const requests = client.requests.length;
     await reconcile();
     expect(client.requests.slice(requests).filter((r) => r.verb !== 'list' && r.verb !== 'watch')).toEqual([]);

@@ -51,13 +51,20 @@ function markRolledOut(client: MemoryKubeClient, replicas: number) {
 }
 
 describe('RateLimitRoute reconciler', () => {
-  it('creates exactly the ConfigMap, Deployment and Service, owned by the route', async () => {
+  it('creates exactly the ConfigMap, Deployment, Service, NetworkPolicy and (two replicas) PodDisruptionBudget, owned by the route', async () => {
     const { client, reconcile } = await setup();
     client.put(routeObject());
     await reconcile();
     const kinds = client.writes().filter((w) => w.subresource === undefined).map((w) => `${w.kind}/${w.name}`);
-    expect(kinds).toEqual(['ConfigMap/all-sidecar', 'Deployment/all', 'Service/all']);
-    for (const [type, name] of [[resourceTypes.configMap, 'all-sidecar'], [resourceTypes.deployment, 'all'], [resourceTypes.service, 'all']] as const) {
+    expect(kinds).toEqual(['ConfigMap/all-sidecar', 'Deployment/all', 'Service/all', 'NetworkPolicy/all', 'PodDisruptionBudget/all']);
+    const children = [
+      [resourceTypes.configMap, 'all-sidecar'],
+      [resourceTypes.deployment, 'all'],
+      [resourceTypes.service, 'all'],
+      [resourceTypes.networkPolicy, 'all'],
+      [resourceTypes.podDisruptionBudget, 'all'],
+    ] as const;
+    for (const [type, name] of children) {
       expect(client.peek(type, 'team-a', name)?.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'RateLimitRoute', name: 'all', uid: expect.any(String), controller: true })]);
     }
   });

@@ -1,0 +1,26 @@
+// RateLimitRoute -> PodDisruptionBudget `<route>` while it runs more than one pod (see
+// pod-disruption-budget.ts for maxUnavailable 1 and why none for one pod).
+import type { RateLimitRoute } from '../api/index.ts';
+import type { KubeObject } from '../runtime/kube-object.ts';
+import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
+import { needsPodDisruptionBudget, podDisruptionBudget } from './pod-disruption-budget.ts';
+import { routeSelectorLabels } from './route-deployment.ts';
+import { routePodDisruptionBudgetName } from './route-names.ts';
+
+/**
+ * The route's budget, or undefined when it runs fewer than two pods (any existing one is then
+ * deleted). A route that leaves its replica count to an autoscaler gets one: it may run many, and
+ * maxUnavailable 1 blocks nothing while it runs one.
+ */
+export function routePodDisruptionBudget(route: RateLimitRoute): KubeObject | undefined {
+  const replicas: number | undefined = route.spec.target.replicas;
+  if (replicas !== undefined && !needsPodDisruptionBudget(replicas)) return undefined;
+  const name = route.metadata.name;
+  return podDisruptionBudget({
+    name: routePodDisruptionBudgetName(name),
+    namespace: route.metadata.namespace,
+    labels: { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name },
+    selectorLabels: routeSelectorLabels(name),
+    ownerReferences: [controllerRef(route)],
+  });
+}
