@@ -102,6 +102,8 @@ export interface CrdSource {
   readonly description: string;
   readonly spec: z.ZodType;
   readonly status: z.ZodType;
+  /** The scale subresource (kubectl scale, HorizontalPodAutoscaler): JSON paths of the replica fields and the pods' selector string. */
+  readonly scale?: { readonly specReplicasPath: string; readonly statusReplicasPath: string; readonly labelSelectorPath: string };
   /** CEL rules on the whole object (e.g. on metadata.name), as `x-kubernetes-validations`. */
   readonly rootValidations?: readonly { readonly rule: string; readonly message: string }[];
   readonly printerColumns: readonly {

@@ -86,7 +86,14 @@ export const targetSchema = z
       .regex(/^\//, 'must start with /')
       .default('/healthcheck/ready')
       .describe('HTTP path of the target readiness probe; it answers 200 (the specification: plain text OK).'),
-    replicas: z.int().min(0).max(100).default(1).describe('Number of pods (target + sidecar each).'),
+    replicas: z
+      .int()
+      .min(0)
+      .max(100)
+      .optional()
+      .describe(
+        'Number of pods (target + sidecar each); kubectl scale rlr and an HorizontalPodAutoscaler on the route (scale subresource) set it. Omit it to leave the count to an autoscaler of the Deployment itself: the operator then never writes replicas there (the Deployment starts with 1).',
+      ),
     env: z
       .array(envVarSchema)
       .max(ENV_MAX)
@@ -149,6 +156,8 @@ export const rateLimitRouteStatusSchema = z
     observedGeneration: observedGenerationSchema.optional(),
     conditions: conditionsSchema.optional(),
     readyReplicas: z.int().min(0).max(1000).optional().describe('Pods of the route whose containers are all ready (from the Deployment).'),
+    replicas: z.int().min(0).max(1000).optional().describe('Pods of the route, ready or not (from the Deployment): the scale subresource reports it.'),
+    selector: z.string().max(1024).optional().describe('Label selector of the route pods, for the scale subresource (an HorizontalPodAutoscaler finds the pods to measure with it).'),
     service: dnsSubdomain.max(63).optional().describe('Name of the Service in front of the sidecars.'),
   })
   .describe('Observed state of the route, written by the operator.');
@@ -176,6 +185,7 @@ export const rateLimitRouteCrd: CrdSource = {
     'RateLimitRoute puts a per-user token-bucket rate limiter (a sidecar with state in Redis) in front of a service. The operator creates a Deployment (target + sidecar), a ConfigMap with the sidecar config and a Service.',
   spec: rateLimitRouteSpecSchema,
   status: rateLimitRouteStatusSchema,
+  scale: { specReplicasPath: '.spec.target.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
   rootValidations: [
     {
       rule: "self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",

@@ -5,10 +5,11 @@ import type { Logger } from 'pino';
 import { rateLimitRouteSchema, type RateLimitRoute } from '../api/index.ts';
 import { routeConfigMap } from '../resources/route-config-map.ts';
 import { controllerOf } from '../resources/metadata.ts';
-import { routeDeployment } from '../resources/route-deployment.ts';
+import { routeDeployment, routeSelectorLabels } from '../resources/route-deployment.ts';
 import { routeNetworkPolicy } from '../resources/route-network-policy.ts';
 import { routePodDisruptionBudget } from '../resources/route-pod-disruption-budget.ts';
 import { routeNetworkPolicyName, routePodDisruptionBudgetName, routeServiceName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route-names.ts';
+import { deploymentReplicas, routeReplicas, selectorString } from '../resources/route-scale.ts';
 import { routeService } from '../resources/route-service.ts';
 import type { ResourceSettings } from '../resources/settings.ts';
 import type { Applier } from '../runtime/applier.ts';
@@ -140,11 +141,12 @@ export class RateLimitRouteReconciler implements Reconciler {
     }
 
     await this.#checkRedisSecret(raw, route);
-    const readiness = deploymentReadiness(deployment, route.spec.target.replicas);
+    // Replicas left to an autoscaler: ready means as many pods as the Deployment asks for now.
+    const readiness = deploymentReadiness(deployment, routeReplicas(route) ?? deploymentReplicas(deployment) ?? 1);
     const state: ReadyState = readiness.ready
       ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${routeServiceName(name)} forwards port ${this.#d.settings.servicePort} to the sidecars` }
       : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
-    await this.#writeStatus(raw, route, state, readiness.readyReplicas);
+    await this.#writeStatus(raw, route, state, readiness);
     return {};
   }
 
@@ -184,10 +186,10 @@ export class RateLimitRouteReconciler implements Reconciler {
     await this.#writeStatus(raw, undefined, { status: 'False', reason: Reasons.InvalidSpec, message }, undefined);
   }
 
-  async #writeStatus(raw: KubeObject, route: RateLimitRoute | undefined, state: ReadyState, readyReplicas: number | undefined): Promise<void> {
+  async #writeStatus(raw: KubeObject, route: RateLimitRoute | undefined, state: ReadyState, pods: { readyReplicas: number; replicas: number } | undefined): Promise<void> {
     const fields: Record<string, unknown> = {};
-    if (readyReplicas !== undefined) fields['readyReplicas'] = readyReplicas;
-    if (route !== undefined) fields['service'] = routeServiceName(route.metadata.name);
+    if (pods !== undefined) Object.assign(fields, { readyReplicas: pods.readyReplicas, replicas: pods.replicas });
+    if (route !== undefined) Object.assign(fields, { service: routeServiceName(route.metadata.name), selector: selectorString(routeSelectorLabels(route.metadata.name)) });
     await this.#d.applier.applyStatus(raw, readyStatus(raw, state, this.#d.clock.now(), fields));
   }
 }

@@ -135,7 +135,8 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
       ownerReferences: [controllerRef(route)],
     },
     spec: {
-      replicas: target.replicas,
+      // Omitted: the count belongs to an autoscaler of the Deployment (route-scale.ts).
+      ...(target.replicas === undefined ? {} : { replicas: target.replicas }),
       selector: { matchLabels: routeSelectorLabels(name) },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       revisionHistoryLimit: 5,

@@ -165,7 +165,7 @@ export function buildCrd(source: CrdSource): SchemaNode {
           name: VERSION,
           served: true,
           storage: true,
-          subresources: { status: {} },
+          subresources: { status: {}, ...(source.scale === undefined ? {} : { scale: { ...source.scale } }) },
           additionalPrinterColumns: source.printerColumns.map((c) => ({
             name: c.name,
             type: c.type,

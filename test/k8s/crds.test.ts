@@ -70,7 +70,8 @@ describe('the CRDs on a real API server', () => {
       onMissingKey: { status: 400 },
       onStoreError: 'allow',
     });
-    expect(spec.target).toMatchObject({ port: 8080, readinessPath: '/healthcheck/ready', replicas: 1 });
+    expect(spec.target).toMatchObject({ port: 8080, readinessPath: '/healthcheck/ready' });
+    expect(spec.target.replicas).toBeUndefined(); // no default: omitted leaves the count to an autoscaler
   });
 
   it('show key source, rate, burst, cost and enforce as printer columns under the short name', async () => {

@@ -66,7 +66,7 @@ describe.each(crdSources.map((s) => [s.kind, s] as const))('the %s CRD', (_kind,
   it('has the status subresource, short names, a category and printer columns', () => {
     const spec = crd['spec'] as Node;
     const [version] = spec['versions'] as Node[];
-    expect((version as Node)['subresources']).toEqual({ status: {} });
+    expect((version as Node)['subresources']).toEqual(source.scale === undefined ? { status: {} } : { status: {}, scale: source.scale });
     expect((spec['names'] as Node)['shortNames']).toEqual(source.shortNames);
     expect((spec['names'] as Node)['categories']).toContain('portcullis');
     expect(((version as Node)['additionalPrinterColumns'] as Node[]).map((c) => c['name'])).toContain('Status');
