@@ -145,8 +145,8 @@ describe('the rendered pods run', () => {
     }
   });
 
-  it('the auth-server pod (registry, users and keys from the Secrets) runs the code flow for the generated client', async () => {
-    await runPod('portcullis-auth-server');
+  it('the auth-server pod (registry, users and keys from the Secrets) runs the code flow for the generated client, counted on its metrics port', async () => {
+    const pod = await runPod('portcullis-auth-server');
     const issuer = `http://127.0.0.1:${ports.auth}`;
     await waitForPort(ports.auth);
     const secret = (await kget(env.cluster, ['-n', NS, 'secret', 'demo-app-oauth-client'])) as Obj;
@@ -165,5 +165,9 @@ describe('the rendered pods run', () => {
     const keys = (await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-signing-keys'])) as Obj;
     const kid = JSON.parse(decode(keys['data']['keys.json']))['keys'][0]['kid'];
     expect(decodeProtectedHeader(accessToken)).toMatchObject({ alg: 'ES256', kid });
+    // The container port named `metrics` is where the rendered env makes the auth server serve /metrics.
+    const metrics = await (await fetch(`http://127.0.0.1:${pod.ports.get('metrics')}/metrics`)).text();
+    expect(metrics).toContain('portcullis_auth_access_tokens_issued_total{grant_type="authorization_code"} 1\n');
+    expect(metrics).toContain('portcullis_auth_sign_ins_total{result="ok"} 1\n');
   });
 });

@@ -1,11 +1,14 @@
 // Runs a rendered Deployment's pod without a kubelet: the ConfigMap/Secret volumes are written
 // where they would be mounted (mount paths rewritten into a temporary directory) and every
 // container starts as a local process on the same Node (command ["node", entry] + args + env).
-// Shared by the k8s tests that check the operator's pods are runnable.
+// Shared by the k8s tests that check the operator's pods are runnable. A pod has a network of its
+// own and these processes share the host's: a named container port other than the first whose
+// number the env passes in (the auth server's AUTH_METRICS_PORT) moves to a free local port.
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { expect } from 'vitest';
+import { freePort } from '../harness/ports.ts';
 import { startProgram, type Program } from '../harness/programs.ts';
 import { kget, type OperatorEnv } from './operator-env.ts';
 
@@ -17,6 +20,8 @@ export interface RunningPod {
   readonly programs: Program[];
   /** Mount path (as in the container) -> the local folder standing in for it. */
   readonly volumeDirs: Map<string, string>;
+  /** Container port name -> the local port it listens on. */
+  readonly ports: Map<string, number>;
 }
 
 export interface PodRunner {
@@ -64,6 +69,7 @@ export function createPodRunner(env: OperatorEnv, namespace: string): PodRunner 
     }
     const started: Program[] = [];
     const mountDirs = new Map<string, string>();
+    const portsByName = new Map<string, number>();
     for (const c of pod['containers']) {
       const mounts: Array<[string, string]> = (c['volumeMounts'] ?? []).map((m: Obj) => [m['mountPath'], volumeDirs.get(m['name']) ?? '']);
       for (const [from, to] of mounts) mountDirs.set(from, to);
@@ -83,6 +89,13 @@ export function createPodRunner(env: OperatorEnv, namespace: string): PodRunner 
       expect(node).toBe('node'); // the image/entry contract: command ["node", "<entry relative to /app>"]
       const envVars: Record<string, string> = {};
       for (const e of c['env'] ?? []) if (typeof e['value'] === 'string') envVars[e['name']] = rewrite(e['value']);
+      for (const [i, p] of ((c['ports'] ?? []) as Obj[]).entries()) {
+        const declared = String(p['containerPort']);
+        const named = Object.keys(envVars).filter((k) => envVars[k] === declared);
+        const local = i > 0 && named.length > 0 ? await freePort() : Number(declared);
+        for (const k of named) envVars[k] = String(local);
+        portsByName.set(String(p['name']), local);
+      }
       const program = await startProgram({
         name: `${deploymentName}-${c['name']}`,
         entry: entry ?? '',
@@ -93,7 +106,7 @@ export function createPodRunner(env: OperatorEnv, namespace: string): PodRunner 
       programs.push(program);
       started.push(program);
     }
-    return { programs: started, volumeDirs: mountDirs };
+    return { programs: started, volumeDirs: mountDirs, ports: portsByName };
   }
 
   return {
