@@ -74,6 +74,13 @@ describe('operator: RateLimitRoute on a real API server, as the chart ServiceAcc
     const containers = dep['spec']['template']['spec']['containers'];
     expect(containers.map((c: Obj) => c['name'])).toEqual(['target', 'sidecar']);
     expect(containers[1]['command']).toEqual(['node', 'dist/sidecar/main.mjs']);
+    // The Service: http to the sidecar's proxy and metrics to its admin port (for a ServiceMonitor), by container port name.
+    const svc = (await kget(env.cluster, ['-n', NS, 'service', 'all'])) as Obj;
+    expect(svc['spec']['ports'].map((p: Obj) => [p['name'], p['port'], p['targetPort']])).toEqual([
+      ['http', 80, 'http'],
+      ['metrics', 9090, 'admin'],
+    ]);
+    expect(containers[1]['ports'].map((p: Obj) => p['name'])).toEqual(['http', 'admin']);
   });
 
   it('status: observedGeneration and Ready=False Progressing until the pods are ready, then Ready=True with readyReplicas', async () => {
