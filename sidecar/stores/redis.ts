@@ -1,15 +1,22 @@
 // Redis BucketStore: one atomic Lua script (EVALSHA through ioredis defineCommand) per batch of
 // takes, one hash key per bucket, hash-tagged so each bucket lives in one Redis Cluster slot, time
 // from Redis TIME (every sidecar shares one clock), PEXPIRE on every write, a short command timeout.
-// Batching: the takes that arrive in one event-loop turn go to Redis as ONE script call (on a
-// single node or Sentinel; on a Cluster the keys of a batch may live on different nodes, so each
-// take is its own call there). Per take that saves ioredis' command, promise, timer and parse work
-// and Redis' script invocation; the script runs the takes in arrival order, atomically, so the
-// decisions are exactly those of separate calls at the same Redis time.
+// Batching: the takes that arrive in one event-loop turn go to Redis as ONE script call on a single
+// node or Sentinel. On a Cluster a script call may only touch the keys of one slot, so the turn's
+// takes are grouped per slot and each group is one call (ioredis pipelines the calls per node).
+// Per take that saves ioredis' command, promise, timer and parse work and Redis' script
+// invocation; the script runs a call's takes in arrival order, atomically, so the decisions are
+// exactly those of separate calls at the same Redis time. Grouping per slot keeps that: every
+// bucket of a take lives in the take's slot, so two takes of one bucket are always in one group,
+// in arrival order. docs/capacity.md has what the grouping gives on a Cluster.
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
-import { assertRule, bucketTtlMs, combineDecisions, toDecision, type BucketRule, type Decision } from '../bucket.ts';
+import { assertRule, bucketTtlMs, type BucketRule, type Decision } from '../bucket.ts';
 import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
+import { keySlot } from './key-slot.ts';
+import { BUCKET_FIELDS, malformed, parseDecision, parseReply, type RawTake } from './redis-reply.ts';
+
+export { parseDecision, parseReply, type RawTake } from './redis-reply.ts';
 
 const script = readFileSync(new URL('./token-bucket.lua', import.meta.url), 'utf8');
 /** Takes per script call by default: ~1-2 µs of script time each, so a batch stays well under 1 ms. */
@@ -31,8 +38,9 @@ export interface RedisStoreOptions {
   /** Longest wait to connect, ms. */
   readonly connectTimeoutMs?: number;
   /**
-   * Takes per script call at most (single node and Sentinel; default 128). 1 turns batching off:
-   * one call per take, auto-pipelined by ioredis.
+   * Takes per turn sent at once at most (default 128): one script call on a single node or
+   * Sentinel, one per slot on a Cluster. 1 turns batching off: one call per take, auto-pipelined
+   * by ioredis.
    */
   readonly maxBatch?: number;
   /**
@@ -41,9 +49,6 @@ export interface RedisStoreOptions {
    */
   readonly clockForTests?: () => number;
 }
-
-/** Integers the script's reply holds per bucket (see token-bucket.lua); each take adds one more. */
-const BUCKET_FIELDS = 4;
 
 interface BucketCommands {
   /** numkeys, the keys, now (µs or ''), then per take its bucket count and 4 arguments per bucket; answers one string. */
@@ -54,6 +59,8 @@ interface BucketCommands {
 type PendingTake = {
   /** The take's key (hash-tagged); bucket i > 0 of the take is this key + `:i`, in the same slot. */
   readonly key: string;
+  /** The key's Cluster slot; -1 when not on a Cluster (every take goes in one call). */
+  readonly slot: number;
   readonly rules: readonly BucketRule[];
   readonly costs: readonly number[];
 } & ({ readonly raw: false; readonly sink: TakeSink } | { readonly raw: true; readonly sink: RawSink });
@@ -63,28 +70,17 @@ interface RawSink {
   failed(err: Error): void;
 }
 
-/** The raw reply of the script, for tests that compare it with the pure function. */
-export interface RawTake {
-  readonly decision: Decision;
-  /** Micro-tokens left in the (first) bucket. */
-  readonly microTokens: number;
-  /** µs time of the (first) bucket's stored state. */
-  readonly nowUs: number;
-  /** Every bucket's stored state, in the rules' order. */
-  readonly states: readonly { readonly microTokens: number; readonly updatedUs: number }[];
-}
-
 export class RedisBucketStore implements BucketStore {
   readonly client: (Redis | Cluster) & BucketCommands;
   readonly #prefix: string;
   readonly #clock: (() => number) | undefined;
   readonly #maxBatch: number;
+  readonly #perSlot: boolean;
   #pending: PendingTake[] = [];
   #flushScheduled = false;
 
   constructor(options: RedisStoreOptions) {
-    // A Cluster keeps one call per take: the keys of a batch may live on different nodes.
-    const maxBatch = options.cluster === undefined ? (options.maxBatch ?? DEFAULT_MAX_BATCH) : 1;
+    const maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH;
     const common: RedisOptions = {
       commandTimeout: options.commandTimeoutMs ?? 50,
       connectTimeout: options.connectTimeoutMs ?? 2000,
@@ -102,6 +98,7 @@ export class RedisBucketStore implements BucketStore {
       const nodes: ClusterNode[] = options.cluster.nodes.map((n) => ({ host: n.host, port: n.port }));
       client = new Cluster(nodes, {
         enableOfflineQueue: false,
+        // The per-slot calls of a turn that go to one node leave in one write.
         enableAutoPipelining: true,
         clusterRetryStrategy: (times) => Math.min(50 * times, 500),
         redisOptions: common,
@@ -125,6 +122,7 @@ export class RedisBucketStore implements BucketStore {
     this.#prefix = options.keyPrefix ?? 'portcullis:bucket:';
     this.#clock = options.clockForTests;
     this.#maxBatch = maxBatch;
+    this.#perSlot = options.cluster !== undefined;
   }
 
   /**
@@ -153,7 +151,8 @@ export class RedisBucketStore implements BucketStore {
       sink.failed(invalid);
       return;
     }
-    this.#enqueue({ key: this.keyOf(key), rules, costs, raw: false, sink });
+    const redisKey = this.keyOf(key);
+    this.#enqueue({ key: redisKey, slot: this.#slotOf(redisKey), rules, costs, raw: false, sink });
   }
 
   /** takeAll() with the script's exact state, for equivalence tests. */
@@ -162,7 +161,13 @@ export class RedisBucketStore implements BucketStore {
     const costs = cost === undefined ? rules.map((r) => r.requestedTokens) : typeof cost === 'number' ? [cost] : cost;
     const invalid = checkTake(rules, costs);
     if (invalid !== undefined) return Promise.reject(invalid);
-    return new Promise<RawTake>((resolve, reject) => this.#enqueue({ key: this.keyOf(key), rules, costs, raw: true, sink: { taken: resolve, failed: reject } }));
+    const redisKey = this.keyOf(key);
+    return new Promise<RawTake>((resolve, reject) => this.#enqueue({ key: redisKey, slot: this.#slotOf(redisKey), rules, costs, raw: true, sink: { taken: resolve, failed: reject } }));
+  }
+
+  /** The Cluster slot of a take's Redis key (and so of all its buckets); -1 off a Cluster. */
+  #slotOf(redisKey: string): number {
+    return this.#perSlot ? keySlot(redisKey) : -1;
   }
 
   #enqueue(take: PendingTake): void {
@@ -175,12 +180,27 @@ export class RedisBucketStore implements BucketStore {
     }
   }
 
-  /** Sends the pending takes as one script call and settles each with its slice of the reply. */
+  /** Sends the pending takes: one script call, or on a Cluster one per slot (arrival order kept in each). */
   readonly #flush = (): void => {
     this.#flushScheduled = false;
-    const batch = this.#pending;
-    if (batch.length === 0) return;
+    const pending = this.#pending;
+    if (pending.length === 0) return;
     this.#pending = [];
+    if (!this.#perSlot || pending.length === 1) {
+      this.#send(pending);
+      return;
+    }
+    const bySlot = new Map<number, PendingTake[]>();
+    for (const t of pending) {
+      const group = bySlot.get(t.slot);
+      if (group === undefined) bySlot.set(t.slot, [t]);
+      else group.push(t);
+    }
+    for (const group of bySlot.values()) this.#send(group);
+  };
+
+  /** Sends takes whose keys share one slot as one script call and settles each with its slice of the reply. */
+  #send(batch: PendingTake[]): void {
     const args: (string | number)[] = [0];
     let keys = 0;
     let expected = 0;
@@ -235,7 +255,7 @@ export class RedisBucketStore implements BucketStore {
       },
       (err: unknown) => failAll(batch, new StoreUnavailableError(`redis bucket store: ${(err as Error).message}`, { cause: err })),
     );
-  };
+  }
 
   async ready(): Promise<void> {
     if (this.isReady()) return;
@@ -259,9 +279,6 @@ function failAll(batch: readonly PendingTake[], err: Error): void {
   for (const t of batch) t.sink.failed(err);
 }
 
-/** A number of the reply; NaN when absent or empty (Number('') would be 0). */
-const integerField = (s: string | undefined): number => (s === undefined || s === '' ? Number.NaN : Number(s));
-
 /** Why a take cannot be asked (a RangeError), or undefined. */
 function checkTake(rules: readonly BucketRule[], costs: readonly number[]): Error | undefined {
   if (rules.length === 0 || rules.length !== costs.length) return new RangeError('a take needs one cost per rule, and at least one rule');
@@ -271,41 +288,4 @@ function checkTake(rules: readonly BucketRule[], costs: readonly number[]): Erro
     return err as Error;
   }
   return undefined;
-}
-
-const malformed = () => new StoreUnavailableError('redis bucket store: malformed reply');
-
-/** The decision in one take's slice of the reply; one limit (the common case) allocates only the decision. */
-export function parseDecision(fields: readonly string[], at: number, rules: readonly BucketRule[], costs: readonly number[]): Decision {
-  if (rules.length !== 1) return parseReply(fields, at, rules, costs).decision;
-  const allowed = fields[at];
-  const microTokens = integerField(fields[at + 1]);
-  const retryUs = integerField(fields[at + 2]);
-  const resetUs = integerField(fields[at + 3]);
-  if ((allowed !== '0' && allowed !== '1') || !Number.isSafeInteger(microTokens) || !Number.isSafeInteger(retryUs) || !Number.isSafeInteger(resetUs) || !Number.isSafeInteger(integerField(fields[at + 4]))) {
-    throw malformed();
-  }
-  return toDecision(allowed === '1', microTokens, retryUs, resetUs, rules[0] as BucketRule, costs[0] as number);
-}
-
-/** Checks one take's slice of the script's reply (zod would allocate on the hot path; this is the same check by hand). */
-export function parseReply(fields: readonly string[], at: number, rules: readonly BucketRule[], costs: readonly number[]): RawTake {
-  const allowed = fields[at];
-  if (allowed !== '0' && allowed !== '1') throw malformed();
-  const decisions: Decision[] = [];
-  const states: { microTokens: number; updatedUs: number }[] = [];
-  for (let i = 0; i < rules.length; i++) {
-    const f = at + 1 + BUCKET_FIELDS * i;
-    const microTokens = integerField(fields[f]);
-    const retryUs = integerField(fields[f + 1]);
-    const resetUs = integerField(fields[f + 2]);
-    const nowUs = integerField(fields[f + 3]);
-    if (!Number.isSafeInteger(microTokens) || !Number.isSafeInteger(retryUs) || !Number.isSafeInteger(resetUs) || !Number.isSafeInteger(nowUs)) {
-      throw malformed();
-    }
-    decisions.push(toDecision(allowed === '1', microTokens, retryUs, resetUs, rules[i] as BucketRule, costs[i] as number));
-    states.push({ microTokens, updatedUs: nowUs });
-  }
-  const first = states[0] as { microTokens: number; updatedUs: number };
-  return { decision: combineDecisions(decisions), microTokens: first.microTokens, nowUs: first.updatedUs, states };
 }

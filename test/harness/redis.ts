@@ -1,6 +1,6 @@
 // A real redis-server for one test file: started on a free loopback port, persistence off,
 // stopped in afterAll. Tests never use a Redis that somebody else started.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -91,4 +91,44 @@ export async function startRedis(extraArgs: string[] = []): Promise<RedisServer>
   };
   await server.start();
   return server;
+}
+
+export interface RedisClusterServer {
+  /** The masters, each owning a third (for three) of the 16,384 slots. */
+  readonly nodes: readonly RedisServer[];
+  /** Seed nodes as the sidecar's `redis.cluster.nodes` takes them. */
+  readonly seeds: { host: string; port: number }[];
+  /** Stops every node and removes their folders. */
+  stop(): Promise<void>;
+}
+
+/**
+ * A real Redis Cluster of `shards` masters on loopback (no replicas), slots split evenly by
+ * `redis-cli --cluster create`; resolves once every node reports cluster_state:ok.
+ */
+export async function startRedisCluster(shards = 3): Promise<RedisClusterServer> {
+  const nodes: RedisServer[] = [];
+  const stopAll = async () => {
+    for (const n of nodes) await n.stop();
+  };
+  try {
+    for (let i = 0; i < shards; i++) {
+      // nodes.conf lands in each server's own folder (--dir), removed on stop.
+      nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf']));
+    }
+    const created = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8' });
+    if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
+    for (const n of nodes) {
+      for (let i = 0; ; i++) {
+        const info = spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout;
+        if (info.includes('cluster_state:ok')) break;
+        if (i === 200) throw new Error(`cluster node ${n.port} never reported cluster_state:ok`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+    }
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  return { nodes, seeds: nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), stop: stopAll };
 }

@@ -1,69 +1,42 @@
 // The Redis store on a real Redis Cluster (three redis-server masters on loopback): the hash-tagged
 // bucket key lives in one slot, the one Lua script runs there, and a sidecar configured with
 // `redis.cluster` limits exactly as on a single node.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Cluster } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
 import { RedisBucketStore } from '../../sidecar/stores/redis.ts';
-import { freePort, waitForPort } from '../harness/ports.ts';
-import { sleep, startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+import { startRedisCluster, type RedisClusterServer } from '../harness/redis.ts';
+import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
 
 const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
 
 describe('Redis Cluster', () => {
-  const nodes: { port: number; proc: ChildProcess; dir: string }[] = [];
+  let redis: RedisClusterServer;
   let cluster: Cluster;
   let user: Awaited<ReturnType<typeof startUserService>>;
   let sidecar: RunningSidecar;
 
   beforeAll(async () => {
-    for (let i = 0; i < 3; i++) {
-      const port = await freePort();
-      const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-cluster-'));
-      const proc = spawn(
-        'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--cluster-enabled', 'yes', '--cluster-config-file', path.join(dir, 'nodes.conf'), '--save', '', '--appendonly', 'no', '--dir', dir],
-        { stdio: 'ignore' },
-      );
-      nodes.push({ port, proc, dir });
-      await waitForPort(port);
-    }
-    const created = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8' });
-    expect(created.status, created.stdout + created.stderr).toBe(0);
-    // Wait until every node agrees the cluster is up.
-    for (const n of nodes) {
-      for (let i = 0; i < 100; i++) {
-        const info = spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout;
-        if (info.includes('cluster_state:ok')) break;
-        await sleep(100);
-      }
-    }
-    cluster = new Cluster(nodes.map((n) => ({ host: '127.0.0.1', port: n.port })));
+    redis = await startRedisCluster(3);
+    cluster = new Cluster(redis.seeds);
     user = await startUserService();
     sidecar = await startSidecar({
       upstream: { url: user.url },
       route: { id: 'all' },
       limiter: { ...rule },
-      redis: { cluster: { nodes: nodes.map((n) => ({ host: '127.0.0.1', port: n.port })) }, commandTimeoutMs: 2000 },
+      redis: { cluster: { nodes: redis.seeds }, commandTimeoutMs: 2000 },
     });
   });
   afterAll(async () => {
     await sidecar?.program.stop();
     await user?.program.stop();
     cluster?.disconnect();
-    for (const n of nodes) {
-      n.proc.kill('SIGKILL');
-      rmSync(n.dir, { recursive: true, force: true });
-    }
+    await redis?.stop();
   });
 
   it('the store gives the pure function\'s decisions, with the key in one slot and a TTL', async () => {
-    const store = new RedisBucketStore({ cluster: { nodes: nodes.map((n) => ({ host: '127.0.0.1', port: n.port })) }, commandTimeoutMs: 2000 });
+    const store = new RedisBucketStore({ cluster: { nodes: redis.seeds }, commandTimeoutMs: 2000 });
     await store.ready();
     try {
       let state: BucketState | undefined;
