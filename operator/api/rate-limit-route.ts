@@ -105,6 +105,32 @@ export const targetSchema = z
   .describe('The service the route forwards to: one container beside the sidecar in each pod.');
 export type Target = z.infer<typeof targetSchema>;
 
+export const upstreamSchema = z
+  .strictObject({
+    service: z
+      .strictObject({
+        name: z
+          .string()
+          .min(1)
+          .max(63)
+          .regex(/^[a-z]([-a-z0-9]*[a-z0-9])?$/, 'must be a Service name (DNS-1035 label)')
+          .describe('Name of a Service in the route namespace, e.g. the one a team chart installs.'),
+        port: z.int().min(1).max(65535).describe('Port of that Service (its spec.ports[].port) the sidecars forward to.'),
+      })
+      .describe('The Service the sidecars forward to, as http://<name>.<namespace>.svc:<port>.'),
+    replicas: z
+      .int()
+      .min(0)
+      .max(100)
+      .optional()
+      .describe('Number of gateway pods (one sidecar each). Omit it to leave the count to an autoscaler of the gateway Deployment.'),
+  })
+  .describe(
+    'An existing Service the route forwards to, instead of a target: the operator runs a gateway Deployment of sidecars only (resources from spec.sidecar) in front of it, and leaves the workload behind the Service alone.',
+  );
+export type Upstream = z.infer<typeof upstreamSchema>;
+export const TARGET_OR_UPSTREAM_RULE = 'set exactly one of target and upstream';
+
 export const REDIS_RULE = 'set exactly one of url and secretRef';
 export const redisSchema = z
   .strictObject({
@@ -124,7 +150,8 @@ export type RedisRef = z.infer<typeof redisSchema>;
 
 export const rateLimitRouteSpecSchema = z
   .strictObject({
-    target: targetSchema,
+    target: targetSchema.optional(),
+    upstream: upstreamSchema.optional(),
     path: z
       .string()
       .min(1)
@@ -148,7 +175,9 @@ export const rateLimitRouteSpecSchema = z
       .optional()
       .describe("PriorityClass of the route's pods; omit for the operator default (Helm value priorityClassName)."),
   })
-  .describe('Desired state of the route: the target service, the path predicate and the limiter.');
+  .refine((s) => (s.target === undefined) !== (s.upstream === undefined), { message: TARGET_OR_UPSTREAM_RULE })
+  .meta({ 'x-kubernetes-validations': [{ rule: 'has(self.target) != has(self.upstream)', message: TARGET_OR_UPSTREAM_RULE }] })
+  .describe('Desired state of the route: the target service (or an existing upstream Service), the path predicate and the limiter.');
 export type RateLimitRouteSpec = z.infer<typeof rateLimitRouteSpecSchema>;
 
 export const rateLimitRouteStatusSchema = z
@@ -182,7 +211,7 @@ export const rateLimitRouteCrd: CrdSource = {
   shortNames: ['rlr'],
   categories: ['portcullis'],
   description:
-    'RateLimitRoute puts a per-user token-bucket rate limiter (a sidecar with state in Redis) in front of a service. The operator creates a Deployment (target + sidecar), a ConfigMap with the sidecar config and a Service.',
+    'RateLimitRoute puts a per-user token-bucket rate limiter (a sidecar with state in Redis) in front of a service. The operator creates a Deployment (target + sidecar; with spec.upstream, sidecars only in front of an existing Service), a ConfigMap with the sidecar config and a Service. It never adopts an object of the same name it did not create (Ready reason Conflict).',
   spec: rateLimitRouteSpecSchema,
   status: rateLimitRouteStatusSchema,
   scale: { specReplicasPath: '.spec.target.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },

@@ -2,7 +2,7 @@
 // sidecar's own schema (sidecar/config.ts) before it is written, so the operator can never hand a
 // sidecar a config it would reject.
 import { stringify } from 'yaml';
-import type { Limit, LimiterKey, RateLimitRoute, Rule } from '../api/index.ts';
+import { TARGET_OR_UPSTREAM_RULE, type Limit, type LimiterKey, type RateLimitRoute, type Rule } from '../api/index.ts';
 import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../sidecar/config.ts';
 import { InvalidSpecError } from '../runtime/errors.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
@@ -59,15 +59,26 @@ function limiterFor(route: RateLimitRoute, settings: ResourceSettings): SidecarL
   });
 }
 
+/**
+ * Where the sidecar forwards: the target container beside it over localhost, or with
+ * spec.upstream the team's Service through cluster DNS (the route's namespace).
+ */
+export function upstreamUrl(route: RateLimitRoute): string {
+  const { target, upstream } = route.spec;
+  if (target !== undefined) return `http://127.0.0.1:${target.port}`;
+  if (upstream !== undefined) return `http://${upstream.service.name}.${route.metadata.namespace ?? 'default'}.svc:${upstream.service.port}`;
+  throw new InvalidSpecError(TARGET_OR_UPSTREAM_RULE);
+}
+
 /** The sidecar config for a route (input form: defaults left to the sidecar). */
 export function sidecarConfigFor(route: RateLimitRoute, settings: ResourceSettings): SidecarConfigInput {
   const { spec } = route;
-  const ports = sidecarPorts(spec.target.port, settings);
+  const ports = sidecarPorts(spec.target?.port, settings);
   const redisUrl = spec.redis?.url ?? (spec.redis === undefined ? settings.defaultRedisUrl : undefined);
   const config: SidecarConfigInput = {
     listen: { host: '0.0.0.0', port: ports.proxy },
     admin: { host: '0.0.0.0', port: ports.admin },
-    upstream: { url: `http://127.0.0.1:${spec.target.port}` },
+    upstream: { url: upstreamUrl(route) },
     route: { id: route.metadata.name, path: spec.path },
     limiter: limiterFor(route, settings),
   };

@@ -1,4 +1,5 @@
-// RateLimitRoute -> Deployment: the target container and the sidecar in one pod. A spec change
+// RateLimitRoute -> Deployment: the target container and the sidecar in one pod (with
+// spec.upstream, a gateway: the sidecar alone, forwarding to the team's Service). A spec change
 // reaches running pods by a rolling restart: the pod template carries a hash of the sidecar
 // config, so a new config is a new template (maxUnavailable 0: capacity never drops).
 //
@@ -7,7 +8,7 @@
 // node's proxy rules drop the pod while it still serves, then drains its in-flight requests (up
 // to its shutdownGraceMs); the target pauses until both are over, so the sidecar never forwards
 // to a target that has already stopped.
-import type { RateLimitRoute } from '../api/index.ts';
+import type { RateLimitRoute, Target } from '../api/index.ts';
 import { contentHash } from '../runtime/compare.ts';
 import { InvalidSpecError } from '../runtime/errors.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
@@ -33,6 +34,7 @@ import {
 import { overrideResources, quantitiesAsStrings, resourcesProblem } from './container-resources.ts';
 import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
 import { sidecarPorts } from './route-ports.ts';
+import { routeReplicas } from './route-scale.ts';
 import type { ResourceSettings } from './settings.ts';
 import { sidecarEnv, sidecarMemoryProblem } from './sidecar-heap.ts';
 
@@ -66,22 +68,9 @@ export function routeSelectorLabels(route: string): Record<string, string> {
   return { 'app.kubernetes.io/name': 'portcullis-gateway', 'app.kubernetes.io/instance': route };
 }
 
-export function routeDeployment(route: RateLimitRoute, settings: ResourceSettings, sidecarConfigText: string): KubeObject {
-  const name = route.metadata.name;
-  const { target } = route.spec;
-  // spec.redis.secretRef: the one key, read-only, as the file the sidecar config names. A volume
-  // (not a subPath mount) so that the kubelet's rewrite on a Secret rotation reaches the sidecar.
-  const secretRef = route.spec.redis?.secretRef;
-  const redisVolumes =
-    secretRef === undefined
-      ? []
-      : [{ name: REDIS_URL_VOLUME, secret: { secretName: secretRef.name, items: [{ key: secretRef.key, path: SIDECAR_REDIS_URL_FILE.slice(SIDECAR_REDIS_DIR.length + 1) }], defaultMode: 0o440 } }];
-  const redisMounts = secretRef === undefined ? [] : [{ name: REDIS_URL_VOLUME, mountPath: SIDECAR_REDIS_DIR, readOnly: true }];
-  const ports = sidecarPorts(target.port, settings);
-  const labels = { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name };
-  const sidecarRes = sidecarResources(route, settings);
-
-  const targetContainer: Record<string, unknown> = {
+/** The team's service beside the sidecar (not in a spec.upstream gateway, whose pods hold the sidecar only). */
+function targetContainer(target: Target): Record<string, unknown> {
+  return {
     name: TARGET_CONTAINER,
     image: target.image,
     ...(target.command === undefined ? {} : { command: target.command }),
@@ -99,6 +88,23 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
     lifecycle: { preStop: { sleep: { seconds: TARGET_PRESTOP_SECONDS } } },
     volumeMounts: [{ name: 'target-tmp', mountPath: '/tmp' }],
   };
+}
+
+export function routeDeployment(route: RateLimitRoute, settings: ResourceSettings, sidecarConfigText: string): KubeObject {
+  const name = route.metadata.name;
+  const { target } = route.spec;
+  // spec.redis.secretRef: the one key, read-only, as the file the sidecar config names. A volume
+  // (not a subPath mount) so that the kubelet's rewrite on a Secret rotation reaches the sidecar.
+  const secretRef = route.spec.redis?.secretRef;
+  const redisVolumes =
+    secretRef === undefined
+      ? []
+      : [{ name: REDIS_URL_VOLUME, secret: { secretName: secretRef.name, items: [{ key: secretRef.key, path: SIDECAR_REDIS_URL_FILE.slice(SIDECAR_REDIS_DIR.length + 1) }], defaultMode: 0o440 } }];
+  const redisMounts = secretRef === undefined ? [] : [{ name: REDIS_URL_VOLUME, mountPath: SIDECAR_REDIS_DIR, readOnly: true }];
+  const ports = sidecarPorts(target?.port, settings);
+  const replicas = routeReplicas(route);
+  const labels = { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name };
+  const sidecarRes = sidecarResources(route, settings);
 
   const sidecarContainer = {
     name: SIDECAR_CONTAINER,
@@ -136,7 +142,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
     },
     spec: {
       // Omitted: the count belongs to an autoscaler of the Deployment (route-scale.ts).
-      ...(target.replicas === undefined ? {} : { replicas: target.replicas }),
+      ...(replicas === undefined ? {} : { replicas }),
       selector: { matchLabels: routeSelectorLabels(name) },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },
       revisionHistoryLimit: 5,
@@ -152,11 +158,11 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
           securityContext: podSecurityContext,
           ...priorityClassField(route.spec.priorityClassName, settings.priorityClassName),
           topologySpreadConstraints: topologySpreadConstraints(routeSelectorLabels(name)),
-          containers: [targetContainer, sidecarContainer],
+          containers: target === undefined ? [sidecarContainer] : [targetContainer(target), sidecarContainer],
           volumes: [
             { name: 'sidecar-config', configMap: { name: routeConfigMapName(name), items: [{ key: SIDECAR_CONFIG_KEY, path: SIDECAR_CONFIG_KEY }] } },
             { name: 'sidecar-tmp', emptyDir: { sizeLimit: '16Mi' } },
-            { name: 'target-tmp', emptyDir: { sizeLimit: '64Mi' } },
+            ...(target === undefined ? [] : [{ name: 'target-tmp', emptyDir: { sizeLimit: '64Mi' } }]),
             ...redisVolumes,
           ],
         },

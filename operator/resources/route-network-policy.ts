@@ -13,7 +13,7 @@ import type { ResourceSettings } from './settings.ts';
 
 export function routeNetworkPolicy(route: RateLimitRoute, settings: ResourceSettings): KubeObject {
   const name = route.metadata.name;
-  const ports = sidecarPorts(route.spec.target.port, settings);
+  const ports = sidecarPorts(route.spec.target?.port, settings);
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',

@@ -6,6 +6,7 @@ import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
 import { needsPodDisruptionBudget, podDisruptionBudget } from './pod-disruption-budget.ts';
 import { routeSelectorLabels } from './route-deployment.ts';
 import { routePodDisruptionBudgetName } from './route-names.ts';
+import { routeReplicas } from './route-scale.ts';
 
 /**
  * The route's budget, or undefined when it runs fewer than two pods (any existing one is then
@@ -13,7 +14,7 @@ import { routePodDisruptionBudgetName } from './route-names.ts';
  * maxUnavailable 1 blocks nothing while it runs one.
  */
 export function routePodDisruptionBudget(route: RateLimitRoute): KubeObject | undefined {
-  const replicas: number | undefined = route.spec.target.replicas;
+  const replicas = routeReplicas(route);
   if (replicas !== undefined && !needsPodDisruptionBudget(replicas)) return undefined;
   const name = route.metadata.name;
   return podDisruptionBudget({

@@ -1,5 +1,6 @@
 // The sidecar shares the pod's network namespace with the target: its ports must differ from the
-// target's. Preferred ports come from the settings; a collision moves the sidecar's port up.
+// target's. Preferred ports come from the settings; a collision moves the sidecar's port up. A
+// spec.upstream gateway pod has no target container (targetPort undefined): nothing to avoid.
 import type { ResourceSettings } from './settings.ts';
 
 export interface SidecarPorts {
@@ -7,8 +8,8 @@ export interface SidecarPorts {
   admin: number;
 }
 
-export function sidecarPorts(targetPort: number, settings: Pick<ResourceSettings, 'sidecarPort' | 'sidecarAdminPort'>): SidecarPorts {
-  const taken = new Set([targetPort]);
+export function sidecarPorts(targetPort: number | undefined, settings: Pick<ResourceSettings, 'sidecarPort' | 'sidecarAdminPort'>): SidecarPorts {
+  const taken = new Set(targetPort === undefined ? [] : [targetPort]);
   const pick = (preferred: number): number => {
     let p = preferred;
     while (taken.has(p)) p = p >= 65535 ? 1024 : p + 1;

@@ -19,7 +19,7 @@ export function selectorString(labels: Record<string, string>): string {
 
 /** The replica count the route asks for; undefined: left to whoever scales the Deployment. */
 export function routeReplicas(route: RateLimitRoute): number | undefined {
-  return route.spec.target.replicas;
+  return route.spec.target?.replicas ?? route.spec.upstream?.replicas;
 }
 
 /** The Deployment's replicas field, when set (the count an autoscaler or kubectl scale chose). */

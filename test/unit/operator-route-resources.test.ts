@@ -103,7 +103,7 @@ describe('RateLimitRoute -> children', () => {
 
   it('target quantities are rendered as strings (as the API server returns them)', () => {
     const r = route('all', {});
-    r.spec.target.resources = { limits: { cpu: 1, memory: '128Mi' } };
+    r.spec.target!.resources = { limits: { cpu: 1, memory: '128Mi' } };
     const [target] = containers(routeDeployment(r, settings, 'x'));
     expect(target?.resources).toEqual({ limits: { cpu: '1', memory: '128Mi' } });
   });

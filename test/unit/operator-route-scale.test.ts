@@ -85,7 +85,8 @@ describe('RateLimitRoute scale subresource', () => {
 
   it('spec.target.replicas omitted: the Deployment is rendered without replicas', () => {
     const r = route('all', { target: TARGET });
-    expect(r.spec.target.replicas).toBeUndefined();
+    expect(r.spec.target).toMatchObject({ image: TARGET.image, port: TARGET.port });
+    expect(r.spec.target?.replicas).toBeUndefined();
     const dep = routeDeployment(r, settings, renderSidecarConfig(r, settings));
     expect(Object.keys(asRecord(dep['spec']) ?? {})).not.toContain('replicas');
   });
