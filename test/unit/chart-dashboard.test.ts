@@ -3,6 +3,7 @@
 // or the auth server's registry, read from the code rather than from a list kept by hand.
 import { readFileSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
+import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { AuthMetrics } from '../../services/auth-server/metrics.ts';
 import { SidecarMetrics } from '../../sidecar/metrics.ts';
@@ -31,12 +32,13 @@ interface Exported {
 }
 
 /** Every series name a registry exposes (histograms as _bucket, _sum and _count) with its label names. */
-function exportedSeries(registry: { getMetricsAsArray(): Array<{ name: string; type: string }> }): Map<string, Exported> {
+function exportedSeries(registry: Registry): Map<string, Exported> {
   const out = new Map<string, Exported>();
   for (const metric of registry.getMetricsAsArray()) {
     const labelNames = z.array(z.string()).optional().parse(Reflect.get(metric, 'labelNames')) ?? [];
     const labels = new Set([...labelNames, ...TARGET_LABELS]);
-    if (metric.type === 'histogram') {
+    // prom-client's typings declare a numeric enum; at run time `type` is the exposition's word.
+    if (String(metric.type) === 'histogram') {
       out.set(`${metric.name}_bucket`, { labels: new Set([...labels, 'le']) });
       out.set(`${metric.name}_sum`, { labels });
       out.set(`${metric.name}_count`, { labels });
