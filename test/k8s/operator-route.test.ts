@@ -62,8 +62,10 @@ describe('operator: RateLimitRoute on a real API server, as the chart ServiceAcc
     await eventually('children', async () => (await kget(env.cluster, ['-n', NS, 'service', 'all'])) !== undefined);
     const list = async (kind: string) =>
       ((await kget(env.cluster, ['-n', NS, kind, '-l', 'portcullis.dev/route=all'])) as Obj)['items'].map((i: Obj) => i['metadata']);
-    const children = [...(await list('configmaps')), ...(await list('deployments')), ...(await list('services')), ...(await list('secrets'))];
-    expect(children.map((m: Obj) => m['name']).sort()).toEqual(['all', 'all', 'all-sidecar']);
+    await eventually('budget', async () => (await kget(env.cluster, ['-n', NS, 'poddisruptionbudget', 'all'])) !== undefined);
+    const kinds = ['configmaps', 'deployments', 'services', 'secrets', 'networkpolicies', 'poddisruptionbudgets'];
+    const children = (await Promise.all(kinds.map(list))).flat();
+    expect(children.map((m: Obj) => m['name']).sort()).toEqual(['all', 'all', 'all', 'all', 'all-sidecar']);
     for (const m of children) {
       expect(m['ownerReferences']).toEqual([
         { apiVersion: 'portcullis.dev/v1alpha1', kind: 'RateLimitRoute', name: 'all', uid: owner['metadata']['uid'], controller: true, blockOwnerDeletion: true },
