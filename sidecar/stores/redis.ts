@@ -3,7 +3,7 @@
 // from Redis TIME (every sidecar shares one clock), PEXPIRE on every write, a short command timeout.
 // Batching: the takes that arrive in one event-loop turn go to Redis as ONE script call on a single
 // node or Sentinel. On a Cluster a script call may only touch the keys of one slot, so the turn's
-// takes are grouped per slot and each group is one call (ioredis pipelines the calls per node).
+// takes are grouped per slot and each group is one call, routed by its keys.
 // Per take that saves ioredis' command, promise, timer and parse work and Redis' script
 // invocation; the script runs a call's takes in arrival order, atomically, so the decisions are
 // exactly those of separate calls at the same Redis time. Grouping per slot keeps that: every
@@ -98,8 +98,11 @@ export class RedisBucketStore implements BucketStore {
       const nodes: ClusterNode[] = options.cluster.nodes.map((n) => ({ host: n.host, port: n.port }));
       client = new Cluster(nodes, {
         enableOfflineQueue: false,
-        // The per-slot calls of a turn that go to one node leave in one write.
-        enableAutoPipelining: true,
+        // No auto-pipelining on a Cluster: ioredis picks a command's pipeline (and so its node) by
+        // the slot of its first argument, which for this script is the key count, not a key; calls
+        // for different nodes in one turn then share a pipeline and all fail. Sent one by one,
+        // each call is routed by its keys.
+        enableAutoPipelining: false,
         clusterRetryStrategy: (times) => Math.min(50 * times, 500),
         redisOptions: common,
       });

@@ -1,0 +1,180 @@
+// Batching on a real three-shard Redis Cluster: the store sends the takes of one event-loop turn
+// as one script call per slot (a call may only touch one slot's keys). The slot the store computes
+// is Redis' own; each shard runs exactly one call per slot of the turn that it owns; and the
+// decisions and stored state are those of the pure function taking the same takes one by one in
+// arrival order, for single and multi-limit takes spread over every shard.
+import fc from 'fast-check';
+import { Cluster, Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { takeAllUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { keySlot } from '../../sidecar/stores/key-slot.ts';
+import { RedisBucketStore, type RedisStoreOptions } from '../../sidecar/stores/redis.ts';
+import { startRedisCluster, type RedisClusterServer } from '../harness/redis.ts';
+
+/** EVALSHA calls one node has run so far. */
+async function scriptCalls(node: Redis): Promise<number> {
+  const m = /cmdstat_evalsha:calls=(\d+)/.exec(await node.info('commandstats'));
+  return m === null ? 0 : Number(m[1]);
+}
+
+/** Users whose bucket keys (with the default prefix, route `all`) all hash to one slot. */
+function usersSharingASlot(count: number, prefix: string): string[] {
+  const bySlot = new Map<number, string[]>();
+  for (let i = 0; ; i++) {
+    const user = `${prefix}${i}`;
+    const slot = keySlot(`portcullis:bucket:{all:${user}}`);
+    const users = bySlot.get(slot) ?? [];
+    users.push(user);
+    bySlot.set(slot, users);
+    if (users.length === count) return users;
+  }
+}
+
+describe('batches per slot on a three-shard Redis Cluster', () => {
+  let redis: RedisClusterServer;
+  let cluster: Cluster;
+  let nodes: Redis[];
+  /** The index in `nodes` of the shard owning each slot. */
+  const owner = new Map<number, number>();
+
+  async function withStore(options: Omit<RedisStoreOptions, 'cluster'>, body: (store: RedisBucketStore) => Promise<void>): Promise<void> {
+    const store = new RedisBucketStore({ cluster: { nodes: redis.seeds }, commandTimeoutMs: 5000, ...options });
+    await store.ready();
+    try {
+      // Every shard has run the script once, so the calls counted below are EVALSHA only.
+      await Promise.all([0, 1, 2].map((shard) => store.take(userOnShard(shard, 'warm'), { replenishRate: 1, burstCapacity: 1, requestedTokens: 0 })));
+      await body(store);
+    } finally {
+      await store.close();
+    }
+  }
+
+  /** A user whose bucket lives on `shard`. */
+  function userOnShard(shard: number, prefix: string): string {
+    for (let i = 0; ; i++) if (owner.get(keySlot(`portcullis:bucket:{all:${prefix}${i}}`)) === shard) return `all:${prefix}${i}`;
+  }
+
+  beforeAll(async () => {
+    redis = await startRedisCluster(3);
+    cluster = new Cluster(redis.seeds);
+    nodes = redis.nodes.map((n) => new Redis(n.url));
+    const slots = (await nodes[0]?.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+    for (const [from, to, [, port]] of slots) {
+      const shard = redis.nodes.findIndex((n) => n.port === port);
+      for (let s = from; s <= to; s++) owner.set(s, shard);
+    }
+    expect(owner.size).toBe(16384);
+  });
+  afterAll(async () => {
+    cluster?.disconnect();
+    for (const n of nodes ?? []) n.disconnect();
+    await redis?.stop();
+  });
+
+  it('computes the slot Redis does (CLUSTER KEYSLOT), hash tags, empty tags and non-ASCII keys included', async () => {
+    const fixed = ['portcullis:bucket:{all:u1}', 'portcullis:bucket:{all:api:u1}:3', '{}', 'a{}{b}', 'a{b}{c}', '{', '}{a}', 'ünïcødé', 'p:{用户}:1', ''];
+    const random = fc.sample(fc.string({ unit: fc.constantFrom('a', 'Z', '0', ':', '{', '}', 'é', '用', '😀'), maxLength: 12 }), 400);
+    const keys = [...fixed, ...random];
+    const admin = nodes[0] as Redis;
+    const slots = await Promise.all(keys.map((k) => admin.call('CLUSTER', 'KEYSLOT', k)));
+    expect(keys.map(keySlot)).toEqual(slots.map(Number));
+  });
+
+  it('one script call per slot of a turn, on the shard owning it, with the decisions of separate calls in arrival order', async () => {
+    let clockMs = 1_795_000_000_000;
+    const rule: BucketRule = { replenishRate: 1, burstCapacity: 4, requestedTokens: 1 };
+    // Twelve users on every shard, and three more sharing one slot (three buckets, one call).
+    const users = [...[0, 1, 2].flatMap((shard) => Array.from({ length: 4 }, (_, i) => userOnShard(shard, `turn-${i}-`))), ...usersSharingASlot(3, 'same-slot-').map((u) => `all:${u}`)];
+    const states = new Map<string, BucketState | undefined>();
+    await withStore({ clockForTests: () => clockMs }, async (store) => {
+      for (let turn = 0; turn < 4; turn++) {
+        clockMs += 1500;
+        // Each user three times, interleaved: 45 takes, the later ones refused once a bucket is empty.
+        const order = Array.from({ length: 45 }, (_, i) => users[(i * 7 + turn) % users.length] as string);
+        const before = await Promise.all(nodes.map(scriptCalls));
+        const got = await Promise.all(order.map((u) => store.takeRaw(u, rule)));
+        const after = await Promise.all(nodes.map(scriptCalls));
+        const slotsPerShard = [0, 0, 0];
+        for (const slot of new Set(order.map((u) => keySlot(store.keyOf(u))))) slotsPerShard[owner.get(slot) as number]! += 1;
+        expect(after.map((n, i) => n - (before[i] as number))).toEqual(slotsPerShard);
+        expect(slotsPerShard.reduce((a, b) => a + b)).toBe(13); // 12 users with a slot each, 3 in one
+        order.forEach((u, i) => {
+          const pure = takeAllUs([states.get(u)], [rule], clockMs * 1000, [1]);
+          states.set(u, pure.states[0]);
+          expect(got[i]?.decision).toEqual(pure.decision);
+          expect(got[i]?.states).toEqual(pure.states);
+        });
+      }
+      // Every bucket was pushed past its limit, so the order within each call really mattered.
+      expect([...states.values()].every((s) => s !== undefined && s.microTokens < 1_000_000)).toBe(true);
+    });
+  });
+
+  it('a turn larger than maxBatch is split and still admits exactly the burst of one bucket', async () => {
+    const rule: BucketRule = { replenishRate: 1, burstCapacity: 50, requestedTokens: 1 };
+    await withStore({ maxBatch: 16 }, async (store) => {
+      const user = userOnShard(1, 'split-');
+      const before = await Promise.all(nodes.map(scriptCalls));
+      const decisions = await Promise.all(Array.from({ length: 80 }, () => store.take(user, rule)));
+      const after = await Promise.all(nodes.map(scriptCalls));
+      expect(after.map((n, i) => n - (before[i] as number))).toEqual([0, 5, 0]);
+      expect(decisions.filter((d) => d.allowed).length).toBe(50);
+    });
+  });
+
+  it('regression: takes of one turn on different shards all get decisions (they once shared one auto-pipeline routed by the key count and all failed), also with maxBatch 1', async () => {
+    const rule: BucketRule = { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 };
+    for (const maxBatch of [1, 128]) {
+      await withStore({ maxBatch }, async (store) => {
+        const users = [0, 1, 2].flatMap((shard) => Array.from({ length: 4 }, (_, i) => userOnShard(shard, `spread-${maxBatch}-${i}-`)));
+        const before = await Promise.all(nodes.map(scriptCalls));
+        const decisions = await Promise.all(users.map((u) => store.take(u, rule)));
+        const after = await Promise.all(nodes.map(scriptCalls));
+        expect(decisions.every((d) => d.allowed)).toBe(true);
+        expect(after.map((n, i) => n - (before[i] as number))).toEqual([4, 4, 4]);
+      });
+    }
+  });
+
+  it('Lua on the cluster equals the pure function: random turns of single and multi-limit takes over users on every shard', async () => {
+    let clockMs = 0;
+    let run = 0;
+    const limitArb = fc.record({ replenishRate: fc.integer({ min: 1, max: 500 }), burstCapacity: fc.integer({ min: 1, max: 500 }) });
+    await withStore({ clockForTests: () => clockMs }, async (store) => {
+      await fc.assert(
+        fc.asyncProperty(
+          fc.array(fc.array(limitArb, { minLength: 1, maxLength: 4 }), { minLength: 6, maxLength: 6 }),
+          fc.array(fc.tuple(fc.integer({ min: -50_000, max: 3_000_000 }), fc.array(fc.tuple(fc.nat({ max: 5 }), fc.nat()), { minLength: 1, maxLength: 12 })), { minLength: 1, maxLength: 15 }),
+          async (limitsPerUser, turns) => {
+            run++;
+            // Six users, two per shard, each with its own rule of 1..4 limits.
+            const users = [0, 1, 2].flatMap((shard) => [userOnShard(shard, `eq-${run}-a-`), userOnShard(shard, `eq-${run}-b-`)]);
+            const rules = limitsPerUser.map((limits) => limits.map((l): BucketRule => ({ ...l, requestedTokens: 1 })));
+            const states: (readonly (BucketState | undefined)[])[] = rules.map((r) => r.map(() => undefined));
+            // A realistic epoch in µs (16 digits), so large-number formatting is exercised too.
+            let nowUs = 1_795_000_000_000_000 + run * 10_000_000;
+            for (const [gapUs, takes] of turns) {
+              nowUs += gapUs; // negative gaps: a clock going backwards
+              clockMs = nowUs / 1000;
+              const costsOf = (u: number, c: number) => (rules[u] as BucketRule[]).map((r) => c % (r.burstCapacity + 1));
+              const got = await Promise.all(takes.map(([u, c]) => store.takeRaw(users[u] as string, rules[u] as BucketRule[], costsOf(u, c))));
+              takes.forEach(([u, c], i) => {
+                const pure = takeAllUs(states[u] as (BucketState | undefined)[], rules[u] as BucketRule[], nowUs, costsOf(u, c));
+                states[u] = pure.states;
+                expect(got[i]?.decision).toEqual(pure.decision);
+                expect(got[i]?.states).toEqual(pure.states);
+              });
+            }
+            for (const [u, user] of users.entries()) {
+              for (const [i, state] of (states[u] as (BucketState | undefined)[]).entries()) {
+                const stored = await cluster.hgetall(store.keyOf(user, i));
+                expect(stored).toEqual(state === undefined ? {} : { t: String(state.microTokens), ts: String(state.updatedUs) });
+              }
+            }
+          },
+        ),
+        { numRuns: 30 },
+      );
+    });
+  });
+});
