@@ -1,0 +1,132 @@
+// Exactness under contention on a three-shard Redis Cluster. Three sidecar processes share the
+// cluster; 60 connections hammer 24 users for over 5 s. The users' buckets lie on every shard, and
+// eight slots hold three users each, so a turn's takes of different users batch into one call.
+// For every user, admitted requests never exceed the token-bucket bound for the time Redis spent
+// deciding that user, and fall short of it by at most one; the shards ran fewer script calls
+// than there were decisions (batches formed).
+import { performance } from 'node:perf_hooks';
+import { Cluster, Redis } from 'ioredis';
+import { Pool } from 'undici';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BucketRule } from '../../sidecar/bucket.ts';
+import { keySlot } from '../../sidecar/stores/key-slot.ts';
+import { startRedisCluster, type RedisClusterServer } from '../harness/redis.ts';
+import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+
+const rule: BucketRule = { replenishRate: 10, burstCapacity: 10, requestedTokens: 1 };
+const bucketKey = (user: string) => `portcullis:bucket:{all:${user}}`;
+
+/** EVALSHA calls one node has run so far. */
+async function scriptCalls(node: Redis): Promise<number> {
+  const m = /cmdstat_evalsha:calls=(\d+)/.exec(await node.info('commandstats'));
+  return m === null ? 0 : Number(m[1]);
+}
+
+/** `perSlot` users in each of `slots` slots; the slots chosen so that every shard holds some. */
+function users(slots: number, perSlot: number, owner: (slot: number) => number): string[] {
+  const bySlot = new Map<number, string[]>();
+  const chosen: string[][] = [];
+  for (let i = 0; chosen.length < slots; i++) {
+    const user = `user-${i}`;
+    const slot = keySlot(bucketKey(user));
+    const same = bySlot.get(slot) ?? [];
+    same.push(user);
+    bySlot.set(slot, same);
+    // Round-robin over the shards, so each gets a third of the slots.
+    if (same.length === perSlot && owner(slot) === chosen.length % 3) chosen.push(same);
+  }
+  return chosen.flat();
+}
+
+describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections', () => {
+  let redis: RedisClusterServer;
+  let cluster: Cluster;
+  let nodes: Redis[];
+  let user: Awaited<ReturnType<typeof startUserService>>;
+  const sidecars: RunningSidecar[] = [];
+  const owner = new Map<number, number>();
+
+  beforeAll(async () => {
+    redis = await startRedisCluster(3);
+    cluster = new Cluster(redis.seeds);
+    nodes = redis.nodes.map((n) => new Redis(n.url));
+    const slots = (await nodes[0]?.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+    for (const [from, to, [, port]] of slots) for (let s = from; s <= to; s++) owner.set(s, redis.nodes.findIndex((n) => n.port === port));
+    user = await startUserService();
+    for (let i = 0; i < 3; i++) {
+      sidecars.push(
+        await startSidecar({
+          name: `sidecar-${i}`,
+          upstream: { url: user.url },
+          route: { id: 'all' },
+          // Deny on store errors and a long timeout: a timed-out command that still ran would take a
+          // token nobody counted; this test is about exactness, not failure policy.
+          limiter: { ...rule, onStoreError: 'deny' },
+          redis: { cluster: { nodes: redis.seeds }, commandTimeoutMs: 5000 },
+        }),
+      );
+    }
+  });
+  afterAll(async () => {
+    for (const s of sidecars) await s.program.stop();
+    await user?.program.stop();
+    cluster?.disconnect();
+    for (const n of nodes ?? []) n.disconnect();
+    await redis?.stop();
+  });
+
+  it('every user: admitted <= bound and >= bound - 1; batches formed on every shard', async () => {
+    const all = users(8, 3, (slot) => owner.get(slot) as number);
+    expect(new Set(all.map((u) => owner.get(keySlot(bucketKey(u))))).size).toBe(3);
+    const pools = sidecars.map((s) => new Pool(s.url, { connections: 20 }));
+    const hit = async (pool: Pool, key: string) => {
+      const res = await pool.request({ method: 'GET', path: '/healthcheck/ready', headers: { 'user-id': key } });
+      await res.body.dump();
+      return res.statusCode;
+    };
+    // Open every connection on another key, then one request per user alone: it starts the bucket
+    // and tells us Redis' time of the user's first decision.
+    await Promise.all(pools.flatMap((p) => Array.from({ length: 20 }, () => hit(p, 'warm'))));
+    for (const u of all) expect(await hit(pools[0] as Pool, u)).toBe(200);
+    const firstUs = await Promise.all(all.map(async (u) => Number(await cluster.hget(bucketKey(u), 'ts'))));
+    const admitted = new Map(all.map((u) => [u, 1]));
+    const other: number[] = [];
+    let limited = 0;
+    const callsBefore = await Promise.all(nodes.map(scriptCalls));
+    const until = performance.now() + 5500;
+    let n = 0;
+    await Promise.all(
+      pools.flatMap((pool) =>
+        Array.from({ length: 20 }, async () => {
+          while (performance.now() < until) {
+            const u = all[n++ % all.length] as string;
+            const status = await hit(pool, u);
+            if (status === 200) admitted.set(u, (admitted.get(u) as number) + 1);
+            else if (status === 429) limited++;
+            else other.push(status);
+          }
+        }),
+      ),
+    );
+    await Promise.all(pools.map((p) => p.close()));
+    const calls = (await Promise.all(nodes.map(scriptCalls))).map((c, i) => c - (callsBefore[i] as number));
+    const lastUs = await Promise.all(all.map(async (u) => Number(await cluster.hget(bucketKey(u), 'ts'))));
+
+    expect(other).toEqual([]);
+    expect(limited).toBeGreaterThan(0);
+    for (const [i, u] of all.entries()) {
+      const spanUs = (lastUs[i] as number) - (firstUs[i] as number);
+      expect(spanUs, u).toBeGreaterThanOrEqual(5_000_000);
+      // Tokens available between the user's first and last decision.
+      const bound = Math.floor((rule.burstCapacity * 1e6 + rule.replenishRate * spanUs) / 1e6 / rule.requestedTokens);
+      expect(admitted.get(u), u).toBeLessThanOrEqual(bound);
+      expect(admitted.get(u), u).toBeGreaterThanOrEqual(bound - 1);
+    }
+    // Every shard decided, in fewer calls than decisions: takes of one slot shared calls.
+    const decisions = [...admitted.values()].reduce((a, b) => a + b) - all.length + limited;
+    const total = calls.reduce((a, b) => a + b);
+    for (const c of calls) expect(c).toBeGreaterThan(0);
+    expect(total).toBeLessThan(decisions);
+    console.log(`cluster contention: ${decisions} decisions in ${total} script calls (${calls.join(' / ')} per shard)`);
+  });
+});
