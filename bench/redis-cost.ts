@@ -16,12 +16,16 @@ import { Redis } from 'ioredis';
 import os from 'node:os';
 import type { BucketRule } from '../sidecar/bucket.ts';
 import { RedisBucketStore } from '../sidecar/stores/redis.ts';
-import { startRedis } from '../test/harness/redis.ts';
+import { startRedis, startRedisCluster } from '../test/harness/redis.ts';
 
 const LIGHT_DECISIONS = Number(process.env['BENCH_REDIS_LIGHT'] ?? 20_000);
 const SATURATED_DECISIONS = Number(process.env['BENCH_REDIS_SATURATED'] ?? 200_000);
 const IN_FLIGHT = 256;
 const USERS = 1000;
+const CLUSTER_DECISIONS = Number(process.env['BENCH_REDIS_CLUSTER'] ?? 200_000);
+/** Few users: a turn's takes fall into few slots, as with a hash tag per (route, one of 16 user shards). */
+const FEW_USERS = 16;
+const MEMORY_BUCKETS = 100_000;
 const RULE: BucketRule = { replenishRate: 10, burstCapacity: 20, requestedTokens: 1 };
 
 /** Two keys per bucket, whole seconds from the caller: the shape of Spring Cloud Gateway's limiter. */
@@ -120,12 +124,48 @@ export interface RedisCostRow {
   readonly commandCalls: Record<string, number>;
 }
 
+export interface ClusterShardCost {
+  readonly shard: number;
+  /** Takes this shard decided (its HMGET calls: one per bucket, one bucket per take here). */
+  readonly decisions: number;
+  readonly scriptCalls: number;
+  /** Redis process CPU (user + sys) over the run, per decision it made, µs. */
+  readonly redisCpuUsPerDecision: number;
+  /** INFO commandstats usec_per_call of EVALSHA: one script call, with its inner calls. */
+  readonly usecPerScriptCall: number;
+}
+
+export interface ClusterCostRow {
+  readonly approach: string;
+  readonly users: number;
+  readonly decisions: number;
+  readonly seconds: number;
+  readonly decisionsPerCall: number;
+  /** All shards' CPU over the run per decision, µs. */
+  readonly redisCpuUsPerDecision: number;
+  /** Takes per second one fully busy Redis core makes at this cost (decisions / CPU seconds of all shards). */
+  readonly decisionsPerRedisCoreSecond: number;
+  readonly shards: ClusterShardCost[];
+}
+
+export interface BucketMemory {
+  /** MEMORY USAGE (SAMPLES 0) of one bucket hash holding t and ts, with a TTL, bytes. */
+  readonly memoryUsageBytes: number;
+  /** Buckets created for the used_memory measurement. */
+  readonly buckets: number;
+  /** used_memory after creating them minus before, per bucket, bytes (adds the key and expires dictionaries). */
+  readonly usedMemoryBytesPerBucket: number;
+  readonly keyExample: string;
+}
+
 export interface RedisCostBenchResult {
   readonly suite: 'redis-cost';
   readonly startedAt: string;
   readonly machine: { cpus: number; model: string; node: string; redis: string; loadavgAtStart: number[]; loadavgAtEnd: number[] };
   readonly load: { users: number; inFlightAtSaturation: number; rule: BucketRule };
   readonly rows: RedisCostRow[];
+  readonly cluster: ClusterCostRow[];
+  readonly memory: BucketMemory;
   readonly goals: { goal: string; measured: string; met: boolean }[];
 }
 
@@ -193,6 +233,106 @@ async function run(url: string, admin: Redis, approach: Approach, mode: 'light' 
   }
 }
 
+async function shardStats(node: Redis): Promise<{ cpuUs: number; evalsha: number; evalshaUsec: number; hmget: number }> {
+  const stats = await node.info('commandstats');
+  const stat = (name: string) => /calls=(\d+),usec=(\d+)/.exec(new RegExp(`^cmdstat_${name}:.*$`, 'm').exec(stats)?.[0] ?? '');
+  const evalsha = stat('evalsha');
+  return { cpuUs: await redisCpuUs(node), evalsha: Number(evalsha?.[1] ?? 0), evalshaUsec: Number(evalsha?.[2] ?? 0), hmget: Number(stat('hmget')?.[1] ?? 0) };
+}
+
+async function runCluster(seeds: { host: string; port: number }[], shards: Redis[], approach: string, users: number, maxBatch: number, log: (line: string) => void): Promise<ClusterCostRow> {
+  const store = new RedisBucketStore({ cluster: { nodes: seeds }, keyPrefix: `pcc${maxBatch}:`, commandTimeoutMs: 5000, maxBatch });
+  await store.ready();
+  try {
+    for (let i = 0; i < 600; i++) await store.take(`u${i % users}`, RULE); // the script loaded on every shard
+    for (const node of shards) {
+      await node.flushall();
+      await node.config('RESETSTAT');
+    }
+    const before = await Promise.all(shards.map(shardStats));
+    const started = performance.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < CLUSTER_DECISIONS) await store.take(`u${next++ % users}`, RULE);
+      }),
+    );
+    const seconds = (performance.now() - started) / 1000;
+    const after = await Promise.all(shards.map(shardStats));
+    const perShard = after.map((a, i): ClusterShardCost => {
+      const b = before[i] as typeof a;
+      const decisions = a.hmget - b.hmget;
+      const calls = a.evalsha - b.evalsha;
+      return {
+        shard: i,
+        decisions,
+        scriptCalls: calls,
+        redisCpuUsPerDecision: decisions === 0 ? 0 : Math.round(((a.cpuUs - b.cpuUs) / decisions) * 100) / 100,
+        usecPerScriptCall: calls === 0 ? 0 : Math.round(((a.evalshaUsec - b.evalshaUsec) / calls) * 100) / 100,
+      };
+    });
+    const cpuUs = after.reduce((sum, a, i) => sum + a.cpuUs - (before[i] as typeof a).cpuUs, 0);
+    const calls = perShard.reduce((sum, x) => sum + x.scriptCalls, 0);
+    const row: ClusterCostRow = {
+      approach,
+      users,
+      decisions: CLUSTER_DECISIONS,
+      seconds: Math.round(seconds * 100) / 100,
+      decisionsPerCall: Math.round((CLUSTER_DECISIONS / calls) * 100) / 100,
+      redisCpuUsPerDecision: Math.round((cpuUs / CLUSTER_DECISIONS) * 100) / 100,
+      decisionsPerRedisCoreSecond: Math.round(CLUSTER_DECISIONS / (cpuUs / 1e6)),
+      shards: perShard,
+    };
+    log(`  cluster ${approach}, ${users} users: ${row.decisionsPerCall} takes/call, ${row.redisCpuUsPerDecision} µs Redis CPU/decision (${row.decisionsPerRedisCoreSecond}/core-s)`);
+    return row;
+  } finally {
+    await store.close();
+  }
+}
+
+/** One real bucket's memory: MEMORY USAGE, then used_memory over MEMORY_BUCKETS buckets made by the store. */
+async function bucketMemory(url: string, admin: Redis): Promise<BucketMemory> {
+  const store = new RedisBucketStore({ url, commandTimeoutMs: 5000 });
+  await store.ready();
+  try {
+    await admin.flushall();
+    // A user id of 36 characters (a UUID) on a route and rule with short names.
+    const user = (i: number) => `all:api:${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`;
+    await store.take(user(0), RULE);
+    const key = store.keyOf(user(0));
+    const memoryUsageBytes = Number(await admin.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
+    await admin.flushall();
+    const used = async () => Number(/^used_memory:(\d+)/m.exec(await admin.info('memory'))?.[1]);
+    const before = await used();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: IN_FLIGHT }, async () => {
+        while (next < MEMORY_BUCKETS) await store.take(user(next++), RULE);
+      }),
+    );
+    const after = await used();
+    return { memoryUsageBytes, buckets: MEMORY_BUCKETS, usedMemoryBytesPerBucket: Math.round((after - before) / MEMORY_BUCKETS), keyExample: key };
+  } finally {
+    await store.close();
+  }
+}
+
+async function runClusterRows(log: (line: string) => void): Promise<ClusterCostRow[]> {
+  const cluster = await startRedisCluster(3);
+  const shards = cluster.nodes.map((n) => new Redis(n.url));
+  try {
+    return [
+      await runCluster(cluster.seeds, shards, 'takes of a turn batched per slot', USERS, 128, log),
+      await runCluster(cluster.seeds, shards, 'one script call per take', USERS, 1, log),
+      await runCluster(cluster.seeds, shards, 'takes of a turn batched per slot', FEW_USERS, 128, log),
+      await runCluster(cluster.seeds, shards, 'one script call per take', FEW_USERS, 1, log),
+    ];
+  } finally {
+    for (const s of shards) s.disconnect();
+    await cluster.stop();
+  }
+}
+
 export async function runRedisCostBench(log: (line: string) => void): Promise<RedisCostBenchResult> {
   const loadavgAtStart = os.loadavg();
   const redis = await startRedis();
@@ -201,6 +341,9 @@ export async function runRedisCostBench(log: (line: string) => void): Promise<Re
     const version = /^redis_version:(\S+)/m.exec(await admin.info('server'))?.[1] ?? '?';
     const rows: RedisCostRow[] = [];
     for (const mode of ['light', 'saturated'] as const) for (const approach of approaches(mode)) rows.push(await run(redis.url, admin, approach, mode, log));
+    const memory = await bucketMemory(redis.url, admin);
+    log(`  memory: ${memory.memoryUsageBytes} B MEMORY USAGE, ${memory.usedMemoryBytesPerBucket} B used_memory per bucket`);
+    const cluster = await runClusterRows(log);
     const find = (mode: string, name: string) => rows.find((r) => r.mode === mode && r.approach === name);
     const ours = find('saturated', 'portcullis exact bucket');
     const window = find('saturated', 'fixed window (envoy ratelimit style)');
@@ -223,6 +366,8 @@ export async function runRedisCostBench(log: (line: string) => void): Promise<Re
       machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? '?', node: process.version, redis: version, loadavgAtStart, loadavgAtEnd: os.loadavg() },
       load: { users: USERS, inFlightAtSaturation: IN_FLIGHT, rule: RULE },
       rows,
+      cluster,
+      memory,
       goals,
     };
   } finally {
@@ -242,5 +387,20 @@ export function redisCostMarkdown(r: RedisCostBenchResult): string {
     ...r.rows.map((x) => `| ${x.mode} | ${x.approach} | ${x.calls} | ${x.decisions} | ${x.decisionsPerCall} | ${x.redisCpuUsPerDecision} | ${x.decisionsPerRedisCoreSecond} | ${x.commandUsPerDecision} |`),
     '',
     ...r.goals.map((g) => `- ${g.goal}: ${g.measured} — ${g.met ? 'met' : '**not met**'}`),
+    '',
+    '#### The exact bucket on a three-shard Redis Cluster',
+    '',
+    `Three redis-server masters (no replicas) on this machine, saturation: ${r.load.inFlightAtSaturation} takes in flight from one client, ${r.cluster[0]?.decisions ?? 0} decisions per run. Redis CPU is the sum of the shards' user + sys time over the run; per shard it is that shard's CPU over the takes it decided (its HMGET calls); µs per script call is INFO commandstats usec_per_call of EVALSHA. ${FEW_USERS} users stand for a layout with ${FEW_USERS} hash tags per route: a turn's takes then share slots.`,
+    '',
+    '| approach | users | takes per script call | Redis CPU µs/decision (all shards) | takes per second per Redis core | per shard: decisions, script calls, CPU µs/decision, µs per script call |',
+    '|---|---:|---:|---:|---:|---|',
+    ...r.cluster.map(
+      (x) =>
+        `| ${x.approach} | ${x.users} | ${x.decisionsPerCall} | ${x.redisCpuUsPerDecision} | ${x.decisionsPerRedisCoreSecond} | ${x.shards.map((s) => `${s.decisions}, ${s.scriptCalls}, ${s.redisCpuUsPerDecision}, ${s.usecPerScriptCall}`).join('; ')} |`,
+    ),
+    '',
+    '#### Memory per bucket',
+    '',
+    `One bucket hash (\`t\`, \`ts\`) with its TTL, key \`${r.memory.keyExample}\` (a 36-character user id): MEMORY USAGE ${r.memory.memoryUsageBytes} bytes; used_memory grew by ${r.memory.usedMemoryBytesPerBucket} bytes per bucket over ${r.memory.buckets} buckets (key, hash, TTL entry and the dictionaries' share).`,
   ].join('\n');
 }
