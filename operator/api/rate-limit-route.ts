@@ -129,7 +129,20 @@ export const upstreamSchema = z
     'An existing Service the route forwards to, instead of a target: the operator runs a gateway Deployment of sidecars only (resources from spec.sidecar) in front of it, and leaves the workload behind the Service alone.',
   );
 export type Upstream = z.infer<typeof upstreamSchema>;
-export const TARGET_OR_UPSTREAM_RULE = 'set exactly one of target and upstream';
+
+export const targetRefSchema = z
+  .strictObject({
+    name: dnsSubdomain.describe('Name of a Deployment in the route namespace, e.g. the one a team chart installs.'),
+    port: z.int().min(1).max(65535).describe('Port the Deployment container listens on; the sidecar forwards to it over localhost.'),
+  })
+  .describe(
+    "An existing Deployment to add the sidecar to, instead of a target: the operator adds only the sidecar container, its volumes and the pod-template config hash, under its own field manager (portcullis-operator-sidecar), points the route's Service at the sidecar, and removes exactly those fields when the route is deleted.",
+  );
+export type TargetRef = z.infer<typeof targetRefSchema>;
+
+export const WORKLOAD_RULE = 'set exactly one of target, upstream and targetRef';
+/** A transition rule (CEL only: zod never sees the old object): the injected sidecar is removed only when the route is deleted. */
+export const TARGET_REF_IMMUTABLE_RULE = 'targetRef cannot be added, removed or renamed; create a new RateLimitRoute';
 
 export const REDIS_RULE = 'set exactly one of url and secretRef';
 export const redisSchema = z
@@ -152,6 +165,7 @@ export const rateLimitRouteSpecSchema = z
   .strictObject({
     target: targetSchema.optional(),
     upstream: upstreamSchema.optional(),
+    targetRef: targetRefSchema.optional(),
     path: z
       .string()
       .min(1)
@@ -175,8 +189,13 @@ export const rateLimitRouteSpecSchema = z
       .optional()
       .describe("PriorityClass of the route's pods; omit for the operator default (Helm value priorityClassName)."),
   })
-  .refine((s) => (s.target === undefined) !== (s.upstream === undefined), { message: TARGET_OR_UPSTREAM_RULE })
-  .meta({ 'x-kubernetes-validations': [{ rule: 'has(self.target) != has(self.upstream)', message: TARGET_OR_UPSTREAM_RULE }] })
+  .refine((s) => [s.target, s.upstream, s.targetRef].filter((w) => w !== undefined).length === 1, { message: WORKLOAD_RULE })
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: '[has(self.target), has(self.upstream), has(self.targetRef)].filter(x, x).size() == 1', message: WORKLOAD_RULE },
+      { rule: 'has(self.targetRef) == has(oldSelf.targetRef) && (!has(self.targetRef) || self.targetRef.name == oldSelf.targetRef.name)', message: TARGET_REF_IMMUTABLE_RULE },
+    ],
+  })
   .describe('Desired state of the route: the target service (or an existing upstream Service), the path predicate and the limiter.');
 export type RateLimitRouteSpec = z.infer<typeof rateLimitRouteSpecSchema>;
 

@@ -14,6 +14,8 @@ export const Reasons = {
   ApplyFailed: 'ApplyFailed',
   /** Route: an object named like one of its children exists and is not the route's; nothing written. */
   Conflict: 'Conflict',
+  /** Route: spec.targetRef names a Deployment that is missing or cannot take the sidecar (message says why). */
+  TargetRefInvalid: 'TargetRefInvalid',
   /** OAuthClient: its Secret exists and the client registry lists it. */
   Registered: 'Registered',
   /** OAuthClient: the Secret exists; the registry does not list the client yet. */

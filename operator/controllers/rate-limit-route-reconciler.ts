@@ -10,6 +10,7 @@ import { routeNetworkPolicy } from '../resources/route-network-policy.ts';
 import { routePodDisruptionBudget } from '../resources/route-pod-disruption-budget.ts';
 import { routeNetworkPolicyName, routePodDisruptionBudgetName, routeServiceName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route-names.ts';
 import { deploymentReplicas, routeReplicas, selectorString } from '../resources/route-scale.ts';
+import { injectionService } from '../resources/route-injection.ts';
 import { routeService } from '../resources/route-service.ts';
 import type { ResourceSettings } from '../resources/settings.ts';
 import type { Applier } from '../runtime/applier.ts';
@@ -23,6 +24,7 @@ import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, resourceTypeOf } from '../runtime/resource-types.ts';
 import { CONFLICT_RETRY_MS, conflictMessage, foreignObjectProblem } from './child-ownership.ts';
 import { Reasons, readyStatus, type ReadyState } from './conditions.ts';
+import { SidecarInjection, TARGET_REF_POLL_MS } from './sidecar-injection.ts';
 import { deploymentReadiness } from './deployment-readiness.ts';
 import { describeIssues } from './spec-issues.ts';
 
@@ -52,15 +54,22 @@ export interface RateLimitRouteReconcilerDeps {
 export class RateLimitRouteReconciler implements Reconciler {
   readonly name = 'ratelimitroute';
   readonly #d: RateLimitRouteReconcilerDeps;
+  readonly #injection: SidecarInjection;
 
   constructor(deps: RateLimitRouteReconcilerDeps) {
     this.#d = deps;
+    this.#injection = new SidecarInjection(deps.client, deps.settings);
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
     const { namespace, name } = splitKey(key);
     const raw = this.#d.caches.routes.get(namespace, name);
-    if (raw === undefined || raw.metadata.deletionTimestamp !== undefined) return {};
+    if (raw === undefined) return {};
+    if (raw.metadata.deletionTimestamp !== undefined) {
+      const removedFrom = await this.#injection.finalize(raw);
+      if (removedFrom !== undefined) this.#d.events.event(raw, 'Normal', 'SidecarRemoved', `removed the sidecar from Deployment ${removedFrom}`);
+      return {};
+    }
 
     const parsed = rateLimitRouteSchema.safeParse(raw);
     if (!parsed.success) {
@@ -74,23 +83,44 @@ export class RateLimitRouteReconciler implements Reconciler {
       return {};
     }
 
+    // spec.targetRef: the team's Deployment, read live, takes the place of the route's own.
+    let teamDeployment: KubeObject | undefined;
+    if (route.spec.targetRef !== undefined) {
+      const prepared = await this.#injection.prepare(raw, route);
+      if (prepared.problem !== undefined) {
+        this.#d.events.event(raw, 'Warning', Reasons.TargetRefInvalid, prepared.problem);
+        await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.TargetRefInvalid, message: prepared.problem }, undefined);
+        return { requeueAfterMs: TARGET_REF_POLL_MS };
+      }
+      teamDeployment = prepared.deployment;
+    }
+
     let children: Array<[KubeObject, Informer]>;
+    let configText = '';
     // Children the route may have had and no longer wants (the policy switched off, one replica left).
     const stale: Array<[string, Informer]> = [];
     try {
       const configMap = routeConfigMap(route, this.#d.settings);
-      const configText = (configMap['data'] as Record<string, string>)[SIDECAR_CONFIG_KEY] ?? '';
-      children = [
-        [configMap, this.#d.caches.configMaps], // first: new pods must find the new config
-        [routeDeployment(route, this.#d.settings, configText), this.#d.caches.deployments],
-        [routeService(route, this.#d.settings), this.#d.caches.services],
-      ];
+      configText = (configMap['data'] as Record<string, string>)[SIDECAR_CONFIG_KEY] ?? '';
+      children =
+        teamDeployment === undefined
+          ? [
+              [configMap, this.#d.caches.configMaps], // first: new pods must find the new config
+              [routeDeployment(route, this.#d.settings, configText), this.#d.caches.deployments],
+              [routeService(route, this.#d.settings), this.#d.caches.services],
+            ]
+          : [
+              [configMap, this.#d.caches.configMaps],
+              [injectionService(route, this.#d.settings, teamDeployment), this.#d.caches.services],
+            ];
       const { networkPolicies, podDisruptionBudgets } = this.#d.caches;
-      if (this.#d.settings.routeNetworkPolicy) children.push([routeNetworkPolicy(route, this.#d.settings), networkPolicies]);
+      // The team's pods are theirs to protect: no policy or budget over pods the route does not run.
+      if (teamDeployment !== undefined) stale.push([routeNetworkPolicyName(name), networkPolicies], [routePodDisruptionBudgetName(name), podDisruptionBudgets]);
+      else if (this.#d.settings.routeNetworkPolicy) children.push([routeNetworkPolicy(route, this.#d.settings), networkPolicies]);
       else stale.push([routeNetworkPolicyName(name), networkPolicies]);
-      const budget = routePodDisruptionBudget(route);
+      const budget = teamDeployment === undefined ? routePodDisruptionBudget(route) : undefined;
       if (budget !== undefined) children.push([budget, podDisruptionBudgets]);
-      else stale.push([routePodDisruptionBudgetName(name), podDisruptionBudgets]);
+      else if (teamDeployment === undefined) stale.push([routePodDisruptionBudgetName(name), podDisruptionBudgets]);
     } catch (err) {
       if (err instanceof InvalidSpecError) {
         await this.#invalid(raw, err.message);
@@ -116,6 +146,11 @@ export class RateLimitRouteReconciler implements Reconciler {
         const outcome = await this.#d.applier.apply(desired, cache);
         if (outcome.changed) changed.push(`${desired.kind} ${desired.metadata.name}`);
         if (desired.kind === 'Deployment') deployment = outcome.object;
+      }
+      if (teamDeployment !== undefined) {
+        const injected = await this.#injection.apply(route, configText, teamDeployment);
+        if (injected.changed) changed.push(`the sidecar in Deployment ${teamDeployment.metadata.name}`);
+        deployment = injected.deployment;
       }
       for (const [childName, cache] of stale) {
         const live = cache.get(namespace, childName);
@@ -147,7 +182,8 @@ export class RateLimitRouteReconciler implements Reconciler {
       ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${routeServiceName(name)} forwards port ${this.#d.settings.servicePort} to the sidecars` }
       : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
     await this.#writeStatus(raw, route, state, readiness);
-    return {};
+    // The team's Deployment wakes no informer: its rollout is polled.
+    return teamDeployment !== undefined && !readiness.ready ? { requeueAfterMs: TARGET_REF_POLL_MS } : {};
   }
 
   /**

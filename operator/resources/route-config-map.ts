@@ -2,14 +2,14 @@
 // sidecar's own schema (sidecar/config.ts) before it is written, so the operator can never hand a
 // sidecar a config it would reject.
 import { stringify } from 'yaml';
-import { TARGET_OR_UPSTREAM_RULE, type Limit, type LimiterKey, type RateLimitRoute, type Rule } from '../api/index.ts';
+import { WORKLOAD_RULE, type Limit, type LimiterKey, type RateLimitRoute, type Rule } from '../api/index.ts';
 import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../sidecar/config.ts';
 import { InvalidSpecError } from '../runtime/errors.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { issuerFor } from './auth-server-deployment.ts';
 import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
 import { routeConfigMapName, SIDECAR_CONFIG_KEY, SIDECAR_REDIS_URL_FILE } from './route-names.ts';
-import { sidecarPorts } from './route-ports.ts';
+import { routeSidecarPorts } from './route-ports.ts';
 import { AUTH_SERVER_AUDIENCE, AUTH_SERVER_JWKS_PATH, type ResourceSettings } from './settings.ts';
 
 type SidecarLimiter = SidecarConfigInput['limiter'];
@@ -60,20 +60,21 @@ function limiterFor(route: RateLimitRoute, settings: ResourceSettings): SidecarL
 }
 
 /**
- * Where the sidecar forwards: the target container beside it over localhost, or with
+ * Where the sidecar forwards: the target (or spec.targetRef) container beside it over localhost, or with
  * spec.upstream the team's Service through cluster DNS (the route's namespace).
  */
 export function upstreamUrl(route: RateLimitRoute): string {
-  const { target, upstream } = route.spec;
-  if (target !== undefined) return `http://127.0.0.1:${target.port}`;
+  const { target, upstream, targetRef } = route.spec;
+  const local = target?.port ?? targetRef?.port;
+  if (local !== undefined) return `http://127.0.0.1:${local}`;
   if (upstream !== undefined) return `http://${upstream.service.name}.${route.metadata.namespace ?? 'default'}.svc:${upstream.service.port}`;
-  throw new InvalidSpecError(TARGET_OR_UPSTREAM_RULE);
+  throw new InvalidSpecError(WORKLOAD_RULE);
 }
 
 /** The sidecar config for a route (input form: defaults left to the sidecar). */
 export function sidecarConfigFor(route: RateLimitRoute, settings: ResourceSettings): SidecarConfigInput {
   const { spec } = route;
-  const ports = sidecarPorts(spec.target?.port, settings);
+  const ports = routeSidecarPorts(route, settings);
   const redisUrl = spec.redis?.url ?? (spec.redis === undefined ? settings.defaultRedisUrl : undefined);
   const config: SidecarConfigInput = {
     listen: { host: '0.0.0.0', port: ports.proxy },

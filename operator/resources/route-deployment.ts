@@ -33,7 +33,7 @@ import {
 } from './route-names.ts';
 import { overrideResources, quantitiesAsStrings, resourcesProblem } from './container-resources.ts';
 import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
-import { sidecarPorts } from './route-ports.ts';
+import { routeSidecarPorts } from './route-ports.ts';
 import { routeReplicas } from './route-scale.ts';
 import type { ResourceSettings } from './settings.ts';
 import { sidecarEnv, sidecarMemoryProblem } from './sidecar-heap.ts';
@@ -101,7 +101,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
       ? []
       : [{ name: REDIS_URL_VOLUME, secret: { secretName: secretRef.name, items: [{ key: secretRef.key, path: SIDECAR_REDIS_URL_FILE.slice(SIDECAR_REDIS_DIR.length + 1) }], defaultMode: 0o440 } }];
   const redisMounts = secretRef === undefined ? [] : [{ name: REDIS_URL_VOLUME, mountPath: SIDECAR_REDIS_DIR, readOnly: true }];
-  const ports = sidecarPorts(target?.port, settings);
+  const ports = routeSidecarPorts(route, settings);
   const replicas = routeReplicas(route);
   const labels = { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name };
   const sidecarRes = sidecarResources(route, settings);

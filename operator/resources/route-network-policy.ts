@@ -8,12 +8,12 @@ import type { KubeObject } from '../runtime/kube-object.ts';
 import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
 import { routeSelectorLabels } from './route-deployment.ts';
 import { routeNetworkPolicyName } from './route-names.ts';
-import { sidecarPorts } from './route-ports.ts';
+import { routeSidecarPorts } from './route-ports.ts';
 import type { ResourceSettings } from './settings.ts';
 
 export function routeNetworkPolicy(route: RateLimitRoute, settings: ResourceSettings): KubeObject {
   const name = route.metadata.name;
-  const ports = sidecarPorts(route.spec.target?.port, settings);
+  const ports = routeSidecarPorts(route, settings);
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',

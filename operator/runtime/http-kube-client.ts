@@ -181,9 +181,9 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
       }
     },
 
-    async apply(obj, subresource) {
+    async apply(obj, subresource, fieldManager) {
       const { type, path } = pathOf(obj, subresource);
-      const { json } = await request('apply', subresource === undefined ? type.plural : `${type.plural}/${subresource}`, HttpMethod.PATCH, path, { fieldManager: options.fieldManager, force: 'true' }, obj, APPLY_PATCH_CONTENT_TYPE);
+      const { json } = await request('apply', subresource === undefined ? type.plural : `${type.plural}/${subresource}`, HttpMethod.PATCH, path, { fieldManager: fieldManager ?? options.fieldManager, force: 'true' }, obj, APPLY_PATCH_CONTENT_TYPE);
       return asObject(json, 'apply');
     },
 

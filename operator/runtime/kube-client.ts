@@ -34,8 +34,12 @@ export interface KubeClient {
    * KubeApiError with status 410). Aborting the signal resolves it.
    */
   watch(type: ResourceType, options: WatchOptions, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void>;
-  /** Server-side apply with the client's one field manager, force=true; `status` applies the status subresource. */
-  apply(obj: KubeObject, subresource?: 'status'): Promise<KubeObject>;
+  /**
+   * Server-side apply, force=true, with the client's field manager or `fieldManager` (a second
+   * manager owns only what it applies: the sidecar added to a Deployment someone else manages);
+   * `status` applies the status subresource.
+   */
+  apply(obj: KubeObject, subresource?: 'status', fieldManager?: string): Promise<KubeObject>;
   /** POST; a KubeApiError 409 when it exists already. */
   create(obj: KubeObject): Promise<KubeObject>;
   /** PUT with metadata.resourceVersion (optimistic concurrency); 409 on a stale version. */

@@ -16,6 +16,8 @@ export interface RecordedRequest {
   namespace: string | undefined;
   name: string | undefined;
   subresource?: string;
+  /** apply only: the field manager, when not the client's own. */
+  fieldManager?: string;
 }
 
 const WRITE_VERBS = new Set(['apply', 'create', 'update', 'delete']);
@@ -35,6 +37,52 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
+type Json = Record<string, unknown>;
+const byName = (list: unknown[]): Map<unknown, Json> => new Map(list.filter(isPlainObject).map((e) => [e['name'], e]));
+const isNamedList = (v: unknown): v is Json[] => Array.isArray(v) && v.length > 0 && v.every((e) => isPlainObject(e) && typeof e['name'] === 'string');
+
+/**
+ * Server-side apply's rule for one extra field manager, as far as the operator relies on it: what
+ * the manager applied before and leaves out now is removed from the live object (a field, or an
+ * element of a list keyed by name), the rest of the object untouched. Co-ownership is not modelled.
+ */
+function release(live: Json, before: Json, now: Json | undefined): void {
+  for (const [k, was] of Object.entries(before)) {
+    const next = now?.[k];
+    const cur = live[k];
+    if (isPlainObject(was) && isPlainObject(cur)) {
+      release(cur, was, isPlainObject(next) ? next : undefined);
+      if (Object.keys(cur).length === 0) delete live[k];
+    } else if (isNamedList(was) && Array.isArray(cur)) {
+      const kept = Array.isArray(next) ? byName(next) : new Map();
+      const wasByName = byName(was);
+      const out = cur.filter((e) => !(isPlainObject(e) && wasByName.has(e['name']) && !kept.has(e['name'])));
+      for (const e of out) if (isPlainObject(e) && wasByName.has(e['name'])) release(e, wasByName.get(e['name']) ?? {}, kept.get(e['name']));
+      if (out.length === 0) delete live[k];
+      else live[k] = out;
+    } else if (next === undefined) {
+      delete live[k];
+    }
+  }
+}
+
+/** Like merge, but lists keyed by name merge element by element (server-side apply's list-map). */
+function mergeKeyed(base: unknown, patch: unknown): unknown {
+  if (isNamedList(base) && isNamedList(patch)) {
+    const out = base.map((e) => clone(e));
+    for (const p of patch) {
+      const i = out.findIndex((e) => e['name'] === p['name']);
+      if (i < 0) out.push(clone(p));
+      else out[i] = mergeKeyed(out[i], p) as Json;
+    }
+    return out;
+  }
+  if (!isPlainObject(base) || !isPlainObject(patch)) return clone(patch);
+  const out: Json = { ...base };
+  for (const [k, v] of Object.entries(patch)) out[k] = mergeKeyed(base[k], v);
+  return out;
+}
+
 function merge(base: unknown, patch: unknown): unknown {
   if (!isPlainObject(base) || !isPlainObject(patch)) return clone(patch);
   const out: Record<string, unknown> = { ...base };
@@ -49,6 +97,8 @@ export class MemoryKubeClient implements KubeClient {
   /** Every event with the resourceVersion it happened at: a watch from version V replays what came after V. */
   readonly #history: Array<{ rv: number; type: ResourceType; event: WatchEvent }> = [];
   readonly #failures: Array<{ verb: RecordedRequest['verb']; kind?: string; error: Error }> = [];
+  /** What each extra field manager last applied, per object key. */
+  readonly #appliedBy = new Map<string, Map<string, Json>>();
   #rv = 1;
 
   /** Writes (apply/create/update/delete) recorded so far, optionally of one kind only. */
@@ -135,11 +185,12 @@ export class MemoryKubeClient implements KubeClient {
     });
   }
 
-  async apply(obj: KubeObject, subresource?: 'status') {
+  async apply(obj: KubeObject, subresource?: 'status', fieldManager?: string) {
     const type = resourceTypeOf(obj.apiVersion, obj.kind);
-    this.#record({ verb: 'apply', kind: type.kind, namespace: obj.metadata.namespace, name: obj.metadata.name, subresource });
+    this.#record({ verb: 'apply', kind: type.kind, namespace: obj.metadata.namespace, name: obj.metadata.name, subresource, ...(fieldManager === undefined ? {} : { fieldManager }) });
     const key = this.#key(type, obj.metadata.namespace, obj.metadata.name);
     const existing = this.#objects.get(key);
+    if (fieldManager !== undefined && subresource === undefined) return this.#applyAs(fieldManager, type, key, existing, obj);
     if (subresource === 'status') {
       if (existing === undefined) throw new KubeApiError(404, `${type.kind} ${obj.metadata.name} not found`, 'NotFound');
       const next = clone(existing);
@@ -154,6 +205,22 @@ export class MemoryKubeClient implements KubeClient {
     }
     const next = merge(existing, body) as KubeObject;
     next.metadata.resourceVersion = existing.metadata.resourceVersion;
+    if (canonicalJson(next) === canonicalJson(existing)) return clone(existing);
+    next.metadata.generation = (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
+    return clone(this.#store(type, key, next, 'MODIFIED'));
+  }
+
+  /** apply by an extra field manager: adds what it applies (lists keyed by name merged), removes what it dropped. */
+  #applyAs(manager: string, type: ResourceType, key: string, existing: KubeObject | undefined, obj: KubeObject): KubeObject {
+    if (existing === undefined) throw new KubeApiError(422, `${type.kind} ${obj.metadata.name}: the memory client creates objects only with its own field manager`, 'Invalid');
+    const { status: _ignored, ...body } = clone(obj);
+    const next = mergeKeyed(existing, body) as KubeObject;
+    const managers = this.#appliedBy.get(key) ?? new Map<string, Json>();
+    const before = managers.get(manager);
+    if (before !== undefined) release(next, before, body);
+    managers.set(manager, body);
+    this.#appliedBy.set(key, managers);
+    next.metadata = { ...next.metadata, name: existing.metadata.name, resourceVersion: existing.metadata.resourceVersion };
     if (canonicalJson(next) === canonicalJson(existing)) return clone(existing);
     next.metadata.generation = (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
     return clone(this.#store(type, key, next, 'MODIFIED'));

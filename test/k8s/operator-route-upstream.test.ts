@@ -5,7 +5,7 @@
 // team's Deployment or Service.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { TARGET_OR_UPSTREAM_RULE } from '../../operator/api/index.ts';
+import { WORKLOAD_RULE } from '../../operator/api/index.ts';
 import { eventually, kget, operatorForbidden, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
 
 const NS = 'team-u';
@@ -82,7 +82,7 @@ describe('RateLimitRoute with spec.upstream.service', () => {
   ])('the API server refuses %s with the rule message', async (_what, spec) => {
     const r = await apply(route('both', spec));
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain(TARGET_OR_UPSTREAM_RULE);
+    expect(r.stderr).toContain(WORKLOAD_RULE);
     expect(await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'both'])).toBeUndefined();
   });
 

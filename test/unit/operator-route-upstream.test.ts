@@ -2,7 +2,7 @@
 // gateway Deployment of sidecars only, forwarding to http://<service>.<ns>.svc:<port>, and the
 // route's own Service in front of the sidecars; the team's workload and Service are not touched.
 import { afterEach, describe, expect, it } from 'vitest';
-import { rateLimitRouteCrd, rateLimitRouteSchema, TARGET_OR_UPSTREAM_RULE } from '../../operator/api/index.ts';
+import { rateLimitRouteCrd, rateLimitRouteSchema, WORKLOAD_RULE } from '../../operator/api/index.ts';
 import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
 import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
@@ -43,7 +43,7 @@ describe('spec.upstream: the API', () => {
   ])('refuses %s with the rule message', (_what, spec) => {
     const parsed = rateLimitRouteSchema.safeParse(gatewayObject(spec));
     expect(parsed.success).toBe(false);
-    expect(parsed.error?.issues.map((i) => i.message)).toContain(TARGET_OR_UPSTREAM_RULE);
+    expect(parsed.error?.issues.map((i) => i.message)).toContain(WORKLOAD_RULE);
   });
 
   it('accepts upstream alone, replicas optional; refuses a Service name that is no DNS-1035 label', () => {
@@ -55,7 +55,7 @@ describe('spec.upstream: the API', () => {
   it('the CRD carries the same rule as CEL on spec, with the same message', () => {
     const crd = buildCrd(rateLimitRouteCrd) as Obj;
     const spec = crd['spec']['versions'][0]['schema']['openAPIV3Schema']['properties']['spec'];
-    expect(spec['x-kubernetes-validations']).toContainEqual({ rule: 'has(self.target) != has(self.upstream)', message: TARGET_OR_UPSTREAM_RULE });
+    expect(spec['x-kubernetes-validations']).toContainEqual({ rule: '[has(self.target), has(self.upstream), has(self.targetRef)].filter(x, x).size() == 1', message: WORKLOAD_RULE });
     expect(spec['required'] ?? []).not.toContain('target');
     expect(spec['properties']['upstream']['required']).toEqual(['service']);
   });

@@ -1,0 +1,62 @@
+// spec.targetRef: the sidecar goes into a Deployment the team already runs (route-injection.ts says
+// which fields). The route carries a finalizer while the sidecar may be there, so that deleting the
+// route first removes exactly what was added. The team's Deployment carries no operator label, so
+// no informer sees it: each reconcile reads it live, and a route still rolling out is polled.
+import type { RateLimitRoute } from '../api/index.ts';
+import { INJECTION_FINALIZER, injectedSidecar, injectionProblem, releasedSidecar, SIDECAR_FIELD_MANAGER } from '../resources/route-injection.ts';
+import type { ResourceSettings } from '../resources/settings.ts';
+import { isSubset } from '../runtime/compare.ts';
+import type { KubeClient } from '../runtime/kube-client.ts';
+import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
+import { resourceTypes } from '../runtime/resource-types.ts';
+
+/** How often a targetRef route whose Deployment is not ready (or not there) looks again, ms. */
+export const TARGET_REF_POLL_MS = 10_000;
+
+export type Prepared = { deployment: KubeObject; problem?: undefined } | { deployment?: undefined; problem: string };
+
+export class SidecarInjection {
+  readonly #client: KubeClient;
+  readonly #settings: ResourceSettings;
+
+  constructor(client: KubeClient, settings: ResourceSettings) {
+    this.#client = client;
+    this.#settings = settings;
+  }
+
+  /** The finalizer first (nothing is added that a deletion could miss), then the team's Deployment as it is now. */
+  async prepare(raw: KubeObject, route: RateLimitRoute): Promise<Prepared> {
+    const ref = route.spec.targetRef;
+    if (ref === undefined) throw new Error('prepare needs spec.targetRef');
+    if (!(raw.metadata.finalizers ?? []).includes(INJECTION_FINALIZER)) await this.#setFinalizer(raw, [INJECTION_FINALIZER]);
+    const live = await this.#client.get(resourceTypes.deployment, route.metadata.namespace, ref.name);
+    if (live === undefined) return { problem: `Deployment ${ref.name} (spec.targetRef) does not exist in namespace ${route.metadata.namespace ?? 'default'}; create it or fix the name` };
+    const problem = injectionProblem(route, this.#settings, live);
+    return problem === undefined ? { deployment: live } : { problem };
+  }
+
+  /** Adds (or updates) the sidecar unless the live Deployment already has it as desired. */
+  async apply(route: RateLimitRoute, sidecarConfigText: string, live: KubeObject): Promise<{ deployment: KubeObject; changed: boolean }> {
+    const desired = injectedSidecar(route, this.#settings, sidecarConfigText);
+    if (isSubset(desired, live)) return { deployment: live, changed: false };
+    return { deployment: await this.#client.apply(desired, undefined, SIDECAR_FIELD_MANAGER), changed: true };
+  }
+
+  /** A deleted route: removes what was added (if the Deployment still exists), then its finalizer. */
+  async finalize(raw: KubeObject): Promise<string | undefined> {
+    if (!(raw.metadata.finalizers ?? []).includes(INJECTION_FINALIZER)) return undefined;
+    const name = asRecord(asRecord(raw['spec'])?.['targetRef'])?.['name'];
+    let removedFrom: string | undefined;
+    if (typeof name === 'string' && (await this.#client.get(resourceTypes.deployment, raw.metadata.namespace, name)) !== undefined) {
+      await this.#client.apply(releasedSidecar(raw, name), undefined, SIDECAR_FIELD_MANAGER);
+      removedFrom = name;
+    }
+    await this.#setFinalizer(raw, []);
+    return removedFrom;
+  }
+
+  /** Server-side apply of the route's finalizers by this manager: only its own entry is added or dropped. */
+  async #setFinalizer(raw: KubeObject, finalizers: string[]): Promise<void> {
+    await this.#client.apply({ apiVersion: raw.apiVersion, kind: raw.kind, metadata: { name: raw.metadata.name, namespace: raw.metadata.namespace, finalizers } }, undefined, SIDECAR_FIELD_MANAGER);
+  }
+}

@@ -1,0 +1,110 @@
+// spec.targetRef on a real API server, as the chart's ServiceAccount: the sidecar goes into a
+// Deployment a team manages with kubectl apply (as a chart would). Server-side apply under the
+// operator's own field manager owns only the sidecar container, its volumes and the config hash:
+// the team's re-apply keeps the sidecar, the operator never reverts the team's fields, and deleting
+// the route removes exactly what was added before the finalizer lets it go.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TARGET_REF_IMMUTABLE_RULE } from '../../operator/api/index.ts';
+import { eventually, kget, operatorForbidden, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+
+const NS = 'team-r';
+type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
+
+let env: OperatorEnv;
+let operator: RunningOperator;
+
+beforeAll(async () => {
+  env = await startOperatorEnv([NS]);
+  operator = await startOperator(env, 'op-target-ref', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
+  await eventually('operator ready', async () => (await operator.readyz()).startsWith('ok'));
+});
+afterAll(async () => {
+  await operator?.program.stop();
+  await env?.stop();
+});
+
+const team = (image: string) => `apiVersion: apps/v1
+kind: Deployment
+metadata: { name: web, namespace: ${NS}, labels: { app: web } }
+spec:
+  replicas: 2
+  selector: { matchLabels: { app: web } }
+  template:
+    metadata: { labels: { app: web } }
+    spec:
+      containers: [{ name: app, image: ${image}, ports: [{ name: http, containerPort: 8081 }] }]
+      volumes: [{ name: data, emptyDir: {} }]
+`;
+const route = (deployment: string) => `apiVersion: portcullis.dev/v1alpha1
+kind: RateLimitRoute
+metadata: { name: all, namespace: ${NS} }
+spec:
+  targetRef: { name: ${deployment}, port: 8081 }
+  limiter: { replenishRate: 1, burstCapacity: 10 }
+`;
+
+async function apply(yaml: string) {
+  const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: yaml });
+  expect(r.code, r.stderr).toBe(0);
+}
+const web = async () => (await kget(env.cluster, ['-n', NS, 'deployment', 'web', '--show-managed-fields'])) as Obj;
+const names = (items: Obj[] | undefined) => (items ?? []).map((i) => i['name']);
+const sidecarFields = (dep: Obj) => dep['metadata']['managedFields'].filter((f: Obj) => f['manager'] === 'portcullis-operator-sidecar').map((f: Obj) => JSON.stringify(f['fieldsV1'])).join('');
+
+describe('RateLimitRoute with spec.targetRef', () => {
+  it('adds the sidecar to the team Deployment owning only its own fields, and points the route Service at it', async () => {
+    await apply(team('example/web:1.0'));
+    await apply(route('web'));
+    const dep = await eventually('sidecar injected', async () => {
+      const d = await web();
+      return names(d['spec']['template']['spec']['containers']).includes('portcullis-sidecar') ? d : undefined;
+    });
+    const pod = dep['spec']['template']['spec'];
+    expect(names(pod['containers'])).toEqual(['app', 'portcullis-sidecar']);
+    expect(names(pod['volumes'])).toEqual(['data', 'portcullis-sidecar-config', 'portcullis-sidecar-tmp']);
+    expect(dep['spec']['replicas']).toBe(2);
+    expect(dep['metadata']['ownerReferences']).toBeUndefined();
+    const owned = sidecarFields(dep);
+    expect(owned).toContain('k:{\\"name\\":\\"portcullis-sidecar\\"}');
+    expect(owned).toContain('f:portcullis.dev/config-hash');
+    expect(owned).not.toContain('k:{\\"name\\":\\"app\\"}');
+    expect(owned).not.toContain('f:replicas');
+
+    const rlr = (await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'all'])) as Obj;
+    expect(rlr['metadata']['finalizers']).toEqual(['portcullis.dev/injected-sidecar']);
+    const svc = (await eventually('route Service', () => kget(env.cluster, ['-n', NS, 'service', 'all']))) as Obj;
+    expect(svc['spec']['selector']).toEqual({ app: 'web' });
+    expect(svc['spec']['ports'].map((p: Obj) => p['targetPort'])).toEqual(['rlr-http', 'rlr-admin']);
+    expect(await kget(env.cluster, ['-n', NS, 'deployment', 'all'])).toBeUndefined();
+  });
+
+  it("the team's re-apply keeps the sidecar, and the operator leaves the team's new image alone", async () => {
+    await apply(team('example/web:1.1'));
+    await new Promise((r) => setTimeout(r, 4000)); // two resyncs
+    const dep = await web();
+    const containers = dep['spec']['template']['spec']['containers'] as Obj[];
+    expect(names(containers)).toEqual(['app', 'portcullis-sidecar']);
+    expect(containers[0]?.['image']).toBe('example/web:1.1');
+  });
+
+  it('targetRef cannot be renamed (the sidecar would stay behind in the first Deployment)', async () => {
+    const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: route('other') });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(TARGET_REF_IMMUTABLE_RULE);
+  });
+
+  it('deleting the route removes exactly the sidecar, its volumes and the hash; then the route is gone', async () => {
+    const r = await env.cluster.kubectl(['-n', NS, 'delete', 'ratelimitroute', 'all', '--wait=false']);
+    expect(r.code, r.stderr).toBe(0);
+    await eventually('route gone', async () => (await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'all'])) === undefined);
+    const dep = await web();
+    const pod = dep['spec']['template']['spec'];
+    expect(names(pod['containers'])).toEqual(['app']);
+    expect(pod['containers'][0]['image']).toBe('example/web:1.1');
+    expect(names(pod['volumes'])).toEqual(['data']);
+    expect(dep['spec']['template']['metadata']['annotations']?.['portcullis.dev/config-hash']).toBeUndefined();
+    expect(dep['spec']['replicas']).toBe(2);
+    expect(sidecarFields(dep)).not.toContain('portcullis-sidecar');
+    expect(operatorForbidden(env)).toEqual([]);
+  });
+});
