@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { oauthClientSchema } from '../api/index.ts';
 import { generateSigningJwks } from '../../services/auth-server/config.ts';
 import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, oauthClientSecretName, SIGNING_KEYS_SECRET } from '../resources/auth-server-names.ts';
-import { authServerDeployment, authServerPodDisruptionBudget, authServerService } from '../resources/auth-server-deployment.ts';
+import { authServerDeployment, authServerNetworkPolicy, authServerPodDisruptionBudget, authServerService } from '../resources/auth-server-deployment.ts';
 import { clientRegistrySecret, type RegisteredOAuthClient } from '../resources/client-registry-secret.ts';
 import { controllerOf } from '../resources/metadata.ts';
 import { credentialsOf } from '../resources/oauth-client-secret.ts';
@@ -29,6 +29,7 @@ export interface AuthServerCaches {
   deployments: Informer;
   services: Informer;
   podDisruptionBudgets: Informer;
+  networkPolicies: Informer;
 }
 
 export interface AuthServerReconcilerDeps {
@@ -78,6 +79,7 @@ export class AuthServerReconciler implements Reconciler {
     await this.#d.applier.apply(authServerDeployment(namespace, this.#d.settings, owners), caches.deployments);
     await this.#d.applier.apply(authServerService(namespace, this.#d.settings, owners), caches.services);
     await this.#applyBudget(namespace, owners);
+    await this.#applyNetworkPolicy(namespace, owners);
     await this.#checkUsersSecret(namespace, live);
     return recheckInMs === undefined ? {} : { requeueAfterMs: recheckInMs };
   }
@@ -128,6 +130,16 @@ export class AuthServerReconciler implements Reconciler {
     if (live !== undefined && (await this.#d.applier.remove(live))) this.#d.log.info({ namespace }, 'deleted auth-server PodDisruptionBudget: one replica');
   }
 
+  /** The pods' NetworkPolicy, unless the operator's NetworkPolicies are turned off (then the one it made goes). */
+  async #applyNetworkPolicy(namespace: string, owners: Parameters<typeof authServerNetworkPolicy>[2]): Promise<void> {
+    if (this.#d.settings.routeNetworkPolicy) {
+      await this.#d.applier.apply(authServerNetworkPolicy(namespace, this.#d.settings, owners), this.#d.caches.networkPolicies);
+      return;
+    }
+    const live = this.#d.caches.networkPolicies.get(namespace, AUTH_SERVER_NAME);
+    if (live !== undefined && (await this.#d.applier.remove(live))) this.#d.log.info({ namespace }, 'deleted auth-server NetworkPolicy: NetworkPolicies are turned off');
+  }
+
   /** The users Secret is the operator's setting, not its child: tell a person when it is missing. */
   async #checkUsersSecret(namespace: string, clients: readonly KubeObject[]): Promise<void> {
     const { usersSecretName, usersSecretKey } = this.#d.settings;
@@ -144,6 +156,7 @@ export class AuthServerReconciler implements Reconciler {
     const { caches, client } = this.#d;
     const objects: Array<[KubeObject | undefined, ResourceType]> = [
       [caches.podDisruptionBudgets.get(namespace, AUTH_SERVER_NAME), resourceTypes.podDisruptionBudget],
+      [caches.networkPolicies.get(namespace, AUTH_SERVER_NAME), resourceTypes.networkPolicy],
       [caches.deployments.get(namespace, AUTH_SERVER_NAME), resourceTypes.deployment],
       [caches.services.get(namespace, AUTH_SERVER_NAME), resourceTypes.service],
       [caches.secrets.get(namespace, CLIENT_REGISTRY_SECRET), resourceTypes.secret],

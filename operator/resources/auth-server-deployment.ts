@@ -147,6 +147,36 @@ export function authServerService(namespace: string, settings: ResourceSettings,
   };
 }
 
+/**
+ * The auth server's pods take ingress only on their two ports (the issuer's HTTP port, from
+ * anywhere: browsers, clients and sidecars fetching the JWKS; and metrics). It takes effect only
+ * where the cluster's CNI enforces NetworkPolicies.
+ */
+export function authServerNetworkPolicy(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
+  return {
+    apiVersion: 'networking.k8s.io/v1',
+    kind: 'NetworkPolicy',
+    metadata: {
+      name: AUTH_SERVER_NAME,
+      namespace,
+      labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server'),
+      ownerReferences: sortedOwnerRefs(owners),
+    },
+    spec: {
+      podSelector: { matchLabels: authServerSelectorLabels() },
+      policyTypes: ['Ingress'],
+      ingress: [
+        {
+          ports: [
+            { protocol: 'TCP', port: settings.authServerPort },
+            { protocol: 'TCP', port: AUTH_SERVER_METRICS_PORT },
+          ],
+        },
+      ],
+    },
+  };
+}
+
 /** The auth server's budget while it runs more than one replica; undefined otherwise (any existing one is then deleted). */
 export function authServerPodDisruptionBudget(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject | undefined {
   if (!needsPodDisruptionBudget(authServerReplicas(settings))) return undefined;

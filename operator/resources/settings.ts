@@ -39,7 +39,10 @@ export interface ResourceSettings {
   accessTokenTtlSeconds: number;
   /** A new signing key after this long, ms (0 = never rotate on a timer). */
   signingKeyRotationMs: number;
-  /** A NetworkPolicy per route admitting ingress only on the sidecar's ports (none: the target's port is reachable too). */
+  /**
+   * A NetworkPolicy per route admitting ingress only on the sidecar's ports (none: the target's port
+   * is reachable too), and one per auth server admitting only its HTTP and metrics ports.
+   */
   routeNetworkPolicy: boolean;
   /** PriorityClass of route and auth-server pods (a route's spec.priorityClassName wins); undefined: none. */
   priorityClassName: string | undefined;

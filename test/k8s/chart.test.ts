@@ -59,11 +59,24 @@ describe('the Helm chart', () => {
         `Service/${NS}/portcullis-auth-redis`,
         `NetworkPolicy/${NS}/portcullis-redis`,
         `NetworkPolicy/${NS}/portcullis-auth-redis`,
+        `NetworkPolicy/${NS}/portcullis-operator`,
       ].sort(),
     );
     expect(res.stdout).toContain('command: ["node", "operator/main.ts"]');
     expect(res.stdout).toContain(`{ name: PORTCULLIS_DEFAULT_REDIS_URL, value: "redis://portcullis-redis.${NS}.svc:6379" }`);
     expect(res.stdout).toContain(`{ name: PORTCULLIS_AUTH_REDIS_URL, value: "redis://portcullis-auth-redis.${NS}.svc:6379" }`);
+  });
+
+  it("admits to the operator's pods only its metrics and probe port, unless turned off", async () => {
+    const res = await template(['--set', 'operator.port=8088']);
+    const docs = parseAllDocuments(res.stdout).map((d) => d.toJS() as { kind?: string; metadata?: { name?: string }; spec?: Record<string, unknown> } | null);
+    const deployment = docs.find((d) => d?.kind === 'Deployment' && d.metadata?.name === 'portcullis-operator') as { spec: { template: { metadata: { labels: Record<string, string> } } } };
+    const policy = docs.find((d) => d?.kind === 'NetworkPolicy' && d.metadata?.name === 'portcullis-operator')?.spec as { podSelector: { matchLabels: Record<string, string> }; policyTypes: string[]; ingress: unknown[] };
+    expect(deployment.spec.template.metadata.labels).toMatchObject(policy.podSelector.matchLabels);
+    expect(policy.policyTypes).toEqual(['Ingress']);
+    expect(policy.ingress).toEqual([{ ports: [{ protocol: 'TCP', port: 8088 }] }]);
+    const off = await template(['--set', 'operator.networkPolicy.enabled=false']);
+    expect(kinds(off.stdout).some((o) => o === `NetworkPolicy/${NS}/portcullis-operator`)).toBe(false);
   });
 
   it("gives the auth servers their own Redis unless told otherwise", async () => {
@@ -123,7 +136,7 @@ describe('the Helm chart', () => {
     // The route pods are not auth-redis clients, nor the auth servers redis clients.
     expect(clients.redis['app.kubernetes.io/name']).not.toBe(clients['auth-redis']['app.kubernetes.io/name']);
     const off = await template(['--set', 'redis.networkPolicy.enabled=false']);
-    expect(kinds(off.stdout).some((o) => o.startsWith('NetworkPolicy/'))).toBe(false);
+    expect(kinds(off.stdout).filter((o) => o.startsWith('NetworkPolicy/'))).toEqual([`NetworkPolicy/${NS}/portcullis-operator`]);
   });
 
   it('runs the auth Redis with noeviction, the limiter Redis with volatile-ttl, maxmemory at 3/4 of the memory limit', async () => {

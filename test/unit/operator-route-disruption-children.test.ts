@@ -141,4 +141,28 @@ describe('auth server: a budget while it runs more than one replica', () => {
     expect(pdb(client, 'portcullis-auth-server')).toBeUndefined();
     expect(client.peek(resourceTypes.deployment, 'team-a', 'portcullis-auth-server')).toBeUndefined();
   });
+
+  it('a NetworkPolicy admitting only the HTTP and metrics ports; removed when NetworkPolicies are turned off, and with the last OAuthClient', async () => {
+    const client = new MemoryKubeClient();
+    const on = await authOperator(client, settings);
+    client.put(clientObject());
+    await on();
+    const policy = client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server') as Record<string, any> | undefined; // eslint-disable-line @typescript-eslint/no-explicit-any -- rendered JSON
+    expect(policy?.['spec']).toEqual({
+      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/instance': 'portcullis-auth-server' } },
+      policyTypes: ['Ingress'],
+      ingress: [{ ports: [{ protocol: 'TCP', port: settings.authServerPort }, { protocol: 'TCP', port: 9090 }] }],
+    });
+    const before = client.writes('NetworkPolicy').length;
+    await on();
+    expect(client.writes('NetworkPolicy').length).toBe(before); // settled: no write
+    const off = await authOperator(client, { ...settings, routeNetworkPolicy: false });
+    await off();
+    expect(client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server')).toBeUndefined();
+    await on();
+    expect(client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server')).toBeDefined();
+    client.remove(resourceTypes.oauthClient, 'team-a', 'demo-app');
+    await on();
+    expect(client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server')).toBeUndefined();
+  });
 });

@@ -7,6 +7,7 @@
 #     seven shares the compile of the common packages, so both tiers cost one build.
 #   etcd                      (go.etcd.io/etcd/server/v3, through the wrapper module in etcd/)
 #   helm                      (go install helm.sh/helm/v4/cmd/helm)
+#   kube-score                (go install github.com/zegl/kube-score/cmd/kube-score)
 # With --node, also what only a kind node needs (the e2e tier):
 #   kind                      (go install sigs.k8s.io/kind)
 #   crictl                    (go install sigs.k8s.io/cri-tools/cmd/crictl)
@@ -30,6 +31,7 @@ cache_root="${PORTCULLIS_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/portcullis/k
 k8s_dir="$cache_root/kubernetes-$KUBERNETES_VERSION"
 etcd_dir="$cache_root/etcd-$ETCD_VERSION"
 helm_dir="$cache_root/helm-$HELM_VERSION"
+kube_score_dir="$cache_root/kube-score-$KUBE_SCORE_VERSION"
 kind_dir="$cache_root/kind-$KIND_VERSION"
 crictl_dir="$cache_root/crictl-$CRICTL_VERSION"
 coredns_dir="$cache_root/coredns-$COREDNS_VERSION"
@@ -54,6 +56,7 @@ print_env() {
   echo "KUBECTL=$k8s_dir/bin/kubectl"
   echo "ETCD=$etcd_dir/bin/etcd"
   echo "HELM=$helm_dir/bin/helm"
+  echo "KUBE_SCORE=$kube_score_dir/bin/kube-score"
   if [ "$node" = 1 ]; then
     echo "KIND=$kind_dir/bin/kind"
     echo "CRICTL=$crictl_dir/bin/crictl"
@@ -71,7 +74,7 @@ k8s_complete() {
 }
 
 all_cached() {
-  k8s_complete && complete "$etcd_dir" && complete "$helm_dir" || return 1
+  k8s_complete && complete "$etcd_dir" && complete "$helm_dir" && complete "$kube_score_dir" || return 1
   [ "$node" = 0 ] || { complete "$kind_dir" && complete "$crictl_dir" && complete "$coredns_dir" && complete "$pause_dir"; }
 }
 
@@ -204,6 +207,8 @@ go_install() { # name dest ldflags module@version
   echo "built $(date -u +%FT%TZ) in $((SECONDS - start))s" > "$dest/.complete"
   log "$name: built in $((SECONDS - start))s"
 }
+
+go_install kube-score "$kube_score_dir" "-s -w -X main.version=$KUBE_SCORE_VERSION" "github.com/zegl/kube-score/cmd/kube-score@$KUBE_SCORE_VERSION"
 
 if [ "$node" = 1 ]; then
   go_install kind "$kind_dir" "-s -w" "sigs.k8s.io/kind@$KIND_VERSION"

@@ -25,6 +25,7 @@ export interface K8sTools {
   readonly kubectl: string;
   readonly etcd: string;
   readonly helm: string;
+  readonly kubeScore: string;
 }
 
 /** Paths of the cached tools (the layout build-tools.sh writes). Throws when the control plane's are missing. */
@@ -53,6 +54,7 @@ export function k8sTools(): K8sTools {
     kubectl: path.join(k8s, 'kubectl'),
     etcd: path.join(root, `etcd-${need('ETCD_VERSION')}`, 'bin', 'etcd'),
     helm: path.join(root, `helm-${need('HELM_VERSION')}`, 'bin', 'helm'),
+    kubeScore: path.join(root, `kube-score-${need('KUBE_SCORE_VERSION')}`, 'bin', 'kube-score'),
   };
   for (const bin of [tools.kubeApiserver, tools.kubectl, tools.etcd]) {
     if (!existsSync(bin)) throw new Error(`${bin} is missing: run \`make k8s-tools\` (test/harness/k8s/build-tools.sh) first`);
