@@ -1,7 +1,9 @@
 // OAuth 2.0 sign-in on the real cluster: an OAuthClient gets its Secret and an auth server in its
 // namespace; the code flow runs through a port-forward to that auth server's Service (the issuer
 // the chart was installed with), driven by openid-client and by Chromium; the issued access token
-// is accepted at /me by the user service behind the gateway.
+// is accepted at /me by the user service behind the gateway. A second route keys its buckets on
+// the verified subject of those tokens (jwt key, a rule for /me), fetching the auth server's JWKS
+// inside the cluster.
 import { createServer, type Server } from 'node:http';
 import { chromium, type Browser } from 'playwright-core';
 import * as oidc from 'openid-client';
@@ -23,6 +25,9 @@ const users = [
 let callbackPort: number;
 let redirectUri: string;
 let gateway: PortForward;
+let jwtGateway: PortForward;
+/** alice's access token from the first test. */
+let aliceToken: string | undefined;
 let config: oidc.Configuration;
 let browser: Browser | undefined;
 let callbacks: Server | undefined;
@@ -41,12 +46,23 @@ beforeAll(async () => {
         { name: 'AUTH_JWKS_URL', value: `http://portcullis-auth-server.${ns}.svc.cluster.local/jwks.json` },
       ],
     }),
+    route(ctx, 'api-jwt', {
+      limits: {
+        key: { source: 'jwt', issuer: { url: issuer, jwksUrl: `http://portcullis-auth-server.${ns}.svc.cluster.local/jwks.json` } },
+        rules: [{ name: 'me', path: '/me', methods: ['GET'], limits: [{ replenishRate: 1, burstCapacity: 3 }] }],
+      },
+      env: [
+        { name: 'AUTH_ISSUER', value: issuer },
+        { name: 'AUTH_JWKS_URL', value: `http://portcullis-auth-server.${ns}.svc.cluster.local/jwks.json` },
+      ],
+    }),
   ]);
   await kube.wait(ns, ['oauthclient/demo-app'], 'condition=Ready', 300);
   await kube.rolloutStatus(ns, 'portcullis-auth-server');
   // The issuer the chart was installed with is this forward's address.
   await kube.portForward(ns, 'service/portcullis-auth-server', 80, ctx.issuerPort);
   gateway = await kube.portForward(ns, 'service/api', 80);
+  jwtGateway = await kube.portForward(ns, 'service/api-jwt', 80);
   // The Redirect URI's server: the browser lands here with the code.
   callbacks = createServer((req, res) => {
     // Only the redirect itself: the browser also asks this origin for /favicon.ico.
@@ -107,8 +123,35 @@ describe('OAuthClient and the code flow on a real cluster', () => {
     const res = await me(tokens.access_token);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ sub: 'alice', name: 'Alice Liddell' });
+    aliceToken = tokens.access_token;
     // And a token the auth server did not sign is refused at the same place.
     expect((await me(`${tokens.access_token.slice(0, -4)}AAAA`)).status).toBe(401);
+  });
+
+  it('a route keyed on the verified subject: a USER-ID of the client\'s choosing stays in alice\'s bucket; no token is a 401', async () => {
+    expect(aliceToken).toBeDefined();
+    const statuses: number[] = [];
+    let policy: string | null = null;
+    const started = performance.now();
+    for (let i = 0; i < 8; i++) {
+      const res = await fetch(`${jwtGateway.url}/me`, { headers: { authorization: `Bearer ${aliceToken as string}`, 'USER-ID': `someone-${i}` } });
+      statuses.push(res.status);
+      if (res.status === 200) {
+        expect(await res.json()).toMatchObject({ sub: 'alice' });
+        policy = res.headers.get('ratelimit-policy');
+      } else await res.body?.cancel();
+    }
+    const elapsedS = (performance.now() - started) / 1000;
+    // Burst 3, one token a second: three pass, then one more per second gone by; the rest are 429.
+    expect(statuses.slice(0, 3)).toEqual([200, 200, 200]);
+    expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(3 + Math.ceil(elapsedS));
+    expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
+    expect(statuses).toContain(429);
+    expect(policy).toBe('"api-jwt/me";q=3;w=3');
+    const anonymous = await fetch(`${jwtGateway.url}/me`, { headers: { 'USER-ID': 'alice' } });
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
+    expect(anonymous.headers.get('content-type')).toBe('application/problem+json');
   });
 
   it('Chromium: sign-in page, consent once, redirect with the code; the second sign-in asks no consent', async () => {

@@ -18,7 +18,8 @@ export function namespaceFor(prefix: string): string {
 
 export interface RouteOptions {
   readonly replicas?: number;
-  readonly limits: { replenishRate: number; burstCapacity: number; requestedTokens: number };
+  /** spec.limiter: the single-limit form, or any other the CRD takes (rules, key). */
+  readonly limits: { replenishRate: number; burstCapacity: number; requestedTokens: number } | Record<string, unknown>;
   readonly env?: ReadonlyArray<{ name: string; value: string }>;
 }
 
