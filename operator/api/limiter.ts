@@ -135,13 +135,13 @@ export const limiterSchema = z
   .strictObject({
     replenishRate: replenishRate
       .optional()
-      .describe('Single-limit form: tokens restored to each bucket per second (an integer >= 1). Specification example: 20; end-to-end test: 1.'),
+      .describe('Single-limit form: tokens restored to each bucket per second (an integer >= 1), e.g. 20.'),
     burstCapacity: burstCapacity
       .optional()
-      .describe('Single-limit form: maximum number of tokens a bucket holds (its size, >= 1). Specification example: 100; end-to-end test: 10.'),
+      .describe('Single-limit form: maximum number of tokens a bucket holds (its size, >= 1), e.g. 100: the largest burst a client can send at once.'),
     requestedTokens: requestedTokens
       .optional()
-      .describe('Single-limit form: tokens one request costs (>= 1, <= burstCapacity; 1 when omitted). Specification example: 3; end-to-end test: 2.'),
+      .describe('Single-limit form: tokens one request costs (>= 1, <= burstCapacity; 1 when omitted), e.g. 3.'),
     rules: z
       .array(ruleSchema)
       .min(1)
@@ -186,7 +186,7 @@ export const limiterSchema = z
     onStoreError: z
       .enum(['allow', 'deny'])
       .default('allow')
-      .describe('When Redis is unreachable or slow: allow (fail open, like the specification gateway) or deny (503).'),
+      .describe('When Redis is unreachable or slow: allow (fail open: requests pass uncounted) or deny (503).'),
   })
   .refine((l) => (l.rules !== undefined) !== hasSingleForm(l), { message: LIMITER_FORM_RULE })
   .refine((l) => l.rules !== undefined || !hasSingleForm(l) || (l.replenishRate !== undefined && l.burstCapacity !== undefined), {
@@ -201,6 +201,6 @@ export const limiterSchema = z
     ],
   })
   .describe(
-    'Token-bucket limiter of the route (the specification RequestRateLimiter filter), one bucket per key: either the single-limit form (replenishRate, burstCapacity, requestedTokens) or rules.',
+    'Token-bucket limiter of the route (as in the RequestRateLimiter filter of Spring Cloud Gateway), one bucket per key: either the single-limit form (replenishRate, burstCapacity, requestedTokens) or rules.',
   );
 export type Limiter = z.infer<typeof limiterSchema>;

@@ -85,7 +85,7 @@ export const targetSchema = z
       .max(1024)
       .regex(/^\//, 'must start with /')
       .default('/healthcheck/ready')
-      .describe('HTTP path of the target readiness probe; it answers 200 (the specification: plain text OK).'),
+      .describe('HTTP path of the target readiness probe; it must answer 200 when the target is ready.'),
     replicas: z
       .int()
       .min(0)

@@ -50,10 +50,16 @@ export function toStructural(input: SchemaNode, where = '$'): SchemaNode {
     throw new Error(`${where}: $ref/$defs cannot appear in a CRD schema (define the schema inline, without .meta({id}))`);
   }
   if (input['x-kubernetes-int-or-string'] === true) {
-    // The one shape of anyOf the API server accepts next to the int-or-string marker. The
-    // string branch's pattern cannot be kept (structural rule): the operator's zod check keeps it.
+    // The one shape of anyOf the API server accepts next to the int-or-string marker, so the
+    // branches keep no bounds of their own. The string branch's pattern moves up beside it (as
+    // controller-gen emits resource.Quantity): a pattern applies to strings only, so integers
+    // still pass, and the API server refuses e.g. "lots" for a quantity as the operator would.
     const out: SchemaNode = { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer' }, { type: 'string' }] };
     if (typeof input['description'] === 'string') out['description'] = input['description'];
+    const branches = Array.isArray(input['anyOf']) ? input['anyOf'] : [];
+    const patterns = branches.filter(isNode).map((b) => b['pattern']).filter((p) => typeof p === 'string');
+    if (patterns.length > 1) throw new Error(`${where}: an int-or-string field can carry one pattern only`);
+    if (patterns[0] !== undefined) out['pattern'] = patterns[0];
     return out;
   }
   const out: SchemaNode = {};

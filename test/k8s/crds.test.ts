@@ -179,6 +179,16 @@ describe('the CRDs on a real API server', () => {
     expect(res.stderr).toContain('set exactly one of url and secretRef');
   });
 
+  it('check resource quantities as a Pod spec would: integers and quantity strings pass, other strings are refused', async () => {
+    const sidecar = (resources: Record<string, unknown>) => ({ sidecar: { resources } });
+    const ok = await apply(route('quantities', { replenishRate: 1, burstCapacity: 10 }, sidecar({ requests: { cpu: '50m', memory: 134217728 }, limits: { memory: '256Mi' } })));
+    expect(ok.code, ok.stderr).toBe(0);
+    const bad = await apply(route('bad-quantity', { replenishRate: 1, burstCapacity: 10 }, sidecar({ limits: { memory: 'lots' } })));
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain('spec.sidecar.resources.limits.memory');
+    expect(bad.stderr).toMatch(/should match/);
+  });
+
   it('accept an OAuthClient and reject a redirect URI that is not absolute', async () => {
     const ok = await apply(client('demo-app', ['https://app.example.com/callback']));
     expect(ok.code, ok.stderr).toBe(0);
@@ -239,6 +249,7 @@ describe('the CRDs on a real API server', () => {
     expect(out).toContain('replenishRate');
     expect(out).toContain('Single-limit form: tokens restored to each bucket per second');
     expect(out).toContain('onStoreError');
+    expect(out).not.toMatch(/specification|end-to-end/i);
     const rules = await cluster.kubectl(['explain', 'ratelimitroute.spec.limiter.rules.limits']);
     expect(rules.stdout.replace(/\s+/g, ' ')).toContain('Tokens one request costs');
     const client = await cluster.kubectl(['explain', 'oauthclient.spec.redirectUris']);

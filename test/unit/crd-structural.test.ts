@@ -25,6 +25,11 @@ describe('toStructural', () => {
     expect(out).toEqual({ 'x-kubernetes-int-or-string': true, description: 'q', anyOf: [{ type: 'integer' }, { type: 'string' }] });
   });
 
+  it("moves the string branch's pattern of an int-or-string beside the anyOf, the branches staying bare", () => {
+    const out = structural(z.union([z.int(), z.string().max(9).regex(/^[0-9]+Mi$/)]).meta({ 'x-kubernetes-int-or-string': true }));
+    expect(out).toEqual({ 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer' }, { type: 'string' }], pattern: '^[0-9]+Mi$' });
+  });
+
   it('passes x-kubernetes-* extensions through (CEL rules, list types)', () => {
     const rule = { rule: 'self.a <= self.b', message: 'a <= b' };
     const out = structural(z.strictObject({ a: z.int(), b: z.int() }).meta({ 'x-kubernetes-validations': [rule] }));
