@@ -8,6 +8,7 @@ import type { OperatorConfig } from './config.ts';
 import { leaseNamespace, resourceSettings } from './config.ts';
 import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from './resources/auth-server-names.ts';
 import { controllerOf, MANAGED_SELECTOR } from './resources/metadata.ts';
+import { AUTH_REDIS_SECRET } from './resources/redis-url-secret.ts';
 import { Applier } from './runtime/applier.ts';
 import type { Clock } from './runtime/clock.ts';
 import { Controller } from './runtime/controller.ts';
@@ -128,7 +129,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
       clients.enqueue(objectKey(ns, clientOwner.name));
       if (ns !== undefined) authServers.enqueue(ns);
     }
-    if (ns !== undefined && (o.metadata.name === AUTH_SERVER_NAME || o.metadata.name === CLIENT_REGISTRY_SECRET || o.metadata.name === SIGNING_KEYS_SECRET)) {
+    if (ns !== undefined && (o.metadata.name === AUTH_SERVER_NAME || o.metadata.name === CLIENT_REGISTRY_SECRET || o.metadata.name === SIGNING_KEYS_SECRET || o.metadata.name === AUTH_REDIS_SECRET)) {
       authServers.enqueue(ns);
       // The registry decides each client's Ready condition.
       if (o.metadata.name === CLIENT_REGISTRY_SECRET) for (const c of informers.clients.list(ns)) clients.enqueue(keyOf(c));

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { dnsSubdomain, resourceRequirementsSchema } from './api/index.ts';
 import { type ContainerResources, DEFAULT_AUTH_SERVER_RESOURCES, quantitiesAsStrings, resourcesProblem } from './resources/container-resources.ts';
 import { DEFAULT_SIDECAR_RESOURCES, sidecarMemoryProblem } from './resources/sidecar-heap.ts';
+import { parseSecretKeyRef } from './resources/redis-url-secret.ts';
 import type { ResourceSettings } from './resources/settings.ts';
 
 const boolish = z
@@ -17,6 +18,13 @@ const optionalString = z
   .string()
   .optional()
   .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
+/** A Redis URL in plain settings: no password (user:pass@), which belongs in a Secret (the *_SECRET setting). */
+const redisUrl = (secretSetting: string) =>
+  optionalString
+    .refine((v) => v === undefined || /^rediss?:\/\/\S+$/.test(v), 'a redis:// or rediss:// URL')
+    .refine((v) => v === undefined || !/^rediss?:\/\/[^/]*@/.test(v), `holds credentials; put the URL in a Secret and name it in ${secretSetting} (name/key)`);
+/** `name/key` of a Secret in the operator's namespace. */
+const secretKey = optionalString.refine((v) => v === undefined || parseSecretKeyRef(v, 'x') !== undefined, 'name/key of a Secret in the operator\'s namespace');
 
 /** Container resources as JSON ({"requests": {...}, "limits": {...}}); empty: the default. */
 const resourcesJson = (def: ContainerResources, check: (r: ContainerResources) => string | undefined = () => undefined) =>
@@ -59,12 +67,14 @@ export const operatorConfigSchema = z
     PORTCULLIS_SIDECAR_IMAGE: z.string().min(1).default('portcullis/sidecar:latest'),
     PORTCULLIS_AUTH_SERVER_IMAGE: z.string().min(1).default('portcullis/auth-server:latest'),
     PORTCULLIS_IMAGE_PULL_POLICY: z.enum(['Always', 'IfNotPresent', 'Never']).default('IfNotPresent'),
-    PORTCULLIS_DEFAULT_REDIS_URL: optionalString
-      .refine((v) => v === undefined || /^rediss?:\/\/\S+$/.test(v), 'a redis:// or rediss:// URL')
+    PORTCULLIS_DEFAULT_REDIS_URL: redisUrl('PORTCULLIS_DEFAULT_REDIS_SECRET')
       .describe('Redis of RateLimitRoutes that name none (and of the auth server unless PORTCULLIS_AUTH_REDIS_URL is set); unset: in memory'),
-    PORTCULLIS_AUTH_REDIS_URL: optionalString
-      .refine((v) => v === undefined || /^rediss?:\/\/\S+$/.test(v), 'a redis:// or rediss:// URL')
+    PORTCULLIS_AUTH_REDIS_URL: redisUrl('PORTCULLIS_AUTH_REDIS_SECRET')
       .describe("Redis of the auth servers' security state (throttles, revocations, codes, refresh tokens); it must never evict. Unset: PORTCULLIS_DEFAULT_REDIS_URL"),
+    PORTCULLIS_DEFAULT_REDIS_SECRET: secretKey.describe(
+      "Instead of PORTCULLIS_DEFAULT_REDIS_URL: name/key of the Secret (in the operator's namespace) holding the URL; copied beside each route that needs it",
+    ),
+    PORTCULLIS_AUTH_REDIS_SECRET: secretKey.describe('Instead of PORTCULLIS_AUTH_REDIS_URL: name/key of the Secret holding the URL; copied beside each auth server'),
     PORTCULLIS_ISSUER_URL: z.string().min(1).default('http://portcullis-auth-server.{namespace}.svc').describe('{namespace} is replaced'),
     PORTCULLIS_USERS_SECRET: z.string().min(1).default('portcullis-auth-users'),
     PORTCULLIS_USERS_SECRET_KEY: z.string().min(1).default('users.json'),
@@ -88,6 +98,14 @@ export const operatorConfigSchema = z
   .refine((c) => c.PORTCULLIS_RENEW_DEADLINE_MS < c.PORTCULLIS_LEASE_DURATION_MS, {
     message: 'PORTCULLIS_RENEW_DEADLINE_MS must be shorter than PORTCULLIS_LEASE_DURATION_MS',
     path: ['PORTCULLIS_RENEW_DEADLINE_MS'],
+  })
+  .refine((c) => c.PORTCULLIS_DEFAULT_REDIS_URL === undefined || c.PORTCULLIS_DEFAULT_REDIS_SECRET === undefined, {
+    message: 'set PORTCULLIS_DEFAULT_REDIS_URL or PORTCULLIS_DEFAULT_REDIS_SECRET, not both',
+    path: ['PORTCULLIS_DEFAULT_REDIS_SECRET'],
+  })
+  .refine((c) => c.PORTCULLIS_AUTH_REDIS_URL === undefined || c.PORTCULLIS_AUTH_REDIS_SECRET === undefined, {
+    message: 'set PORTCULLIS_AUTH_REDIS_URL or PORTCULLIS_AUTH_REDIS_SECRET, not both',
+    path: ['PORTCULLIS_AUTH_REDIS_SECRET'],
   });
 
 export type OperatorConfig = z.infer<typeof operatorConfigSchema>;
@@ -144,7 +162,18 @@ export function leaseNamespace(config: OperatorConfig): string {
   return config.PORTCULLIS_LEADER_ELECTION_NAMESPACE ?? config.POD_NAMESPACE ?? 'default';
 }
 
+/** The auth servers' Redis: their own setting (URL or Secret), else the routes' default (URL or Secret). */
+function authRedis(config: OperatorConfig, secretNamespace: string): Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret'> {
+  const secret = (v: string | undefined) => (v === undefined ? undefined : parseSecretKeyRef(v, secretNamespace));
+  if (config.PORTCULLIS_AUTH_REDIS_URL !== undefined || config.PORTCULLIS_AUTH_REDIS_SECRET !== undefined) {
+    return { authRedisUrl: config.PORTCULLIS_AUTH_REDIS_URL, authRedisSecret: secret(config.PORTCULLIS_AUTH_REDIS_SECRET) };
+  }
+  return { authRedisUrl: config.PORTCULLIS_DEFAULT_REDIS_URL, authRedisSecret: secret(config.PORTCULLIS_DEFAULT_REDIS_SECRET) };
+}
+
 export function resourceSettings(config: OperatorConfig): ResourceSettings {
+  // The Redis Secrets live beside the operator (the chart's release namespace).
+  const secretNamespace = config.POD_NAMESPACE ?? 'default';
   return {
     sidecarImage: config.PORTCULLIS_SIDECAR_IMAGE,
     authServerImage: config.PORTCULLIS_AUTH_SERVER_IMAGE,
@@ -153,7 +182,8 @@ export function resourceSettings(config: OperatorConfig): ResourceSettings {
     sidecarAdminPort: config.PORTCULLIS_SIDECAR_ADMIN_PORT,
     servicePort: config.PORTCULLIS_SERVICE_PORT,
     defaultRedisUrl: config.PORTCULLIS_DEFAULT_REDIS_URL,
-    authRedisUrl: config.PORTCULLIS_AUTH_REDIS_URL ?? config.PORTCULLIS_DEFAULT_REDIS_URL,
+    defaultRedisSecret: config.PORTCULLIS_DEFAULT_REDIS_SECRET === undefined ? undefined : parseSecretKeyRef(config.PORTCULLIS_DEFAULT_REDIS_SECRET, secretNamespace),
+    ...authRedis(config, secretNamespace),
     authServerPort: config.PORTCULLIS_AUTH_SERVER_PORT,
     authServerReplicas: config.PORTCULLIS_AUTH_SERVER_REPLICAS,
     issuerUrl: config.PORTCULLIS_ISSUER_URL,

@@ -10,6 +10,7 @@ import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, oauthClientSecretName, SIGNIN
 import { authServerDeployment, authServerNetworkPolicy, authServerPodDisruptionBudget, authServerService } from '../resources/auth-server-deployment.ts';
 import { clientRegistrySecret, type RegisteredOAuthClient } from '../resources/client-registry-secret.ts';
 import { controllerOf } from '../resources/metadata.ts';
+import { AUTH_REDIS_SECRET, authRedisSecret, secretKeyData } from '../resources/redis-url-secret.ts';
 import { credentialsOf } from '../resources/oauth-client-secret.ts';
 import type { ResourceSettings } from '../resources/settings.ts';
 import { planSigningKeys, signingKeysSecret, signingKeysStateOf, type SigningKeysState } from '../resources/signing-keys-secret.ts';
@@ -76,6 +77,7 @@ export class AuthServerReconciler implements Reconciler {
     const owners = clients;
     await this.#d.applier.apply(clientRegistrySecret(namespace, entries), caches.secrets);
     const recheckInMs = await this.#ensureSigningKeys(namespace, owners);
+    await this.#applyRedisSecret(namespace, owners, live);
     await this.#d.applier.apply(authServerDeployment(namespace, this.#d.settings, owners), caches.deployments);
     await this.#d.applier.apply(authServerService(namespace, this.#d.settings, owners), caches.services);
     await this.#applyBudget(namespace, owners);
@@ -140,6 +142,27 @@ export class AuthServerReconciler implements Reconciler {
     if (live !== undefined && (await this.#d.applier.remove(live))) this.#d.log.info({ namespace }, 'deleted auth-server NetworkPolicy: NetworkPolicies are turned off');
   }
 
+  /**
+   * The auth Redis Secret (in the operator's namespace), copied beside the auth server whose
+   * REDIS_URL references it; a stale copy (the setting changed) is deleted.
+   */
+  async #applyRedisSecret(namespace: string, owners: Parameters<typeof authRedisSecret>[1], clients: readonly KubeObject[]): Promise<void> {
+    const source = this.#d.settings.authRedisUrl === undefined ? this.#d.settings.authRedisSecret : undefined;
+    if (source === undefined) {
+      const stale = this.#d.caches.secrets.get(namespace, AUTH_REDIS_SECRET);
+      if (stale !== undefined) await this.#d.applier.remove(stale);
+      return;
+    }
+    const data = secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
+    if (data !== undefined) {
+      await this.#d.applier.apply(authRedisSecret(namespace, owners, data), this.#d.caches.secrets);
+      return;
+    }
+    const message = `the auth server in ${namespace} cannot start: the operator's auth Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty (the chart's auth.redis.existingSecret)`;
+    this.#d.log.warn({ namespace, secret: `${source.namespace}/${source.name}` }, 'auth Redis Secret missing');
+    for (const c of clients) this.#d.events?.event(c, 'Warning', 'RedisSecretMissing', message);
+  }
+
   /** The users Secret is the operator's setting, not its child: tell a person when it is missing. */
   async #checkUsersSecret(namespace: string, clients: readonly KubeObject[]): Promise<void> {
     const { usersSecretName, usersSecretKey } = this.#d.settings;
@@ -161,6 +184,7 @@ export class AuthServerReconciler implements Reconciler {
       [caches.services.get(namespace, AUTH_SERVER_NAME), resourceTypes.service],
       [caches.secrets.get(namespace, CLIENT_REGISTRY_SECRET), resourceTypes.secret],
       [caches.secrets.get(namespace, SIGNING_KEYS_SECRET), resourceTypes.secret],
+      [caches.secrets.get(namespace, AUTH_REDIS_SECRET), resourceTypes.secret],
     ];
     for (const [obj, type] of objects) {
       if (obj === undefined) continue;

@@ -12,6 +12,8 @@ import { routeNetworkPolicyName, routePodDisruptionBudgetName, routeServiceName,
 import { deploymentReplicas, routeReplicas, selectorString } from '../resources/route-scale.ts';
 import { injectionService } from '../resources/route-injection.ts';
 import { routeService } from '../resources/route-service.ts';
+import { routeRedisSecret, routeRedisSecretName, secretKeyData } from '../resources/redis-url-secret.ts';
+import { usesDefaultRedisSecret } from '../resources/route-redis.ts';
 import type { ResourceSettings } from '../resources/settings.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
@@ -35,6 +37,8 @@ export interface RateLimitRouteCaches {
   configMaps: Informer;
   networkPolicies: Informer;
   podDisruptionBudgets: Informer;
+  /** The operator's copies of its default Redis Secret (`<route>-redis`). */
+  secrets: Informer;
 }
 
 export interface RateLimitRouteReconcilerDeps {
@@ -46,7 +50,8 @@ export interface RateLimitRouteReconcilerDeps {
   log: Logger;
   /**
    * Live reads the caches cannot answer: a child's name taken by an object without the operator's
-   * label (the caches watch only labelled objects) and a spec.redis.secretRef Secret.
+   * label (the caches watch only labelled objects), a spec.redis.secretRef Secret and the operator's
+   * default Redis Secret (in its own namespace, which it may not watch).
    */
   client: KubeClient;
 }
@@ -95,6 +100,10 @@ export class RateLimitRouteReconciler implements Reconciler {
       teamDeployment = prepared.deployment;
     }
 
+    // The default Redis Secret, copied beside the route (pods reference Secrets of their namespace only).
+    const source = usesDefaultRedisSecret(route, this.#d.settings) ? this.#d.settings.defaultRedisSecret : undefined;
+    const redisUrlData = source === undefined ? undefined : secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
+
     let children: Array<[KubeObject, Informer]>;
     let configText = '';
     // Children the route may have had and no longer wants (the policy switched off, one replica left).
@@ -113,7 +122,10 @@ export class RateLimitRouteReconciler implements Reconciler {
               [configMap, this.#d.caches.configMaps],
               [injectionService(route, this.#d.settings, teamDeployment), this.#d.caches.services],
             ];
-      const { networkPolicies, podDisruptionBudgets } = this.#d.caches;
+      const { networkPolicies, podDisruptionBudgets, secrets } = this.#d.caches;
+      // First of all: new pods must find it.
+      if (redisUrlData !== undefined) children.unshift([routeRedisSecret(route, redisUrlData), secrets]);
+      else if (source === undefined) stale.push([routeRedisSecretName(name), secrets]);
       // The team's pods are theirs to protect: no policy or budget over pods the route does not run.
       if (teamDeployment !== undefined) stale.push([routeNetworkPolicyName(name), networkPolicies], [routePodDisruptionBudgetName(name), podDisruptionBudgets]);
       else if (this.#d.settings.routeNetworkPolicy) children.push([routeNetworkPolicy(route, this.#d.settings), networkPolicies]);
@@ -176,6 +188,9 @@ export class RateLimitRouteReconciler implements Reconciler {
     }
 
     await this.#checkRedisSecret(raw, route);
+    if (source !== undefined && redisUrlData === undefined) {
+      this.#d.events.event(raw, 'Warning', Reasons.RedisSecretMissing, `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the route's pods cannot start until it exists (the chart's redis.existingSecret)`);
+    }
     // Replicas left to an autoscaler: ready means as many pods as the Deployment asks for now.
     const readiness = deploymentReadiness(deployment, routeReplicas(route) ?? deploymentReplicas(deployment) ?? 1);
     const state: ReadyState = readiness.ready

@@ -15,6 +15,7 @@ import {
 import { baseLabels, containerSecurityContext, type Owner, ownerRef, podSecurityContext } from './metadata.ts';
 import { needsPodDisruptionBudget, podDisruptionBudget } from './pod-disruption-budget.ts';
 import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
+import { AUTH_REDIS_SECRET, REDIS_URL_KEY } from './redis-url-secret.ts';
 import { AUTH_SERVER_AUDIENCE, type ResourceSettings } from './settings.ts';
 
 export const AUTH_SERVER_CONTAINER = 'auth-server';
@@ -35,8 +36,8 @@ export const authServerFiles = {
 } as const;
 
 /** Without Redis, codes and sessions live in one process's memory: one replica only. */
-export function authServerReplicas(settings: Pick<ResourceSettings, 'authRedisUrl' | 'authServerReplicas'>): number {
-  return settings.authRedisUrl === undefined ? 1 : settings.authServerReplicas;
+export function authServerReplicas(settings: Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret' | 'authServerReplicas'>): number {
+  return settings.authRedisUrl === undefined && settings.authRedisSecret === undefined ? 1 : settings.authServerReplicas;
 }
 
 /**
@@ -51,7 +52,7 @@ function sortedOwnerRefs(owners: readonly Owner[]) {
 
 export function authServerDeployment(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
   const labels = baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server');
-  const env: Array<{ name: string; value: string }> = [
+  const env: Array<{ name: string; value: string } | { name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }> = [
     { name: 'NODE_ENV', value: 'production' },
     { name: 'PORT', value: String(settings.authServerPort) },
     { name: 'AUTH_METRICS_PORT', value: String(AUTH_SERVER_METRICS_PORT) },
@@ -63,6 +64,9 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
     { name: 'AUTH_ACCESS_TOKEN_TTL_SECONDS', value: String(settings.accessTokenTtlSeconds) },
   ];
   if (settings.authRedisUrl !== undefined) env.push({ name: 'REDIS_URL', value: settings.authRedisUrl });
+  // A URL with a password only from a Secret: the operator's copy in this namespace (redis-url-secret.ts).
+  // Read at start, so a rotated URL reaches the auth servers with their next restart.
+  else if (settings.authRedisSecret !== undefined) env.push({ name: 'REDIS_URL', valueFrom: { secretKeyRef: { name: AUTH_REDIS_SECRET, key: REDIS_URL_KEY } } });
   const replicas = authServerReplicas(settings);
   return {
     apiVersion: 'apps/v1',

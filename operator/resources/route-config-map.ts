@@ -10,6 +10,7 @@ import { issuerFor } from './auth-server-deployment.ts';
 import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
 import { routeConfigMapName, SIDECAR_CONFIG_KEY, SIDECAR_REDIS_URL_FILE } from './route-names.ts';
 import { routeSidecarPorts } from './route-ports.ts';
+import { usesDefaultRedisSecret } from './route-redis.ts';
 import { AUTH_SERVER_AUDIENCE, AUTH_SERVER_JWKS_PATH, type ResourceSettings } from './settings.ts';
 
 type SidecarLimiter = SidecarConfigInput['limiter'];
@@ -76,6 +77,7 @@ export function sidecarConfigFor(route: RateLimitRoute, settings: ResourceSettin
   const { spec } = route;
   const ports = routeSidecarPorts(route, settings);
   const redisUrl = spec.redis?.url ?? (spec.redis === undefined ? settings.defaultRedisUrl : undefined);
+  const fromSecret = spec.redis?.secretRef !== undefined || usesDefaultRedisSecret(route, settings);
   const config: SidecarConfigInput = {
     listen: { host: '0.0.0.0', port: ports.proxy },
     admin: { host: '0.0.0.0', port: ports.admin },
@@ -85,7 +87,7 @@ export function sidecarConfigFor(route: RateLimitRoute, settings: ResourceSettin
   };
   if (redisUrl !== undefined) config.redis = { url: redisUrl };
   // A URL from a Secret (it may carry a password): the Deployment mounts the key at this path.
-  if (spec.redis?.secretRef !== undefined) config.redis = { urlFile: SIDECAR_REDIS_URL_FILE };
+  if (fromSecret) config.redis = { urlFile: SIDECAR_REDIS_URL_FILE };
   return config;
 }
 

@@ -34,6 +34,7 @@ import {
 import { overrideResources, quantitiesAsStrings, resourcesProblem } from './container-resources.ts';
 import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
 import { routeSidecarPorts } from './route-ports.ts';
+import { routeRedisSecretRef } from './route-redis.ts';
 import { routeReplicas } from './route-scale.ts';
 import type { ResourceSettings } from './settings.ts';
 import { sidecarEnv, sidecarMemoryProblem } from './sidecar-heap.ts';
@@ -93,9 +94,10 @@ function targetContainer(target: Target): Record<string, unknown> {
 export function routeDeployment(route: RateLimitRoute, settings: ResourceSettings, sidecarConfigText: string): KubeObject {
   const name = route.metadata.name;
   const { target } = route.spec;
-  // spec.redis.secretRef: the one key, read-only, as the file the sidecar config names. A volume
-  // (not a subPath mount) so that the kubelet's rewrite on a Secret rotation reaches the sidecar.
-  const secretRef = route.spec.redis?.secretRef;
+  // spec.redis.secretRef (or the operator's copy of its default Redis Secret): the one key,
+  // read-only, as the file the sidecar config names. A volume (not a subPath mount) so that the
+  // kubelet's rewrite on a Secret rotation reaches the sidecar.
+  const secretRef = routeRedisSecretRef(route, settings);
   const redisVolumes =
     secretRef === undefined
       ? []

@@ -1,6 +1,7 @@
 // What the resource builders need from the operator's settings (operator/config.ts): images,
 // ports and defaults. Pure data, so that every builder stays a pure function of (CR, settings).
 import { type ContainerResources, DEFAULT_AUTH_SERVER_RESOURCES } from './container-resources.ts';
+import type { SecretKeyRef } from './redis-url-secret.ts';
 import { DEFAULT_SIDECAR_RESOURCES } from './sidecar-heap.ts';
 
 /**
@@ -28,6 +29,14 @@ export interface ResourceSettings {
    * the limiter's buckets. undefined: each auth server keeps it in memory (one replica).
    */
   authRedisUrl: string | undefined;
+  /**
+   * Instead of defaultRedisUrl: the Secret key (in the operator's namespace) holding the URL, which
+   * may carry a password. Copied into an owned Secret beside each route that names no Redis, whose
+   * sidecar reads it as redis.urlFile; the URL never appears in a ConfigMap.
+   */
+  defaultRedisSecret?: SecretKeyRef | undefined;
+  /** Instead of authRedisUrl: copied beside each auth server, whose REDIS_URL comes from it (secretKeyRef). */
+  authRedisSecret?: SecretKeyRef | undefined;
   authServerPort: number;
   authServerReplicas: number;
   /** Issuer URL of the auth server; `{namespace}` is replaced by the namespace it runs in. */
