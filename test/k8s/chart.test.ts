@@ -1,7 +1,7 @@
 // The chart's hygiene: `helm lint` is clean and what `helm template` renders applies to a real API
 // server with a server-side dry run (CRDs installed first); the auth servers' bundled Redis never evicts.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
 import { authServerDeployment } from '../../operator/resources/auth-server-deployment.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
@@ -24,8 +24,27 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-const template = (args: string[] = []) =>
-  cluster.helm(['template', 'portcullis', 'charts/portcullis', '--namespace', NS, '--kube-version', cluster.tools.kubernetesVersion, ...args]);
+const template = (args: string[] = [], input?: string) =>
+  cluster.helm(['template', 'portcullis', 'charts/portcullis', '--namespace', NS, '--kube-version', cluster.tools.kubernetesVersion, ...args], input === undefined ? {} : { input });
+
+type EnvVar = { name: string; value?: string };
+type Container = { image: string; env: EnvVar[]; securityContext?: Record<string, unknown> };
+type PodSpec = { containers: Container[]; securityContext?: Record<string, unknown>; priorityClassName?: string; topologySpreadConstraints?: unknown[] } & Record<string, unknown>;
+type OperatorDeployment = {
+  metadata: { labels: Record<string, string> };
+  spec: { selector: { matchLabels: Record<string, string> }; template: { metadata: { labels: Record<string, string>; annotations?: Record<string, string> }; spec: PodSpec } };
+};
+
+/** The operator's Deployment in what helm rendered. */
+function operatorDeployment(rendered: string): OperatorDeployment {
+  const dep = parseAllDocuments(rendered)
+    .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string } } | null)
+    .find((d) => d?.kind === 'Deployment' && d.metadata?.name?.endsWith('-operator') === true);
+  if (dep === undefined || dep === null) throw new Error(`no operator Deployment in:\n${rendered}`);
+  return dep as unknown as OperatorDeployment;
+}
+const operatorPod = (rendered: string) => operatorDeployment(rendered).spec.template;
+const envOf = (c: Container): Record<string, string | undefined> => Object.fromEntries(c.env.map((e) => [e.name, e.value]));
 
 function kinds(rendered: string): string[] {
   return parseAllDocuments(rendered)
@@ -177,6 +196,126 @@ describe('the Helm chart', () => {
     expect(can.stdout.trim()).toBe('yes');
     const cannot = await cluster.kubectl(['auth', 'can-i', 'delete', 'ratelimitroutes.portcullis.dev', '--as', `system:serviceaccount:${NS}:portcullis`, '-n', 'team-a']);
     expect(cannot.stdout.trim()).toBe('no');
+  });
+
+  it('runs the operator pod under the restricted profile by default, and takes other security contexts', async () => {
+    const pod = operatorPod((await template()).stdout);
+    expect(pod.spec.securityContext).toEqual({ runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(pod.spec.containers[0]?.securityContext).toEqual({ allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } });
+    expect(pod.spec.priorityClassName).toBeUndefined();
+    expect(pod.spec.topologySpreadConstraints).toBeUndefined();
+    const custom = operatorPod(
+      (await template(['--set', 'operator.podSecurityContext.runAsUser=2000', '--set', 'operator.podSecurityContext.fsGroup=2000', '--set', 'operator.securityContext.readOnlyRootFilesystem=false'])).stdout,
+    );
+    expect(custom.spec.securityContext).toMatchObject({ runAsUser: 2000, fsGroup: 2000, runAsNonRoot: true });
+    expect(custom.spec.containers[0]?.securityContext).toMatchObject({ readOnlyRootFilesystem: false, allowPrivilegeEscalation: false });
+  });
+
+  it('adds podLabels to the pods but not to the selector, and refuses a selector label', async () => {
+    const dep = operatorDeployment((await template(['--set', 'operator.podLabels.team=platform', '--set', 'operator.podAnnotations.owner=sre'])).stdout);
+    expect(dep.spec.template.metadata.labels).toMatchObject({ team: 'platform', 'app.kubernetes.io/component': 'operator' });
+    expect(dep.spec.template.metadata.annotations).toEqual({ owner: 'sre' });
+    expect(dep.spec.selector.matchLabels).not.toHaveProperty('team');
+    const clash = await template(['--set', 'operator.podLabels.app\\.kubernetes\\.io/component=x']);
+    expect(clash.code).not.toBe(0);
+    expect(clash.stderr).toContain("operator.podLabels: app.kubernetes.io/component is one of the Deployment's selector labels");
+  });
+
+  it('renders repository@digest for each image with a digest (over any tag), down to the images the operator renders', async () => {
+    const digest = (c: string) => `sha256:${c.repeat(64)}`;
+    const res = await template(['--set', 'images.tag=9.9.9', '--set', 'images.operator.tag=1.2.3', '--set', `images.operator.digest=${digest('a')}`, '--set', `images.sidecar.digest=${digest('b')}`]);
+    expect(res.code, res.stderr).toBe(0);
+    const container = operatorPod(res.stdout).spec.containers[0]!;
+    expect(container.image).toBe(`portcullis/operator@${digest('a')}`);
+    expect(envOf(container)).toMatchObject({ PORTCULLIS_SIDECAR_IMAGE: `portcullis/sidecar@${digest('b')}`, PORTCULLIS_AUTH_SERVER_IMAGE: 'portcullis/auth-server:9.9.9' });
+    const auth = await template(['--set', `images.authServer.digest=${digest('c')}`]);
+    expect(envOf(operatorPod(auth.stdout).spec.containers[0]!)['PORTCULLIS_AUTH_SERVER_IMAGE']).toBe(`portcullis/auth-server@${digest('c')}`);
+    const short = await template(['--set', 'images.operator.digest=sha256:abc']);
+    expect(short.code).not.toBe(0);
+    expect(short.stderr).toContain('/images/operator/digest');
+  });
+
+  it("appends extraEnv to the operator's environment and refuses the names the chart sets", async () => {
+    const res = await template(['--set', 'operator.extraEnv[0].name=HTTPS_PROXY', '--set', 'operator.extraEnv[0].value=http://proxy:3128', '--set', 'operator.extraEnv[1].name=NODE_EXTRA_CA_CERTS', '--set', 'operator.extraEnv[1].value=/ca/ca.crt']);
+    expect(res.code, res.stderr).toBe(0);
+    const env = operatorPod(res.stdout).spec.containers[0]!.env;
+    expect(env.slice(-2)).toEqual([{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }, { name: 'NODE_EXTRA_CA_CERTS', value: '/ca/ca.crt' }]);
+    for (const name of ['PORTCULLIS_SIDECAR_IMAGE', 'NODE_OPTIONS']) {
+      const clash = await template(['--set', `operator.extraEnv[0].name=${name}`, '--set', 'operator.extraEnv[0].value=x']);
+      expect(clash.code).not.toBe(0);
+      expect(clash.stderr).toContain(`operator.extraEnv: ${name} is set by the chart`);
+    }
+  });
+
+  it('names every object after fullnameOverride, or after nameOverride in place of the chart name', async () => {
+    const full = await template(['--set', 'fullnameOverride=gate']);
+    expect(full.code, full.stderr).toBe(0);
+    for (const o of kinds(full.stdout)) expect(o.split('/')[2]).toMatch(/^gate(-|$)/);
+    expect(envOf(operatorPod(full.stdout).spec.containers[0]!)['PORTCULLIS_LEASE_NAME']).toBe('gate-operator');
+    const named = await template(['--set', 'nameOverride=ratelimit']);
+    expect(named.code, named.stderr).toBe(0);
+    expect(kinds(named.stdout)).toContain(`Deployment/${NS}/portcullis-ratelimit-operator`);
+    const dep = operatorDeployment(named.stdout);
+    expect(dep.metadata.labels['app.kubernetes.io/name']).toBe('ratelimit');
+    expect(dep.spec.selector.matchLabels['app.kubernetes.io/name']).toBe('ratelimit');
+  });
+
+  it("schedules the operator pod with nodeSelector, tolerations, affinity, topology spread (its own pods by default) and a priority class", async () => {
+    const values = {
+      operator: {
+        nodeSelector: { 'kubernetes.io/os': 'linux' },
+        tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'platform', effect: 'NoSchedule' }],
+        affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 1, preference: { matchExpressions: [{ key: 'pool', operator: 'In', values: ['system'] }] } }] } },
+        topologySpreadConstraints: [
+          { maxSkew: 1, topologyKey: 'topology.kubernetes.io/zone', whenUnsatisfiable: 'ScheduleAnyway' },
+          { maxSkew: 1, topologyKey: 'kubernetes.io/hostname', whenUnsatisfiable: 'DoNotSchedule', labelSelector: { matchLabels: { team: 'platform' } } },
+        ],
+        priorityClassName: 'system-cluster-critical',
+      },
+    };
+    // Named apart from the release the install test puts on the cluster, so the dry run meets no other field manager.
+    const res = await template(['--values', '-', '--set', 'fullnameOverride=scheduled'], stringify(values));
+    expect(res.code, res.stderr).toBe(0);
+    const dep = operatorDeployment(res.stdout);
+    const pod = dep.spec.template;
+    expect(pod.spec).toMatchObject({ nodeSelector: values.operator.nodeSelector, tolerations: values.operator.tolerations, affinity: values.operator.affinity, priorityClassName: 'system-cluster-critical' });
+    expect(pod.spec.topologySpreadConstraints).toEqual([
+      { ...values.operator.topologySpreadConstraints[0], labelSelector: { matchLabels: dep.spec.selector.matchLabels } },
+      values.operator.topologySpreadConstraints[1],
+    ]);
+    // The top-level priorityClassName stays that of the pods the operator renders.
+    expect(envOf(pod.spec.containers[0]!)['PORTCULLIS_PRIORITY_CLASS_NAME']).toBe('');
+    const dry = await cluster.kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], { input: res.stdout });
+    expect(dry.code, dry.stderr).toBe(0);
+  });
+
+  it('refuses more than one operator replica without leader election, saying why', async () => {
+    const res = await template(['--set', 'operator.replicas=2', '--set', 'operator.leaderElection=false']);
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain('operator.replicas > 1 needs operator.leaderElection: true');
+    for (const ok of [['--set', 'operator.replicas=2'], ['--set', 'operator.leaderElection=false']]) {
+      const fine = await template(ok);
+      expect(fine.code, fine.stderr).toBe(0);
+    }
+  });
+
+  it('passes helm lint --strict and a server-side dry run with every new value set', async () => {
+    const args = [
+      '--set', 'fullnameOverride=gate',
+      '--set', 'operator.podLabels.team=platform',
+      '--set', `images.operator.digest=sha256:${'d'.repeat(64)}`,
+      '--set', 'operator.extraEnv[0].name=HTTPS_PROXY',
+      '--set', 'operator.extraEnv[0].value=http://proxy:3128',
+      '--set', 'operator.priorityClassName=system-cluster-critical',
+      '--set', 'operator.replicas=2',
+    ];
+    const lint = await cluster.helm(['lint', '--strict', 'charts/portcullis', '--kube-version', cluster.tools.kubernetesVersion, ...args]);
+    expect(lint.code, lint.stdout + lint.stderr).toBe(0);
+    const res = await template(args);
+    expect(res.code, res.stderr).toBe(0);
+    const dry = await cluster.kubectl(['apply', '--server-side', '--dry-run=server', '-f', '-'], { input: res.stdout });
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(dry.stdout).toContain('deployment.apps/gate-operator serverside-applied (server dry run)');
   });
 
   it('includes the generated CRDs with --include-crds', async () => {

@@ -1,14 +1,24 @@
-{{/* Full name of the release's objects: <release>-portcullis, or <release> when it already says portcullis. */}}
+{{/* The chart's name, nameOverride when set. */}}
+{{- define "portcullis.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Full name of the release's objects: fullnameOverride, else <release>-<name>, or <release> when it already says <name>. */}}
 {{- define "portcullis.fullname" -}}
-{{- if contains .Chart.Name .Release.Name -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := include "portcullis.name" . -}}
+{{- if contains $name .Release.Name -}}
 {{- .Release.Name | trunc 63 | trimSuffix "-" -}}
 {{- else -}}
-{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
 {{- define "portcullis.labels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "portcullis.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
@@ -16,7 +26,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{- define "portcullis.selectorLabels" -}}
-app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/name: {{ include "portcullis.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/component: operator
 {{- end -}}
@@ -29,10 +39,14 @@ app.kubernetes.io/component: operator
 {{- end -}}
 {{- end -}}
 
-{{/* image: repository:tag, the tag falling back to images.tag, then appVersion. */}}
+{{/* image: repository@digest when a digest is set (it wins over any tag); else repository:tag, the tag falling back to images.tag, then appVersion. */}}
 {{- define "portcullis.image" -}}
+{{- if .image.digest -}}
+{{- printf "%s@%s" .image.repository .image.digest -}}
+{{- else -}}
 {{- $tag := .image.tag | default .root.Values.images.tag | default .root.Chart.AppVersion -}}
 {{- printf "%s:%s" .image.repository $tag -}}
+{{- end -}}
 {{- end -}}
 
 {{/* The default Redis URL handed to the operator (empty: sidecars keep buckets in memory). */}}
