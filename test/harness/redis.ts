@@ -25,9 +25,10 @@ export interface RedisServer {
  * template (charts/portcullis/templates/redis.yaml), so tests that must match it cannot drift from
  * it. The computed arguments, maxmemory (three quarters of the memory limit in values.yaml) and the
  * policy each instance is given, are worked out here the way the chart does; the k8s tier checks
- * both agree under helm.
+ * both agree under helm. `$(NAME)` references to the container's env (the password, from the chart's
+ * Secret) are expanded from `env` as the kubelet does, and left as they are when `env` lacks them.
  */
-export function chartRedisArgs(component: 'auth-redis' | 'redis' = 'auth-redis'): string[] {
+export function chartRedisArgs(component: 'auth-redis' | 'redis' = 'auth-redis', env: Record<string, string> = {}): string[] {
   const chart = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'charts', 'portcullis');
   const template = readFileSync(path.join(chart, 'templates', 'redis.yaml'), 'utf8');
   const line = /^\s*args:\s*(\[.*\])\s*$/m.exec(template);
@@ -38,7 +39,7 @@ export function chartRedisArgs(component: 'auth-redis' | 'redis' = 'auth-redis')
   const maxmemory = String((memoryBytes(values.redis.resources.limits.memory) * 3) / 4);
   const json = line[1].replace('"{{ include "portcullis.redisMaxmemory" $root }}"', JSON.stringify(maxmemory)).replace('"{{ .policy }}"', JSON.stringify(policy));
   if (json.includes('{{')) throw new Error(`the chart's Redis args hold a template this helper does not know: ${line[1]}`);
-  return JSON.parse(json) as string[];
+  return (JSON.parse(json) as string[]).map((arg) => arg.replace(/\$\(([A-Z_][A-Z0-9_]*)\)/g, (ref, name: string) => env[name] ?? ref));
 }
 
 function memoryBytes(quantity: string): number {
@@ -48,7 +49,8 @@ function memoryBytes(quantity: string): number {
   return Number(m[1]) * factor;
 }
 
-export async function startRedis(extraArgs: string[] = []): Promise<RedisServer> {
+/** `password`: the one the arguments give redis-server (--requirepass), put into `url`. */
+export async function startRedis(extraArgs: string[] = [], options: { password?: string } = {}): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-redis-'));
   let child: ChildProcess | undefined;
@@ -61,7 +63,7 @@ export async function startRedis(extraArgs: string[] = []): Promise<RedisServer>
 
   const server: RedisServer = {
     port,
-    url: `redis://127.0.0.1:${port}`,
+    url: options.password === undefined ? `redis://127.0.0.1:${port}` : `redis://:${encodeURIComponent(options.password)}@127.0.0.1:${port}`,
     async start() {
       if (child && child.exitCode === null && child.signalCode === null) return;
       const proc = spawn(

@@ -80,7 +80,8 @@ describe('a full Redis (maxmemory reached, noeviction as the chart runs it)', ()
   let stack: Stack;
   let admin: Redis;
   beforeAll(async () => {
-    redis = await startRedis(chartRedisArgs());
+    const password = 'auth-flood-redis-password';
+    redis = await startRedis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password });
     stack = await startStack({ redisUrl: redis.url });
     admin = new Redis(redis.url);
   });

@@ -28,7 +28,8 @@ describe('fuzzing /auth and /token', () => {
   let registered: Set<string>;
 
   beforeAll(async () => {
-    redis = await startRedis(chartRedisArgs());
+    const password = 'fuzz-auth-redis-password';
+    redis = await startRedis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password });
     stack = await startStack({ redisUrl: redis.url, authEnv: { AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000' } });
     issuer = stack.issuer;
     registered = new Set(stack.clients.clients.flatMap((c) => c.redirect_uris));

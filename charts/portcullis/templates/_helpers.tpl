@@ -49,23 +49,73 @@ app.kubernetes.io/component: operator
 {{- end -}}
 {{- end -}}
 
-{{/* The default Redis URL handed to the operator (empty: sidecars keep buckets in memory). */}}
+{{/*
+Redis credentials come only from Secrets: a URL in values may not carry a password (it would be
+copied into every route's ConfigMap and the auth servers' env). `what` names the value.
+*/}}
+{{- define "portcullis.plainRedisUrl" -}}
+{{- if regexMatch "^rediss?://[^/]*@" .url -}}
+{{- fail (printf "%s holds credentials (user:password@): put the URL in a Secret in the release namespace and name it in %s (name, key) instead" .what .secret) -}}
+{{- end -}}
+{{- .url -}}
+{{- end -}}
+
+{{/* "true" when the bundled limiter Redis runs: enabled, and no URL or Secret of another Redis given. */}}
+{{- define "portcullis.redisBundled" -}}
+{{- if and .Values.redis.enabled (not .Values.redis.url) (not .Values.redis.existingSecret.name) -}}true{{- end -}}
+{{- end -}}
+
+{{/* "true" when the bundled auth-redis runs too (auth.redis names no other). */}}
+{{- define "portcullis.authRedisBundled" -}}
+{{- if and (include "portcullis.redisBundled" .) (not .Values.auth.redis.url) (not .Values.auth.redis.existingSecret.name) -}}true{{- end -}}
+{{- end -}}
+
+{{/* The Secret holding the bundled Redis passwords and URLs, generated once (redis-credentials.yaml). */}}
+{{- define "portcullis.redisCredentialsSecret" -}}
+{{- printf "%s-redis-credentials" (include "portcullis.fullname" .) -}}
+{{- end -}}
+
+{{/* The default Redis URL handed to the operator, when given as a plain URL (no credentials). */}}
 {{- define "portcullis.redisUrl" -}}
-{{- if .Values.redis.url -}}
-{{- .Values.redis.url -}}
-{{- else if .Values.redis.enabled -}}
-{{- printf "redis://%s-redis.%s.svc:6379" (include "portcullis.fullname" .) .Release.Namespace -}}
+{{- if and .Values.redis.url .Values.redis.existingSecret.name -}}
+{{- fail "set redis.url or redis.existingSecret.name, not both" -}}
+{{- end -}}
+{{- if and .Values.redis.url (not .Values.redis.existingSecret.name) -}}
+{{- include "portcullis.plainRedisUrl" (dict "url" .Values.redis.url "what" "redis.url" "secret" "redis.existingSecret") -}}
 {{- end -}}
 {{- end -}}
 
-{{/* Redis of the auth servers: auth.redis.url, else redis.url, else the bundled auth-redis. */}}
+{{/* The default Redis URL as name/key of a Secret in the release namespace (PORTCULLIS_DEFAULT_REDIS_SECRET). */}}
+{{- define "portcullis.redisSecret" -}}
+{{- if .Values.redis.existingSecret.name -}}
+{{- printf "%s/%s" .Values.redis.existingSecret.name .Values.redis.existingSecret.key -}}
+{{- else if include "portcullis.redisBundled" . -}}
+{{- printf "%s/redis-url" (include "portcullis.redisCredentialsSecret" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Redis of the auth servers as a plain URL: auth.redis.url, else redis.url (unless a Secret comes first). */}}
 {{- define "portcullis.authRedisUrl" -}}
+{{- if and .Values.auth.redis.url .Values.auth.redis.existingSecret.name -}}
+{{- fail "set auth.redis.url or auth.redis.existingSecret.name, not both" -}}
+{{- end -}}
 {{- if .Values.auth.redis.url -}}
-{{- .Values.auth.redis.url -}}
-{{- else if .Values.redis.url -}}
-{{- .Values.redis.url -}}
-{{- else if .Values.redis.enabled -}}
-{{- printf "redis://%s-auth-redis.%s.svc:6379" (include "portcullis.fullname" .) .Release.Namespace -}}
+{{- include "portcullis.plainRedisUrl" (dict "url" .Values.auth.redis.url "what" "auth.redis.url" "secret" "auth.redis.existingSecret") -}}
+{{- else if not .Values.auth.redis.existingSecret.name -}}
+{{- include "portcullis.redisUrl" . -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Redis of the auth servers as name/key of a Secret: auth.redis.existingSecret, else the default's Secret, else the bundled auth-redis. */}}
+{{- define "portcullis.authRedisSecret" -}}
+{{- if .Values.auth.redis.existingSecret.name -}}
+{{- printf "%s/%s" .Values.auth.redis.existingSecret.name .Values.auth.redis.existingSecret.key -}}
+{{- else if not .Values.auth.redis.url -}}
+{{- if include "portcullis.authRedisBundled" . -}}
+{{- printf "%s/auth-redis-url" (include "portcullis.redisCredentialsSecret" .) -}}
+{{- else -}}
+{{- include "portcullis.redisSecret" . -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
