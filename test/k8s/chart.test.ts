@@ -68,6 +68,8 @@ describe('the Helm chart', () => {
         `ServiceAccount/${NS}/portcullis`,
         'ClusterRole//portcullis-operator',
         'ClusterRoleBinding//portcullis-operator',
+        'ClusterRole//portcullis-edit',
+        'ClusterRole//portcullis-view',
         `Role/${NS}/portcullis-leader-election`,
         `RoleBinding/${NS}/portcullis-leader-election`,
         `Deployment/${NS}/portcullis-operator`,
@@ -77,13 +79,18 @@ describe('the Helm chart', () => {
         `Deployment/${NS}/portcullis-auth-redis`,
         `Service/${NS}/portcullis-auth-redis`,
         `NetworkPolicy/${NS}/portcullis-redis`,
+        `Secret/${NS}/portcullis-redis-credentials`,
+        `Role/${NS}/portcullis-redis-credentials`,
+        `RoleBinding/${NS}/portcullis-redis-credentials`,
         `NetworkPolicy/${NS}/portcullis-auth-redis`,
         `NetworkPolicy/${NS}/portcullis-operator`,
       ].sort(),
     );
     expect(res.stdout).toContain('command: ["node", "operator/main.ts"]');
-    expect(res.stdout).toContain(`{ name: PORTCULLIS_DEFAULT_REDIS_URL, value: "redis://portcullis-redis.${NS}.svc:6379" }`);
-    expect(res.stdout).toContain(`{ name: PORTCULLIS_AUTH_REDIS_URL, value: "redis://portcullis-auth-redis.${NS}.svc:6379" }`);
+    // The bundled Redis reaches the operator as the generated Secret's keys, never as a URL.
+    expect(res.stdout).toContain('{ name: PORTCULLIS_DEFAULT_REDIS_URL, value: "" }');
+    expect(res.stdout).toContain('{ name: PORTCULLIS_DEFAULT_REDIS_SECRET, value: "portcullis-redis-credentials/redis-url" }');
+    expect(res.stdout).toContain('{ name: PORTCULLIS_AUTH_REDIS_SECRET, value: "portcullis-redis-credentials/auth-redis-url" }');
   });
 
   it("admits to the operator's pods only its metrics and probe port, unless turned off", async () => {
