@@ -46,7 +46,8 @@ describe.each(['memory', 'redis'] as const)('auth-server metrics on the %s store
   let redis: RedisServer | undefined;
   let stack: Stack;
   beforeAll(async () => {
-    if (store === 'redis') redis = await startRedis(chartRedisArgs('auth-redis'));
+    const password = 'auth-metrics-redis-password';
+    if (store === 'redis') redis = await startRedis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password });
     stack = await startStack({
       ...(redis !== undefined ? { redisUrl: redis.url } : {}),
       // One attempt per username and address: the second from one address is throttled.

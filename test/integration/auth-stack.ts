@@ -247,7 +247,9 @@ export function stackOn(store: 'memory' | 'redis', options: Omit<StackOptions, '
   let redis: RedisServer | undefined;
   let stack: Stack | undefined;
   beforeAll(async () => {
-    if (store === 'redis') redis = await startRedis(chartRedisArgs());
+    // The chart's arguments require a password (--requirepass from its generated Secret): one here too.
+    const password = 'auth-stack-redis-password';
+    if (store === 'redis') redis = await startRedis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password });
     stack = await startStack({ ...options, ...(redis !== undefined ? { redisUrl: redis.url } : {}) });
   });
   afterAll(async () => {
