@@ -16,6 +16,13 @@ VITEST := $(NODE) node_modules/vitest/vitest.mjs run
 TAG ?= dev
 BASE_IMAGE ?= node:24-bookworm-slim
 DOCKER_BUILD_FLAGS ?=
+# `make deploy`: the release, its namespace, the commands, and any other `helm upgrade` flags
+# (e.g. HELM_FLAGS='--set images.tag=0.1.0 --values my-values.yaml').
+RELEASE ?= portcullis
+NAMESPACE ?= portcullis-system
+KUBECTL ?= kubectl
+HELM ?= helm
+HELM_FLAGS ?=
 
 ##@ Everyday
 help: ## List the targets
@@ -81,6 +88,11 @@ images: ## Build the five images as portcullis/<program>:$(TAG) with the engine 
 	  docker build -f $$p/Dockerfile -t portcullis/$${p##*/}:$(TAG) --build-arg BASE_IMAGE=$(BASE_IMAGE) $(DOCKER_BUILD_FLAGS) . ; \
 	done
 
+deploy: ## Install or upgrade on the current kubectl context: CRDs server-side from crds/, then helm upgrade --install (RELEASE, NAMESPACE, HELM_FLAGS)
+	$(KUBECTL) apply --server-side --force-conflicts -f crds/
+	$(KUBECTL) wait --for=condition=Established --timeout=60s -f crds/
+	$(HELM) upgrade --install $(RELEASE) charts/portcullis --namespace $(NAMESPACE) --create-namespace --skip-crds $(HELM_FLAGS)
+
 e2e-kind: test-e2e ## The e2e tier (same as test-e2e): a kind cluster with everything installed; KEEP_CLUSTER=1 leaves it running
 
 ##@ Set-up
@@ -93,4 +105,4 @@ node_modules/.installed: package.json package-lock.json
 system-deps: ## Debian packages the tiers need (redis-server, chromium; docker.io, debootstrap, jq for the e2e tier)
 	@scripts/ensure-system-deps.sh redis-server:redis-server chromium:chromium dockerd:docker.io debootstrap:debootstrap jq:jq
 
-.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build build-sidecar crds check-generated bench bench-operator k8s-tools images e2e-kind test-e2e deps system-deps
+.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build build-sidecar crds check-generated bench bench-operator k8s-tools images deploy e2e-kind test-e2e deps system-deps

@@ -16,7 +16,7 @@ import {
   SINGLE_LIMIT_RULE,
 } from '../../operator/api/index.ts';
 import { buildCrd, GENERATED_HEADER, type SchemaNode } from '../../scripts/crds/build-crd.ts';
-import { renderCrds } from '../../scripts/gen-crds.ts';
+import { CRD_TEMPLATE, renderCrds, renderCrdTemplate } from '../../scripts/gen-crds.ts';
 
 type Node = Record<string, unknown>;
 const isNode = (v: unknown): v is Node => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -179,5 +179,15 @@ describe('the committed files', () => {
       expect(readFileSync(`crds/${name}`, 'utf8'), `crds/${name} is stale: run make crds`).toBe(text);
       expect(readFileSync(`charts/portcullis/crds/${name}`, 'utf8'), `chart copy of ${name} is stale: run make crds`).toBe(text);
     }
+    expect(readFileSync(CRD_TEMPLATE, 'utf8'), `${CRD_TEMPLATE} is stale: run make crds`).toBe(renderCrdTemplate());
+  });
+
+  it('template the CRDs only behind crds.enabled, each body as in crds/', () => {
+    const template = renderCrdTemplate();
+    expect(template.startsWith(`${GENERATED_HEADER}{{- if .Values.crds.enabled }}\n`)).toBe(true);
+    expect(template.endsWith('{{- end }}\n')).toBe(true);
+    const unkept = template.replaceAll('  {{- if .Values.crds.keep }}\n  annotations:\n    helm.sh/resource-policy: keep\n  {{- end }}\n', '');
+    for (const text of renderCrds().values()) expect(unkept).toContain(text.slice(GENERATED_HEADER.length));
+    expect(() => renderCrdTemplate(new Map([['x.yaml', `${GENERATED_HEADER}kind: X\nmetadata:\n  name: x\ndescription: "{{ oops }}"\n`]]))).toThrow(/template action/);
   });
 });
