@@ -8,7 +8,7 @@ import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chartRedisArgs, startRedis, type RedisServer } from '../harness/redis.ts';
-import { authorize, browser, hidden, tokenRequest } from './auth-flow.ts';
+import { authorize, tokenRequest } from './auth-flow.ts';
 import { SECRETS, startStack, type Stack } from './auth-stack.ts';
 
 const PASSWORD = 'Zq7w1Lr0p9XkT3vB6nY2mC8dF5gH4jK0';

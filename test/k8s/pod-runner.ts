@@ -88,7 +88,17 @@ export function createPodRunner(env: OperatorEnv, namespace: string): PodRunner 
       const [node, entry, ...restCommand] = c['command'] as string[];
       expect(node).toBe('node'); // the image/entry contract: command ["node", "<entry relative to /app>"]
       const envVars: Record<string, string> = {};
-      for (const e of c['env'] ?? []) if (typeof e['value'] === 'string') envVars[e['name']] = rewrite(e['value']);
+      for (const e of c['env'] ?? []) {
+        if (typeof e['value'] === 'string') envVars[e['name']] = rewrite(e['value']);
+        // A secretKeyRef, resolved as the kubelet does: the key of a Secret in the pod's namespace.
+        const ref = e['valueFrom']?.['secretKeyRef'];
+        if (ref !== undefined) {
+          const secret = (await kget(env.cluster, ['-n', namespace, 'secret', ref['name']])) as Obj | undefined;
+          const value = secret?.['data']?.[ref['key']];
+          if (typeof value !== 'string') throw new Error(`env ${e['name']}: Secret ${ref['name']} has no key ${ref['key']}`);
+          envVars[e['name']] = decode(value);
+        }
+      }
       for (const [i, p] of ((c['ports'] ?? []) as Obj[]).entries()) {
         const declared = String(p['containerPort']);
         const named = Object.keys(envVars).filter((k) => envVars[k] === declared);
