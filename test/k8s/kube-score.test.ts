@@ -67,7 +67,7 @@ describe('kube-score', () => {
     expect(res.code, res.output).toBe(0);
   });
 
-  it('finds nothing critical in the chart with every option on (two operator replicas, monitoring, a priority class)', () => {
+  it('finds nothing critical in the chart with every option on (two operator replicas, monitoring, priority classes, spread, digests, templated CRDs)', () => {
     const res = score(
       helmTemplate([
         '--set', 'operator.replicas=2',
@@ -75,6 +75,15 @@ describe('kube-score', () => {
         '--set', 'monitoring.podMonitor.enabled=true',
         '--set', 'monitoring.dashboard.enabled=true',
         '--set', 'priorityClassName=platform',
+        '--set', 'operator.priorityClassName=platform',
+        '--set', 'operator.podLabels.team=platform',
+        '--set', 'operator.topologySpreadConstraints[0].maxSkew=1',
+        '--set', 'operator.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone',
+        '--set', 'operator.topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway',
+        '--set', `images.operator.digest=sha256:${'a'.repeat(64)}`,
+        '--set', 'operator.extraEnv[0].name=HTTPS_PROXY',
+        '--set', 'operator.extraEnv[0].value=http://proxy:3128',
+        '--set', 'crds.enabled=true',
       ]),
     );
     expect(res.critical, res.output).toEqual([]);
