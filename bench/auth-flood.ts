@@ -38,7 +38,9 @@ const rssMiB = (pid: number | undefined) => Math.round(Number(/VmRSS:\s+(\d+)/.e
 const mib = (bytes: number) => Math.round((bytes / 1048576) * 100) / 100;
 
 async function flood(store: 'memory' | 'redis', log: (line: string) => void): Promise<StoreRun> {
-  const redis = store === 'redis' ? await startRedis(chartRedisArgs('auth-redis')) : undefined;
+  // The chart's arguments require a password (--requirepass from its generated Secret): one here too.
+  const password = 'bench-auth-redis-password';
+  const redis = store === 'redis' ? await startRedis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password }) : undefined;
   const stack = await startStack(redis !== undefined ? { redisUrl: redis.url } : {});
   const admin = redis !== undefined ? new Redis(redis.url) : undefined;
   try {

@@ -52,8 +52,11 @@ describe('install: CRDs and the chart on a real cluster', () => {
     for (const [component, policy] of [['redis', 'volatile-ttl'], ['auth-redis', 'noeviction']] as const) {
       await kube.wait(ctx.releaseNamespace, ['pod', '-l', `app.kubernetes.io/component=${component}`], 'condition=Ready', 120);
       const pod = (await kube.kubectl(['-n', ctx.releaseNamespace, 'get', 'pods', '-l', `app.kubernetes.io/component=${component}`, '-o', 'jsonpath={.items[0].metadata.name}'])).trim();
-      expect((await kube.exec(ctx.releaseNamespace, pod, ['redis-cli', 'ping'])).trim()).toBe('PONG');
-      const config = (await kube.exec(ctx.releaseNamespace, pod, ['redis-cli', 'config', 'get', 'maxmemory*'])).split('\n').map((l) => l.trim());
+      // It requires the chart's generated password: the container's REDIS_PASSWORD, handed to
+      // redis-cli through its environment (REDISCLI_AUTH), never on a command line.
+      const cli = (...args: string[]) => kube.exec(ctx.releaseNamespace, pod, ['sh', '-c', 'REDISCLI_AUTH="$REDIS_PASSWORD" exec redis-cli "$@"', 'redis-cli', ...args]);
+      expect((await cli('ping')).trim()).toBe('PONG');
+      const config = (await cli('config', 'get', 'maxmemory*')).split('\n').map((l) => l.trim());
       expect(config[config.indexOf('maxmemory-policy') + 1], component).toBe(policy);
       // Three quarters of the chart's 128Mi limit.
       expect(config[config.indexOf('maxmemory') + 1], component).toBe(String(96 * 1024 * 1024));
