@@ -126,6 +126,10 @@ describe('reconciling with the Redis URL in a Secret', () => {
     for (const cm of await allOf(client, resourceTypes.configMap)) expect(JSON.stringify(cm)).not.toContain(PASSWORD);
     for (const dep of await allOf(client, resourceTypes.deployment)) for (const v of envValues(dep)) expect(v).not.toContain(PASSWORD);
     expect(events.list.filter((e) => e.type === 'Warning')).toEqual([]);
+    // Level-based: a reconcile with nothing changed writes nothing, the copy included.
+    const before = client.writes().length;
+    await routes();
+    expect(client.writes().slice(before)).toEqual([]);
   });
 
   it('follows a rotated source, and deletes the copy when the route names its own Redis', async () => {
