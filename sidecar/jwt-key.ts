@@ -96,12 +96,9 @@ export class JwtKeySource {
 
   #remember(id: string, entry: CachedKey): void {
     const cache = this.#cache;
-    if (cache.size >= this.#config.cacheSize) {
-      // Drop expired entries first; when every one is live, the oldest (insertion order).
-      const now = this.#now();
-      for (const [k, v] of cache) if (v.expiresMs <= now) cache.delete(k);
-      if (cache.size >= this.#config.cacheSize) cache.delete(cache.keys().next().value as string);
-    }
+    // Full: forget the oldest (insertion order). Tokens of one issuer share a lifetime, so the
+    // oldest is also the first to expire, and a full cache costs O(1) per new token, not a scan.
+    if (cache.size >= this.#config.cacheSize) cache.delete(cache.keys().next().value as string);
     cache.set(id, entry);
   }
 }

@@ -116,7 +116,7 @@ export const limiterKeySchema = z
           .describe('Where the issuer publishes its public keys (JWKS); url + /jwks.json when omitted.'),
       })
       .optional()
-      .describe('jwt: who issues the access tokens; the auth server the operator runs in the route namespace when omitted.'),
+      .describe('jwt: who issues the access tokens. When omitted, the auth server the operator runs in the route namespace: its issuer URL as the operator is configured, its keys fetched from its Service inside the cluster.'),
   })
   .refine((k) => k.source === 'jwt' || (k.claim === undefined && k.audience === undefined && k.issuer === undefined), { message: KEY_JWT_FIELDS_RULE })
   .meta({

@@ -7,6 +7,7 @@ import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../
 import { InvalidSpecError } from '../runtime/errors.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { issuerFor } from './auth-server-deployment.ts';
+import { AUTH_SERVER_NAME } from './auth-server-names.ts';
 import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
 import { routeConfigMapName, SIDECAR_CONFIG_KEY, SIDECAR_REDIS_URL_FILE } from './route-names.ts';
 import { routeSidecarPorts } from './route-ports.ts';
@@ -31,16 +32,19 @@ function ruleFor(rule: Rule): SidecarRule {
 
 /**
  * jwt key: what the route names, else the auth server the operator runs in the route's namespace
- * (its issuer, its JWKS under the issuer URL, its audience). The claim defaults in the sidecar.
+ * (its issuer, its JWKS from its in-cluster Service, its audience). The claim defaults in the sidecar.
  */
 export function jwtKeyFor(key: LimiterKey, namespace: string, settings: ResourceSettings): NonNullable<SidecarLimiter['jwt']> {
-  const issuer = key.issuer?.url ?? issuerFor(namespace, settings);
-  return present({
-    issuer,
-    audience: key.audience ?? AUTH_SERVER_AUDIENCE,
-    jwksUrl: key.issuer?.jwksUrl ?? `${issuer.replace(/\/+$/, '')}${AUTH_SERVER_JWKS_PATH}`,
-    claim: key.claim,
-  });
+  const own = key.issuer;
+  // Without an issuer of its own, the namespace's auth server: tokens name its public issuer URL,
+  // but the sidecar fetches the keys from its Service inside the cluster, which needs no ingress
+  // and works whatever address the issuer is published at.
+  const issuer = own?.url ?? issuerFor(namespace, settings);
+  const jwksUrl =
+    own === undefined
+      ? `http://${AUTH_SERVER_NAME}.${namespace}.svc${settings.servicePort === 80 ? '' : `:${settings.servicePort}`}${AUTH_SERVER_JWKS_PATH}`
+      : (own.jwksUrl ?? `${own.url.replace(/\/+$/, '')}${AUTH_SERVER_JWKS_PATH}`);
+  return present({ issuer, audience: key.audience ?? AUTH_SERVER_AUDIENCE, jwksUrl, claim: key.claim });
 }
 
 function limiterFor(route: RateLimitRoute, settings: ResourceSettings): SidecarLimiter {

@@ -48,7 +48,8 @@ beforeAll(async () => {
     }),
     route(ctx, 'api-jwt', {
       limits: {
-        key: { source: 'jwt', issuer: { url: issuer, jwksUrl: `http://portcullis-auth-server.${ns}.svc.cluster.local/jwks.json` } },
+        // No issuer named: the namespace's auth server, its keys fetched from its Service in the cluster.
+        key: { source: 'jwt' },
         rules: [{ name: 'me', path: '/me', methods: ['GET'], limits: [{ replenishRate: 1, burstCapacity: 3 }] }],
       },
       env: [

@@ -75,12 +75,15 @@ describe('spec.limiter -> sidecar config', () => {
     expect(sidecar.limiter.jwt?.claim).toBe('sub');
   });
 
-  it('jwt key defaults follow the operator setting of the issuer URL ({namespace} replaced)', () => {
+  it('jwt key defaults: the issuer follows the operator setting ({namespace} replaced), the keys come from the auth server Service inside the cluster', () => {
     const custom = { ...settings, issuerUrl: 'https://auth-{namespace}.example.com/' };
     expect(renderedLimiter({ replenishRate: 1, burstCapacity: 10, key: { source: 'jwt' } }, custom)['jwt']).toEqual({
       issuer: 'https://auth-team-a.example.com/',
       audience: AUTH_SERVER_AUDIENCE,
-      jwksUrl: 'https://auth-team-a.example.com/jwks.json',
+      jwksUrl: 'http://portcullis-auth-server.team-a.svc/jwks.json',
+    });
+    expect(renderedLimiter({ replenishRate: 1, burstCapacity: 10, key: { source: 'jwt' } }, { ...custom, servicePort: 8080 })['jwt']).toMatchObject({
+      jwksUrl: 'http://portcullis-auth-server.team-a.svc:8080/jwks.json',
     });
   });
 
