@@ -58,6 +58,41 @@ redis: { url: redis://redis:6379, keyPrefix: "pc:", commandTimeoutMs: 30 }
     expect(() => parseSidecarConfig({ ...minimal, limiter: { replenishRate: 1, burstCapacity: 2, requestedTokens: 3 } })).toThrow(/limiter.requestedTokens/);
   });
 
+  it('rules: ordered, each with 1 to 4 limits (requestedTokens 1 by default, never above burstCapacity), names unique, not beside the single-limit form', () => {
+    const rules = [
+      { name: 'search', path: '/api/search', methods: ['GET'], limits: [{ replenishRate: 10, burstCapacity: 20 }, { replenishRate: 1, burstCapacity: 1000, requestedTokens: 2 }] },
+      { name: 'rest', limits: [{ replenishRate: 100, burstCapacity: 100 }], enforce: false },
+    ];
+    const limiter = parseSidecarConfig({ ...minimal, limiter: { rules } }).limiter;
+    expect(limiter.rules?.map((r) => [r.name, r.path, r.limits.map((l) => l.requestedTokens)])).toEqual([
+      ['search', '/api/search', [1, 2]],
+      ['rest', '/**', [1]],
+    ]);
+    expect(limiter).toMatchObject({ unmatched: 'forward', enforce: true, key: 'header' });
+    const limit = { replenishRate: 1, burstCapacity: 1 };
+    expect(() => parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, rules } })).toThrow(/either rules or the single-limit form/);
+    expect(() => parseSidecarConfig({ ...minimal, limiter: { rules: [{ name: 'a', limits: [limit] }, { name: 'a', limits: [limit] }] } })).toThrow(/rule names must be unique/);
+    expect(() => parseSidecarConfig({ ...minimal, limiter: { rules: [{ name: 'a', limits: Array.from({ length: 5 }, () => limit) }] } })).toThrow(/limiter\.rules\.0\.limits/);
+    expect(() => parseSidecarConfig({ ...minimal, limiter: { rules: [{ name: 'a', limits: [{ ...limit, requestedTokens: 2 }] }] } })).toThrow(/requestedTokens must not exceed burstCapacity/);
+    expect(() => parseSidecarConfig({ ...minimal, limiter: { rules: [{ name: 'a', methods: ['get'], limits: [limit] }] } })).toThrow(/limiter\.rules\.0\.methods\.0/);
+  });
+
+  it('key jwt: needs its verification settings (and they need it), with sub, ES256/RS256, a 10,000-token cache and a 30 s JWKS cooldown by default; symmetric algorithms refused', () => {
+    const jwt = { issuer: 'http://auth.test', audience: 'urn:portcullis:user-service', jwksUrl: 'http://auth.test/jwks.json' };
+    expect(parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, key: 'jwt', jwt } }).limiter.jwt).toEqual({
+      ...jwt,
+      claim: 'sub',
+      algorithms: ['ES256', 'RS256'],
+      cacheSize: 10_000,
+      jwksCooldownMs: 30_000,
+      jwksTimeoutMs: 2000,
+    });
+    expect(() => parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, key: 'jwt' } })).toThrow(/jwt settings are required with key jwt/);
+    expect(() => parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, jwt } })).toThrow(/jwt settings are required with key jwt, and only then/);
+    expect(() => parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, key: 'jwt', jwt: { ...jwt, algorithms: ['HS256'] } } })).toThrow(/limiter\.jwt\.algorithms\.0/);
+    expect(() => parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, key: 'jwt', jwt: { ...jwt, jwksUrl: 'file:///etc/jwks.json' } } })).toThrow(/limiter\.jwt\.jwksUrl/);
+  });
+
   it('exports a JSON Schema with descriptions (for the operator and docs)', () => {
     const schema = z.toJSONSchema(sidecarConfigSchema, { io: 'input' }) as { properties: Record<string, { description?: string }> };
     expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(['listen', 'admin', 'upstream', 'route', 'limiter', 'redis']));
