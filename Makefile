@@ -50,7 +50,7 @@ test-k8s: deps k8s-tools ## Operator, CRDs and chart against a real kube-apiserv
 test-e2e: deps system-deps ## As users run it: images from the Dockerfiles, a kind cluster, helm install, the e2e (KEEP_CLUSTER=1 keeps it)
 	@echo "== tier: e2e"; $(VITEST) --project e2e
 
-soak: deps system-deps build-sidecar ## The 10-minute soak and fault run (writes a report)
+soak: deps system-deps bundles ## The 10-minute soak and fault run (writes a report)
 	@SOAK_SECONDS=600 $(VITEST) --project integration test/integration/soak
 
 ##@ Code
@@ -60,11 +60,11 @@ lint: deps ## ESLint
 typecheck: deps ## tsc --noEmit (strict)
 	@$(NODE) node_modules/typescript/bin/tsc --noEmit -p tsconfig.json
 
-build: typecheck build-sidecar ## Typecheck, and bundle the sidecar (the other programs run from source on Node 24)
-	@echo "build: typecheck passed; sidecar bundled; the other programs run as TypeScript on $$($(NODE) --version)"
+build: typecheck bundles ## Typecheck, and bundle the programs that ship as bundles
+	@echo "build: typecheck passed; sidecar, operator and auth server bundled; the examples run as TypeScript on $$($(NODE) --version)"
 
-build-sidecar: deps ## Bundle the sidecar as its image runs it: dist/sidecar/main.mjs (esbuild)
-	@$(NODE) scripts/build-sidecar.ts
+bundles: deps ## Bundle the sidecar, operator and auth server as their images run them: dist/<program>/main.mjs (esbuild)
+	@$(NODE) scripts/build-programs.ts
 
 crds: deps ## Generate crds/*.yaml and the chart's CRDs from operator/api
 	@$(NODE) scripts/gen-crds.ts
@@ -105,4 +105,4 @@ node_modules/.installed: package.json package-lock.json
 system-deps: ## Debian packages the tiers need (redis-server, chromium; docker.io, debootstrap, jq for the e2e tier)
 	@scripts/ensure-system-deps.sh redis-server:redis-server chromium:chromium dockerd:docker.io debootstrap:debootstrap jq:jq
 
-.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build build-sidecar crds check-generated bench bench-operator k8s-tools images deploy e2e-kind test-e2e deps system-deps
+.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build bundles crds check-generated bench bench-operator k8s-tools images deploy e2e-kind test-e2e deps system-deps

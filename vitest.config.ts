@@ -19,8 +19,8 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           setupFiles: ['test/harness/reliability-setup.ts'],
-          // Bundles the sidecar as deployed (dist/sidecar/main.mjs) for the tests that run it so.
-          globalSetup: ['test/harness/build-sidecar-setup.ts'],
+          // Bundles the programs as deployed (dist/<program>/main.mjs) for the tests that run them so.
+          globalSetup: ['test/harness/build-programs-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 60_000,
           // Timing-sensitive tests (token refill, Redis kill) share a 2-core machine: one file at a time.
@@ -32,6 +32,8 @@ export default defineConfig({
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
           setupFiles: ['test/harness/reliability-setup.ts'],
+          // The auth server runs as deployed (its bundle) behind the pages.
+          globalSetup: ['test/harness/build-programs-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 60_000,
           fileParallelism: false,
@@ -43,7 +45,7 @@ export default defineConfig({
           include: ['test/k8s/**/*.test.ts'],
           setupFiles: ['test/harness/reliability-setup.ts'],
           // Builds (once, cached) or finds kube-apiserver, etcd, kubectl and helm.
-          globalSetup: ['test/harness/k8s/global-setup.ts', 'test/harness/build-sidecar-setup.ts'],
+          globalSetup: ['test/harness/k8s/global-setup.ts', 'test/harness/build-programs-setup.ts'],
           testTimeout: 180_000,
           hookTimeout: 300_000,
           fileParallelism: false,

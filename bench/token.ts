@@ -6,6 +6,8 @@
 // and code_verifier; the sign-in's scrypt (and its cost parameters) does not enter the figure.
 // Each round mints BENCH_CODES (1000) codes per server, then bench/loadgen sends every exchange once
 // over 16 keep-alive connections; rounds interleave the two servers; medians and per-round ratios.
+// Portcullis runs as deployed: its bundle with the V8 caps the operator renders for the default
+// resources (BENCH_AUTH_NODE_OPTIONS replaces those caps, to compare others).
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -15,7 +17,7 @@ import { hashPassword } from '../services/auth-server/config.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
 import { authorize, browser, type Browserish } from '../test/integration/auth-flow.ts';
-import { AUDIENCE, SECRETS, startStack } from '../test/integration/auth-stack.ts';
+import { AUDIENCE, AUTH_SERVER_AS_DEPLOYED, SECRETS, startStack } from '../test/integration/auth-stack.ts';
 import { cpuUs, median, peakRssMiB } from './gateway.ts';
 import { ensureLoadgen, runList, type LoadgenResult } from './loadgen.ts';
 
@@ -140,7 +142,9 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
   const usersFile = path.join(dir, 'users.json');
   writeFileSync(usersFile, JSON.stringify({ users: [{ username: 'alice', password_hash: await hashPassword('wonderland', { ln: 10, r: 8, p: 1 }), profile: { name: 'Alice' } }] }));
   const stack = await startStack({
-    authEnv: { AUTH_USERS_FILE: usersFile, AUTH_CODE_TTL_SECONDS: '600', LOG_LEVEL: 'warn', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000' },
+    authEnv: {
+      ...(process.env['BENCH_AUTH_NODE_OPTIONS'] === undefined ? {} : { NODE_OPTIONS: process.env['BENCH_AUTH_NODE_OPTIONS'] }),
+      AUTH_USERS_FILE: usersFile, AUTH_CODE_TTL_SECONDS: '600', LOG_LEVEL: 'warn', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000' },
   });
   const portcullisPid = stack.programs[0]?.child.pid;
 
@@ -158,7 +162,7 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
   const servers = [
     {
       name: 'portcullis',
-      description: 'Portcullis auth server (memory store)',
+      description: `Portcullis auth server as deployed (bundle, ${process.env['BENCH_AUTH_NODE_OPTIONS'] ?? AUTH_SERVER_AS_DEPLOYED.env.NODE_OPTIONS}; memory store)`,
       issuer: stack.issuer,
       pid: portcullisPid,
       mint: async (b: Browserish): Promise<Minted> => {

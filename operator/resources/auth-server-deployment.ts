@@ -12,11 +12,13 @@ import {
   SIGNING_KEYS_KEY,
   SIGNING_KEYS_SECRET,
 } from './auth-server-names.ts';
+import type { ContainerResources } from './container-resources.ts';
 import { baseLabels, containerSecurityContext, type Owner, ownerRef, podSecurityContext } from './metadata.ts';
 import { needsPodDisruptionBudget, podDisruptionBudget } from './pod-disruption-budget.ts';
 import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
 import { AUTH_REDIS_SECRET, REDIS_URL_KEY } from './redis-url-secret.ts';
 import { AUTH_SERVER_AUDIENCE, type ResourceSettings } from './settings.ts';
+import { nodeEnv, oldSpaceMiB } from './sidecar-heap.ts';
 
 export const AUTH_SERVER_CONTAINER = 'auth-server';
 
@@ -35,14 +37,27 @@ export const authServerFiles = {
   keys: `${AUTH_CONFIG_ROOT}/keys/${SIGNING_KEYS_KEY}`,
 } as const;
 
+/** The auth server's default memory limit, MiB (DEFAULT_AUTH_SERVER_RESOURCES): the caps' base without a limit. */
+const AUTH_SERVER_MEMORY_LIMIT_MIB = 384;
+/** Young-generation semi-space of the auth server, MiB: measured in `make bench` (token suite, as deployed). */
+export const AUTH_SERVER_SEMI_SPACE_MIB = 4;
+
+/**
+ * The auth server's V8 caps from its memory limit, as for the sidecar (ADR 0008): old space at half
+ * the limit, so V8 collects before the kubelet kills the container, and small semi-spaces.
+ */
+export function authServerNodeEnv(resources: ContainerResources): ReturnType<typeof nodeEnv> {
+  return nodeEnv(AUTH_SERVER_SEMI_SPACE_MIB, oldSpaceMiB(resources, AUTH_SERVER_MEMORY_LIMIT_MIB));
+}
+
 /** Without Redis, codes and sessions live in one process's memory: one replica only. */
 export function authServerReplicas(settings: Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret' | 'authServerReplicas'>): number {
   return settings.authRedisUrl === undefined && settings.authRedisSecret === undefined ? 1 : settings.authServerReplicas;
 }
 
 /**
- * Up to 60 s (30 x 2 s) for the auth server to start (it runs from its TypeScript sources and
- * connects to Redis) before the liveness probe may restart it.
+ * Up to 60 s (30 x 2 s) for the auth server to start (it loads its bundle and connects to Redis)
+ * before the liveness probe may restart it.
  */
 export const AUTH_SERVER_STARTUP_PROBE = { tcpSocket: { port: 'http' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 30 };
 
@@ -53,7 +68,7 @@ function sortedOwnerRefs(owners: readonly Owner[]) {
 export function authServerDeployment(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
   const labels = baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server');
   const env: Array<{ name: string; value: string } | { name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }> = [
-    { name: 'NODE_ENV', value: 'production' },
+    ...Object.entries(authServerNodeEnv(settings.authServerResources)).map(([name, value]) => ({ name, value })),
     { name: 'PORT', value: String(settings.authServerPort) },
     { name: 'AUTH_METRICS_PORT', value: String(AUTH_SERVER_METRICS_PORT) },
     { name: 'AUTH_ISSUER', value: issuerFor(namespace, settings) },

@@ -6,7 +6,8 @@ export const CLIENT_REGISTRY_KEY = 'clients.json';
 export const SIGNING_KEYS_SECRET = 'portcullis-auth-signing-keys';
 export const SIGNING_KEYS_KEY = 'keys.json';
 export const AUTH_CONFIG_ROOT = '/etc/portcullis/auth';
-export const AUTH_SERVER_ENTRY = 'services/auth-server/main.ts';
+/** The auth-server image runs its bundle (scripts/build-programs.ts), not the TypeScript sources. */
+export const AUTH_SERVER_ENTRY = 'dist/auth-server/main.mjs';
 /** The auth server's GET /metrics port (its AUTH_METRICS_PORT), the container port named `metrics`. */
 export const AUTH_SERVER_METRICS_PORT = 9090;
 

@@ -19,11 +19,21 @@ export const SIDECAR_MIN_MEMORY_LIMIT_MIB = 96;
 /** Young-generation semi-space, MiB (ADR 0008: 8 measured against 1 and 4). */
 export const SIDECAR_SEMI_SPACE_MIB = 8;
 
-/** V8 old-space cap, MiB: half the memory limit; without a limit, half the default limit. */
-export function sidecarOldSpaceMiB(resources: ContainerResources): number {
+/** V8 old-space cap, MiB: half the container's memory limit; without a limit, half of `defaultLimitMiB`. */
+export function oldSpaceMiB(resources: ContainerResources, defaultLimitMiB: number): number {
   const limit = resources.limits?.['memory'];
   const bytes = limit === undefined ? undefined : quantityOf(limit);
-  return Math.floor((bytes ?? SIDECAR_MEMORY_LIMIT_MIB * MiB) / 2 / MiB);
+  return Math.floor((bytes ?? defaultLimitMiB * MiB) / 2 / MiB);
+}
+
+/** The sidecar's V8 old-space cap, MiB: half its memory limit; without a limit, half the default limit. */
+export function sidecarOldSpaceMiB(resources: ContainerResources): number {
+  return oldSpaceMiB(resources, SIDECAR_MEMORY_LIMIT_MIB);
+}
+
+/** A Node container's environment: production mode, the V8 caps, two malloc arenas. */
+export function nodeEnv(semiSpaceMiB: number, oldSpace: number): { NODE_ENV: string; NODE_OPTIONS: string; MALLOC_ARENA_MAX: string } {
+  return { NODE_ENV: 'production', NODE_OPTIONS: `--max-semi-space-size=${semiSpaceMiB} --max-old-space-size=${oldSpace}`, MALLOC_ARENA_MAX: '2' };
 }
 
 /** The sidecar's memory limit is too small to run it (undefined: fine, or no limit). */
@@ -35,11 +45,7 @@ export function sidecarMemoryProblem(resources: ContainerResources): string | un
 }
 
 export function sidecarEnv(resources: ContainerResources): { NODE_ENV: string; NODE_OPTIONS: string; MALLOC_ARENA_MAX: string } {
-  return {
-    NODE_ENV: 'production',
-    NODE_OPTIONS: `--max-semi-space-size=${SIDECAR_SEMI_SPACE_MIB} --max-old-space-size=${sidecarOldSpaceMiB(resources)}`,
-    MALLOC_ARENA_MAX: '2',
-  };
+  return nodeEnv(SIDECAR_SEMI_SPACE_MIB, sidecarOldSpaceMiB(resources));
 }
 
 /** The sidecar's default resources (Helm value routes.sidecarResources). */

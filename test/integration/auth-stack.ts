@@ -12,6 +12,15 @@ import { freePort } from '../harness/ports.ts';
 import { afterAll, beforeAll } from 'vitest';
 import { chartRedisArgs, startRedis, type RedisServer } from '../harness/redis.ts';
 import { startProgram, type Program } from '../harness/programs.ts';
+import { authServerNodeEnv } from '../../operator/resources/auth-server-deployment.ts';
+import { AUTH_SERVER_ENTRY } from '../../operator/resources/auth-server-names.ts';
+import { DEFAULT_AUTH_SERVER_RESOURCES } from '../../operator/resources/container-resources.ts';
+
+/**
+ * The auth server as its pods run it: the bundle (built by the tier's global setup) with the V8
+ * caps the operator renders for the default resources.
+ */
+export const AUTH_SERVER_AS_DEPLOYED = { entry: AUTH_SERVER_ENTRY, env: authServerNodeEnv(DEFAULT_AUTH_SERVER_RESOURCES) } as const;
 
 export const AUDIENCE = 'urn:portcullis:user-service';
 export const SECRETS = { post: 'post-client-secret-0123456789abcdef0123456789', basic: 'basic-client-secret-0123456789abcdef012345678', other: 'other-client-secret-0123456789abcdef012345678' };
@@ -132,9 +141,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       programs.push(
         await startProgram({
           name: `auth-server-${i}`,
-          entry: 'services/auth-server/main.ts',
+          entry: AUTH_SERVER_AS_DEPLOYED.entry,
           waitPort: port,
           env: {
+            ...AUTH_SERVER_AS_DEPLOYED.env,
             PORT: String(port),
             HOST: '127.0.0.1',
             AUTH_METRICS_PORT: String(metricsPorts[i]),

@@ -28,7 +28,7 @@ import { MiB, peakRssBytes, rssBytes } from '../harness/raw-http.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { recordCases, recordFaults } from '../harness/reliability-counts.ts';
 import { authorize, pkce, tokenRequest } from './auth-flow.ts';
-import { SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { AUTH_SERVER_AS_DEPLOYED, SECRETS, startStack, type Stack } from './auth-stack.ts';
 import { startSidecarProcess, type SidecarProcess } from './reliability-support.ts';
 
 const SOAK_SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
@@ -360,9 +360,10 @@ describe(`soak: ${SOAK_SECONDS} s of mixed traffic with faults`, () => {
           replicaRestarts.push(
             await startProgram({
               name: 'auth-server-1-restarted',
-              entry: 'services/auth-server/main.ts',
+              entry: AUTH_SERVER_AS_DEPLOYED.entry,
               waitPort: Number(port),
               env: {
+                ...AUTH_SERVER_AS_DEPLOYED.env,
                 PORT: port, HOST: '127.0.0.1', AUTH_METRICS_PORT: '0', AUTH_ISSUER: stack.issuer, AUTH_CLIENTS_FILE: stack.clientsFile,
                 AUTH_USERS_FILE: path.join(stack.dir, 'users.json'), AUTH_KEYS_FILE: path.join(stack.dir, 'keys.json'),
                 AUTH_FILE_CHECK_MS: '100', LOG_LEVEL: 'info', REDIS_URL: redis.url,

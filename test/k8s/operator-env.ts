@@ -120,7 +120,7 @@ export async function startOperator(env: OperatorEnv, identity: string, extra: R
   const port = await freePort();
   const program = await startProgram({
     name: `operator-${identity}`,
-    entry: 'operator/main.ts',
+    entry: 'dist/operator/main.mjs',
     env: {
       KUBECONFIG: env.kubeconfig,
       PORT: String(port),

@@ -66,7 +66,7 @@ describe('operator: OAuthClient on a real API server, as the chart ServiceAccoun
       'portcullis-auth-users',
       'portcullis-auth-signing-keys',
     ]);
-    expect(pod['containers'][0]['command']).toEqual(['node', 'services/auth-server/main.ts']);
+    expect(pod['containers'][0]['command']).toEqual(['node', 'dist/auth-server/main.mjs']);
     const env0 = Object.fromEntries(pod['containers'][0]['env'].map((e: Obj) => [e['name'], e['value']]));
     expect(env0['AUTH_ISSUER']).toBe(`http://portcullis-auth-server.${NS}.svc`);
     const keys = (await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-signing-keys'])) as Obj;

@@ -1,9 +1,9 @@
-// The images (operator/, services/*/Dockerfile) carry package.json, node_modules from
-// `npm ci --omit=dev` and the folders operator/, sidecar/, services/ only. So every module a
-// program loads at run time must be a production dependency, and no runtime file may import
-// from outside those folders (scripts/, test/ are not in the image).
-// The sidecar image carries a bundle of the same sidecar/ files and their production dependencies
-// (scripts/build-sidecar.ts), so the same rule holds for it.
+// The example images (services/user-service, services/demo-client) carry package.json,
+// node_modules from `npm ci --omit=dev` and the folders operator/, sidecar/, services/ only. So
+// every module a program loads at run time must be a production dependency, and no runtime file
+// may import from outside those folders (scripts/, test/ are not in the image). The sidecar,
+// operator and auth-server images carry bundles of the same files and their dependencies
+// (scripts/build-programs.ts); the same rule keeps a development-only package out of them.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { clientRegistrySchema, hashClientSecret, loadAuthServerConfig, signingKeysFileSchema } from '../../services/auth-server/config.ts';
 import { generateSigningJwks } from '../../services/auth-server/signing-keys.ts';
 import { authServerDeployment, authServerFiles, authServerService } from '../../operator/resources/auth-server-deployment.ts';
+import type { ContainerResources } from '../../operator/resources/container-resources.ts';
 import { clientRegistrySecret } from '../../operator/resources/client-registry-secret.ts';
 import { fromBase64 } from '../../operator/resources/metadata.ts';
 import { credentialsOf, generateCredentials, oauthClientSecret } from '../../operator/resources/oauth-client-secret.ts';
@@ -58,12 +59,23 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     expect(byId.get(plainCreds.clientId)).not.toHaveProperty('resource_server');
   });
 
+  it('the auth server V8 old space follows its memory limit (half of it), 192 MiB without a limit', () => {
+    const nodeOptions = (resources: ContainerResources) => {
+      const dep = authServerDeployment('team-a', { ...settings, authServerResources: resources }, []) as unknown as {
+        spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } };
+      };
+      return dep.spec.template.spec.containers[0]?.env.find((e) => e.name === 'NODE_OPTIONS')?.value;
+    };
+    expect(nodeOptions({ limits: { memory: '256Mi' } })).toBe('--max-semi-space-size=4 --max-old-space-size=128');
+    expect(nodeOptions({ requests: { memory: '64Mi' } })).toBe('--max-semi-space-size=4 --max-old-space-size=192');
+  });
+
   it('the auth-server Deployment mounts the three files where its config points', () => {
     const dep = authServerDeployment('team-a', settings, [oauthClient()]) as unknown as {
       spec: { replicas: number; template: { spec: { containers: Array<{ command: string[]; env: Array<{ name: string; value: string }> }>; volumes: Array<{ secret?: { secretName: string } }> } } };
     };
     const [c] = dep.spec.template.spec.containers;
-    expect(c?.command).toEqual(['node', 'services/auth-server/main.ts']);
+    expect(c?.command).toEqual(['node', 'dist/auth-server/main.mjs']);
     const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value]));
     expect(env).toMatchObject({
       AUTH_ISSUER: 'http://portcullis-auth-server.team-a.svc',
@@ -73,6 +85,10 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
       AUTH_KEYS_FILE: authServerFiles.keys,
       REDIS_URL: 'redis://auth-redis:6379',
       PORT: '9000',
+      // The bundle's V8 caps: old space at half the default 384Mi limit.
+      NODE_ENV: 'production',
+      NODE_OPTIONS: '--max-semi-space-size=4 --max-old-space-size=192',
+      MALLOC_ARENA_MAX: '2',
     });
     expect(dep.spec.template.spec.volumes.flatMap((v) => (v.secret ? [v.secret.secretName] : []))).toEqual([
       'portcullis-auth-clients',
