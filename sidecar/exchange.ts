@@ -95,6 +95,7 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
       this.#rateHeaders = verdict.rateHeaders;
       this.#outcome = verdict.outcome;
       const req = this.#req;
+      this.#rt.metrics.forwardDuration.observe((performance.now() - this.#start) / 1000);
       this.#rt.upstream.dispatch(
         { method: req.method as Dispatcher.HttpMethod, path: req.url as string, headers: this.#headers, body: this.#hasBody ? req : null },
         this,

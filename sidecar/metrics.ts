@@ -58,6 +58,13 @@ export class SidecarMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [this.registry],
   });
+  readonly forwardDuration = new HotHistogram({
+    name: 'portcullis_sidecar_forward_duration_seconds',
+    help: 'Time from the request reaching the sidecar until it is sent upstream (key, limiter decision, headers): the latency the gateway adds before the service sees the request, seconds',
+    labelNames: ['route'] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+    registers: [this.registry],
+  });
   readonly reloads = new Counter({
     name: 'portcullis_sidecar_config_reloads_total',
     help: 'Config file reloads by result',
@@ -89,6 +96,7 @@ export class SidecarMetrics {
       storeError: this.storeErrors.labels(routeId, store),
       storeDuration: this.storeDuration.labels(store),
       proxyDuration: this.proxyDuration.labels(routeId),
+      forwardDuration: this.forwardDuration.labels(routeId),
     };
   }
 }

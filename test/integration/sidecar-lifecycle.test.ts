@@ -61,6 +61,8 @@ describe('sidecar lifecycle', () => {
     expect(value('portcullis_sidecar_limiter_decisions_total{route="all",rule="default",decision="limited",shadow="false"}')).toBe(12 - forwarded);
     expect(value('portcullis_sidecar_store_duration_seconds_count{store="memory"}')).toBe(12);
     expect(value('portcullis_sidecar_proxy_duration_seconds_count{route="all"}')).toBe(forwarded);
+    // The latency the gateway adds is observed once per forwarded request, never for a refusal.
+    expect(value('portcullis_sidecar_forward_duration_seconds_count{route="all"}')).toBe(forwarded);
     expect(metrics).toMatch(/portcullis_sidecar_store_errors_total/);
     expect(metrics).toMatch(/portcullis_sidecar_process_resident_memory_bytes \d+/);
 

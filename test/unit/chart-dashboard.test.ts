@@ -99,7 +99,7 @@ describe('the chart dashboard', () => {
       'Shadow mode: would-be refusals',
       'Limiter store errors',
       'Limiter store latency (p50, p99)',
-      'Proxy latency p99',
+      'Latency the gateway adds p99, and the whole exchange',
       'Requests by endpoint and status class',
       'Sign-ins by result',
       'Access tokens issued by grant type',
@@ -108,6 +108,8 @@ describe('the chart dashboard', () => {
       'Sign-in and token endpoint latency p99',
     ]);
     expect(new Set(dashboard.panels.map((p) => p.id)).size).toBe(dashboard.panels.length);
+    const added = panels.find((p) => p.title.startsWith('Latency the gateway adds'))?.targets[0]?.expr ?? '';
+    expect(added).toContain('portcullis_sidecar_forward_duration_seconds_bucket{');
     const shadow = panels.find((p) => p.title.startsWith('Shadow'))?.targets[0]?.expr ?? '';
     expect(shadow).toContain('portcullis_sidecar_limiter_decisions_total{');
     expect(shadow).toMatch(/decision="limited"/);
