@@ -20,6 +20,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
+import { decodeBucketValue } from '../sidecar/stores/bucket-value.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram, type Program } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
@@ -110,6 +111,7 @@ export async function runAccuracyBench(log: (line: string) => void = console.log
   const loadavgAtStart = os.loadavg();
   const redis = await startRedis();
   const admin = new Redis(redis.url);
+  const storedUs = async (bucketKey: string) => decodeBucketValue(await admin.getBuffer(bucketKey))?.updatedUs ?? Number.NaN;
   const user = await startUserService();
   const programs: Program[] = [];
   const sidecarUrls: string[] = [];
@@ -155,13 +157,13 @@ export async function runAccuracyBench(log: (line: string) => void = console.log
     for (let round = 1; round <= rounds; round++) {
       {
         const key = `acc-${round}`;
-        // The bucket's ts field is Redis' time (µs) of its latest decision.
-        const bucketKey = `portcullis:bucket:{acc:${key}}`;
+        // The bucket's stored time is Redis' time (µs) of its latest admitted take (a refusal writes nothing).
+        const bucketKey = `portcullis:bucket:v2:{acc:${key}}`;
         let firstUs = 0;
         const r = await hammer(sidecarUrls, key, durationMs, async () => {
-          firstUs = Number(await admin.hget(bucketKey, 'ts'));
+          firstUs = await storedUs(bucketKey);
         });
-        const lastUs = Number(await admin.hget(bucketKey, 'ts'));
+        const lastUs = await storedUs(bucketKey);
         const spanMs = (lastUs - firstUs) / 1000;
         out.get('portcullis')?.push(summarise(r, spanMs));
       }
@@ -173,12 +175,12 @@ export async function runAccuracyBench(log: (line: string) => void = console.log
       }
       {
         const key = `acc-${round}`;
-        const bucketKey = `portcullis:bucket:{acc2:r:${key}}`;
+        const bucketKey = `portcullis:bucket:v2:{acc2:r:${key}}`;
         let firstUs = 0;
         const r = await hammer(twoLimitUrls, key, durationMs, async () => {
-          firstUs = Number(await admin.hget(bucketKey, 'ts'));
+          firstUs = await storedUs(bucketKey);
         });
-        const spanMs = (Number(await admin.hget(bucketKey, 'ts')) - firstUs) / 1000;
+        const spanMs = ((await storedUs(bucketKey)) - firstUs) / 1000;
         out.get('portcullis-two-limits')?.push(summarise(r, spanMs, twoLimitBound(spanMs)));
       }
       for (const [name, rs] of out) {

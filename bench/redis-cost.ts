@@ -126,7 +126,7 @@ export interface RedisCostRow {
 
 export interface ClusterShardCost {
   readonly shard: number;
-  /** Takes this shard decided (its HMGET calls: one per bucket, one bucket per take here). */
+  /** Takes this shard decided (the script's GET calls: one per bucket, one bucket per take here). */
   readonly decisions: number;
   readonly scriptCalls: number;
   /** Redis process CPU (user + sys) over the run, per decision it made, µs. */
@@ -149,7 +149,7 @@ export interface ClusterCostRow {
 }
 
 export interface BucketMemory {
-  /** MEMORY USAGE (SAMPLES 0) of one bucket hash holding t and ts, with a TTL, bytes. */
+  /** MEMORY USAGE (SAMPLES 0) of one bucket (a 16-byte string: micro-tokens and µs) with a TTL, bytes. */
   readonly memoryUsageBytes: number;
   /** Buckets created for the used_memory measurement. */
   readonly buckets: number;
@@ -233,11 +233,11 @@ async function run(url: string, admin: Redis, approach: Approach, mode: 'light' 
   }
 }
 
-async function shardStats(node: Redis): Promise<{ cpuUs: number; evalsha: number; evalshaUsec: number; hmget: number }> {
+async function shardStats(node: Redis): Promise<{ cpuUs: number; evalsha: number; evalshaUsec: number; get: number }> {
   const stats = await node.info('commandstats');
   const stat = (name: string) => /calls=(\d+),usec=(\d+)/.exec(new RegExp(`^cmdstat_${name}:.*$`, 'm').exec(stats)?.[0] ?? '');
   const evalsha = stat('evalsha');
-  return { cpuUs: await redisCpuUs(node), evalsha: Number(evalsha?.[1] ?? 0), evalshaUsec: Number(evalsha?.[2] ?? 0), hmget: Number(stat('hmget')?.[1] ?? 0) };
+  return { cpuUs: await redisCpuUs(node), evalsha: Number(evalsha?.[1] ?? 0), evalshaUsec: Number(evalsha?.[2] ?? 0), get: Number(stat('get')?.[1] ?? 0) };
 }
 
 async function runCluster(seeds: { host: string; port: number }[], shards: Redis[], approach: string, users: number, maxBatch: number, log: (line: string) => void): Promise<ClusterCostRow> {
@@ -261,7 +261,7 @@ async function runCluster(seeds: { host: string; port: number }[], shards: Redis
     const after = await Promise.all(shards.map(shardStats));
     const perShard = after.map((a, i): ClusterShardCost => {
       const b = before[i] as typeof a;
-      const decisions = a.hmget - b.hmget;
+      const decisions = a.get - b.get;
       const calls = a.evalsha - b.evalsha;
       return {
         shard: i,
@@ -390,7 +390,7 @@ export function redisCostMarkdown(r: RedisCostBenchResult): string {
     '',
     '#### The exact bucket on a three-shard Redis Cluster',
     '',
-    `Three redis-server masters (no replicas) on this machine, saturation: ${r.load.inFlightAtSaturation} takes in flight from one client, ${r.cluster[0]?.decisions ?? 0} decisions per run. Redis CPU is the sum of the shards' user + sys time over the run; per shard it is that shard's CPU over the takes it decided (its HMGET calls); µs per script call is INFO commandstats usec_per_call of EVALSHA. ${FEW_USERS} users stand for a layout with ${FEW_USERS} hash tags per route: a turn's takes then share slots.`,
+    `Three redis-server masters (no replicas) on this machine, saturation: ${r.load.inFlightAtSaturation} takes in flight from one client, ${r.cluster[0]?.decisions ?? 0} decisions per run. Redis CPU is the sum of the shards' user + sys time over the run; per shard it is that shard's CPU over the takes it decided (the script's GET calls); µs per script call is INFO commandstats usec_per_call of EVALSHA. ${FEW_USERS} users stand for a layout with ${FEW_USERS} hash tags per route: a turn's takes then share slots.`,
     '',
     '| approach | users | takes per script call | Redis CPU µs/decision (all shards) | takes per second per Redis core | per shard: decisions, script calls, CPU µs/decision, µs per script call |',
     '|---|---:|---:|---:|---:|---|',
@@ -401,6 +401,6 @@ export function redisCostMarkdown(r: RedisCostBenchResult): string {
     '',
     '#### Memory per bucket',
     '',
-    `One bucket hash (\`t\`, \`ts\`) with its TTL, key \`${r.memory.keyExample}\` (a 36-character user id): MEMORY USAGE ${r.memory.memoryUsageBytes} bytes; used_memory grew by ${r.memory.usedMemoryBytesPerBucket} bytes per bucket over ${r.memory.buckets} buckets (key, hash, TTL entry and the dictionaries' share).`,
+    `One bucket (a 16-byte string: micro-tokens and µs) with its TTL, key \`${r.memory.keyExample}\` (a 36-character user id): MEMORY USAGE ${r.memory.memoryUsageBytes} bytes; used_memory grew by ${r.memory.usedMemoryBytesPerBucket} bytes per bucket over ${r.memory.buckets} buckets (key, value, TTL entry and the dictionaries' share).`,
   ].join('\n');
 }

@@ -6,6 +6,22 @@
 // integer below 2^53 and the arithmetic is exact in JavaScript and in Redis' Lua (both IEEE
 // doubles). sidecar/stores/token-bucket.lua performs the very same operations in the same order;
 // test/integration/sidecar-lua-equivalence.test.ts requires identical results.
+//
+// What a store keeps: a take returns the bucket's state as of its decision (refilled to its time,
+// charged when admitted), and a store writes it only when the take is admitted. A refused take
+// writes nothing, which spares Redis a write on every refusal, and changes no later decision
+// while the clock runs forwards: from a stored (tokens t0 at ts0), the refused take at `now`
+// computes t1 = min(cap, t0 + (now - ts0) x rate) (or cap once a full refill time passed); at any
+// later time L >= now, refilling (t1 at now) gives min(cap, t1 + (L - now) x rate) = min(cap, t0 +
+// (L - ts0) x rate), exactly what refilling (t0 at ts0) gives, because the arithmetic is exact
+// integer addition capped at cap (test/unit/property-bucket.test.ts checks it for any sequence).
+// The key's TTL set by the last write still holds: the bucket it left is full by then.
+// Where it differs: after a clock that goes backwards past a refusal (a Redis failover to a
+// replica whose clock is behind), the next take refills from the stored time rather than from the
+// refusal's, so it sees fewer tokens than a written refusal would have left; the bound
+// (burstCapacity + replenishRate x elapsed) holds either way. And after a rule change (hot reload)
+// the time since the last admitted take refills at the new rate, where a written refusal would
+// have fixed it at the old one up to then.
 
 /** One limit: what the specification calls redis-rate-limiter.* on a route. */
 export interface BucketRule {
@@ -47,6 +63,7 @@ export interface Decision {
 
 export interface TakeResult {
   readonly decision: Decision;
+  /** The bucket as of the decision: refilled to its time, charged when admitted. Stores write it only when admitted. */
   readonly state: BucketState;
 }
 
@@ -111,12 +128,7 @@ export function takeUs(state: BucketState | undefined, rule: BucketRule, nowUs: 
   }
   const allowed = tokens >= need;
   if (allowed) tokens -= need;
-  const retryAfterUs = allowed ? 0 : Math.ceil((need - tokens) / rate);
-  const resetUs = Math.ceil((capacity - tokens) / rate);
-  return {
-    decision: toDecision(allowed, tokens, retryAfterUs, resetUs, rule, cost),
-    state: { microTokens: tokens, updatedUs: now },
-  };
+  return { decision: toDecision(allowed, tokens, rule, cost), state: { microTokens: tokens, updatedUs: now } };
 }
 
 /**
@@ -133,15 +145,17 @@ export function take(
   return takeUs(state, rule, Math.round(nowMs * 1000), cost);
 }
 
-/** Builds the public decision from the raw values (shared with the Redis store's reply). */
-export function toDecision(
-  allowed: boolean,
-  microTokens: number,
-  retryAfterUs: number,
-  resetUs: number,
-  rule: BucketRule,
-  cost: number,
-): Decision {
+/**
+ * One bucket's public decision from the take's outcome and the micro-tokens the bucket holds after
+ * it (shared with the Redis store, whose script answers just these). The waits are exact in µs,
+ * then rounded up to ms: Retry-After until this bucket holds `cost` (0 when admitted, or when this
+ * bucket held its cost and another refused), reset until it is full.
+ */
+export function toDecision(allowed: boolean, microTokens: number, rule: BucketRule, cost: number): Decision {
+  const rate = rule.replenishRate;
+  const need = cost * MICRO;
+  const retryAfterUs = allowed || microTokens >= need ? 0 : Math.ceil((need - microTokens) / rate);
+  const resetUs = Math.ceil((rule.burstCapacity * MICRO - microTokens) / rate);
   return {
     allowed,
     remaining: Math.floor(microTokens / MICRO),
@@ -155,15 +169,15 @@ export function toDecision(
 export interface MultiTakeResult {
   /** The request's decision: that of its most constraining bucket, with `limits` when several. */
   readonly decision: Decision;
-  /** Each bucket's state after the take, in the order of the rules. */
+  /** Each bucket as of the decision, in the order of the rules (refilled, charged when admitted). Stores write them only when admitted. */
   readonly states: readonly BucketState[];
 }
 
 /**
  * Check-and-take on several buckets at once (several limits on one request) at `nowUs`: the
  * request is admitted only when every bucket holds its cost, and then every bucket is charged; a
- * refusal charges none. With one rule this is takeUs. Each state is refilled to `now` either way
- * (writing a refilled state changes no later decision: refill is additive up to the capacity).
+ * refusal charges none and is not written (see "What a store keeps" above). With one rule this is
+ * takeUs.
  */
 export function takeAllUs(
   states: readonly (BucketState | undefined)[],
@@ -194,14 +208,10 @@ export function takeAllUs(
   const decisions: Decision[] = [];
   const after: BucketState[] = [];
   for (let i = 0; i < n; i++) {
-    const rule = rules[i] as BucketRule;
-    const rate = rule.replenishRate;
-    const need = (costs[i] as number) * MICRO;
+    const cost = costs[i] as number;
     let t = tokens[i] as number;
-    if (allowed) t -= need;
-    const retryAfterUs = t >= need || allowed ? 0 : Math.ceil((need - t) / rate);
-    const resetUs = Math.ceil((rule.burstCapacity * MICRO - t) / rate);
-    decisions.push(toDecision(allowed, t, retryAfterUs, resetUs, rule, costs[i] as number));
+    if (allowed) t -= cost * MICRO;
+    decisions.push(toDecision(allowed, t, rules[i] as BucketRule, cost));
     after.push({ microTokens: t, updatedUs: times[i] as number });
   }
   return { decision: combineDecisions(decisions), states: after };

@@ -1,5 +1,7 @@
 // In-memory BucketStore: the embedded default for a single process (make run, tests). The clock
 // is injected (ms, may be fractional); idle buckets are forgotten once they would be full again.
+// Like the Redis store it writes a bucket only when a take is admitted (bucket.ts, "What a store
+// keeps"), expiry included, so both stores decide alike.
 import { assertRule, bucketTtlMs, takeAllUs, takeUs, type BucketRule, type BucketState, type Decision } from '../bucket.ts';
 import type { BucketStore, TakeSink } from './bucket-store.ts';
 
@@ -52,6 +54,7 @@ export class MemoryBucketStore implements BucketStore {
     const entry = this.#buckets.get(key);
     const prior = entry !== undefined && entry.expiresUs > nowUs ? entry.state : undefined;
     const { decision, state } = takeUs(prior, rule, nowUs, cost);
+    if (!decision.allowed) return decision;
     const expiresUs = state.updatedUs + bucketTtlMs(rule) * 1000;
     if (entry === undefined) this.#buckets.set(key, { state, expiresUs });
     else {
@@ -91,6 +94,7 @@ export class MemoryBucketStore implements BucketStore {
       return entry !== undefined && entry.expiresUs > nowUs ? entry.state : undefined;
     });
     const { decision, states } = takeAllUs(prior, rules, nowUs, costs);
+    if (!decision.allowed) return decision;
     for (let i = 0; i < names.length; i++) {
       const state = states[i] as BucketState;
       this.#buckets.set(names[i] as string, { state, expiresUs: state.updatedUs + bucketTtlMs(rules[i] as BucketRule) * 1000 });

@@ -3,17 +3,17 @@
 import { combineDecisions, toDecision, type BucketRule, type Decision } from '../bucket.ts';
 import { StoreUnavailableError } from './bucket-store.ts';
 
-/** Integers the script's reply holds per bucket (see token-bucket.lua); each take adds one more. */
-export const BUCKET_FIELDS = 4;
+/** Integers the script's reply holds per bucket (micro-tokens, µs; see token-bucket.lua); each take adds one more. */
+export const BUCKET_FIELDS = 2;
 
 /** The raw reply of the script, for tests that compare it with the pure function. */
 export interface RawTake {
   readonly decision: Decision;
-  /** Micro-tokens left in the (first) bucket. */
+  /** Micro-tokens in the (first) bucket after the decision. */
   readonly microTokens: number;
-  /** µs time of the (first) bucket's stored state. */
+  /** µs time of the decision: Redis TIME (or the test clock), or the stored state's when that is later. */
   readonly nowUs: number;
-  /** Every bucket's stored state, in the rules' order. */
+  /** Every bucket as of the decision, in the rules' order (what takeAllUs returns; stored only when admitted). */
   readonly states: readonly { readonly microTokens: number; readonly updatedUs: number }[];
 }
 
@@ -27,12 +27,10 @@ export function parseDecision(fields: readonly string[], at: number, rules: read
   if (rules.length !== 1) return parseReply(fields, at, rules, costs).decision;
   const allowed = fields[at];
   const microTokens = integerField(fields[at + 1]);
-  const retryUs = integerField(fields[at + 2]);
-  const resetUs = integerField(fields[at + 3]);
-  if ((allowed !== '0' && allowed !== '1') || !Number.isSafeInteger(microTokens) || !Number.isSafeInteger(retryUs) || !Number.isSafeInteger(resetUs) || !Number.isSafeInteger(integerField(fields[at + 4]))) {
+  if ((allowed !== '0' && allowed !== '1') || !Number.isSafeInteger(microTokens) || microTokens < 0 || !Number.isSafeInteger(integerField(fields[at + 2]))) {
     throw malformed();
   }
-  return toDecision(allowed === '1', microTokens, retryUs, resetUs, rules[0] as BucketRule, costs[0] as number);
+  return toDecision(allowed === '1', microTokens, rules[0] as BucketRule, costs[0] as number);
 }
 
 /** Checks one take's slice of the script's reply (zod would allocate on the hot path; this is the same check by hand). */
@@ -44,13 +42,9 @@ export function parseReply(fields: readonly string[], at: number, rules: readonl
   for (let i = 0; i < rules.length; i++) {
     const f = at + 1 + BUCKET_FIELDS * i;
     const microTokens = integerField(fields[f]);
-    const retryUs = integerField(fields[f + 1]);
-    const resetUs = integerField(fields[f + 2]);
-    const nowUs = integerField(fields[f + 3]);
-    if (!Number.isSafeInteger(microTokens) || !Number.isSafeInteger(retryUs) || !Number.isSafeInteger(resetUs) || !Number.isSafeInteger(nowUs)) {
-      throw malformed();
-    }
-    decisions.push(toDecision(allowed === '1', microTokens, retryUs, resetUs, rules[i] as BucketRule, costs[i] as number));
+    const nowUs = integerField(fields[f + 1]);
+    if (!Number.isSafeInteger(microTokens) || microTokens < 0 || !Number.isSafeInteger(nowUs)) throw malformed();
+    decisions.push(toDecision(allowed === '1', microTokens, rules[i] as BucketRule, costs[i] as number));
     states.push({ microTokens, updatedUs: nowUs });
   }
   const first = states[0] as { microTokens: number; updatedUs: number };

@@ -1,6 +1,7 @@
 // Redis BucketStore: one atomic Lua script (EVALSHA through ioredis defineCommand) per batch of
-// takes, one hash key per bucket, hash-tagged so each bucket lives in one Redis Cluster slot, time
-// from Redis TIME (every sidecar shares one clock), PEXPIRE on every write, a short command timeout.
+// takes, one string key per bucket (16 bytes: micro-tokens and µs, see token-bucket.lua),
+// hash-tagged so each bucket lives in one Redis Cluster slot, time from Redis TIME (every sidecar
+// shares one clock), written with its TTL only when a take is admitted, a short command timeout.
 // Batching: the takes that arrive in one event-loop turn go to Redis as ONE script call on a single
 // node or Sentinel. On a Cluster a script call may only touch the keys of one slot, so the turn's
 // takes are grouped per slot and each group is one call, routed by its keys.
@@ -19,6 +20,15 @@ import { BUCKET_FIELDS, malformed, parseDecision, parseReply, type RawTake } fro
 export { parseDecision, parseReply, type RawTake } from './redis-reply.ts';
 
 const script = readFileSync(new URL('./token-bucket.lua', import.meta.url), 'utf8');
+/**
+ * Version of the bucket keys' layout, between the prefix and the hash tag. v2: one string per
+ * bucket; the unversioned keys of earlier releases were hashes, on which the script's GET would
+ * fail with WRONGTYPE. New names leave those keys alone to expire by their TTL (at most twice a
+ * bucket's refill time), at the cost of one reset on upgrade: every bucket starts full once, and
+ * while old and new sidecars run side by side during a rollout each keeps its own buckets. The
+ * hash tag, and so the Cluster slot of every bucket, is unchanged.
+ */
+const KEY_LAYOUT = 'v2:';
 /** Takes per script call by default: ~1-2 µs of script time each, so a batch stays well under 1 ms. */
 const DEFAULT_MAX_BATCH = 128;
 
@@ -129,11 +139,11 @@ export class RedisBucketStore implements BucketStore {
   }
 
   /**
-   * The Redis key of a take's bucket `index`: prefix + `{key}` for the first, + `:index` for the
+   * The Redis key of a take's bucket `index`: prefix + `v2:{key}` for the first, + `:index` for the
    * others (one hash tag: every bucket of a take lives in one Cluster slot, as one script call needs).
    */
   keyOf(key: string, index = 0): string {
-    return index === 0 ? `${this.#prefix}{${key}}` : `${this.#prefix}{${key}}:${index}`;
+    return index === 0 ? `${this.#prefix}${KEY_LAYOUT}{${key}}` : `${this.#prefix}${KEY_LAYOUT}{${key}}:${index}`;
   }
 
   take(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<Decision> {

@@ -43,17 +43,18 @@ describe('bucket isolation', () => {
 
   it('two USER-IDs: exhausting one leaves the other untouched', async () => {
     expect(await burst(routeA.url, 'alice', 3)).toEqual([200, 200, 429]);
-    const aliceBefore = await admin.hgetall('portcullis:bucket:{route-a:alice}');
+    const aliceBefore = await admin.getBuffer('portcullis:bucket:v2:{route-a:alice}');
+    expect(aliceBefore).not.toBeNull();
     // bob has his own full bucket ...
     expect(await burst(routeA.url, 'bob', 3)).toEqual([200, 200, 429]);
     // ... and using it did not touch alice's state.
-    expect(await admin.hgetall('portcullis:bucket:{route-a:alice}')).toEqual(aliceBefore);
+    expect(await admin.getBuffer('portcullis:bucket:v2:{route-a:alice}')).toEqual(aliceBefore);
   });
 
   it('two routes: the same USER-ID has one bucket per route', async () => {
     expect(await burst(routeA.url, 'carol', 3)).toEqual([200, 200, 429]);
     expect(await burst(routeB.url, 'carol', 3)).toEqual([200, 200, 429]);
     const keys = (await admin.keys('portcullis:bucket:*carol*')).sort();
-    expect(keys).toEqual(['portcullis:bucket:{route-a:carol}', 'portcullis:bucket:{route-b:carol}']);
+    expect(keys).toEqual(['portcullis:bucket:v2:{route-a:carol}', 'portcullis:bucket:v2:{route-b:carol}']);
   });
 });

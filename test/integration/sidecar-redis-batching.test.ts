@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
 import { StoreUnavailableError } from '../../sidecar/stores/bucket-store.ts';
+import { decodeBucketValue, encodeBucketValue } from '../../sidecar/stores/bucket-value.ts';
 import { RedisBucketStore, type RedisStoreOptions } from '../../sidecar/stores/redis.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 
@@ -60,7 +61,7 @@ describe('batched takes on Redis', () => {
         order.forEach((k, i) => {
           const rule = rules[k] as BucketRule;
           const pure = takeUs(states[k], rule, clockMs * 1000, rule.requestedTokens);
-          states[k] = pure.state;
+          if (pure.decision.allowed) states[k] = pure.state;
           expect(got[i]?.decision).toEqual(pure.decision);
           expect(got[i]?.microTokens).toBe(pure.state.microTokens);
         });
@@ -159,19 +160,27 @@ describe('batched takes on Redis', () => {
     });
   });
 
-  it('the script refuses a call whose arguments do not match its keys, and writes nothing', async () => {
+  it('the script refuses a call whose arguments do not match its keys, and writes nothing; a refused take writes nothing either', async () => {
     const script = readFileSync(new URL('../../sidecar/stores/token-bucket.lua', import.meta.url), 'utf8');
-    const key = 'portcullis:bucket:{malformed}';
-    await admin.hset(key, 't', '5000000', 'ts', '1795000000000000');
+    const key = 'portcullis:bucket:v2:{malformed}';
+    const seeded = encodeBucketValue({ microTokens: 5_000_000, updatedUs: 1_795_000_000_000_000 });
+    await admin.set(key, seeded);
     // Two keys, arguments for one take and a half: refused before the first take runs.
     await expect(admin.eval(script, 2, key, key, '', '1', '1', '10', '1', '60000', '1', '1', '10')).rejects.toThrow(/arguments do not match the keys \(9 arguments for 2 keys\)/);
     // One take that claims two buckets but names one key, and a bucket count that is not a number.
     await expect(admin.eval(script, 1, key, '', '2', '1', '10', '1', '60000', '1', '10', '1', '60000')).rejects.toThrow(/arguments do not match the keys/);
     await expect(admin.eval(script, 1, key, '', 'x', '1', '10', '1', '60000')).rejects.toThrow(/arguments do not match the keys/);
-    expect(await admin.hgetall(key)).toEqual({ t: '5000000', ts: '1795000000000000' });
-    // The same call well formed takes twice and answers 5 integers per one-bucket take in one string.
+    expect(await admin.getBuffer(key)).toEqual(seeded);
+    // The same call well formed takes twice and answers 3 integers per one-bucket take in one string.
     const reply = await admin.eval(script, 2, key, key, '1795000000000000', '1', '1', '10', '1', '60000', '1', '1', '10', '1', '60000');
     expect(typeof reply).toBe('string');
-    expect((reply as string).split(' ')).toEqual(['1', '4000000', '0', '6000000', '1795000000000000', '1', '3000000', '0', '7000000', '1795000000000000']);
+    expect((reply as string).split(' ')).toEqual(['1', '4000000', '1795000000000000', '1', '3000000', '1795000000000000']);
+    expect(decodeBucketValue(await admin.getBuffer(key))).toEqual({ microTokens: 3_000_000, updatedUs: 1_795_000_000_000_000 });
+    // A take the bucket cannot pay is refused and writes nothing: value and TTL stay as they were.
+    await admin.pexpire(key, 50_000);
+    const refused = await admin.eval(script, 1, key, '1795000000000000', '1', '1', '10', '4', '60000');
+    expect((refused as string).split(' ')).toEqual(['0', '3000000', '1795000000000000']);
+    expect(decodeBucketValue(await admin.getBuffer(key))).toEqual({ microTokens: 3_000_000, updatedUs: 1_795_000_000_000_000 });
+    expect(await admin.pttl(key)).toBeLessThanOrEqual(50_000);
   });
 });

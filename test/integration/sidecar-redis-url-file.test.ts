@@ -63,7 +63,7 @@ describe('redis.urlFile', () => {
   const bucketIn = async (server: RedisServer, user: string) => {
     const client = new Redis(server.url);
     try {
-      return await client.exists(`portcullis:bucket:{all:${user}}`);
+      return await client.exists(`portcullis:bucket:v2:{all:${user}}`);
     } finally {
       client.disconnect();
     }

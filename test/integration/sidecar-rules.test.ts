@@ -93,8 +93,8 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
     // On Redis, a rule's buckets share one hash tag (one Cluster slot, one script call), each with a TTL.
     const admin = new Redis(redis.url);
     try {
-      const keys = (await admin.keys('portcullis:bucket:{rules:api:cid}*')).sort();
-      expect(keys).toEqual(['portcullis:bucket:{rules:api:cid}', 'portcullis:bucket:{rules:api:cid}:1']);
+      const keys = (await admin.keys('portcullis:bucket:v2:{rules:api:cid}*')).sort();
+      expect(keys).toEqual(['portcullis:bucket:v2:{rules:api:cid}', 'portcullis:bucket:v2:{rules:api:cid}:1']);
       for (const k of keys) expect(await admin.pttl(k)).toBeGreaterThan(0);
     } finally {
       admin.disconnect();

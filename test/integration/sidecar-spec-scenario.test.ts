@@ -7,6 +7,7 @@ import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { take, takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { decodeBucketValue } from '../../sidecar/stores/bucket-value.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { sleep, startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
 
@@ -51,7 +52,11 @@ describe('specification scenario: 1/10/2, 30 GETs 0.5 s apart', () => {
 
   it('admits what the exact model predicts for the send times used, each admitted one 200 OK, the rest 429', async () => {
     const key = 'spec-scenario-user';
-    const bucketKey = `portcullis:bucket:{all:${key}}`;
+    const bucketKey = `portcullis:bucket:v2:{all:${key}}`;
+    const redisNowUs = async () => {
+      const [s, us] = await admin.time();
+      return Number(s) * 1_000_000 + Number(us);
+    };
     const sendMs: number[] = [];
     const redisUs: number[] = [];
     const statuses: number[] = [];
@@ -65,6 +70,7 @@ describe('specification scenario: 1/10/2, 30 GETs 0.5 s apart', () => {
       const wait = target - performance.now();
       if (wait > 0) await sleep(wait);
       sendMs.push(performance.now());
+      const beforeUs = await redisNowUs();
       const res = await request(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': key } });
       const body = await res.body.text();
       statuses.push(res.statusCode);
@@ -75,8 +81,17 @@ describe('specification scenario: 1/10/2, 30 GETs 0.5 s apart', () => {
         expect(JSON.parse(body)).toMatchObject({ status: 429, title: 'Too Many Requests' });
         expect(Number(res.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       }
-      // The time Redis used for this decision (the hash's ts field, µs on Redis' clock).
-      redisUs.push(Number(await admin.hget(bucketKey, 'ts')));
+      // The time Redis used for this decision: an admitted take wrote it with its state (µs on
+      // Redis' clock); a refused one writes nothing, so it is bracketed by Redis TIME, and the
+      // model is asked at the bracket's end: refused then means refused over the whole bracket
+      // (a refusal leaves the state as it was, and tokens only grow with time).
+      const afterUs = await redisNowUs();
+      const state = decodeBucketValue(await admin.getBuffer(bucketKey));
+      if (res.statusCode === 200) {
+        expect(state?.updatedUs).toBeGreaterThanOrEqual(beforeUs);
+        expect(state?.updatedUs).toBeLessThanOrEqual(afterUs);
+      }
+      redisUs.push(res.statusCode === 200 ? (state?.updatedUs ?? Number.NaN) : afterUs);
     }
     const actual = statuses.map((s) => s === 200);
     const admitted = actual.filter(Boolean).length;
@@ -88,7 +103,7 @@ describe('specification scenario: 1/10/2, 30 GETs 0.5 s apart', () => {
     let state: BucketState | undefined;
     const fromRedis = redisUs.map((t) => {
       const r = takeUs(state, rule, t, rule.requestedTokens);
-      state = r.state;
+      if (r.decision.allowed) state = r.state;
       return r.decision.allowed;
     });
     expect(actual).toEqual(fromRedis);

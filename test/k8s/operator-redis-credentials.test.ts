@@ -197,7 +197,7 @@ describe('what the operator renders', () => {
     expect([await get(), await get(), await get()]).toEqual([200, 200, 429]);
     const admin = new Redis(limiterRedis.url);
     try {
-      expect(await admin.exists('portcullis:bucket:{lim:u1}')).toBe(1);
+      expect(await admin.exists('portcullis:bucket:v2:{lim:u1}')).toBe(1);
     } finally {
       admin.disconnect();
     }

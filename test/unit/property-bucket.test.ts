@@ -2,7 +2,9 @@
 // store built on it: for ANY rule, sequence of times (forwards, repeated, backwards) and costs,
 // the bucket holds between 0 and burstCapacity tokens and never admits more than
 // burstCapacity + replenishRate * elapsed tokens (elapsed = the span of the clock it has seen).
-// An independent BigInt model of the same rules must take every decision the same way.
+// An independent BigInt model of the same rules must take every decision the same way. The
+// sequences keep a take's state only when it is admitted, as both stores do (bucket.ts, "What a
+// store keeps"); while the clock runs forwards that decides exactly as keeping every state.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { MICRO, take, takeAllUs, takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
@@ -33,7 +35,7 @@ const stepArb = fc.record({
 
 const startArb = fc.integer({ min: 0, max: 2 ** 50 });
 
-/** Reference model in BigInt: tokens in micro-tokens, refill rate micro-tokens per µs. */
+/** Reference model in BigInt: tokens in micro-tokens, refill rate micro-tokens per µs; `state` is the bucket as of the decision. */
 function referenceTake(state: { tokens: bigint; at: bigint } | undefined, rule: BucketRule, now: bigint, cost: number) {
   const capacity = BigInt(rule.burstCapacity) * 1_000_000n;
   let tokens = capacity;
@@ -67,8 +69,9 @@ describe('token bucket, for any sequence of times and costs', () => {
           const cost = Math.floor((rule.burstCapacity * step.costPermille) / 1000);
           const r = takeUs(state, rule, now, cost);
           const expected = referenceTake(ref, rule, BigInt(now), cost);
-          ref = expected.state;
-          state = r.state;
+          // A refused take is not stored.
+          if (expected.allowed) ref = expected.state;
+          if (r.decision.allowed) state = r.state;
           // Same decision and same exact state as the independent model.
           expect(r.decision.allowed).toBe(expected.allowed);
           expect(BigInt(r.state.microTokens)).toBe(expected.state.tokens);
@@ -113,11 +116,12 @@ describe('token bucket, for any sequence of times and costs', () => {
           // The independent model: refill each bucket (no charge), admit only if all hold their cost, then charge all.
           const refilled = rules.map((rule, i) => referenceTake(refs[i], rule, BigInt(now), 0).state);
           const all = refilled.every((st, i) => st.tokens >= BigInt(costs[i] as number) * 1_000_000n);
-          refs = refilled.map((st, i) => (all ? { tokens: st.tokens - BigInt(costs[i] as number) * 1_000_000n, at: st.at } : st));
+          const after = refilled.map((st, i) => (all ? { tokens: st.tokens - BigInt(costs[i] as number) * 1_000_000n, at: st.at } : st));
+          if (all) refs = after;
           expect(r.decision.allowed).toBe(all);
           r.states.forEach((st, i) => {
-            expect(BigInt(st.microTokens)).toBe(refs[i]?.tokens);
-            expect(BigInt(st.updatedUs)).toBe(refs[i]?.at);
+            expect(BigInt(st.microTokens)).toBe(after[i]?.tokens);
+            expect(BigInt(st.updatedUs)).toBe(after[i]?.at);
           });
           const each = r.decision.limits ?? [r.decision];
           expect(each).toHaveLength(rules.length);
@@ -131,7 +135,7 @@ describe('token bucket, for any sequence of times and costs', () => {
             expect(r.decision.retryAfterMs).toBe(Math.max(...each.map((d) => d.retryAfterMs)));
             expect(r.decision.retryAfterMs).toBeGreaterThan(0);
           }
-          states = r.states;
+          if (r.decision.allowed) states = r.states;
           rules.forEach((rule, i) => {
             const bound = BigInt(rule.burstCapacity) * 1_000_000n + BigInt(rule.replenishRate) * BigInt(maxSeen - (first as number));
             expect((admitted[i] as bigint) <= bound).toBe(true);
@@ -155,11 +159,35 @@ describe('token bucket, for any sequence of times and costs', () => {
           const all = takeAllUs([b], [rule], now, [cost]);
           expect(all.decision).toEqual(one.decision);
           expect(all.states).toEqual([one.state]);
-          a = one.state;
-          b = all.states[0];
+          if (one.decision.allowed) a = one.state;
+          if (all.decision.allowed) b = all.states[0];
         }
       }),
       { numRuns: Math.ceil(RUNS / 4) },
+    );
+  });
+
+  it('a refused take need not be stored: while the clock runs forwards, keeping only admitted states decides exactly as keeping every state', () => {
+    const forwardStepArb = stepArb.map((s) => ({ ...s, dtUs: Math.abs(s.dtUs) }));
+    fc.assert(
+      fc.property(fc.array(ruleArb, { minLength: 1, maxLength: 3 }), startArb, fc.array(forwardStepArb, { minLength: 1, maxLength: 150 }), (rules, start, steps) => {
+        recordCases('bucket property sequences', 1);
+        let every: readonly (BucketState | undefined)[] = rules.map(() => undefined);
+        let admittedOnly: readonly (BucketState | undefined)[] = every;
+        let now = start;
+        for (const step of steps) {
+          now += step.dtUs;
+          const costs = rules.map((r) => Math.floor((r.burstCapacity * step.costPermille) / 1000));
+          const a = takeAllUs(every, rules, now, costs);
+          const b = takeAllUs(admittedOnly, rules, now, costs);
+          // The same decision, and the same buckets as of it (tokens and time), refused or not.
+          expect(b.decision).toEqual(a.decision);
+          expect(b.states).toEqual(a.states);
+          every = a.states;
+          if (b.decision.allowed) admittedOnly = b.states;
+        }
+      }),
+      { numRuns: RUNS },
     );
   });
 

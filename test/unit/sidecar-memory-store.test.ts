@@ -32,6 +32,32 @@ describe('memory bucket store', () => {
     await store.close();
   });
 
+  it('a refused take leaves the bucket as it was: its state and expiry stay those of the last admitted take', async () => {
+    let now = 0;
+    const store = new MemoryBucketStore({ now: () => now, sweepIntervalMs: 0 });
+    for (let i = 0; i < 5; i++) await store.take('a', rule); // empty at 0 s; full again at 10 s, forgotten at 20 s
+    now = 1900;
+    expect(await store.take('a', rule)).toMatchObject({ allowed: false, remaining: 1, retryAfterMs: 100 });
+    // Writing the refused state would have moved the expiry to 21.9 s; it is still 20 s.
+    now = 19_999;
+    store.sweep();
+    expect(store.size).toBe(1);
+    now = 20_000;
+    store.sweep();
+    expect(store.size).toBe(0);
+    // Refilled from the admitted state: at 2 s exactly one take's worth (2 tokens) is back.
+    const again = new MemoryBucketStore({ now: () => now, sweepIntervalMs: 0 });
+    now = 0;
+    for (let i = 0; i < 5; i++) await again.take('a', rule);
+    now = 1900;
+    await again.take('a', rule);
+    now = 2000;
+    expect(await again.take('a', rule)).toMatchObject({ allowed: true, remaining: 0 });
+    expect(await again.take('a', rule)).toMatchObject({ allowed: false, retryAfterMs: 2000 });
+    await store.close();
+    await again.close();
+  });
+
   it('takeInto decides at once: the sink hears the decision before takeInto returns, exactly once', () => {
     let now = 0;
     const store = new MemoryBucketStore({ now: () => now, sweepIntervalMs: 0 });

@@ -1,7 +1,8 @@
-// The Redis store's reading of its script's packed reply (per take: allowed, then 4 integers per
-// bucket, all in one string):
-// a well-formed slice becomes the same decision the pure bucket math gives; anything else is a
-// StoreUnavailableError (the onStoreError policy then decides), never a made-up decision.
+// The Redis store's reading of its script's packed reply (per take: allowed, then 2 integers per
+// bucket, micro-tokens and µs, all in one string):
+// a well-formed slice becomes the same decision the pure bucket math gives (Retry-After and reset
+// derived from the micro-tokens with the rule); anything else is a StoreUnavailableError (the
+// onStoreError policy then decides), never a made-up decision.
 import { describe, expect, it } from 'vitest';
 import { takeAllUs, takeUs, type BucketRule } from '../../sidecar/bucket.ts';
 import { StoreUnavailableError } from '../../sidecar/stores/bucket-store.ts';
@@ -13,24 +14,27 @@ describe('redis store reply', () => {
   it('reads one take out of a packed batch reply, at its offset', () => {
     const now = 1_795_000_000_000_000;
     const first = takeUs(undefined, rule, now, 1);
-    const resetUs = Math.ceil((rule.burstCapacity * 1_000_000 - first.state.microTokens) / rule.replenishRate);
-    const fields = `1 ${first.state.microTokens} 0 ${resetUs} ${now} 0 0 100000 2000000 ${now}`.split(' ');
+    const fields = `1 ${first.state.microTokens} ${now} 0 0 ${now}`.split(' ');
     const a = parseReply(fields, 0, [rule], [1]);
     expect(a.microTokens).toBe(first.state.microTokens);
     expect(a.nowUs).toBe(now);
     expect(a.decision).toEqual(first.decision);
-    const b = parseReply(fields, 5, [rule], [1]);
+    const b = parseReply(fields, 3, [rule], [1]);
     expect(b.decision.allowed).toBe(false);
     expect(b.decision.remaining).toBe(0);
+    // 1 token missing at 10 tokens/s: 100 ms; 20 missing: 2 s until full.
     expect(b.decision.retryAfterMs).toBe(100);
+    expect(b.decision.resetMs).toBe(2000);
+    expect(parseDecision(fields, 3, [rule], [1])).toEqual(b.decision);
   });
 
   it.each([
-    ['allowed is not 0 or 1', '2 19000000 0 100000 1795000000000000'],
-    ['an empty field', '1  0 100000 1795000000000000'],
-    ['a field that is not a number', '1 19000000 soon 100000 1795000000000000'],
-    ['a value past 2^53', '1 19000000 0 100000 17950000000000000000'],
-    ['a short slice', '1 19000000 0'],
+    ['allowed is not 0 or 1', '2 19000000 1795000000000000'],
+    ['an empty field', '1  1795000000000000'],
+    ['a field that is not a number', '1 soon 1795000000000000'],
+    ['a value past 2^53', '1 19000000 17950000000000000000'],
+    ['negative micro-tokens', '0 -1000000 1795000000000000'],
+    ['a short slice', '1 19000000'],
   ])('refuses a reply with %s', (_why, reply) => {
     expect(() => parseReply(reply.split(' '), 0, [rule], [1])).toThrow(StoreUnavailableError);
     expect(() => parseDecision(reply.split(' '), 0, [rule], [1])).toThrow(StoreUnavailableError);
@@ -41,15 +45,24 @@ describe('redis store reply', () => {
     const hourly: BucketRule = { replenishRate: 1, burstCapacity: 3, requestedTokens: 2 };
     const pure = takeAllUs([undefined, undefined], [rule, hourly], now, [1, 2]);
     const fields = ['1'];
-    for (const [i, state] of pure.states.entries()) {
-      const r = [rule, hourly][i] as BucketRule;
-      fields.push(String(state.microTokens), '0', String(Math.ceil((r.burstCapacity * 1_000_000 - state.microTokens) / r.replenishRate)), String(now));
-    }
+    for (const state of pure.states) fields.push(String(state.microTokens), String(now));
     const raw = parseReply(fields, 0, [rule, hourly], [1, 2]);
     expect(raw.states).toEqual(pure.states);
     expect(raw.decision).toEqual(pure.decision);
     expect(raw.decision.remaining).toBe(1); // the hourly bucket: 3 - 2
     expect(parseDecision(fields, 0, [rule, hourly], [1, 2])).toEqual(pure.decision);
-    expect(() => parseReply(fields.slice(0, 6), 0, [rule, hourly], [1, 2])).toThrow(StoreUnavailableError);
+    expect(() => parseReply(fields.slice(0, 4), 0, [rule, hourly], [1, 2])).toThrow(StoreUnavailableError);
+  });
+
+  it('a refused take of several buckets: Retry-After of the bucket that lacks its cost, 0 for the one that held it', () => {
+    const now = 1_795_000_000_000_000;
+    const hourly: BucketRule = { replenishRate: 1, burstCapacity: 3, requestedTokens: 2 };
+    // The first bucket holds 5 tokens (enough), the hourly one 1.5 (2 needed): refused, nothing charged.
+    const pure = takeAllUs([{ microTokens: 5_000_000, updatedUs: now }, { microTokens: 1_500_000, updatedUs: now }], [rule, hourly], now, [1, 2]);
+    const fields = ['0', '5000000', String(now), '1500000', String(now)];
+    const raw = parseReply(fields, 0, [rule, hourly], [1, 2]);
+    expect(raw.decision).toEqual(pure.decision);
+    expect(raw.decision.limits?.map((d) => d.retryAfterMs)).toEqual([0, 500]);
+    expect(raw.decision.retryAfterMs).toBe(500);
   });
 });
