@@ -136,7 +136,7 @@ export const targetRefSchema = z
     port: z.int().min(1).max(65535).describe('Port the Deployment container listens on; the sidecar forwards to it over localhost.'),
   })
   .describe(
-    "An existing Deployment to add the sidecar to, instead of a target: the operator adds only the sidecar container, its volumes and the pod-template config hash, under its own field manager (portcullis-operator-sidecar), points the route's Service at the sidecar, and removes exactly those fields when the route is deleted.",
+    "An existing Deployment to add the sidecar to, instead of a target: the operator adds only the sidecar container, its volumes, the pod-template config hash and the pod labels portcullis.dev/sidecar and portcullis.dev/route, under its own field manager (portcullis-operator-sidecar), points the route's Service at the sidecar, and removes exactly those fields when the route is deleted.",
   );
 export type TargetRef = z.infer<typeof targetRefSchema>;
 

@@ -7,6 +7,14 @@ export const MANAGED_SELECTOR = `app.kubernetes.io/managed-by=${MANAGED_BY}`;
 export const ROUTE_LABEL = 'portcullis.dev/route';
 export const OAUTH_CLIENT_LABEL = 'portcullis.dev/oauth-client';
 export const COMPONENT_LABEL = 'app.kubernetes.io/component';
+/**
+ * On every pod that runs a Portcullis sidecar: the operator's route pods and a team's pods that
+ * spec.targetRef injected one into. The latter keep the team's labels and carry none of the
+ * gateway's, so what must reach or watch every sidecar (the bundled Redis's NetworkPolicy, the
+ * chart's sidecar PodMonitor) selects on this one label.
+ */
+export const SIDECAR_POD_LABEL = 'portcullis.dev/sidecar';
+export const SIDECAR_POD_LABELS: Readonly<Record<string, string>> = { [SIDECAR_POD_LABEL]: 'true' };
 /** Pod-template annotation: hash of the mounted config; a new value rolls the pods. */
 export const CONFIG_HASH_ANNOTATION = 'portcullis.dev/config-hash';
 

@@ -19,6 +19,7 @@ import {
   controllerRef,
   podSecurityContext,
   ROUTE_LABEL,
+  SIDECAR_POD_LABELS,
 } from './metadata.ts';
 import {
   REDIS_URL_VOLUME,
@@ -150,7 +151,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
       revisionHistoryLimit: 5,
       template: {
         metadata: {
-          labels,
+          labels: { ...labels, ...SIDECAR_POD_LABELS },
           annotations: { [CONFIG_HASH_ANNOTATION]: contentHash(sidecarConfigText) },
         },
         spec: {

@@ -1,7 +1,9 @@
 // RateLimitRoute spec.targetRef -> the sidecar added to a Deployment a team already runs (its
 // chart keeps managing everything else). The operator applies a partial Deployment under a field
 // manager of its own, so server-side apply gives it exactly these fields: the sidecar container,
-// its volumes and the pod-template config hash (a new config rolls the pods, as for a target).
+// its volumes, the pod-template config hash (a new config rolls the pods, as for a target) and two
+// pod-template labels: the one every sidecar pod carries (the bundled Redis admits and the chart's
+// PodMonitor scrapes by it) and the route's (metrics name the route by it).
 // The team's apply or update of its own fields never removes them and the operator's never touches
 // the team's; applying the empty partial object (releasedSidecar) removes exactly what it added.
 //
@@ -12,7 +14,7 @@
 import type { RateLimitRoute } from '../api/index.ts';
 import { InvalidSpecError } from '../runtime/errors.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
-import { CONFIG_HASH_ANNOTATION } from './metadata.ts';
+import { CONFIG_HASH_ANNOTATION, ROUTE_LABEL, SIDECAR_POD_LABELS } from './metadata.ts';
 import { routeDeployment } from './route-deployment.ts';
 import { routeSidecarPorts } from './route-ports.ts';
 import { routeService } from './route-service.ts';
@@ -59,7 +61,11 @@ export function injectedSidecar(route: RateLimitRoute, settings: ResourceSetting
     metadata: { name: ref.name, namespace: route.metadata.namespace },
     spec: {
       template: {
-        metadata: { annotations: { [CONFIG_HASH_ANNOTATION]: String(asRecord(asRecord(own?.['metadata'])?.['annotations'])?.[CONFIG_HASH_ANNOTATION]) } },
+        metadata: {
+          // Not the gateway's labels: app.kubernetes.io/name and instance are the team chart's own (often its selector).
+          labels: { ...SIDECAR_POD_LABELS, [ROUTE_LABEL]: route.metadata.name },
+          annotations: { [CONFIG_HASH_ANNOTATION]: String(asRecord(asRecord(own?.['metadata'])?.['annotations'])?.[CONFIG_HASH_ANNOTATION]) },
+        },
         spec: { containers: [container], volumes: prefixed(pod?.['volumes']) },
       },
     },

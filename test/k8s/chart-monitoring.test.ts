@@ -15,6 +15,7 @@ import { parseAllDocuments } from 'yaml';
 import { authServerDeployment } from '../../operator/resources/auth-server-deployment.ts';
 import { ROUTE_LABEL } from '../../operator/resources/metadata.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
+import { injectedSidecar } from '../../operator/resources/route-injection.ts';
 import { defaultResourceSettings } from '../../operator/resources/settings.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
@@ -137,18 +138,22 @@ describe('the chart with monitoring', () => {
     const auth = find('PodMonitor', 'portcullis-auth-servers');
     expect(sidecars?.metadata.labels).toMatchObject({ release: 'kube-prometheus-stack', 'app.kubernetes.io/instance': 'portcullis' });
     expect(auth?.metadata.labels).toMatchObject({ release: 'kube-prometheus-stack' });
-    expect(sidecars?.spec).toEqual({
-      selector: { matchLabels: { 'app.kubernetes.io/name': 'portcullis-gateway', 'app.kubernetes.io/component': 'gateway', 'app.kubernetes.io/managed-by': 'portcullis-operator' } },
-      namespaceSelector: { any: true },
-      podMetricsEndpoints: [
-        {
-          port: 'admin',
-          path: '/metrics',
-          interval: '30s',
-          scrapeTimeout: '10s',
-          relabelings: [{ sourceLabels: ['__meta_kubernetes_pod_label_portcullis_dev_route'], targetLabel: 'portcullis_route', action: 'replace' }],
-        },
+    // One endpoint per name of the sidecar's admin port, each keeping only the sidecar container
+    // (a team container beside an injected sidecar may have a port named admin of its own).
+    const sidecarEndpoint = (port: string, container: string) => ({
+      port,
+      path: '/metrics',
+      interval: '30s',
+      scrapeTimeout: '10s',
+      relabelings: [
+        { sourceLabels: ['__meta_kubernetes_pod_container_name'], regex: container, action: 'keep' },
+        { sourceLabels: ['__meta_kubernetes_pod_label_portcullis_dev_route'], targetLabel: 'portcullis_route', action: 'replace' },
       ],
+    });
+    expect(sidecars?.spec).toEqual({
+      selector: { matchLabels: { 'portcullis.dev/sidecar': 'true' } },
+      namespaceSelector: { any: true },
+      podMetricsEndpoints: [sidecarEndpoint('admin', 'sidecar'), sidecarEndpoint('rlr-admin', 'portcullis-sidecar')],
     });
     expect(auth?.spec).toEqual({
       selector: { matchLabels: { 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/component': 'auth-server', 'app.kubernetes.io/managed-by': 'portcullis-operator' } },
@@ -158,17 +163,33 @@ describe('the chart with monitoring', () => {
 
     // Tied to what the operator renders: every selected label is on its pods, the scraped port is
     // a named container port of those pods, and the relabelled meta label is the route label.
+    // The sidecar runs in the operator's route pods and, with spec.targetRef, in a team's pods
+    // (their labels plus those the operator's sidecar field manager applies).
     const routePod = podOf(routeDeployment(route(), defaultResourceSettings, 'listen: {}'));
+    const injected = podOf(injectedSidecar(route('shop', { target: undefined, targetRef: { name: 'web', port: 8081 } }), defaultResourceSettings, 'listen: {}'));
+    const teamPod: Pod = {
+      metadata: { labels: { app: 'web', ...injected.metadata.labels } },
+      spec: { containers: [{ name: 'app', ports: [{ name: 'admin' }] }, ...injected.spec.containers] },
+    };
     const authPod = podOf(authServerDeployment('team-a', defaultResourceSettings, []));
-    expect(routePod.metadata.labels).toMatchObject(sidecars?.spec.selector.matchLabels);
     expect(authPod.metadata.labels).toMatchObject(auth?.spec.selector.matchLabels);
-    expect(routePod.spec.containers.find((c) => c.name === 'sidecar')?.ports.map((p) => p.name)).toContain('admin');
     expect(authPod.spec.containers[0]?.ports.map((p) => p.name)).toContain('metrics');
-    expect(`__meta_kubernetes_pod_label_${ROUTE_LABEL.replace(/[^a-zA-Z0-9_]/g, '_')}`).toBe(sidecars?.spec.podMetricsEndpoints[0].relabelings[0].sourceLabels[0]);
+    /** The containers of a pod an endpoint scrapes: those with its port name that its keep rule leaves. */
+    const scraped = (pod: Pod, endpoint: ReturnType<typeof sidecarEndpoint>) =>
+      pod.spec.containers.filter((c) => c.ports.some((p) => p.name === endpoint.port) && c.name === endpoint.relabelings[0]?.regex).map((c) => c.name);
+    const [adminEndpoint, injectedEndpoint] = sidecars?.spec.podMetricsEndpoints as ReturnType<typeof sidecarEndpoint>[];
+    for (const pod of [routePod, teamPod]) {
+      expect(pod.metadata.labels).toMatchObject(sidecars?.spec.selector.matchLabels);
+      expect(pod.metadata.labels).not.toMatchObject(auth?.spec.selector.matchLabels);
+    }
+    // Each sidecar is scraped once; the team's own admin port is not.
+    expect([...scraped(routePod, adminEndpoint!), ...scraped(routePod, injectedEndpoint!)]).toEqual(['sidecar']);
+    expect([...scraped(teamPod, adminEndpoint!), ...scraped(teamPod, injectedEndpoint!)]).toEqual(['portcullis-sidecar']);
+    // The relabelled meta label is the route label, on both kinds of pod.
+    expect(`__meta_kubernetes_pod_label_${ROUTE_LABEL.replace(/[^a-zA-Z0-9_]/g, '_')}`).toBe(adminEndpoint?.relabelings[1]?.sourceLabels[0]);
     expect(routePod.metadata.labels[ROUTE_LABEL]).toBe(route().metadata.name);
-    // Neither selector picks the other's pods.
+    expect(teamPod.metadata.labels[ROUTE_LABEL]).toBe('shop');
     expect(authPod.metadata.labels).not.toMatchObject(sidecars?.spec.selector.matchLabels);
-    expect(routePod.metadata.labels).not.toMatchObject(auth?.spec.selector.matchLabels);
 
     const dashboard = find('ConfigMap', 'portcullis-dashboard');
     expect(dashboard?.metadata.labels).toMatchObject({ grafana_dashboard: '1' });

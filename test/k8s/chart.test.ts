@@ -5,6 +5,7 @@ import { parseAllDocuments, stringify } from 'yaml';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
 import { authServerDeployment } from '../../operator/resources/auth-server-deployment.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
+import { injectedSidecar } from '../../operator/resources/route-injection.ts';
 import { defaultResourceSettings } from '../../operator/resources/settings.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { chartRedisArgs } from '../harness/redis.ts';
@@ -142,11 +143,15 @@ describe('the Helm chart', () => {
     type Doc = { kind?: string; metadata?: { name?: string }; spec?: Record<string, unknown> } | null;
     const docs = parseAllDocuments(res.stdout).map((d) => d.toJS() as Doc);
     const podLabels = (dep: KubeObject) => (dep as unknown as { spec: { template: { metadata: { labels: Record<string, string> } } } }).spec.template.metadata.labels;
+    // The sidecars run in the operator's route pods and, with spec.targetRef, in a team's pods,
+    // which keep the team's labels plus those the operator's sidecar field manager applies.
+    const targetRef = route('shop', { target: undefined, targetRef: { name: 'web', port: 8081 } });
     const clients = {
-      redis: podLabels(routeDeployment(route(), defaultResourceSettings, 'listen: {}')),
-      'auth-redis': podLabels(authServerDeployment('team-a', defaultResourceSettings, [])),
+      redis: [podLabels(routeDeployment(route(), defaultResourceSettings, 'listen: {}')), { app: 'web', ...podLabels(injectedSidecar(targetRef, defaultResourceSettings, 'listen: {}')) }],
+      'auth-redis': [podLabels(authServerDeployment('team-a', defaultResourceSettings, []))],
     };
-    for (const [component, labels] of Object.entries(clients)) {
+    const selectors: Record<string, Record<string, string> | undefined> = {};
+    for (const [component, pods] of Object.entries(clients)) {
       const policy = docs.find((d) => d?.kind === 'NetworkPolicy' && d.metadata?.name === `portcullis-${component}`)?.spec as
         | { podSelector: { matchLabels: Record<string, string> }; ingress: { from: { namespaceSelector: object; podSelector: { matchLabels: Record<string, string> } }[]; ports: { port: string }[] }[] }
         | undefined;
@@ -154,13 +159,15 @@ describe('the Helm chart', () => {
       const from = policy?.ingress[0]?.from[0];
       expect(from?.namespaceSelector).toEqual({});
       // Every label the policy asks for is on the client pods the operator renders.
-      expect(labels).toMatchObject(from?.podSelector.matchLabels ?? { missing: 'selector' });
+      for (const labels of pods) expect(labels).toMatchObject(from?.podSelector.matchLabels ?? { missing: 'selector' });
+      selectors[component] = from?.podSelector.matchLabels;
       expect(policy?.ingress[0]?.ports).toEqual([{ port: 'redis', protocol: 'TCP' }]);
       const pod = (docs.find((d) => d?.kind === 'Deployment' && d.metadata?.name === `portcullis-${component}`)?.spec as { template: { spec: Record<string, unknown> } }).template.spec;
       expect(pod['automountServiceAccountToken']).toBe(false);
     }
-    // The route pods are not auth-redis clients, nor the auth servers redis clients.
-    expect(clients.redis['app.kubernetes.io/name']).not.toBe(clients['auth-redis']['app.kubernetes.io/name']);
+    // The sidecar pods are not auth-redis clients, nor the auth servers redis clients.
+    for (const labels of clients.redis) expect(labels).not.toMatchObject(selectors['auth-redis'] ?? {});
+    for (const labels of clients['auth-redis']) expect(labels).not.toMatchObject(selectors['redis'] ?? {});
     const off = await template(['--set', 'redis.networkPolicy.enabled=false']);
     expect(kinds(off.stdout).filter((o) => o.startsWith('NetworkPolicy/'))).toEqual([`NetworkPolicy/${NS}/portcullis-operator`]);
   });

@@ -1,8 +1,9 @@
 // spec.targetRef on a real API server, as the chart's ServiceAccount: the sidecar goes into a
 // Deployment a team manages with kubectl apply (as a chart would). Server-side apply under the
-// operator's own field manager owns only the sidecar container, its volumes and the config hash:
-// the team's re-apply keeps the sidecar, the operator never reverts the team's fields, and deleting
-// the route removes exactly what was added before the finalizer lets it go.
+// operator's own field manager owns only the sidecar container, its volumes, the config hash and
+// two pod labels (the one of every sidecar pod, the route's): the team's re-apply keeps the
+// sidecar, the operator never reverts the team's fields, and deleting the route removes exactly
+// what was added before the finalizer lets it go.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TARGET_REF_IMMUTABLE_RULE } from '../../operator/api/index.ts';
 import { eventually, kget, operatorForbidden, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
@@ -69,6 +70,12 @@ describe('RateLimitRoute with spec.targetRef', () => {
     expect(owned).toContain('f:portcullis.dev/config-hash');
     expect(owned).not.toContain('k:{\\"name\\":\\"app\\"}');
     expect(owned).not.toContain('f:replicas');
+    // The label every sidecar pod carries (the bundled Redis admits, the PodMonitor scrapes by it)
+    // and the route's, owned by the sidecar manager; the team's own label stays the team's.
+    expect(dep['spec']['template']['metadata']['labels']).toEqual({ app: 'web', 'portcullis.dev/sidecar': 'true', 'portcullis.dev/route': 'all' });
+    expect(owned).toContain('f:portcullis.dev/sidecar');
+    expect(owned).toContain('f:portcullis.dev/route');
+    expect(owned).not.toContain('f:app"');
 
     const rlr = (await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'all'])) as Obj;
     expect(rlr['metadata']['finalizers']).toEqual(['portcullis.dev/injected-sidecar']);
@@ -93,7 +100,7 @@ describe('RateLimitRoute with spec.targetRef', () => {
     expect(r.stderr).toContain(TARGET_REF_IMMUTABLE_RULE);
   });
 
-  it('deleting the route removes exactly the sidecar, its volumes and the hash; then the route is gone', async () => {
+  it('deleting the route removes exactly the sidecar, its volumes, the hash and the labels; then the route is gone', async () => {
     const r = await env.cluster.kubectl(['-n', NS, 'delete', 'ratelimitroute', 'all', '--wait=false']);
     expect(r.code, r.stderr).toBe(0);
     await eventually('route gone', async () => (await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'all'])) === undefined);
@@ -103,6 +110,7 @@ describe('RateLimitRoute with spec.targetRef', () => {
     expect(pod['containers'][0]['image']).toBe('example/web:1.1');
     expect(names(pod['volumes'])).toEqual(['data']);
     expect(dep['spec']['template']['metadata']['annotations']?.['portcullis.dev/config-hash']).toBeUndefined();
+    expect(dep['spec']['template']['metadata']['labels']).toEqual({ app: 'web' });
     expect(dep['spec']['replicas']).toBe(2);
     expect(sidecarFields(dep)).not.toContain('portcullis-sidecar');
     expect(operatorForbidden(env)).toEqual([]);

@@ -1,6 +1,7 @@
 // spec.targetRef: the sidecar added to a Deployment a team already runs, under the operator's own
-// field manager (only the container, its volumes, the config hash), the route's Service pointed at
-// it, and exactly that removed when the route is deleted (a finalizer holds the deletion).
+// field manager (only the container, its volumes, the config hash, the sidecar-pod and route
+// labels), the route's Service pointed at it, and exactly that removed when the route is deleted
+// (a finalizer holds the deletion).
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd, rateLimitRouteSchema, TARGET_REF_IMMUTABLE_RULE, WORKLOAD_RULE } from '../../operator/api/index.ts';
 import { TARGET_REF_POLL_MS } from '../../operator/controllers/sidecar-injection.ts';
@@ -101,6 +102,9 @@ describe('spec.targetRef: into an existing Deployment', () => {
     expect(sidecar['readinessProbe']['httpGet']['port']).toBe('rlr-admin');
     expect(sidecar['volumeMounts'].map((m: Obj) => m['name'])).toContain('portcullis-sidecar-config');
     expect(dep['spec']['template']['metadata']['annotations']['portcullis.dev/config-hash']).toMatch(/^[0-9a-f]{16}$/);
+    // The pods get the label every sidecar pod carries (the bundled Redis admits, the PodMonitor scrapes by it) and the route's.
+    expect(dep['spec']['template']['metadata']['labels']).toEqual({ app: 'web', 'portcullis.dev/sidecar': 'true', 'portcullis.dev/route': 'all' });
+    expect(dep['metadata']['labels']).toEqual({ app: 'web' });
     expect(dep['metadata']['ownerReferences']).toBeUndefined(); // never adopted
 
     const cm = client.peek(resourceTypes.configMap, 'team-a', 'all-sidecar') as Obj;
