@@ -3,7 +3,7 @@
 // `--port 8081` = PORT). Parsed once at start with zod; a bad value names its variable.
 import { hostname } from 'node:os';
 import { z } from 'zod';
-import { dnsSubdomain, resourceRequirementsSchema } from './api/index.ts';
+import { dnsSubdomain, redisUrlCredentialsMessage, redisUrlHasCredentials, resourceRequirementsSchema } from './api/index.ts';
 import { type ContainerResources, DEFAULT_AUTH_SERVER_RESOURCES, quantitiesAsStrings, resourcesProblem } from './resources/container-resources.ts';
 import { DEFAULT_SIDECAR_RESOURCES, sidecarMemoryProblem } from './resources/sidecar-heap.ts';
 import { parseSecretKeyRef } from './resources/redis-url-secret.ts';
@@ -22,7 +22,7 @@ const optionalString = z
 const redisUrl = (secretSetting: string) =>
   optionalString
     .refine((v) => v === undefined || /^rediss?:\/\/\S+$/.test(v), 'a redis:// or rediss:// URL')
-    .refine((v) => v === undefined || !/^rediss?:\/\/[^/]*@/.test(v), `holds credentials; put the URL in a Secret and name it in ${secretSetting} (name/key)`);
+    .refine((v) => v === undefined || !redisUrlHasCredentials(v), redisUrlCredentialsMessage(secretSetting));
 /** `name/key` of a Secret in the operator's namespace. */
 const secretKey = optionalString.refine((v) => v === undefined || parseSecretKeyRef(v, 'x') !== undefined, 'name/key of a Secret in the operator\'s namespace');
 

@@ -1,6 +1,7 @@
 // The Portcullis API (group portcullis.dev, version v1alpha1): re-exports only.
 export * from './common.ts';
 export * from './limiter.ts';
+export * from './redis-url.ts';
 export * from './rate-limit-route.ts';
 export * from './oauth-client.ts';
 

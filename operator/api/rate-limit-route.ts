@@ -14,6 +14,7 @@ import {
   type CrdSource,
 } from './common.ts';
 import { limiterSchema } from './limiter.ts';
+import { REDIS_URL_CREDENTIALS_PATTERN, redisUrlCredentialsMessage, redisUrlHasCredentials } from './redis-url.ts';
 
 /** Kubernetes resource quantity (e.g. 100m, 64Mi, 1): an int or a string, as in a Pod spec. */
 const QUANTITY = /^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$/;
@@ -145,6 +146,8 @@ export const WORKLOAD_RULE = 'set exactly one of target, upstream and targetRef'
 export const TARGET_REF_IMMUTABLE_RULE = 'targetRef cannot be added, removed or renamed; create a new RateLimitRoute';
 
 export const REDIS_RULE = 'set exactly one of url and secretRef';
+/** The sidecar config (a ConfigMap) carries spec.redis.url, so a password must come through secretRef. */
+export const REDIS_URL_CREDENTIALS_RULE = redisUrlCredentialsMessage('spec.redis.secretRef');
 export const redisSchema = z
   .strictObject({
     url: z
@@ -152,12 +155,20 @@ export const redisSchema = z
       .min(1)
       .max(2048)
       .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
+      .refine((url) => !redisUrlHasCredentials(url), REDIS_URL_CREDENTIALS_RULE)
       .optional()
-      .describe('Redis URL, e.g. redis://redis:6379 (no password here: use secretRef for one).'),
+      .describe('Redis URL, e.g. redis://redis:6379, without credentials (user:password@): a URL with them is refused, give it through secretRef.'),
     secretRef: secretKeyRefSchema.optional().describe('A Secret key holding the Redis URL (for URLs with credentials). Mounted read-only into the sidecar; a rotated Secret is picked up without a restart.'),
   })
   .refine((r) => (r.url === undefined) !== (r.secretRef === undefined), { message: REDIS_RULE })
-  .meta({ 'x-kubernetes-validations': [{ rule: 'has(self.url) != has(self.secretRef)', message: REDIS_RULE }] })
+  .meta({
+    'x-kubernetes-validations': [
+      { rule: 'has(self.url) != has(self.secretRef)', message: REDIS_RULE },
+      // url's twin, written on the object with a fieldPath: the API server quotes the value of a
+      // string that fails its own rule (or a pattern) in the error, password included, not so here.
+      { rule: `!has(self.url) || !self.url.matches(r'${REDIS_URL_CREDENTIALS_PATTERN}')`, message: REDIS_URL_CREDENTIALS_RULE, fieldPath: '.url' },
+    ],
+  })
   .describe('Where bucket state lives. Omit to use the operator default Redis (Helm value redis.url).');
 export type RedisRef = z.infer<typeof redisSchema>;
 

@@ -7,6 +7,7 @@ import {
   KEY_JWT_FIELDS_RULE,
   LIMITER_FORM_RULE,
   REDIRECT_URI_RULE,
+  REDIS_URL_CREDENTIALS_RULE,
   REQUESTED_TOKENS_RULE,
   RULE_NAMES_RULE,
   SINGLE_LIMIT_RULE,
@@ -177,6 +178,18 @@ describe('the CRDs on a real API server', () => {
     );
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('set exactly one of url and secretRef');
+  });
+
+  it('reject a redis.url with a password, pointing at redis.secretRef and without echoing it', async () => {
+    for (const url of ['redis://:s3cret-pw@redis:6379', 'rediss://default:s3cret-pw@redis:6380']) {
+      const res = await apply(route('redis-password', { replenishRate: 1, burstCapacity: 10 }, { redis: { url } }));
+      expect(res.code, url).not.toBe(0);
+      expect(res.stderr).toContain('spec.redis.url');
+      expect(res.stderr).toContain(REDIS_URL_CREDENTIALS_RULE);
+      expect(res.stderr).not.toContain('s3cret-pw');
+    }
+    const plain = await apply(route('redis-plain', { replenishRate: 1, burstCapacity: 10 }, { redis: { url: 'redis://redis:6379' } }));
+    expect(plain.code, plain.stderr).toBe(0);
   });
 
   it('check resource quantities as a Pod spec would: integers and quantity strings pass, other strings are refused', async () => {

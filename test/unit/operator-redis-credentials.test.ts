@@ -1,8 +1,10 @@
 // Redis credentials reach the rendered pods only through Secrets: with the operator's default (or
 // auth) Redis given as a Secret key, no ConfigMap and no env value holds the URL or its password;
 // the route's sidecar mounts an owned copy as redis.urlFile and the auth server takes REDIS_URL
-// from a secretKeyRef to its copy. A URL with a password in the plain settings is refused.
+// from a secretKeyRef to its copy. A URL with a password in the plain settings, or in a route's
+// spec.redis.url (zod and the CRD's CEL rule alike), is refused.
 import { afterEach, describe, expect, it } from 'vitest';
+import { rateLimitRouteCrd, rateLimitRouteSchema, REDIS_URL_CREDENTIALS_PATTERN, REDIS_URL_CREDENTIALS_RULE } from '../../operator/api/index.ts';
 import { loadOperatorConfig, resourceSettings } from '../../operator/config.ts';
 import { AuthServerReconciler } from '../../operator/controllers/auth-server-reconciler.ts';
 import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
@@ -15,6 +17,7 @@ import { Applier } from '../../operator/runtime/applier.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
+import { buildCrd } from '../../scripts/crds/build-crd.ts';
 import { parseSidecarConfigText } from '../../sidecar/config.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
 import { clientObject, recordingEvents, route, routeObject, settings as baseSettings, silent, startCaches } from './operator-fixtures.ts';
@@ -60,6 +63,45 @@ describe('operator settings for Redis credentials', () => {
     expect(own.authRedisSecret).toEqual({ namespace: 'ns', name: 'creds', key: 'auth-redis-url' });
     expect(() => loadOperatorConfig({ PORTCULLIS_DEFAULT_REDIS_SECRET: 'no-key' })).toThrow(/PORTCULLIS_DEFAULT_REDIS_SECRET: name\/key/);
     expect(() => loadOperatorConfig({ PORTCULLIS_DEFAULT_REDIS_SECRET: 'a/b', PORTCULLIS_DEFAULT_REDIS_URL: 'redis://r:6379' })).toThrow(/not both/);
+  });
+});
+
+describe("a route's spec.redis.url", () => {
+  const withUrl = (url: string) => routeObject('all', { redis: { url } });
+
+  it('refuses a URL with a password (or a user), pointing at spec.redis.secretRef; zod and the CRD say the same', () => {
+    for (const url of [`redis://:${PASSWORD}@redis:6379`, `rediss://default:${PASSWORD}@redis:6380/0`, 'redis://user@redis:6379']) {
+      const parsed = rateLimitRouteSchema.safeParse(withUrl(url));
+      expect(parsed.error?.issues.map((i) => [i.path.join('.'), i.message]), url).toEqual([['spec.redis.url', REDIS_URL_CREDENTIALS_RULE]]);
+    }
+    expect(REDIS_URL_CREDENTIALS_RULE).toContain('spec.redis.secretRef');
+    for (const url of ['redis://redis:6379', 'rediss://redis.example:6380/0', 'redis://redis:6379/0?name=a@b']) expect(rateLimitRouteSchema.safeParse(withUrl(url)).success, url).toBe(true);
+    const crd = buildCrd(rateLimitRouteCrd) as Obj;
+    const redisNode = crd['spec']['versions'][0]['schema']['openAPIV3Schema']['properties']['spec']['properties']['redis'];
+    // On the object with a fieldPath: a rule on the string itself would have the API server quote the URL in its error.
+    expect(redisNode['x-kubernetes-validations']).toContainEqual({ rule: `!has(self.url) || !self.url.matches(r'${REDIS_URL_CREDENTIALS_PATTERN}')`, message: REDIS_URL_CREDENTIALS_RULE, fieldPath: '.url' });
+    expect(redisNode['properties']['url']['x-kubernetes-validations']).toBeUndefined();
+  });
+
+  it('a route given one anyway (e.g. stored before the rule) is InvalidSpec: no ConfigMap, and the password in no message', async () => {
+    const client = new MemoryKubeClient();
+    const clock = new ManualClock();
+    const caches = await startCaches(client, clock);
+    try {
+      const events = recordingEvents();
+      const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches, settings: baseSettings, clock, events, client, log: silent });
+      client.put(withUrl(`redis://:${PASSWORD}@redis:6379`));
+      await flush();
+      await reconciler.reconcile('team-a/all');
+      await flush();
+      expect(client.writes().filter((w) => w.kind !== 'RateLimitRoute')).toEqual([]);
+      const status = (client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all') as Obj)['status'];
+      expect(status['conditions'][0]).toMatchObject({ reason: 'InvalidSpec', message: expect.stringContaining(`spec.redis.url: ${REDIS_URL_CREDENTIALS_RULE}`) });
+      expect(JSON.stringify(status)).not.toContain(PASSWORD);
+      expect(JSON.stringify(events.list)).not.toContain(PASSWORD);
+    } finally {
+      await caches.stop();
+    }
   });
 });
 
