@@ -9,7 +9,7 @@ import { routeDeployment, routeSelectorLabels } from '../resources/route-deploym
 import { routeNetworkPolicy } from '../resources/route-network-policy.ts';
 import { routePodDisruptionBudget } from '../resources/route-pod-disruption-budget.ts';
 import { routeNetworkPolicyName, routePodDisruptionBudgetName, routeServiceName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route-names.ts';
-import { deploymentReplicas, routeReplicas, selectorString } from '../resources/route-scale.ts';
+import { deploymentReplicas, labelSelectorString, routeReplicas, selectorString } from '../resources/route-scale.ts';
 import { injectionService } from '../resources/route-injection.ts';
 import { routeService } from '../resources/route-service.ts';
 import { routeRedisSecret, routeRedisSecretName, secretKeyData } from '../resources/redis-url-secret.ts';
@@ -94,6 +94,7 @@ export class RateLimitRouteReconciler implements Reconciler {
       const prepared = await this.#injection.prepare(raw, route);
       if (prepared.problem !== undefined) {
         this.#d.events.event(raw, 'Warning', Reasons.TargetRefInvalid, prepared.problem);
+        // No selector: the pods it would count are unknown (or not selectable) until the problem is fixed.
         await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.TargetRefInvalid, message: prepared.problem }, undefined);
         return { requeueAfterMs: TARGET_REF_POLL_MS };
       }
@@ -145,7 +146,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     if (conflicts.length > 0) {
       const message = conflictMessage(conflicts, route.metadata.namespace ?? 'default');
       this.#d.events.event(raw, 'Warning', Reasons.Conflict, message);
-      await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.Conflict, message }, undefined);
+      await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.Conflict, message }, undefined, teamDeployment);
       // A foreign object carries no label the caches watch, so its deletion wakes nothing: look again.
       return { requeueAfterMs: CONFLICT_RETRY_MS };
     }
@@ -174,7 +175,7 @@ export class RateLimitRouteReconciler implements Reconciler {
       if (err instanceof KubeApiError) {
         const message = `could not apply the route's children: ${err.message}; check the operator's RBAC and admission policies`;
         this.#d.events.event(raw, 'Warning', Reasons.ApplyFailed, message);
-        await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.ApplyFailed, message }, undefined).catch(() => undefined);
+        await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.ApplyFailed, message }, undefined, teamDeployment).catch(() => undefined);
       }
       throw err;
     }
@@ -196,7 +197,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     const state: ReadyState = readiness.ready
       ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${routeServiceName(name)} forwards port ${this.#d.settings.servicePort} to the sidecars` }
       : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
-    await this.#writeStatus(raw, route, state, readiness);
+    await this.#writeStatus(raw, route, state, readiness, teamDeployment);
     // The team's Deployment wakes no informer: its rollout is polled.
     return teamDeployment !== undefined && !readiness.ready ? { requeueAfterMs: TARGET_REF_POLL_MS } : {};
   }
@@ -237,10 +238,31 @@ export class RateLimitRouteReconciler implements Reconciler {
     await this.#writeStatus(raw, undefined, { status: 'False', reason: Reasons.InvalidSpec, message }, undefined);
   }
 
-  async #writeStatus(raw: KubeObject, route: RateLimitRoute | undefined, state: ReadyState, pods: { readyReplicas: number; replicas: number } | undefined): Promise<void> {
+  /** teamDeployment: spec.targetRef's Deployment as read this reconcile (its pods are the ones counted). */
+  async #writeStatus(
+    raw: KubeObject,
+    route: RateLimitRoute | undefined,
+    state: ReadyState,
+    pods: { readyReplicas: number; replicas: number } | undefined,
+    teamDeployment?: KubeObject,
+  ): Promise<void> {
     const fields: Record<string, unknown> = {};
     if (pods !== undefined) Object.assign(fields, { readyReplicas: pods.readyReplicas, replicas: pods.replicas });
-    if (route !== undefined) Object.assign(fields, { service: routeServiceName(route.metadata.name), selector: selectorString(routeSelectorLabels(route.metadata.name)) });
+    if (route !== undefined) {
+      fields['service'] = routeServiceName(route.metadata.name);
+      const selector = statusSelector(route, teamDeployment);
+      if (selector !== undefined) fields['selector'] = selector;
+    }
     await this.#d.applier.applyStatus(raw, readyStatus(raw, state, this.#d.clock.now(), fields));
   }
+}
+
+/**
+ * status.selector, what /scale reports and an autoscaler lists pods by: the selector of the pods
+ * status.replicas counts. Those are the route's own pods (the gateway labels), or with
+ * spec.targetRef the team Deployment's, which carry none of the gateway labels: its own selector.
+ */
+function statusSelector(route: RateLimitRoute, teamDeployment: KubeObject | undefined): string | undefined {
+  if (route.spec.targetRef === undefined) return selectorString(routeSelectorLabels(route.metadata.name));
+  return labelSelectorString(asRecord(teamDeployment?.['spec'])?.['selector']);
 }

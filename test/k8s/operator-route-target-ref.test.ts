@@ -3,7 +3,7 @@
 // operator's own field manager owns only the sidecar container, its volumes, the config hash and
 // two pod labels (the one of every sidecar pod, the route's): the team's re-apply keeps the
 // sidecar, the operator never reverts the team's fields, and deleting the route removes exactly
-// what was added before the finalizer lets it go.
+// what was added before the finalizer lets it go. The status counts and selects the team's pods.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TARGET_REF_IMMUTABLE_RULE } from '../../operator/api/index.ts';
 import { eventually, kget, operatorForbidden, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
@@ -83,6 +83,20 @@ describe('RateLimitRoute with spec.targetRef', () => {
     expect(svc['spec']['selector']).toEqual({ app: 'web' });
     expect(svc['spec']['ports'].map((p: Obj) => p['targetPort'])).toEqual(['rlr-http', 'rlr-admin']);
     expect(await kget(env.cluster, ['-n', NS, 'deployment', 'all'])).toBeUndefined();
+  });
+
+  it("status.replicas and status.selector (the scale subresource's paths) are the team Deployment's count and selector, not the gateway labels its pods lack", async () => {
+    const pods = { observedGeneration: (await web())['metadata']['generation'], replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2 };
+    const patched = await env.cluster.kubectl(['-n', NS, 'patch', 'deployment', 'web', '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: pods })]);
+    expect(patched.code, patched.stderr).toBe(0);
+    const status = await eventually('route status', async () => {
+      const got = ((await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'all'])) as Obj)['status'];
+      return got?.['replicas'] === 2 ? got : undefined;
+    });
+    expect(status['selector']).toBe('app=web');
+    // The selector finds the team's pods: it is the Deployment's own, and its template carries it.
+    const dep = await web();
+    expect(dep['spec']['template']['metadata']['labels']).toMatchObject(dep['spec']['selector']['matchLabels']);
   });
 
   it("the team's re-apply keeps the sidecar, and the operator leaves the team's new image alone", async () => {

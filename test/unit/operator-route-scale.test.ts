@@ -6,7 +6,7 @@ import { rateLimitRouteCrd } from '../../operator/api/index.ts';
 import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
-import { selectorString } from '../../operator/resources/route-scale.ts';
+import { labelSelectorString, selectorString } from '../../operator/resources/route-scale.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import { asRecord } from '../../operator/runtime/kube-object.ts';
 import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
@@ -71,6 +71,25 @@ describe('RateLimitRoute scale subresource', () => {
     expect(status(client)).toMatchObject({ replicas: 2, readyReplicas: 2, selector: 'app.kubernetes.io/instance=all,app.kubernetes.io/name=portcullis-gateway' });
     const selector = asRecord(deploymentSpec(client)['selector'])?.['matchLabels'] as Record<string, string>;
     expect(status(client)['selector']).toBe(selectorString(selector));
+  });
+
+  it("a Deployment's LabelSelector as the selector string the API server prints (a targetRef route reports its team Deployment's)", () => {
+    expect(labelSelectorString({ matchLabels: { tier: 'front', app: 'web' } })).toBe('app=web,tier=front');
+    expect(
+      labelSelectorString({
+        matchLabels: { app: 'web' },
+        matchExpressions: [
+          { key: 'track', operator: 'In', values: ['stable', 'canary'] },
+          { key: 'env', operator: 'NotIn', values: ['dev'] },
+          { key: 'zone', operator: 'Exists' },
+          { key: 'legacy', operator: 'DoesNotExist' },
+        ],
+      }),
+    ).toBe('app=web,env notin (dev),!legacy,track in (canary,stable),zone');
+    // Not a selector that could stand for the counted pods: none rather than one matching every pod.
+    for (const bad of [undefined, {}, { matchLabels: {} }, { matchExpressions: [{ key: 'a', operator: 'Gt', values: ['1'] }] }, { matchExpressions: [{ key: 'a', operator: 'constructor' }] }]) {
+      expect(labelSelectorString(bad), JSON.stringify(bad)).toBeUndefined();
+    }
   });
 
   it('a set spec.target.replicas is written into the Deployment (and a hand edit put back)', async () => {

@@ -1,7 +1,7 @@
 // spec.targetRef: the sidecar added to a Deployment a team already runs, under the operator's own
 // field manager (only the container, its volumes, the config hash, the sidecar-pod and route
 // labels), the route's Service pointed at it, and exactly that removed when the route is deleted
-// (a finalizer holds the deletion).
+// (a finalizer holds the deletion). status.selector is the team Deployment's, whose pods it counts.
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd, rateLimitRouteSchema, TARGET_REF_IMMUTABLE_RULE, WORKLOAD_RULE } from '../../operator/api/index.ts';
 import { TARGET_REF_POLL_MS } from '../../operator/controllers/sidecar-injection.ts';
@@ -127,9 +127,32 @@ describe('spec.targetRef: into an existing Deployment', () => {
     client.put({ ...(dep as KubeObject), status: { observedGeneration: dep['metadata']['generation'], replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2 } });
     expect(await reconcile()).toEqual({});
     expect(ready(client)).toMatchObject({ status: 'True', reason: 'Ready' });
+    expect(route(client)['status']).toMatchObject({ replicas: 2, readyReplicas: 2 });
     const writes = client.writes().length;
     await reconcile();
     expect(client.writes().length).toBe(writes);
+  });
+
+  it("status.selector (the scale subresource's labelSelectorPath) is the team Deployment's, whose pods status.replicas counts", async () => {
+    const { client, reconcile } = await setup();
+    const dep = teamDeployment() as Obj;
+    dep['spec']['selector'] = { matchLabels: { app: 'web', tier: 'front' } };
+    dep['spec']['template']['metadata']['labels'] = { app: 'web', tier: 'front', version: '1' };
+    client.put(dep as KubeObject);
+    client.put(refRoute());
+    await reconcile();
+    expect(route(client)['status']['selector']).toBe('app=web,tier=front');
+    // Not the gateway labels, which the team's pods do not carry.
+    expect(route(client)['status']['selector']).not.toContain('portcullis-gateway');
+  });
+
+  it('no status.selector while the team Deployment is missing (the pods are unknown)', async () => {
+    const { client, reconcile } = await setup();
+    client.put(refRoute());
+    await reconcile();
+    expect(ready(client)).toMatchObject({ reason: 'TargetRefInvalid' });
+    expect(route(client)['status']['selector']).toBeUndefined();
+    expect(route(client)['status']['service']).toBe('all');
   });
 
   it('a spec change rolls the team pods through the config hash the operator owns', async () => {
