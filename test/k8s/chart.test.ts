@@ -1,5 +1,6 @@
 // The chart's hygiene: `helm lint` is clean and what `helm template` renders applies to a real API
 // server with a server-side dry run (CRDs installed first); the auth servers' bundled Redis never evicts.
+import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
@@ -210,6 +211,25 @@ describe('the Helm chart', () => {
     expect(can.stdout.trim()).toBe('yes');
     const cannot = await cluster.kubectl(['auth', 'can-i', 'delete', 'ratelimitroutes.portcullis.dev', '--as', `system:serviceaccount:${NS}:portcullis`, '-n', 'team-a']);
     expect(cannot.stdout.trim()).toBe('no');
+  });
+
+  it('keeps the bundled Redis passwords across helm upgrade (lookup), and so the Redis pod templates: their checksum is of the kept password', async () => {
+    const state = async () => {
+      const secret = JSON.parse((await cluster.kubectl(['-n', NS, 'get', 'secret', 'portcullis-redis-credentials', '-o', 'json'])).stdout) as { data: Record<string, string> };
+      const checksums: Record<string, string | undefined> = {};
+      for (const component of ['redis', 'auth-redis']) {
+        const dep = JSON.parse((await cluster.kubectl(['-n', NS, 'get', 'deployment', `portcullis-${component}`, '-o', 'json'])).stdout) as OperatorDeployment;
+        checksums[component] = dep.spec.template.metadata.annotations?.['checksum/redis-password'];
+        const password = Buffer.from(secret.data[`${component}-password`] ?? '', 'base64').toString('utf8');
+        expect(checksums[component]).toBe(createHash('sha256').update(password).digest('hex'));
+      }
+      return { data: secret.data, checksums };
+    };
+    const installed = await state();
+    const upgrade = await cluster.helm(['upgrade', 'portcullis', 'charts/portcullis', '--namespace', NS]);
+    expect(upgrade.code, upgrade.stderr).toBe(0);
+    // Same passwords, same pod templates: an upgrade restarts neither Redis (the auth servers' state lives in one).
+    expect(await state()).toEqual(installed);
   });
 
   it('runs the operator pod under the restricted profile by default, and takes other security contexts', async () => {

@@ -5,6 +5,7 @@
 // cluster is free of the two passwords, the route's sidecar reaches its Redis through the copy
 // mounted as redis.urlFile, and the auth server through REDIS_URL from a secretKeyRef (both run as
 // local processes against redis-servers that require the passwords).
+import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -147,6 +148,24 @@ describe('the chart', () => {
       expect(container?.['env']).toEqual([{ name: 'REDIS_PASSWORD', valueFrom: { secretKeyRef: { name: `${RELEASE}-redis-credentials`, key: `${component}-password` } } }]);
     }
     expect(secret?.['metadata' as keyof typeof secret]).toMatchObject({ annotations: { 'helm.sh/resource-policy': 'keep' } });
+  });
+
+  it('rolls each bundled Redis with a new password: its pod template carries a checksum of the one in the Secret, new on every helm template', async () => {
+    // helm template has no cluster to look the existing Secret up in (as under Argo CD): new passwords every render.
+    const renders = await Promise.all([chart([]), chart([])]);
+    const checksums = renders.map((res) => {
+      expect(res.code, res.stderr).toBe(0);
+      const docs = docsOf(res.stdout);
+      const secret = docs.find((d) => d.kind === 'Secret' && d.metadata?.name === `${RELEASE}-redis-credentials`);
+      return ['redis', 'auth-redis'].map((component) => {
+        const dep = docs.find((d) => d.kind === 'Deployment' && d.metadata?.name === `${RELEASE}-${component}`);
+        const checksum = dep?.spec?.['template']['metadata']['annotations']['checksum/redis-password'];
+        expect(checksum).toBe(createHash('sha256').update(decode(secret?.data?.[`${component}-password`] ?? '')).digest('hex'));
+        return checksum as string;
+      });
+    });
+    expect(checksums[0]?.[0]).not.toBe(checksums[1]?.[0]);
+    expect(checksums[0]?.[1]).not.toBe(checksums[1]?.[1]);
   });
 
   it('with existingSecrets renders no Redis URL anywhere, and applies with a server-side dry run', async () => {
