@@ -42,7 +42,7 @@ import { sidecarEnv, sidecarMemoryProblem } from './sidecar-heap.ts';
 
 export { SIDECAR_ENV, SIDECAR_MEMORY_LIMIT_MIB } from './sidecar-heap.ts';
 
-/** The sidecar image runs its bundle (scripts/build-sidecar.ts), not the TypeScript sources. */
+/** The sidecar image runs its bundle (scripts/build-programs.ts), not the TypeScript sources. */
 export const SIDECAR_ENTRY = 'dist/sidecar/main.mjs';
 /** Pause before the sidecar's SIGTERM (s): time for endpoints and node proxies to drop the pod. */
 export const SIDECAR_PRESTOP_SECONDS = 5;

@@ -88,7 +88,7 @@ describe('the Helm chart', () => {
         `NetworkPolicy/${NS}/portcullis-operator`,
       ].sort(),
     );
-    expect(res.stdout).toContain('command: ["node", "operator/main.ts"]');
+    expect(res.stdout).toContain('command: ["node", "dist/operator/main.mjs"]');
     // The bundled Redis reaches the operator as the generated Secret's keys, never as a URL.
     expect(res.stdout).toContain('{ name: PORTCULLIS_DEFAULT_REDIS_URL, value: "" }');
     expect(res.stdout).toContain('{ name: PORTCULLIS_DEFAULT_REDIS_SECRET, value: "portcullis-redis-credentials/redis-url" }');
