@@ -36,6 +36,8 @@ interface MemoryCgroup {
   oomKills(): number;
   /** Anonymous and file bytes charged now (memory.stat). */
   split(): { anon: number; file: number };
+  /** What the kubelet reports as the container's working set: the charge less its inactive file pages, bytes. */
+  workingSet(): number;
   remove(): void;
 }
 
@@ -47,9 +49,9 @@ type Figure = readonly [file: string, field?: string];
 
 /** Where each cgroup version keeps the figures this suite reads (memory.stat holds anon and file). */
 const layouts = {
-  1: { limit: 'memory.limit_in_bytes', peak: ['memory.max_usage_in_bytes'], limitHits: ['memory.failcnt'], oomKills: ['memory.oom_control', 'oom_kill'], anon: 'rss', file: 'cache' },
-  2: { limit: 'memory.max', peak: ['memory.peak'], limitHits: ['memory.events', 'max'], oomKills: ['memory.events', 'oom_kill'], anon: 'anon', file: 'file' },
-} as const satisfies Record<1 | 2, { limit: string; peak: Figure; limitHits: Figure; oomKills: Figure; anon: string; file: string }>;
+  1: { limit: 'memory.limit_in_bytes', usage: 'memory.usage_in_bytes', peak: ['memory.max_usage_in_bytes'], limitHits: ['memory.failcnt'], oomKills: ['memory.oom_control', 'oom_kill'], anon: 'rss', file: 'cache', inactiveFile: 'total_inactive_file' },
+  2: { limit: 'memory.max', usage: 'memory.current', peak: ['memory.peak'], limitHits: ['memory.events', 'max'], oomKills: ['memory.events', 'oom_kill'], anon: 'anon', file: 'file', inactiveFile: 'inactive_file' },
+} as const satisfies Record<1 | 2, { limit: string; usage: string; peak: Figure; limitHits: Figure; oomKills: Figure; anon: string; file: string; inactiveFile: string }>;
 
 function cgroupAt(version: 1 | 2, dir: string): MemoryCgroup {
   const l = layouts[version];
@@ -68,12 +70,13 @@ function cgroupAt(version: 1 | 2, dir: string): MemoryCgroup {
       const stat = read(path.join(dir, 'memory.stat'));
       return { anon: statField(stat, l.anon), file: statField(stat, l.file) };
     },
+    workingSet: () => Math.max(0, Number(read(path.join(dir, l.usage))) - statField(read(path.join(dir, 'memory.stat')), l.inactiveFile)),
     remove: () => rmdirSync(dir),
   };
 }
 
 /** A new child of this process' memory cgroup, or the reason there can be none. */
-function makeCgroup(name: string): MemoryCgroup | string {
+export function makeCgroup(name: string): MemoryCgroup | string {
   const lines = read('/proc/self/cgroup').split('\n');
   const v1 = lines.find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
   const v1Root = '/sys/fs/cgroup/memory';

@@ -3,18 +3,27 @@
 //   1. the time until every route has its three children and a status for its generation,
 //   2. the API requests the operator made per route (from the API server's audit log, by verb),
 //   3. the writes of a no-op resync of all N (should be 0),
-//   4. the operator's memory (RSS and heap, idle and after convergence; peak RSS).
-// The operator runs as its own process with the chart's ServiceAccount and RBAC, as in the k8s
-// tests. No kubelet runs: routes converge to Ready=False/Progressing (pods never start); that is
+//   4. the operator's memory (RSS and heap, idle and after convergence; peak RSS; and, where the
+//      machine lets the benchmark make a memory cgroup, the working set the kubelet would report).
+// The operator runs as deployed: its bundle, with the V8 and malloc settings and the memory limit
+// that `helm template` of the chart renders (BENCH_OPERATOR_NODE_OPTIONS replaces the V8 settings,
+// to compare others), inside a memory cgroup with that limit, as its own process with the chart's
+// ServiceAccount and RBAC, as in the k8s tests. No kubelet runs: routes converge to Ready=False/Progressing (pods never start); that is
 // the status the benchmark waits for. `node bench/operator.ts` (BENCH_ROUTES, default 200) writes
 // bench/results/operator.json and operator.md; bench/run.ts can call runOperatorBench too.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { spawnSync } from 'node:child_process';
+import { parseAllDocuments } from 'yaml';
+import { quantityOf } from '../operator/resources/container-resources.ts';
+import { k8sTools } from '../test/harness/k8s/cluster.ts';
 import { auditEvents, eventually, metricValue, startOperator, startOperatorEnv, type AuditEvent } from '../test/k8s/operator-env.ts';
+import { makeCgroup } from './container-memory.ts';
 
 const NS = 'bench';
+const repoRoot = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
 
 export interface OperatorBenchResult {
   readonly suite: 'operator';
@@ -23,8 +32,10 @@ export interface OperatorBenchResult {
   readonly kubernetes: string;
   readonly routes: number;
   readonly workers: number;
-  /** NODE_OPTIONS of the operator process (BENCH_OPERATOR_NODE_OPTIONS), e.g. a heap cap. */
+  /** NODE_OPTIONS of the operator process: the chart's, or BENCH_OPERATOR_NODE_OPTIONS. */
   readonly operatorNodeOptions: string;
+  /** The chart's memory limit of the operator container, MiB (the cgroup's limit). */
+  readonly memoryLimitMiB: number;
   /** Client side: time to send all creates (concurrency 20), ms. */
   readonly createMs: number;
   /** From the first create until every route had 3 children and status.observedGeneration 1, ms. */
@@ -42,6 +53,24 @@ export interface OperatorBenchResult {
   /** An operator restart: list everything and reconcile every route again. */
   readonly restart: { readonly reconciles: number; readonly writes: number; readonly requests: number };
   readonly memoryMiB: { readonly idleRss: number; readonly idleHeap: number; readonly convergedRss: number; readonly convergedHeap: number; readonly peakRss: number };
+  /** The cgroup's working set (charge less inactive file pages) idle, converged and its peak charge, MiB; or why not measured. */
+  readonly workingSetMiB: { readonly idle: number; readonly converged: number; readonly peakCharge: number } | { readonly notMeasured: string };
+}
+
+/** The operator container as the chart renders it with its defaults: NODE_OPTIONS, MALLOC_ARENA_MAX, memory limit. */
+function chartOperatorRuntime(): { env: Record<string, string>; memoryLimitBytes: number } {
+  const tools = k8sTools();
+  const res = spawnSync(tools.helm, ['template', 'portcullis', path.join(repoRoot, 'charts/portcullis'), '--namespace', 'portcullis-system', '--kube-version', tools.kubernetesVersion], { encoding: 'utf8' });
+  if (res.status !== 0) throw new Error(`helm template: ${res.stderr}`);
+  const operator = parseAllDocuments(res.stdout)
+    .map((d) => d.toJS() as Obj | null)
+    .find((o) => o?.['kind'] === 'Deployment' && o['spec']['template']['metadata']['labels']['app.kubernetes.io/component'] === 'operator');
+  const container = operator?.['spec']['template']['spec']['containers'][0] as Obj | undefined;
+  if (container === undefined) throw new Error('helm template rendered no operator Deployment');
+  const env = Object.fromEntries((container['env'] as Obj[]).filter((e) => ['NODE_OPTIONS', 'MALLOC_ARENA_MAX'].includes(e['name'])).map((e) => [e['name'], String(e['value'])]));
+  const memoryLimitBytes = quantityOf(String(container['resources']['limits']['memory']));
+  if (memoryLimitBytes === undefined) throw new Error('the chart sets no operator memory limit');
+  return { env, memoryLimitBytes };
 }
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from the API server
@@ -83,16 +112,23 @@ export async function runOperatorBench(log: (line: string) => void, routes = Num
   log(`starting kube-apiserver + etcd, CRDs, chart RBAC (load ${loadavgAtStart.join(' ')})`);
   const env = await startOperatorEnv([NS]);
   const workers = 4;
-  const operatorNodeOptions = process.env['BENCH_OPERATOR_NODE_OPTIONS'] ?? '';
-  const nodeOptions: Record<string, string> = operatorNodeOptions === '' ? {} : { NODE_OPTIONS: operatorNodeOptions };
+  const deployed = chartOperatorRuntime();
+  const operatorNodeOptions = process.env['BENCH_OPERATOR_NODE_OPTIONS'] ?? deployed.env['NODE_OPTIONS'] ?? '';
+  const nodeOptions: Record<string, string> = { ...deployed.env, NODE_OPTIONS: operatorNodeOptions };
   const resyncMs = 30_000;
-  const op = await startOperator(env, 'op-bench', { PORTCULLIS_RESYNC_INTERVAL_MS: String(resyncMs), PORTCULLIS_WORKERS: String(workers), LOG_LEVEL: 'warn', ...nodeOptions });
+  const cgroup = makeCgroup(`portcullis-bench-operator-${process.pid}`);
+  if (typeof cgroup === 'string') log(`operator working set NOT MEASURED on this machine: ${cgroup}`);
+  else cgroup.setLimit(deployed.memoryLimitBytes);
+  const launch = typeof cgroup === 'string' ? {} : { launcher: ['sh', '-c', `echo $$ > ${path.join(cgroup.dir, 'cgroup.procs')} && exec "$@"`, 'sh'] };
+  const workingSet = () => (typeof cgroup === 'string' ? 0 : mib(cgroup.workingSet()));
+  const op = await startOperator(env, 'op-bench', { PORTCULLIS_RESYNC_INTERVAL_MS: String(resyncMs), PORTCULLIS_WORKERS: String(workers), LOG_LEVEL: 'warn', ...nodeOptions }, launch);
   try {
     await eventually('operator leading', async () => /leader/.test(await op.readyz()), 60_000);
     await new Promise((r) => setTimeout(r, 2000));
     const idle = await op.metrics();
     const idleRss = mib(metricValue(idle, 'portcullis_operator_process_resident_memory_bytes'));
     const idleHeap = mib(metricValue(idle, 'portcullis_operator_nodejs_heap_size_used_bytes'));
+    const idleWorkingSet = workingSet();
     const auditBefore = auditEvents(env).length;
 
     log(`creating ${routes} RateLimitRoutes (20 at a time)`);
@@ -138,6 +174,7 @@ export async function runOperatorBench(log: (line: string) => void, routes = Num
     const converged = await op.metrics();
     const convergedRss = mib(metricValue(converged, 'portcullis_operator_process_resident_memory_bytes'));
     const convergedHeap = mib(metricValue(converged, 'portcullis_operator_nodejs_heap_size_used_bytes'));
+    const convergedWorkingSet = workingSet();
 
     const window = auditEvents(env).slice(auditBefore).filter((e) => e.user.username === env.user);
     const leaseRequests = window.filter((e) => e.objectRef?.resource === 'leases').length;
@@ -160,6 +197,7 @@ export async function runOperatorBench(log: (line: string) => void, routes = Num
     // 3b. A restart lists everything and reconciles every route: the worst case of a resync.
     log('restart: a new operator lists and reconciles every route; counting its writes');
     const peakRss = peakRssMiB(op.program.child.pid);
+    const peakCharge = typeof cgroup === 'string' ? 0 : mib(cgroup.peak());
     await op.program.stop();
     const resyncFrom = auditEvents(env).length;
     const op2 = await startOperator(env, 'op-bench-2', { PORTCULLIS_RESYNC_INTERVAL_MS: '600000', PORTCULLIS_WORKERS: String(workers), LOG_LEVEL: 'warn', ...nodeOptions });
@@ -184,6 +222,7 @@ export async function runOperatorBench(log: (line: string) => void, routes = Num
       routes,
       workers,
       operatorNodeOptions,
+      memoryLimitMiB: mib(deployed.memoryLimitBytes),
       createMs,
       convergenceMs,
       requests: {
@@ -196,9 +235,11 @@ export async function runOperatorBench(log: (line: string) => void, routes = Num
       noopResync: { reconciles: periodicReconciles, writes: periodicWrites, requests: periodic.length },
       restart: { reconciles, writes: resyncWrites, requests: resync.length },
       memoryMiB: { idleRss, idleHeap, convergedRss, convergedHeap, peakRss },
+      workingSetMiB: typeof cgroup === 'string' ? { notMeasured: cgroup } : { idle: idleWorkingSet, converged: convergedWorkingSet, peakCharge },
     };
   } finally {
     if (!op.program.exited()) await op.program.stop();
+    if (typeof cgroup !== 'string') cgroup.remove();
     await env.stop();
   }
 }
@@ -207,7 +248,7 @@ export function operatorMarkdown(r: OperatorBenchResult): string {
   const verbs = Object.entries(r.requests.byVerb)
     .map(([k, v]) => `| ${k} | ${v} | ${Math.round((v / r.routes) * 100) / 100} |`)
     .join('\n');
-  return `Operator benchmark, ${r.startedAt}: ${r.machine.cpus} CPUs (${r.machine.model}), Node ${r.machine.node}, kube-apiserver ${r.kubernetes} + etcd on loopback, operator with ${r.workers} workers per controller as the chart ServiceAccount${r.operatorNodeOptions === '' ? '' : ` (NODE_OPTIONS ${r.operatorNodeOptions})`}; load average at start ${r.machine.loadavgAtStart.join(' ')}.
+  return `Operator benchmark, ${r.startedAt}: ${r.machine.cpus} CPUs (${r.machine.model}), Node ${r.machine.node}, kube-apiserver ${r.kubernetes} + etcd on loopback, operator as deployed (its bundle, NODE_OPTIONS ${r.operatorNodeOptions}, MALLOC_ARENA_MAX 2) with ${r.workers} workers per controller as the chart ServiceAccount; load average at start ${r.machine.loadavgAtStart.join(' ')}.
 
 | measure | value |
 |---|---:|
@@ -220,6 +261,7 @@ export function operatorMarkdown(r: OperatorBenchResult): string {
 | writes of an operator restart (list + reconcile every route) | ${r.restart.writes} (${r.restart.requests} requests, ${r.restart.reconciles} reconciles) |
 | operator RSS idle / converged / peak | ${r.memoryMiB.idleRss} / ${r.memoryMiB.convergedRss} / ${r.memoryMiB.peakRss} MiB |
 | operator heap used idle / converged | ${r.memoryMiB.idleHeap} / ${r.memoryMiB.convergedHeap} MiB |
+| operator working set idle / converged, peak charge (memory cgroup, limit ${r.memoryLimitMiB} MiB) | ${'notMeasured' in r.workingSetMiB ? `not measured: ${r.workingSetMiB.notMeasured}` : `${r.workingSetMiB.idle} / ${r.workingSetMiB.converged} MiB, ${r.workingSetMiB.peakCharge} MiB`} |
 
 Requests of the operator during convergence, by verb and resource (audit log; ${r.requests.leaseRequests} lease requests not counted):
 

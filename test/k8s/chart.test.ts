@@ -274,7 +274,7 @@ describe('the Helm chart', () => {
     expect(res.code, res.stderr).toBe(0);
     const env = operatorPod(res.stdout).spec.containers[0]!.env;
     expect(env.slice(-2)).toEqual([{ name: 'HTTPS_PROXY', value: 'http://proxy:3128' }, { name: 'NODE_EXTRA_CA_CERTS', value: '/ca/ca.crt' }]);
-    for (const name of ['PORTCULLIS_SIDECAR_IMAGE', 'NODE_OPTIONS']) {
+    for (const name of ['PORTCULLIS_SIDECAR_IMAGE', 'NODE_OPTIONS', 'MALLOC_ARENA_MAX']) {
       const clash = await template(['--set', `operator.extraEnv[0].name=${name}`, '--set', 'operator.extraEnv[0].value=x']);
       expect(clash.code).not.toBe(0);
       expect(clash.stderr).toContain(`operator.extraEnv: ${name} is set by the chart`);

@@ -9,7 +9,7 @@ import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
 import { freePort } from '../harness/ports.ts';
-import { startProgram, type Program } from '../harness/programs.ts';
+import { startProgram, type Program, type StartOptions } from '../harness/programs.ts';
 
 export const RELEASE_NS = 'portcullis-system';
 export const RELEASE = 'portcullis';
@@ -116,9 +116,10 @@ export const FAST = {
   PORTCULLIS_RETRY_PERIOD_MS: '500',
 };
 
-export async function startOperator(env: OperatorEnv, identity: string, extra: Record<string, string> = {}): Promise<RunningOperator> {
+export async function startOperator(env: OperatorEnv, identity: string, extra: Record<string, string> = {}, launch: Pick<StartOptions, 'launcher'> = {}): Promise<RunningOperator> {
   const port = await freePort();
   const program = await startProgram({
+    ...launch,
     name: `operator-${identity}`,
     entry: 'dist/operator/main.mjs',
     env: {
