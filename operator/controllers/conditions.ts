@@ -24,6 +24,8 @@ export const Reasons = {
   SecretConflict: 'SecretConflict',
   /** Route (Event only): spec.redis.secretRef names a Secret or key that does not exist. */
   RedisSecretMissing: 'RedisSecretMissing',
+  /** Route (Event only): a jwt key without an issuer of its own, and no auth server runs in the namespace. */
+  AuthServerMissing: 'AuthServerMissing',
 } as const;
 export type Reason = (typeof Reasons)[keyof typeof Reasons];
 

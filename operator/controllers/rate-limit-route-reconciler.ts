@@ -4,6 +4,7 @@
 import type { Logger } from 'pino';
 import { rateLimitRouteSchema, type RateLimitRoute } from '../api/index.ts';
 import { routeConfigMap } from '../resources/route-config-map.ts';
+import { AUTH_SERVER_NAME } from '../resources/auth-server-names.ts';
 import { controllerOf } from '../resources/metadata.ts';
 import { routeDeployment, routeSelectorLabels } from '../resources/route-deployment.ts';
 import { routeNetworkPolicy } from '../resources/route-network-policy.ts';
@@ -189,6 +190,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     }
 
     await this.#checkRedisSecret(raw, route);
+    this.#checkJwtIssuer(raw, route);
     if (source !== undefined && redisUrlData === undefined) {
       this.#d.events.event(raw, 'Warning', Reasons.RedisSecretMissing, `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the route's pods cannot start until it exists (the chart's redis.existingSecret)`);
     }
@@ -231,6 +233,24 @@ export class RateLimitRouteReconciler implements Reconciler {
     if (data !== undefined && ref.key in data) return;
     const what = secret === undefined ? `Secret ${ref.name} does not exist` : `Secret ${ref.name} has no key ${ref.key}`;
     this.#d.events.event(raw, 'Warning', Reasons.RedisSecretMissing, `spec.redis.secretRef: ${what}; the route's pods cannot start until it does (kubectl -n ${route.metadata.namespace} create secret generic ${ref.name} --from-literal=${ref.key}=redis://...)`);
+  }
+
+  /**
+   * A jwt key without an issuer of its own trusts the namespace's auth server, which the operator
+   * runs only while an OAuthClient exists there: without it every request of the route is a 503
+   * (the sidecar cannot fetch the keys), so say so where the team looks.
+   */
+  #checkJwtIssuer(raw: KubeObject, route: RateLimitRoute): void {
+    const { key } = route.spec.limiter;
+    if (key.source !== 'jwt' || key.issuer !== undefined) return;
+    const namespace = route.metadata.namespace ?? 'default';
+    if (this.#d.caches.deployments.get(namespace, AUTH_SERVER_NAME) !== undefined) return;
+    this.#d.events.event(
+      raw,
+      'Warning',
+      Reasons.AuthServerMissing,
+      `spec.limiter.key is jwt without an issuer, so it trusts the Portcullis auth server of namespace ${namespace}, which runs only while an OAuthClient exists there: until one does (or spec.limiter.key.issuer names another issuer) the sidecars cannot fetch signing keys and answer 503`,
+    );
   }
 
   async #invalid(raw: KubeObject, message: string): Promise<void> {
