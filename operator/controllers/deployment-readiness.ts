@@ -31,6 +31,10 @@ export function deploymentReadiness(deployment: KubeObject | undefined, wanted: 
   if (updated < wanted) {
     return { ready: false, readyReplicas, replicas, message: `rolling out Deployment ${name}: ${updated} of ${wanted} pods updated, ${readyReplicas} ready${hint}` };
   }
+  // Pods of the previous template still run (and may be the ready ones): the rollout is not over.
+  if (replicas > updated) {
+    return { ready: false, readyReplicas, replicas, message: `rolling out Deployment ${name}: ${replicas - updated} pods of the previous template still running, ${updated} updated${hint}` };
+  }
   if (readyReplicas < wanted || available < wanted) {
     return { ready: false, readyReplicas, replicas, message: `waiting for pods of Deployment ${name}: ${readyReplicas} of ${wanted} ready${hint}` };
   }

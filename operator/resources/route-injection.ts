@@ -54,6 +54,13 @@ export function injectedSidecar(route: RateLimitRoute, settings: ResourceSetting
   const pod = asRecord(own?.['spec']);
   const [sidecar] = list(pod?.['containers']);
   const prefixed = (items: unknown) => list(items).map((v) => ({ ...v, name: `${VOLUME_PREFIX}${String(v['name'])}` }));
+  // The team's pod sets its own fsGroup, or none: a Secret file only group-readable (as in the
+  // route's own pods, whose fsGroup is the sidecar's group) would be unreadable to the sidecar.
+  // Only the sidecar container mounts these volumes, so readable by all means by the sidecar alone.
+  const volumes = prefixed(pod?.['volumes']).map((v) => {
+    const secret = asRecord(v['secret']);
+    return secret === undefined ? v : { ...v, secret: { ...secret, defaultMode: 0o444 } };
+  });
   const container = { ...(renamePorts(sidecar) as Json), name: INJECTED_CONTAINER, volumeMounts: prefixed(sidecar?.['volumeMounts']) };
   return {
     apiVersion: 'apps/v1',
@@ -66,7 +73,7 @@ export function injectedSidecar(route: RateLimitRoute, settings: ResourceSetting
           labels: { ...SIDECAR_POD_LABELS, [ROUTE_LABEL]: route.metadata.name },
           annotations: { [CONFIG_HASH_ANNOTATION]: String(asRecord(asRecord(own?.['metadata'])?.['annotations'])?.[CONFIG_HASH_ANNOTATION]) },
         },
-        spec: { containers: [container], volumes: prefixed(pod?.['volumes']) },
+        spec: { containers: [container], volumes },
       },
     },
   };

@@ -6,7 +6,9 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd, rateLimitRouteSchema, TARGET_REF_IMMUTABLE_RULE, WORKLOAD_RULE } from '../../operator/api/index.ts';
 import { TARGET_REF_POLL_MS } from '../../operator/controllers/sidecar-injection.ts';
 import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
-import { INJECTION_FINALIZER, SIDECAR_FIELD_MANAGER } from '../../operator/resources/route-injection.ts';
+import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
+import { routeDeployment } from '../../operator/resources/route-deployment.ts';
+import { INJECTION_FINALIZER, injectedSidecar, SIDECAR_FIELD_MANAGER } from '../../operator/resources/route-injection.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
@@ -116,6 +118,43 @@ describe('spec.targetRef: into an existing Deployment', () => {
     expect(client.peek(resourceTypes.deployment, 'team-a', 'all')).toBeUndefined();
     expect(client.peek(resourceTypes.networkPolicy, 'team-a', 'all')).toBeUndefined();
     expect(client.peek(resourceTypes.podDisruptionBudget, 'team-a', 'all')).toBeUndefined();
+  });
+
+  it("the Redis URL Secret is readable by the sidecar whatever the team pod's fsGroup: mode 0444 in the team pod (only the sidecar mounts it), 0440 with the route's own fsGroup", () => {
+    const secretRef = { secretRef: { name: 'redis-credentials', key: 'redis-url' } };
+    const injecting = rateLimitRouteSchema.parse({ ...refRoute(), spec: { ...(refRoute()['spec'] as Obj), redis: secretRef } });
+    const injected = injectedSidecar(injecting, settings, renderSidecarConfig(injecting, settings)) as Obj;
+    const volume = (injected['spec']['template']['spec']['volumes'] as Obj[]).find((v) => v['name'] === 'portcullis-redis-url');
+    expect(volume?.['secret']).toMatchObject({ secretName: 'redis-credentials', defaultMode: 0o444 });
+    const mounts = (injected['spec']['template']['spec']['containers'] as Obj[])[0]?.['volumeMounts'] as Obj[];
+    expect(mounts.find((m) => m['name'] === 'portcullis-redis-url')).toMatchObject({ readOnly: true });
+
+    const own = rateLimitRouteSchema.parse({
+      apiVersion: 'portcullis.dev/v1alpha1',
+      kind: 'RateLimitRoute',
+      metadata: { name: 'own', namespace: 'team-a' },
+      spec: { target: { image: 'example/web:1.0', port: 8081 }, limiter: { replenishRate: 1, burstCapacity: 10 }, redis: secretRef },
+    });
+    const pod = (routeDeployment(own, settings, renderSidecarConfig(own, settings)) as Obj)['spec']['template']['spec'];
+    expect(pod['securityContext']['fsGroup']).toBe(1000);
+    expect((pod['volumes'] as Obj[]).find((v) => v['name'] === 'redis-url')?.['secret']['defaultMode']).toBe(0o440);
+  });
+
+  it('Ready waits for the rollout to end: pods of the previous template (ready ones too) still running keep it Progressing', async () => {
+    const { client, reconcile } = await setup();
+    client.put(teamDeployment());
+    client.put(refRoute());
+    await reconcile();
+    const dep = team(client);
+    const status = { observedGeneration: dep['metadata']['generation'], updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2 };
+    // The new pods are not ready; the old ones are and still count as ready replicas.
+    client.put({ ...(dep as KubeObject), status: { ...status, replicas: 4 } });
+    await reconcile();
+    expect(ready(client)).toMatchObject({ status: 'False', reason: 'Progressing' });
+    expect(ready(client)['message']).toMatch(/2 pods of the previous template still running/);
+    client.put({ ...(team(client) as KubeObject), status: { ...status, replicas: 2 } });
+    await reconcile();
+    expect(ready(client)).toMatchObject({ status: 'True', reason: 'Ready' });
   });
 
   it('a reconcile with nothing to change writes nothing; Ready follows the team Deployment', async () => {
