@@ -114,6 +114,15 @@ describe('operator: NetworkPolicy and PodDisruptionBudgets on a real API server'
     expect(dry.stdout).toContain('poddisruptionbudget.policy/portcullis-operator serverside-applied (server dry run)');
     const one = await template([]);
     expect(one.stdout).not.toContain('kind: PodDisruptionBudget');
+    // The budget's values: another pace, or none at all; a budget that could never allow an eviction is refused.
+    const half = await template(['--set', 'operator.replicas=3', '--set', 'operator.podDisruptionBudget.maxUnavailable=50%']);
+    expect(half.stdout).toMatch(/kind: PodDisruptionBudget[\s\S]*maxUnavailable: 50%/);
+    const off = await template(['--set', 'operator.replicas=2', '--set', 'operator.podDisruptionBudget.enabled=false']);
+    expect(off.code, off.stderr).toBe(0);
+    expect(off.stdout).not.toContain('kind: PodDisruptionBudget');
+    const zero = await template(['--set', 'operator.replicas=2', '--set', 'operator.podDisruptionBudget.maxUnavailable=0']);
+    expect(zero.code).not.toBe(0);
+    expect(zero.stderr).toContain('maxUnavailable');
   });
 
   it('everything above ran with the chart RBAC: no request of the operator was forbidden', () => {
