@@ -62,10 +62,12 @@ describe('install: CRDs and the chart on a real cluster', () => {
       expect(config[config.indexOf('maxmemory') + 1], component).toBe(String(96 * 1024 * 1024));
       // Admitted only from its clients where the CNI enforces it (this cluster's ptp CNI does not).
       const admitted = await kube.kubectl(['-n', ctx.releaseNamespace, 'get', 'networkpolicy', `${ctx.release}-${component}`, '-o', 'jsonpath={.spec.ingress[0].from[0].podSelector.matchLabels}']);
-      expect(JSON.parse(admitted) as Record<string, string>).toEqual({
-        'app.kubernetes.io/name': component === 'redis' ? 'portcullis-gateway' : 'portcullis-auth-server',
-        'app.kubernetes.io/managed-by': 'portcullis-operator',
-      });
+      // redis: every pod running a sidecar (route pods and team pods with an injected one); auth-redis: the auth servers.
+      expect(JSON.parse(admitted) as Record<string, string>).toEqual(
+        component === 'redis'
+          ? { 'portcullis.dev/sidecar': 'true' }
+          : { 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/managed-by': 'portcullis-operator' },
+      );
     }
   });
 });
