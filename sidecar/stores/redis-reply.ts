@@ -3,18 +3,21 @@
 import { combineDecisions, toDecision, type BucketRule, type Decision } from '../bucket.ts';
 import { StoreUnavailableError } from './bucket-store.ts';
 
-/** Integers the script's reply holds per bucket (micro-tokens, µs; see token-bucket.lua); each take adds one more. */
-export const BUCKET_FIELDS = 2;
+/** Integers the script's reply holds per bucket (its micro-tokens; see token-bucket.lua); each take adds one more (allowed). */
+export const BUCKET_FIELDS = 1;
+
+/** Integers at the head of the reply, before the first take: the call's time in µs. */
+export const HEAD_FIELDS = 1;
 
 /** The raw reply of the script, for tests that compare it with the pure function. */
 export interface RawTake {
   readonly decision: Decision;
   /** Micro-tokens in the (first) bucket after the decision. */
   readonly microTokens: number;
-  /** µs time of the decision: Redis TIME (or the test clock), or the stored state's when that is later. */
+  /** µs time of the script call: Redis TIME (or the test clock). A bucket whose stored time is later decided at that one. */
   readonly nowUs: number;
-  /** Every bucket as of the decision, in the rules' order (what takeAllUs returns; stored only when admitted). */
-  readonly states: readonly { readonly microTokens: number; readonly updatedUs: number }[];
+  /** Every bucket's micro-tokens after the decision, in the rules' order (takeAllUs' states; stored only when admitted). */
+  readonly tokens: readonly number[];
 }
 
 /** A number of the reply; NaN when absent or empty (Number('') would be 0). */
@@ -27,26 +30,29 @@ export function parseDecision(fields: readonly string[], at: number, rules: read
   if (rules.length !== 1) return parseReply(fields, at, rules, costs).decision;
   const allowed = fields[at];
   const microTokens = integerField(fields[at + 1]);
-  if ((allowed !== '0' && allowed !== '1') || !Number.isSafeInteger(microTokens) || microTokens < 0 || !Number.isSafeInteger(integerField(fields[at + 2]))) {
-    throw malformed();
-  }
+  if ((allowed !== '0' && allowed !== '1') || !Number.isSafeInteger(microTokens) || microTokens < 0) throw malformed();
   return toDecision(allowed === '1', microTokens, rules[0] as BucketRule, costs[0] as number);
+}
+
+/** The call's time at the head of the reply (µs), or a malformed-reply error. */
+export function parseReplyTime(fields: readonly string[]): number {
+  const nowUs = integerField(fields[0]);
+  if (!Number.isSafeInteger(nowUs)) throw malformed();
+  return nowUs;
 }
 
 /** Checks one take's slice of the script's reply (zod would allocate on the hot path; this is the same check by hand). */
 export function parseReply(fields: readonly string[], at: number, rules: readonly BucketRule[], costs: readonly number[]): RawTake {
+  const nowUs = parseReplyTime(fields);
   const allowed = fields[at];
   if (allowed !== '0' && allowed !== '1') throw malformed();
   const decisions: Decision[] = [];
-  const states: { microTokens: number; updatedUs: number }[] = [];
+  const tokens: number[] = [];
   for (let i = 0; i < rules.length; i++) {
-    const f = at + 1 + BUCKET_FIELDS * i;
-    const microTokens = integerField(fields[f]);
-    const nowUs = integerField(fields[f + 1]);
-    if (!Number.isSafeInteger(microTokens) || microTokens < 0 || !Number.isSafeInteger(nowUs)) throw malformed();
+    const microTokens = integerField(fields[at + 1 + BUCKET_FIELDS * i]);
+    if (!Number.isSafeInteger(microTokens) || microTokens < 0) throw malformed();
     decisions.push(toDecision(allowed === '1', microTokens, rules[i] as BucketRule, costs[i] as number));
-    states.push({ microTokens, updatedUs: nowUs });
+    tokens.push(microTokens);
   }
-  const first = states[0] as { microTokens: number; updatedUs: number };
-  return { decision: combineDecisions(decisions), microTokens: first.microTokens, nowUs: first.updatedUs, states };
+  return { decision: combineDecisions(decisions), microTokens: tokens[0] as number, nowUs, tokens };
 }

@@ -15,7 +15,7 @@ import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import { assertRule, bucketTtlMs, type BucketRule, type Decision } from '../bucket.ts';
 import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
 import { keySlot } from './key-slot.ts';
-import { BUCKET_FIELDS, malformed, parseDecision, parseReply, type RawTake } from './redis-reply.ts';
+import { BUCKET_FIELDS, HEAD_FIELDS, malformed, parseDecision, parseReply, type RawTake } from './redis-reply.ts';
 
 export { parseDecision, parseReply, type RawTake } from './redis-reply.ts';
 
@@ -61,7 +61,7 @@ export interface RedisStoreOptions {
 }
 
 interface BucketCommands {
-  /** numkeys, the keys, now (µs or ''), then per take its bucket count and 4 arguments per bucket; answers one string. */
+  /** numkeys, the keys, now (µs or ''), the number of limit groups, each group's limits, then per take its group; answers one string. */
   portcullisTake(...args: (string | number)[]): Promise<unknown>;
 }
 
@@ -212,27 +212,35 @@ export class RedisBucketStore implements BucketStore {
     for (const group of bySlot.values()) this.#send(group);
   };
 
-  /** Sends takes whose keys share one slot as one script call and settles each with its slice of the reply. */
+  /**
+   * Sends takes whose keys share one slot as one script call and settles each with its slice of the
+   * reply. Takes with the same limits and costs share one group of rule arguments (a route's takes
+   * all do), so a take adds its keys and one group number to the call.
+   */
   #send(batch: PendingTake[]): void {
     const args: (string | number)[] = [0];
+    const groups: PendingTake[] = [];
+    const groupOfTake: number[] = [];
     let keys = 0;
-    let expected = 0;
+    let expected = HEAD_FIELDS;
     for (const t of batch) {
       const n = t.rules.length;
       args.push(t.key);
       for (let i = 1; i < n; i++) args.push(`${t.key}:${i}`);
       keys += n;
       expected += 1 + BUCKET_FIELDS * n;
+      groupOfTake.push(groupOf(groups, t));
     }
     args[0] = keys;
-    args.push(this.#clock === undefined ? '' : String(Math.round(this.#clock() * 1000)));
-    for (const t of batch) {
-      args.push(t.rules.length);
-      for (let i = 0; i < t.rules.length; i++) {
-        const rule = t.rules[i] as BucketRule;
-        args.push(rule.replenishRate, rule.burstCapacity, t.costs[i] as number, bucketTtlMs(rule));
+    args.push(this.#clock === undefined ? '' : String(Math.round(this.#clock() * 1000)), groups.length);
+    for (const g of groups) {
+      args.push(g.rules.length);
+      for (let i = 0; i < g.rules.length; i++) {
+        const rule = g.rules[i] as BucketRule;
+        args.push(rule.replenishRate, rule.burstCapacity, g.costs[i] as number, bucketTtlMs(rule));
       }
     }
+    for (const g of groupOfTake) args.push(g);
     this.client.portcullisTake(...args).then(
       (reply) => {
         const fields = typeof reply === 'string' ? reply.split(' ') : [];
@@ -240,7 +248,7 @@ export class RedisBucketStore implements BucketStore {
           failAll(batch, malformed());
           return;
         }
-        let at = 0;
+        let at = HEAD_FIELDS;
         for (let i = 0; i < batch.length; i++) {
           const t = batch[i] as PendingTake;
           const from = at;
@@ -286,6 +294,26 @@ export class RedisBucketStore implements BucketStore {
       this.client.disconnect();
     }
   }
+}
+
+/** The group number (1-based) of `take` among `groups`: the first with the same limits and costs, else a new one. */
+function groupOf(groups: PendingTake[], take: PendingTake): number {
+  for (let g = groups.length - 1; g >= 0; g--) if (sameLimits(groups[g] as PendingTake, take)) return g + 1;
+  groups.push(take);
+  return groups.length;
+}
+
+/** Whether two takes charge the same limits the same costs (the same arrays, or equal values: take() makes new ones). */
+function sameLimits(a: PendingTake, b: PendingTake): boolean {
+  if (a.rules === b.rules && a.costs === b.costs) return true;
+  const n = a.rules.length;
+  if (b.rules.length !== n) return false;
+  for (let i = 0; i < n; i++) {
+    const x = a.rules[i] as BucketRule;
+    const y = b.rules[i] as BucketRule;
+    if (a.costs[i] !== b.costs[i] || x.replenishRate !== y.replenishRate || x.burstCapacity !== y.burstCapacity) return false;
+  }
+  return true;
 }
 
 function failAll(batch: readonly PendingTake[], err: Error): void {

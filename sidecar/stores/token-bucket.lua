@@ -21,33 +21,54 @@
 -- KEYS             the bucket keys of every take, take after take ("<prefix>v2:{<key>}", then
 --                  "<prefix>v2:{<key>}:<i>" for its further buckets: sidecar/stores/redis.ts keyOf)
 -- ARGV[1]          now in µs, or '' to use Redis TIME (the default: every sidecar shares one clock)
--- then per take    n (its number of buckets), then 4 arguments per bucket: replenishRate (tokens
---                  per second, integer >= 1), burstCapacity (tokens, integer >= 1), cost of this
---                  request (tokens, 0..burstCapacity), key TTL in ms (SET ... PX when written)
+-- ARGV[2]          G, the number of limit groups the call's takes use (a group: one rule's limits
+--                  and costs, the same for all its takes, so sent and parsed once per call)
+-- then per group   n (its number of buckets), then 4 arguments per bucket: replenishRate (tokens
+--                  per second, integer >= 1), burstCapacity (tokens, integer >= 1), cost of a
+--                  take (tokens, 0..burstCapacity), key TTL in ms (SET ... PX when written)
+-- then per take    its group's number (1..G): the take has that group's n keys in KEYS
 --
--- Reply: ONE string of space-separated integers, per take: allowed (1|0), then per bucket the
--- micro-tokens it holds after the decision (refilled to the decision's time, charged when
--- admitted) and the µs time of the decision (now, or the stored state's time when the clock is
--- behind it). The client derives Retry-After and reset from those with the rule (bucket.ts
--- toDecision), so the script formats two numbers per bucket. One bulk string instead of an array:
--- the client decodes one value per batch (ioredis' RESP decoder costs several property lookups
--- per array entry: 25,000-38,000 fewer instructions per request in the sidecar, measured with
--- callgrind). '%d' formats Lua's doubles as 64-bit integers, exact below 2^53 and much cheaper
--- than '%.0f' (tostring would print 16-digit µs values as 1.7953e+15).
+-- Reply: ONE string of space-separated integers: the call's time in µs, then per take allowed
+-- (1|0) and per bucket the micro-tokens it holds after the decision (refilled to the decision's
+-- time, charged when admitted). The client derives Retry-After and reset from those with the
+-- rule (bucket.ts toDecision), so the script formats one number per bucket. One bulk string
+-- instead of an array: the client decodes one value per batch (ioredis' RESP decoder costs
+-- several property lookups per array entry: 25,000-38,000 fewer instructions per request in the
+-- sidecar, measured with callgrind). '%d' formats Lua's doubles as 64-bit integers, exact below
+-- 2^53 and much cheaper than '%.0f' (tostring would print 16-digit µs values as 1.7953e+15).
 --
 -- A call whose arguments do not match its keys is refused before anything is read or written.
 local nargs = #ARGV
-local counts = {}
-local a = 2
-local k = 0
-while a <= nargs do
+local groups = tonumber(ARGV[2]) or 0
+local counts, rates, capacities, needs, ttls = {}, {}, {}, {}, {}
+local a = 3
+for g = 1, groups do
   local n = tonumber(ARGV[a])
-  if n == nil or n < 1 then break end
-  counts[#counts + 1] = n
+  if n == nil or n < 1 or a + 4 * n > nargs then break end
+  counts[g] = n
+  local rate, capacity, need, ttl = {}, {}, {}, {}
+  for j = 1, n do
+    local b = a + 4 * j - 3
+    rate[j] = tonumber(ARGV[b])
+    capacity[j] = tonumber(ARGV[b + 1]) * 1000000
+    need[j] = tonumber(ARGV[b + 2]) * 1000000
+    ttl[j] = ARGV[b + 3]
+  end
+  rates[g], capacities[g], needs[g], ttls[g] = rate, capacity, need, ttl
   a = a + 1 + 4 * n
-  k = k + n
 end
-if a ~= nargs + 1 or k ~= #KEYS then
+local takes = {}
+local k = 0
+if #counts == groups then
+  for i = a, nargs do
+    local g = tonumber(ARGV[i])
+    local n = counts[g]
+    if n == nil then break end
+    takes[#takes + 1] = g
+    k = k + n
+  end
+end
+if groups < 1 or #counts ~= groups or #takes ~= nargs - a + 1 or k ~= #KEYS then
   return redis.error_reply('portcullis token bucket: arguments do not match the keys (' .. nargs .. ' arguments for ' .. #KEYS .. ' keys)')
 end
 
@@ -75,50 +96,46 @@ local function refill(key, rate, capacity)
   return math.min(capacity, t + elapsed * rate), now
 end
 
-local reply = {}
-local r = 0
-local tokens, times, needs = {}, {}, {}
-a = 2
+local reply = { string.format('%d', now) }
+local r = 1
+local tokens, times = {}, {}
 k = 0
-for i = 1, #counts do
-  local n = counts[i]
+for i = 1, #takes do
+  local g = takes[i]
+  local n = counts[g]
+  local rate, capacity, need, ttl = rates[g], capacities[g], needs[g], ttls[g]
   if n == 1 then
     -- One bucket (the common case), without the tables a take of several needs.
-    local need = tonumber(ARGV[a + 3]) * 1000000
-    local t, at = refill(KEYS[k + 1], tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2]) * 1000000)
-    if t >= need then
-      t = t - need
-      redis.call('SET', KEYS[k + 1], struct.pack(STATE, t, at), 'PX', ARGV[a + 4])
+    local t, at = refill(KEYS[k + 1], rate[1], capacity[1])
+    if t >= need[1] then
+      t = t - need[1]
+      redis.call('SET', KEYS[k + 1], struct.pack(STATE, t, at), 'PX', ttl[1])
       reply[r + 1] = '1'
     else
       reply[r + 1] = '0'
     end
-    reply[r + 2] = string.format('%d %d', t, at)
+    reply[r + 2] = string.format('%d', t)
     r = r + 2
   else
     local allowed = true
     for j = 1, n do
-      local b = a + 4 * j - 3
-      local need = tonumber(ARGV[b + 2]) * 1000000
-      local t, at = refill(KEYS[k + j], tonumber(ARGV[b]), tonumber(ARGV[b + 1]) * 1000000)
-      if t < need then allowed = false end
+      local t, at = refill(KEYS[k + j], rate[j], capacity[j])
+      if t < need[j] then allowed = false end
       tokens[j] = t
       times[j] = at
-      needs[j] = need
     end
     r = r + 1
     reply[r] = allowed and '1' or '0'
     for j = 1, n do
       local t = tokens[j]
       if allowed then
-        t = t - needs[j]
-        redis.call('SET', KEYS[k + j], struct.pack(STATE, t, times[j]), 'PX', ARGV[a + 4 * j])
+        t = t - need[j]
+        redis.call('SET', KEYS[k + j], struct.pack(STATE, t, times[j]), 'PX', ttl[j])
       end
       r = r + 1
-      reply[r] = string.format('%d %d', t, times[j])
+      reply[r] = string.format('%d', t)
     end
   end
-  a = a + 1 + 4 * n
   k = k + n
 end
 return table.concat(reply, ' ')

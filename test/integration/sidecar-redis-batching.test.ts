@@ -71,6 +71,40 @@ describe('batched takes on Redis', () => {
     });
   });
 
+  it('takes with the same limits share one group of arguments: keys, the groups once, then one group number per take', async () => {
+    const a: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
+    const b: BucketRule = { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 };
+    const two = [a, b];
+    await withStore({ commandTimeoutMs: 5000 }, async (store) => {
+      await store.take('warm-up-groups', a);
+      const monitor = await admin.monitor();
+      const calls: string[][] = [];
+      monitor.on('monitor', (_time: string, args: string[]) => {
+        if (args[0]?.toLowerCase() === 'evalsha') calls.push(args);
+      });
+      try {
+        // 12 takes of rule a (each through take(), so with arrays of its own), 6 of both limits.
+        await Promise.all([
+          ...Array.from({ length: 12 }, (_, i) => store.take(`group-a-${i % 4}`, a)),
+          ...Array.from({ length: 6 }, (_, i) => store.takeAll(`group-ab-${i % 2}`, two, [2, 3])),
+        ]);
+        await admin.ping(); // the monitor has seen the call by the time this answers
+        await new Promise((r) => setTimeout(r, 50));
+      } finally {
+        monitor.disconnect();
+      }
+      expect(calls).toHaveLength(1);
+      const args = (calls[0] as string[]).slice(2); // after EVALSHA and its sha: numkeys, keys, ARGV
+      const keys = Number(args[0]);
+      expect(keys).toBe(12 + 6 * 2);
+      const argv = args.slice(1 + keys);
+      // now (Redis TIME), 2 groups: [1 bucket: 1 10 2 20000] and [2 buckets: 1 10 2 20000, 20 100 3 10000].
+      expect(argv.slice(0, 2)).toEqual(['', '2']);
+      expect(argv.slice(2, 2 + 5 + 9)).toEqual(['1', '1', '10', '2', '20000', '2', '1', '10', '2', '20000', '20', '100', '3', '10000']);
+      expect(argv.slice(16)).toEqual([...Array.from({ length: 12 }, () => '1'), ...Array.from({ length: 6 }, () => '2')]);
+    });
+  });
+
   it('splits a turn larger than maxBatch and still admits exactly the burst', async () => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 50, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 5000, maxBatch: 16 }, async (store) => {
@@ -165,21 +199,23 @@ describe('batched takes on Redis', () => {
     const key = 'portcullis:bucket:v2:{malformed}';
     const seeded = encodeBucketValue({ microTokens: 5_000_000, updatedUs: 1_795_000_000_000_000 });
     await admin.set(key, seeded);
-    // Two keys, arguments for one take and a half: refused before the first take runs.
-    await expect(admin.eval(script, 2, key, key, '', '1', '1', '10', '1', '60000', '1', '1', '10')).rejects.toThrow(/arguments do not match the keys \(9 arguments for 2 keys\)/);
-    // One take that claims two buckets but names one key, and a bucket count that is not a number.
-    await expect(admin.eval(script, 1, key, '', '2', '1', '10', '1', '60000', '1', '10', '1', '60000')).rejects.toThrow(/arguments do not match the keys/);
-    await expect(admin.eval(script, 1, key, '', 'x', '1', '10', '1', '60000')).rejects.toThrow(/arguments do not match the keys/);
+    // Arguments: now, the group count, each group (bucket count, then rate, capacity, cost, TTL per
+    // bucket), then each take's group. Two keys but one take of one bucket: refused before it runs.
+    await expect(admin.eval(script, 2, key, key, '', '1', '1', '1', '10', '1', '60000', '1')).rejects.toThrow(/arguments do not match the keys \(8 arguments for 2 keys\)/);
+    // A take of a group that does not exist, a group count that is not a number, a group cut short.
+    await expect(admin.eval(script, 1, key, '', '1', '1', '1', '10', '1', '60000', '2')).rejects.toThrow(/arguments do not match the keys/);
+    await expect(admin.eval(script, 1, key, '', 'x', '1', '1', '10', '1', '60000', '1')).rejects.toThrow(/arguments do not match the keys/);
+    await expect(admin.eval(script, 1, key, '', '1', '2', '1', '10', '1', '60000', '1')).rejects.toThrow(/arguments do not match the keys/);
     expect(await admin.getBuffer(key)).toEqual(seeded);
-    // The same call well formed takes twice and answers 3 integers per one-bucket take in one string.
-    const reply = await admin.eval(script, 2, key, key, '1795000000000000', '1', '1', '10', '1', '60000', '1', '1', '10', '1', '60000');
+    // The same call well formed takes twice and answers its time, then allowed and micro-tokens per take, in one string.
+    const reply = await admin.eval(script, 2, key, key, '1795000000000000', '1', '1', '1', '10', '1', '60000', '1', '1');
     expect(typeof reply).toBe('string');
-    expect((reply as string).split(' ')).toEqual(['1', '4000000', '1795000000000000', '1', '3000000', '1795000000000000']);
+    expect((reply as string).split(' ')).toEqual(['1795000000000000', '1', '4000000', '1', '3000000']);
     expect(decodeBucketValue(await admin.getBuffer(key))).toEqual({ microTokens: 3_000_000, updatedUs: 1_795_000_000_000_000 });
     // A take the bucket cannot pay is refused and writes nothing: value and TTL stay as they were.
     await admin.pexpire(key, 50_000);
-    const refused = await admin.eval(script, 1, key, '1795000000000000', '1', '1', '10', '4', '60000');
-    expect((refused as string).split(' ')).toEqual(['0', '3000000', '1795000000000000']);
+    const refused = await admin.eval(script, 1, key, '1795000000000000', '1', '1', '1', '10', '4', '60000', '1');
+    expect((refused as string).split(' ')).toEqual(['1795000000000000', '0', '3000000']);
     expect(decodeBucketValue(await admin.getBuffer(key))).toEqual({ microTokens: 3_000_000, updatedUs: 1_795_000_000_000_000 });
     expect(await admin.pttl(key)).toBeLessThanOrEqual(50_000);
   });
