@@ -53,7 +53,7 @@ export function injectedSidecar(route: RateLimitRoute, settings: ResourceSetting
   const own = asRecord(asRecord(routeDeployment(route, settings, sidecarConfigText)['spec'])?.['template']);
   const pod = asRecord(own?.['spec']);
   const [sidecar] = list(pod?.['containers']);
-  const prefixed = (items: unknown) => list(items).map((v) => ({ ...v, name: `${VOLUME_PREFIX}${String(v['name'])}` }));
+  const prefixed = (items: unknown) => list(items).map((v): Json => ({ ...v, name: `${VOLUME_PREFIX}${String(v['name'])}` }));
   // The team's pod sets its own fsGroup, or none: a Secret file only group-readable (as in the
   // route's own pods, whose fsGroup is the sidecar's group) would be unreadable to the sidecar.
   // Only the sidecar container mounts these volumes, so readable by all means by the sidecar alone.

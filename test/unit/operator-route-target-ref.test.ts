@@ -151,7 +151,7 @@ describe('spec.targetRef: into an existing Deployment', () => {
     client.put({ ...(dep as KubeObject), status: { ...status, replicas: 4 } });
     await reconcile();
     expect(ready(client)).toMatchObject({ status: 'False', reason: 'Progressing' });
-    expect(ready(client)['message']).toMatch(/2 pods of the previous template still running/);
+    expect(ready(client)?.['message']).toMatch(/2 pods of the previous template still running/);
     client.put({ ...(team(client) as KubeObject), status: { ...status, replicas: 2 } });
     await reconcile();
     expect(ready(client)).toMatchObject({ status: 'True', reason: 'Ready' });
