@@ -12,7 +12,7 @@ import {
   SIGNING_KEYS_KEY,
   SIGNING_KEYS_SECRET,
 } from './auth-server-names.ts';
-import type { ContainerResources } from './container-resources.ts';
+import { AUTH_SERVER_MEMORY_LIMIT_MIB, type ContainerResources } from './container-resources.ts';
 import { baseLabels, containerSecurityContext, type Owner, ownerRef, podSecurityContext } from './metadata.ts';
 import { needsPodDisruptionBudget, podDisruptionBudget } from './pod-disruption-budget.ts';
 import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
@@ -37,8 +37,6 @@ export const authServerFiles = {
   keys: `${AUTH_CONFIG_ROOT}/keys/${SIGNING_KEYS_KEY}`,
 } as const;
 
-/** The auth server's default memory limit, MiB (DEFAULT_AUTH_SERVER_RESOURCES): the caps' base without a limit. */
-const AUTH_SERVER_MEMORY_LIMIT_MIB = 384;
 /** Young-generation semi-space of the auth server, MiB: measured in `make bench` (token suite, as deployed). */
 export const AUTH_SERVER_SEMI_SPACE_MIB = 4;
 

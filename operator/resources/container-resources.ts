@@ -57,8 +57,11 @@ export function resourcesProblem(resources: ContainerResources): string | undefi
   return undefined;
 }
 
+/** The auth server's default memory limit, MiB (also the base of its V8 caps when no limit is set). */
+export const AUTH_SERVER_MEMORY_LIMIT_MIB = 384;
+
 /** The auth server's default resources (Helm value auth.resources). */
 export const DEFAULT_AUTH_SERVER_RESOURCES: ContainerResources = {
   requests: { cpu: '50m', memory: '96Mi' },
-  limits: { memory: '384Mi' },
+  limits: { memory: `${AUTH_SERVER_MEMORY_LIMIT_MIB}Mi` },
 };
