@@ -14,6 +14,7 @@ import { bundleSidecar } from '../scripts/bundle.ts';
 import { accuracyMarkdown, runAccuracyBench } from './accuracy.ts';
 import { authFloodMarkdown, runAuthFloodBench } from './auth-flood.ts';
 import { authMarkdown, runAuthBench } from './auth.ts';
+import { batchWindowMarkdown, runBatchWindowBench } from './batch-window.ts';
 import { containerMemoryMarkdown, runContainerMemoryBench } from './container-memory.ts';
 import { gatewayJwtMarkdown, runGatewayJwtBench } from './gateway-jwt.ts';
 import { gatewayMarkdown, runGatewayBench } from './gateway.ts';
@@ -47,6 +48,7 @@ const suites: Record<string, Suite> = {
   'auth-flood': { run: runAuthFloodBench, markdown: authFloodMarkdown as (r: never) => string },
   'signin-flood': { run: runSignInFloodBench, markdown: signInFloodMarkdown as (r: never) => string },
   'redis-cost': { run: runRedisCostBench, markdown: redisCostMarkdown as (r: never) => string },
+  'batch-window': { run: runBatchWindowBench, markdown: batchWindowMarkdown as (r: never) => string },
   'operator-scale': {
     run: async (log): Promise<OperatorSuiteResult> => {
       const runs: OperatorBenchResult[] = [];
