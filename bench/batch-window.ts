@@ -27,6 +27,7 @@ import type { BucketRule, Decision } from '../sidecar/bucket.ts';
 import type { BucketStore, TakeSink } from '../sidecar/stores/bucket-store.ts';
 import { RedisBucketStore } from '../sidecar/stores/redis.ts';
 import { startRedis } from '../test/harness/redis.ts';
+import { commandStats, redisCpuUs } from './redis-cost.ts';
 
 const RATES = (process.env['BENCH_BATCH_WINDOW_RATES'] ?? '500,2000,10000').split(',').map(Number).filter((n) => n > 0);
 const SECONDS = Number(process.env['BENCH_BATCH_WINDOW_SECONDS'] ?? 3);
@@ -231,15 +232,10 @@ const median = (xs: number[]) => {
 };
 const quantile = (sorted: Float64Array, q: number) => (sorted.length === 0 ? 0 : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number));
 
-async function redisCpuUs(admin: Redis): Promise<number> {
-  const info = await admin.info('cpu');
-  const field = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? 0);
-  return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
-}
-
+/** Script calls so far (EVALSHA and EVAL, INFO commandstats). */
 async function scriptCalls(admin: Redis): Promise<number> {
-  const stats = await admin.info('commandstats');
-  return [...stats.matchAll(/^cmdstat_(?:evalsha|eval):calls=(\d+)/gm)].reduce((n, m) => n + Number(m[1]), 0);
+  const { calls } = await commandStats(admin);
+  return (calls['evalsha'] ?? 0) + (calls['eval'] ?? 0);
 }
 
 interface Bench {

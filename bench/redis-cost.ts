@@ -169,7 +169,8 @@ export interface RedisCostBenchResult {
   readonly goals: { goal: string; measured: string; met: boolean }[];
 }
 
-async function redisCpuUs(admin: Redis): Promise<number> {
+/** The redis-server process's user + sys CPU so far (INFO cpu), µs. */
+export async function redisCpuUs(admin: Redis): Promise<number> {
   const info = await admin.info('cpu');
   const field = (name: string) => Number(new RegExp(`^${name}:([0-9.]+)`, 'm').exec(info)?.[1] ?? 0);
   return (field('used_cpu_user') + field('used_cpu_sys')) * 1e6;
@@ -178,7 +179,7 @@ async function redisCpuUs(admin: Redis): Promise<number> {
 /** Commands a client sends; the commands a script runs inside are counted by Redis as well, under their own names, and are left out here. */
 const TOP_LEVEL = new Set(['evalsha', 'eval', 'incrby', 'expire']);
 
-async function commandStats(admin: Redis): Promise<{ usec: number; topLevelCalls: number; calls: Record<string, number> }> {
+export async function commandStats(admin: Redis): Promise<{ usec: number; topLevelCalls: number; calls: Record<string, number> }> {
   let usec = 0;
   let topLevelCalls = 0;
   const calls: Record<string, number> = {};
