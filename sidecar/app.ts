@@ -229,12 +229,20 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
       if (shuttingDown) return;
       shuttingDown = true;
       const grace = runtime.config.shutdownGraceMs;
+      const keepAlive = Math.min(runtime.config.shutdownKeepAliveMs, grace);
+      const draining = proxy.drain(); // from now on every answer says Connection: close
+      // A client may send on a kept-alive connection at any moment (kube-proxy keeps routing an
+      // open connection to this pod after its endpoint is gone). Closing idle connections at once
+      // races with such a request, which the client sees as a reset. So they stay open a moment:
+      // a busy client's next request is answered with Connection: close and the client moves on.
+      await new Promise((resolve) => setTimeout(resolve, keepAlive));
+      // close() stops accepting and closes the connections that are idle now.
       const closed = new Promise<void>((resolve) => proxyServer.close(() => resolve()));
       let timer: NodeJS.Timeout | undefined;
       const drained = await Promise.race([
-        proxy.drain().then(() => true),
+        draining.then(() => true),
         new Promise<boolean>((resolve) => {
-          timer = setTimeout(() => resolve(false), grace);
+          timer = setTimeout(() => resolve(false), grace - keepAlive);
         }),
       ]);
       clearTimeout(timer);

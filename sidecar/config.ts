@@ -235,6 +235,12 @@ export const sidecarConfigSchema = z
     limiter: limiterSchema,
     redis: redisSchema.optional(),
     shutdownGraceMs: z.number().int().nonnegative().default(10_000).describe('Longest wait for in-flight requests on shutdown (ms)'),
+    shutdownKeepAliveMs: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(1000)
+      .describe('On shutdown, how long idle keep-alive connections stay open (ms), answering with Connection: close, before they are closed; part of shutdownGraceMs'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
   .describe('Portcullis sidecar configuration');

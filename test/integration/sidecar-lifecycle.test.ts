@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { request } from 'undici';
+import { Client, request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProgram } from '../harness/programs.ts';
 import { sleep, startSidecar } from './sidecar-support.ts';
@@ -73,5 +73,24 @@ describe('sidecar lifecycle', () => {
     expect(res).toEqual({ status: 200, body: 'drained' });
     expect(await exit).toBe(0);
     await sidecar.program.waitForLine(/"msg":"stopped"/);
+  });
+  it('SIGTERM keeps idle keep-alive connections open a moment: a request on one is answered, with Connection: close, not reset', async () => {
+    const sidecar = await startSidecar({ upstream: { url: upstreamUrl }, route: { id: 'all' }, limiter: { replenishRate: 100, burstCapacity: 100 }, shutdownKeepAliveMs: 2000 });
+    const client = new Client(sidecar.url, { pipelining: 1 });
+    try {
+      const first = await client.request({ method: 'GET', path: '/x', headers: { 'USER-ID': 'keep-alive' } });
+      await first.body.dump();
+      expect(first.headers['connection']).not.toBe('close'); // the connection is kept for the next request
+      const exit = sidecar.program.stop('SIGTERM', 15_000);
+      await sleep(300);
+      // The same connection, idle when SIGTERM came: closing it at once would race with this request.
+      const second = await client.request({ method: 'GET', path: '/x', headers: { 'USER-ID': 'keep-alive' } });
+      expect(second.statusCode).toBe(200);
+      expect(second.headers['connection']).toBe('close');
+      await second.body.dump();
+      expect(await exit).toBe(0);
+    } finally {
+      await client.destroy();
+    }
   });
 });
