@@ -1,4 +1,4 @@
-// Issue 23, section 1: at light load every take is its own script call (RedisBucketStore batches
+// The light-load question: there every take is its own script call (RedisBucketStore batches
 // only the takes of one event-loop turn). Would holding takes for a short window, so that several
 // share one call, lower Redis's CPU per decision without raising p99 measurably?
 // An OPEN-loop load against one real redis-server (loopback): a worker thread sleeps (Atomics.wait)
