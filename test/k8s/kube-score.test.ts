@@ -14,6 +14,7 @@ import { routePodDisruptionBudget } from '../../operator/resources/route-pod-dis
 import { routeService } from '../../operator/resources/route-service.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { k8sTools } from '../harness/k8s/cluster.ts';
+import { helmTemplate, OPERATOR_EVERY_OPTION } from './chart-render.ts';
 import { oauthClient, routeObject, settings } from '../unit/operator-fixtures.ts';
 
 /** Checks turned off, and why. */
@@ -35,12 +36,6 @@ function score(yaml: string): { code: number; critical: string[]; output: string
   const res = spawnSync(kubeScore, ['score', '-', '--output-format', 'ci', ...FLAGS], { input: yaml, encoding: 'utf8' });
   const output = `${res.stdout}${res.stderr}`;
   return { code: res.status ?? -1, critical: output.split('\n').filter((l) => l.startsWith('[CRITICAL]')), output };
-}
-
-function helmTemplate(args: string[] = []): string {
-  const res = spawnSync(tools.helm, ['template', 'portcullis', 'charts/portcullis', '--namespace', 'portcullis-system', '--kube-version', tools.kubernetesVersion, '--set', 'images.tag=0.1.0', ...args], { encoding: 'utf8' });
-  expect(res.status, res.stderr).toBe(0);
-  return res.stdout;
 }
 
 const asYaml = (objects: readonly (KubeObject | undefined)[]) => objects.filter((o): o is KubeObject => o !== undefined).map((o) => stringify(o)).join('---\n');
@@ -70,19 +65,11 @@ describe('kube-score', () => {
   it('finds nothing critical in the chart with every option on (two operator replicas, monitoring, priority classes, spread, digests, templated CRDs)', () => {
     const res = score(
       helmTemplate([
-        '--set', 'operator.replicas=2',
+        ...OPERATOR_EVERY_OPTION,
+        '--set', 'operator.priorityClassName=platform',
         '--set', 'monitoring.serviceMonitor.enabled=true',
         '--set', 'monitoring.podMonitor.enabled=true',
         '--set', 'monitoring.dashboard.enabled=true',
-        '--set', 'priorityClassName=platform',
-        '--set', 'operator.priorityClassName=platform',
-        '--set', 'operator.podLabels.team=platform',
-        '--set', 'operator.topologySpreadConstraints[0].maxSkew=1',
-        '--set', 'operator.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone',
-        '--set', 'operator.topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway',
-        '--set', `images.operator.digest=sha256:${'a'.repeat(64)}`,
-        '--set', 'operator.extraEnv[0].name=HTTPS_PROXY',
-        '--set', 'operator.extraEnv[0].value=http://proxy:3128',
         '--set', 'crds.enabled=true',
       ]),
     );

@@ -4,7 +4,6 @@
 // created as a Pod, server-side dry run, in a namespace labelled
 // pod-security.kubernetes.io/enforce=restricted. The admission plugin is the same code the cluster
 // runs, so this is the check that matters to a platform team that enforces the profile.
-import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { rateLimitRouteSchema, type RateLimitRoute } from '../../operator/api/index.ts';
@@ -12,13 +11,13 @@ import { authServerDeployment } from '../../operator/resources/auth-server-deplo
 import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { injectedSidecar } from '../../operator/resources/route-injection.ts';
-import { k8sTools, startCluster, type Cluster } from '../harness/k8s/cluster.ts';
+import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
 import { oauthClient, routeObject, settings } from '../unit/operator-fixtures.ts';
+import { helmTemplate, OPERATOR_EVERY_OPTION } from './chart-render.ts';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- rendered objects, read in assertions
 
 const NS = 'restricted';
-const tools = k8sTools();
 let cluster: Cluster;
 
 beforeAll(async () => {
@@ -45,10 +44,8 @@ async function admit(name: string, template: Obj): Promise<{ status: number; mes
   return { status: res.status, message: String((res.body as Obj)?.['message'] ?? '') };
 }
 
-function helmTemplates(args: string[] = []): Array<[string, Obj]> {
-  const res = spawnSync(tools.helm, ['template', 'portcullis', 'charts/portcullis', '--namespace', 'portcullis-system', '--kube-version', tools.kubernetesVersion, '--set', 'images.tag=0.1.0', ...args], { encoding: 'utf8' });
-  expect(res.status, res.stderr).toBe(0);
-  return parseAllDocuments(res.stdout)
+function helmTemplates(args: readonly string[] = []): Array<[string, Obj]> {
+  return parseAllDocuments(helmTemplate(args))
     .map((d) => d.toJS() as Obj | null)
     .filter((o): o is Obj => o?.['kind'] === 'Deployment' || o?.['kind'] === 'StatefulSet')
     .map((o) => [`${o['kind']}/${o['metadata']['name']}`, o['spec']['template'] as Obj]);
@@ -66,17 +63,7 @@ describe('Pod Security "restricted", enforced by a real API server', () => {
   });
 
   it('admits the chart pods with every option on (two replicas, spread, priority, digests, extra env)', async () => {
-    const templates = helmTemplates([
-      '--set', 'operator.replicas=2',
-      '--set', 'priorityClassName=platform',
-      '--set', 'operator.podLabels.team=platform',
-      '--set', 'operator.topologySpreadConstraints[0].maxSkew=1',
-      '--set', 'operator.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone',
-      '--set', 'operator.topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway',
-      '--set', `images.operator.digest=sha256:${'a'.repeat(64)}`,
-      '--set', 'operator.extraEnv[0].name=HTTPS_PROXY',
-      '--set', 'operator.extraEnv[0].value=http://proxy:3128',
-    ]);
+    const templates = helmTemplates(OPERATOR_EVERY_OPTION);
     for (const [name, template] of templates) expect(await admit(`all-${(name.split('/')[1] as string)}`, template), name).toMatchObject({ status: 201 });
   });
 
