@@ -288,6 +288,9 @@ export class RedisBucketStore implements BucketStore {
   }
 
   async close(): Promise<void> {
+    // Takes of this turn still waiting for their batch go out first: QUIT queued ahead of them
+    // would fail them all (the store is retired on a Redis switch while requests are arriving).
+    if (this.#pending.length > 0) this.#flush();
     try {
       await this.client.quit();
     } catch {

@@ -71,6 +71,15 @@ describe('batched takes on Redis', () => {
     });
   });
 
+  it('close() right after takes of this turn still waiting for their batch decides them instead of failing them', async () => {
+    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000 });
+    await store.ready();
+    const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 1 };
+    const takes = Array.from({ length: 5 }, (_, i) => store.take(`closing-${i}`, rule));
+    await store.close();
+    expect((await Promise.all(takes)).map((d) => d.allowed)).toEqual([true, true, true, true, true]);
+  });
+
   it('takes with the same limits share one group of arguments: keys, the groups once, then one group number per take', async () => {
     const a: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
     const b: BucketRule = { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 };
