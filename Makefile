@@ -84,8 +84,8 @@ k8s-tools: ## Build (once, cached outside the repo) the Kubernetes commands, etc
 
 images: ## Build the five images as portcullis/<program>:$(TAG) with the engine at hand (BASE_IMAGE=... to change the base)
 	@for p in operator sidecar services/auth-server services/user-service services/demo-client; do \
-	  echo "docker build -f $$p/Dockerfile -t portcullis/$${p##*/}:$(TAG)"; \
-	  docker build -f $$p/Dockerfile -t portcullis/$${p##*/}:$(TAG) --build-arg BASE_IMAGE=$(BASE_IMAGE) $(DOCKER_BUILD_FLAGS) . ; \
+	  echo "docker build --build-arg PROGRAM=$${p##*/} --build-arg SOURCE=$$p -t portcullis/$${p##*/}:$(TAG) ."; \
+	  docker build --build-arg PROGRAM=$${p##*/} --build-arg SOURCE=$$p -t portcullis/$${p##*/}:$(TAG) --build-arg BASE_IMAGE=$(BASE_IMAGE) $(DOCKER_BUILD_FLAGS) . || exit 1; \
 	done
 
 deploy: ## Install or upgrade on the current kubectl context: CRDs server-side from crds/, then helm upgrade --install (RELEASE, NAMESPACE, HELM_FLAGS)

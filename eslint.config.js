@@ -2,6 +2,31 @@
 // 2-core machine and `tsc --noEmit` already checks the types.
 import tseslint from 'typescript-eslint';
 
+// What each program may import: its own folder and lib/ (code shared between programs: the token
+// bucket, the config contracts the operator renders and the programs read, web helpers). Tests,
+// benchmarks and scripts may import anything. A relative import that climbs out of a folder into a
+// name below is refused; the folder names are unique in the tree, so the check needs no resolver.
+const OTHERS = ['operator', 'sidecar', 'services', 'auth-server', 'user-service', 'demo-client', 'scripts', 'test', 'bench'];
+function boundary(folder, own) {
+  const names = OTHERS.filter((n) => !own.includes(n)).join('|');
+  return {
+    files: [`${folder}/**/*.ts`],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: `^(\\.\\./)+(${names})(/|$)`,
+              message: `${folder}/ imports only its own files and lib/: move code two programs share into lib/.`,
+            },
+          ],
+        },
+      ],
+    },
+  };
+}
+
 export default tseslint.config(
   { ignores: ['node_modules/**', '.tools/**', 'dist/**', 'test-results/**', 'bench/results/**', 'charts/**'] },
   ...tseslint.configs.recommended,
@@ -20,4 +45,10 @@ export default tseslint.config(
       eqeqeq: ['error', 'always'],
     },
   },
+  boundary('lib', []),
+  boundary('operator', ['operator']),
+  boundary('sidecar', ['sidecar']),
+  boundary('services/auth-server', ['auth-server']),
+  boundary('services/user-service', ['user-service']),
+  boundary('services/demo-client', ['demo-client']),
 );

@@ -20,7 +20,7 @@ import os from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { decodeBucketValue } from '../sidecar/stores/bucket-value.ts';
+import { decodeBucketValue } from '../lib/token-bucket/bucket-value.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram, type Program } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';

@@ -5,7 +5,7 @@
 // until each arrival of a Poisson process at a fixed mean rate (seeded: the same arrivals for every
 // window), users in turn, and hands the main thread each wakeup's due arrivals in one message, as
 // a sidecar reads the sockets that are ready in one poll; the main thread calls take() for each.
-// Windows, in a BucketStore decorator written here (sidecar/stores/ is unchanged):
+// Windows, in a BucketStore decorator written here (lib/token-bucket/ is unchanged):
 //   0        today: every take goes to the store at once (the turn's takes form one call);
 //   W µs     the first held take opens a window; when W has passed since it, or N takes are held,
 //            all held takes go to the store in one turn, so they form one script call. Node's
@@ -19,13 +19,13 @@
 // taken within a round, then the median is reported. Bounded: ROUNDS (5) x 3 rates x 5 windows x
 // SECONDS (3 s), plus a drain of at most DRAIN_MS per point: about 4.5 minutes.
 // One file past 300 lines: the decorator and the generator exist only for this experiment; if the
-// numbers said adopt, the window would move into sidecar/stores/redis.ts instead.
+// numbers said adopt, the window would move into lib/token-bucket/redis-store.ts instead.
 import { Redis } from 'ioredis';
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
-import type { BucketRule, Decision } from '../sidecar/bucket.ts';
-import type { BucketStore, TakeSink } from '../sidecar/stores/bucket-store.ts';
-import { RedisBucketStore } from '../sidecar/stores/redis.ts';
+import type { BucketRule, Decision } from '../lib/token-bucket/bucket.ts';
+import type { BucketStore, TakeSink } from '../lib/token-bucket/bucket-store.ts';
+import { RedisBucketStore } from '../lib/token-bucket/redis-store.ts';
 import { startRedis } from '../test/harness/redis.ts';
 import { commandStats, redisCpuUs } from './redis-cost.ts';
 

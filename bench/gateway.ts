@@ -30,7 +30,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
-import type { SidecarConfigInput } from '../sidecar/config.ts';
+import type { SidecarConfigInput } from '../lib/config/sidecar.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram, type StartOptions } from '../test/harness/programs.ts';
 import { statusFieldsKiB, statusKiB } from '../test/harness/raw-http.ts';

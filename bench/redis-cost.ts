@@ -1,6 +1,6 @@
 // Redis's own CPU per rate-limit decision, for three ways of keeping the counts in one real
 // redis-server (this machine's Debian build):
-// - portcullis: our exact token bucket (sidecar/stores/token-bucket.lua through RedisBucketStore),
+// - portcullis: our exact token bucket (lib/token-bucket/token-bucket.lua through RedisBucketStore),
 //   at light load one take per script call, at saturation the takes of an event-loop turn batched
 //   into one call (up to 128), and for reference at saturation with batching off;
 // - a two-key bucket in the style of Spring Cloud Gateway's RequestRateLimiter (a tokens key and a
@@ -14,8 +14,8 @@
 // figures are Redis's, not the client's: the client shares the machine but not the measurement.
 import { Redis } from 'ioredis';
 import os from 'node:os';
-import type { BucketRule } from '../sidecar/bucket.ts';
-import { RedisBucketStore } from '../sidecar/stores/redis.ts';
+import type { BucketRule } from '../lib/token-bucket/bucket.ts';
+import { RedisBucketStore } from '../lib/token-bucket/redis-store.ts';
 import { startRedis, startRedisCluster } from '../test/harness/redis.ts';
 
 const LIGHT_DECISIONS = Number(process.env['BENCH_REDIS_LIGHT'] ?? 20_000);

@@ -11,7 +11,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { hashPassword } from '../services/auth-server/config.ts';
+import { hashPassword } from '../lib/config/auth-server.ts';
 import { defaultHashConcurrency } from '../services/auth-server/password-gate.ts';
 import { authorize, tokenRequest, trySignIn } from '../test/integration/auth-flow.ts';
 import { SECRETS, startStack, type Stack } from '../test/integration/auth-stack.ts';

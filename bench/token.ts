@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair } from 'jose';
-import { hashPassword } from '../services/auth-server/config.ts';
+import { hashPassword } from '../lib/config/auth-server.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
 import { authorize, browser, type Browserish } from '../test/integration/auth-flow.ts';

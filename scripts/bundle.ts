@@ -11,14 +11,17 @@ import path from 'node:path';
 import { build } from 'esbuild';
 
 /**
- * The programs that ship as a bundle, by image name: the long-running ones whose memory counts
- * (a sidecar per route pod, an auth server per namespace, the operator). The user service and the
- * demo client are examples and run from their TypeScript sources.
+ * Every program by image name, with its entry file: each image runs its program as a bundle
+ * (the Dockerfile's PROGRAM). The memory counts most for the long-running ones (a sidecar per
+ * route pod, an auth server per namespace, the operator); the example services ship the same way
+ * so that one image shape serves all.
  */
 export const BUNDLED_PROGRAMS = {
   sidecar: 'sidecar/main.ts',
   operator: 'operator/main.ts',
   'auth-server': 'services/auth-server/main.ts',
+  'user-service': 'services/user-service/main.ts',
+  'demo-client': 'services/demo-client/main.ts',
 } as const;
 export type BundledProgram = keyof typeof BUNDLED_PROGRAMS;
 
@@ -28,8 +31,8 @@ export function bundleEntry(program: BundledProgram): string {
 }
 
 /** The Redis token-bucket store reads its Lua script from beside itself (new URL(..., import.meta.url)). */
-const LUA_SOURCE = 'sidecar/stores/redis.ts';
-const LUA_SCRIPT = 'sidecar/stores/token-bucket.lua';
+const LUA_SOURCE = 'lib/token-bucket/redis-store.ts';
+const LUA_SCRIPT = 'lib/token-bucket/token-bucket.lua';
 
 /** Bundles `entry` into `outfile`; answers the bundle's size in bytes and the repository files it holds. */
 export async function bundleNodeProgram(entry: string, outfile: string): Promise<{ bytes: number; inputs: string[] }> {

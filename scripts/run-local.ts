@@ -7,7 +7,7 @@ import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { LocalContext, LocalProgram, LocalProgramFactory } from './local-program.ts';
+import type { LocalContext, LocalProgram, LocalProgramFactory } from '../lib/local-program.ts';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 

@@ -6,7 +6,7 @@
 // they write a refusal (a response object or a raw socket).
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import type { Decision } from './bucket.ts';
+import type { Decision } from '../lib/token-bucket/bucket.ts';
 import type { JwtKeyResult } from './jwt-key.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import { selectRule, type RouteRuntime, type RuleRuntime } from './route-runtime.ts';

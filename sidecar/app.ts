@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
 import { buildAdminServer } from './admin.ts';
-import { parseSidecarConfigText, type SidecarConfig } from './config.ts';
+import { parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
 import { SidecarMetrics } from './metrics.ts';
 import { problemTypes } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
@@ -14,8 +14,8 @@ import { requestBodyTimeout } from './request-body-timeout.ts';
 import { JwtKeySource } from './jwt-key.ts';
 import { buildRouteRuntime, type RouteRuntime } from './route-runtime.ts';
 import { UpgradeProxy } from './upgrade.ts';
-import { createBucketStore } from './stores/create-store.ts';
-import type { BucketStore } from './stores/bucket-store.ts';
+import { createBucketStore } from './create-store.ts';
+import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
 
 export interface SidecarDeps {
   readonly config: SidecarConfig;

@@ -9,11 +9,11 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
 import { unlimited, type Admission, type Verdict } from './admission.ts';
-import type { Decision } from './bucket.ts';
+import type { Decision } from '../lib/token-bucket/bucket.ts';
 import { dropResponse, removeConnectionTokens } from './hop-by-hop.ts';
 import { problemTypes, sendProblem } from './problem.ts';
 import type { RouteRuntime, RuleRuntime } from './route-runtime.ts';
-import type { TakeSink } from './stores/bucket-store.ts';
+import type { TakeSink } from '../lib/token-bucket/bucket-store.ts';
 
 const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 const noHeaders: string[] = [];

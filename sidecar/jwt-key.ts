@@ -6,7 +6,7 @@
 // of a signature check.
 import { hash } from 'node:crypto';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
-import type { JwtKeyConfig } from './config.ts';
+import type { JwtKeyConfig } from '../lib/config/sidecar.ts';
 import { rejectKey } from './user-key.ts';
 
 /** A verified key, or why there is none. */

@@ -1,12 +1,12 @@
-// `make run` description of the sidecar (scripts/local-program.ts): route `all`, `/**`, to the
+// `make run` description of the sidecar (lib/local-program.ts): route `all`, `/**`, to the
 // user service on 8081 with the specification's "Normal" limits unless the environment overrides
 // them; REDIS_URL switches the limiter from memory to Redis; LIMIT_KEY=jwt keys the buckets on the
 // verified subject of access tokens from the local auth server instead of the USER-ID header.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import type { LocalProgramFactory } from '../scripts/local-program.ts';
-import { parseSidecarConfig, type SidecarConfigInput } from './config.ts';
+import type { LocalProgramFactory } from '../lib/local-program.ts';
+import { parseSidecarConfig, type SidecarConfigInput } from '../lib/config/sidecar.ts';
 
 const port = 8080;
 const adminPort = 9090;

@@ -7,7 +7,7 @@ import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { buildSidecarApp } from './app.ts';
-import { ConfigError, parseSidecarConfigText, type SidecarConfig } from './config.ts';
+import { ConfigError, parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
 import { ConfigWatcher } from './config-watcher.ts';
 import { RedisUrlWatcher } from './redis-url-watcher.ts';
 

@@ -3,7 +3,7 @@
 // on the decision (the policies, their names, the limits' numbers) is rendered once, not for every
 // response. With several limits on a rule, the single-policy sets (spec, spring) describe the
 // most constraining bucket (the decision's own fields) and the draft set lists every policy.
-import type { BucketRule, Decision } from './bucket.ts';
+import type { BucketRule, Decision } from '../lib/token-bucket/bucket.ts';
 
 export interface HeaderContext {
   /** Policy name: the route id, or `<route id>/<rule>` for a rule of a route with rules. */

@@ -3,7 +3,7 @@
 // so a changed file (kubelet rewrites a mounted Secret on rotation) compares like a changed URL.
 // The URL may carry a password: it is never logged, and errors name the file, not its content.
 import { readFileSync } from 'node:fs';
-import { ConfigError, REDIS_URL, type RedisConfig } from './config.ts';
+import { ConfigError, REDIS_URL, type RedisConfig } from '../lib/config/sidecar.ts';
 
 /** Reads and checks the URL in `file` (surrounding whitespace, e.g. a final newline, ignored). */
 export function readRedisUrlFile(file: string): string {

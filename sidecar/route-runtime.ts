@@ -1,13 +1,13 @@
 // Everything the proxy needs for one config, built once per (re)load and swapped atomically:
 // requests keep the runtime they started with, so a reload never changes a request midway.
 import type { Pool } from 'undici';
-import type { BucketRule } from './bucket.ts';
-import type { LimiterConfig, SidecarConfig } from './config.ts';
+import type { BucketRule } from '../lib/token-bucket/bucket.ts';
+import type { LimiterConfig, SidecarConfig } from '../lib/config/sidecar.ts';
 import type { JwtKeySource } from './jwt-key.ts';
 import type { RouteMetrics, RuleMetrics } from './metrics.ts';
 import { compilePathPattern, type PathMatcher } from './path-pattern.ts';
 import { composeHeaderSets, type HeaderSet } from './rate-limit-headers.ts';
-import type { BucketStore } from './stores/bucket-store.ts';
+import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
 
 /** Name of the one rule of the single-limit form. */
 export const DEFAULT_RULE = 'default';

@@ -1,7 +1,7 @@
 // spec.limiter of a RateLimitRoute: either one token bucket for every request (the single-limit
 // form) or ordered rules, each with a path, optional methods and up to four buckets; shadow mode
 // (enforce: false); and where the bucket key comes from (a request header, or a claim of a
-// verified access token). Mirrors the sidecar's limiter config (sidecar/config.ts), which the
+// verified access token). Mirrors the sidecar's limiter config (lib/config/sidecar.ts), which the
 // operator renders from it. As in rate-limit-route.ts, every cross-field rule is written twice:
 // a zod refinement (the operator's check) and a CEL rule with the same message (the API server's).
 import { z } from 'zod';
@@ -13,7 +13,7 @@ export const RULE_NAMES_RULE = 'rule names must be unique';
 export const METHODS_RULE = 'methods must be unique';
 export const KEY_JWT_FIELDS_RULE = 'claim, audience and issuer apply only to source jwt';
 
-/** Bounds the sidecar shares (MAX_LIMITS_PER_RULE, MAX_RULES in sidecar/config.ts). */
+/** Bounds the sidecar shares (MAX_LIMITS_PER_RULE, MAX_RULES in lib/config/sidecar.ts). */
 export const MAX_LIMITS_PER_RULE = 4;
 export const MAX_RULES = 32;
 

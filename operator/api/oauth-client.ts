@@ -1,7 +1,7 @@
 // OAuthClient: one registered client application (DESIGN.md section 2). The operator generates
 // its client id and secret into a Secret and adds it to the auth server's client registry.
 import { z } from 'zod';
-import { SECURE_REDIRECT_URI_PATTERN, isSecureRedirectUri } from '../../services/auth-server/redirect-uri.ts';
+import { SECURE_REDIRECT_URI_PATTERN, isSecureRedirectUri } from '../../lib/config/redirect-uri.ts';
 import { API_VERSION, conditionsSchema, dnsSubdomain, objectMetaSchema, observedGenerationSchema, type CrdSource } from './common.ts';
 
 export const REDIRECT_URI_RULE = 'redirect URI must be an absolute http(s) URL with a host and without a fragment (RFC 6749 section 3.1.2)';

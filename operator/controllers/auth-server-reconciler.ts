@@ -5,7 +5,7 @@
 // it too, where one runs).
 import type { Logger } from 'pino';
 import { oauthClientSchema } from '../api/index.ts';
-import { generateSigningJwks } from '../../services/auth-server/config.ts';
+import { generateSigningJwks } from '../../lib/config/auth-server.ts';
 import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, oauthClientSecretName, SIGNING_KEYS_SECRET } from '../resources/auth-server-names.ts';
 import { authServerDeployment, authServerNetworkPolicy, authServerPodDisruptionBudget, authServerService } from '../resources/auth-server-deployment.ts';
 import { clientRegistrySecret, type RegisteredOAuthClient } from '../resources/client-registry-secret.ts';

@@ -4,7 +4,7 @@
 // status (clientId, secretName, Ready once the auth server's registry lists the client).
 import type { Logger } from 'pino';
 import { oauthClientSchema, type OAuthClient } from '../api/index.ts';
-import { hashClientSecret } from '../../services/auth-server/config.ts';
+import { hashClientSecret } from '../../lib/config/auth-server.ts';
 import { CLIENT_REGISTRY_SECRET, oauthClientSecretName } from '../resources/auth-server-names.ts';
 import { registeredClientIds } from '../resources/client-registry-secret.ts';
 import { controllerOf } from '../resources/metadata.ts';

@@ -1,5 +1,5 @@
 // The per-namespace auth server: Deployment reading three mounted Secrets (client registry,
-// users, signing keys) by the file paths of its config (services/auth-server/config.ts). The
+// users, signing keys) by the file paths of its config (lib/config/auth-server.ts). The
 // auth server re-reads those files when they change, so a new OAuthClient needs no restart.
 import type { KubeObject } from '../runtime/kube-object.ts';
 import {

@@ -1,9 +1,9 @@
 // Every OAuthClient of a namespace -> the auth server's client registry (clients.json, schema
-// clientRegistrySchema of services/auth-server/config.ts): ids, secret HASHES (never secrets),
+// clientRegistrySchema of lib/config/auth-server.ts): ids, secret HASHES (never secrets),
 // redirect URIs, scopes, and the resource-server and insecure-redirect flags. Sorted by client_id
 // so that the same clients render the same bytes.
 import type { OAuthClient } from '../api/index.ts';
-import { clientRegistrySchema, hashClientSecret, type ClientRegistry } from '../../services/auth-server/config.ts';
+import { clientRegistrySchema, hashClientSecret, type ClientRegistry } from '../../lib/config/auth-server.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { AUTH_SERVER_NAME, CLIENT_REGISTRY_KEY, CLIENT_REGISTRY_SECRET } from './auth-server-names.ts';
 import { base64, baseLabels, fromBase64, ownerRef } from './metadata.ts';

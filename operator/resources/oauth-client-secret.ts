@@ -2,7 +2,7 @@
 // reconciler and passed in; this builder only shapes the object.
 import { randomBytes } from 'node:crypto';
 import { CLIENT_ID_KEY, CLIENT_SECRET_KEY, type OAuthClient } from '../api/index.ts';
-import { generateClientSecret } from '../../services/auth-server/client-secret.ts';
+import { generateClientSecret } from '../../lib/config/client-secret.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { oauthClientSecretName } from './auth-server-names.ts';
 import { base64, baseLabels, controllerRef, fromBase64, OAUTH_CLIENT_LABEL } from './metadata.ts';

@@ -1,9 +1,9 @@
 // RateLimitRoute -> the sidecar's config file in a ConfigMap. The file is validated with the
-// sidecar's own schema (sidecar/config.ts) before it is written, so the operator can never hand a
+// sidecar's own schema (lib/config/sidecar.ts) before it is written, so the operator can never hand a
 // sidecar a config it would reject.
 import { stringify } from 'yaml';
 import { WORKLOAD_RULE, type Limit, type LimiterKey, type RateLimitRoute, type Rule } from '../api/index.ts';
-import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../sidecar/config.ts';
+import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../lib/config/sidecar.ts';
 import { InvalidSpecError } from '../runtime/errors.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { issuerFor } from './auth-server-deployment.ts';

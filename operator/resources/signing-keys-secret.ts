@@ -3,7 +3,7 @@
 // published in the JWKS until every token it signed has expired (access-token lifetime after the
 // next key took over), then it is dropped. When each key was created is kept in an annotation,
 // because the keys file itself has no room for it.
-import { signingKeysFileSchema, type SigningKeysFile } from '../../services/auth-server/config.ts';
+import { signingKeysFileSchema, type SigningKeysFile } from '../../lib/config/auth-server.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { AUTH_SERVER_NAME, SIGNING_KEYS_KEY, SIGNING_KEYS_SECRET } from './auth-server-names.ts';
 import { base64, baseLabels, fromBase64, type Owner, ownerRef } from './metadata.ts';

@@ -5,7 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthContext } from './context.ts';
 import { sendErrorPage } from './pages/error-page.ts';
 import { GateFull } from './password-gate.ts';
-import { defaultScryptParams, hashPassword, parsePasswordHash, verifyPassword, type ScryptParams } from './passwords.ts';
+import { defaultScryptParams, hashPassword, parsePasswordHash, verifyPassword, type ScryptParams } from '../../lib/config/passwords.ts';
 import { randomToken } from './random.ts';
 
 export type SignInResult =

@@ -8,7 +8,7 @@
 // which is still a handful of guesses per refill against 256-bit secrets (docs/adr/0003). The
 // table is bounded (least recently failed pair dropped first); dropping a pair only gives that
 // pair a fresh burst, and pushing one out takes maxEntries failing pairs.
-import { take, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { take, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
 import { addressKey } from './throttle.ts';
 
 export interface ClientAuthLimits {

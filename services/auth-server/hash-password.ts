@@ -2,7 +2,7 @@
 //   node services/auth-server/hash-password.ts            (reads the password from stdin)
 //   echo -n 'secret' | node services/auth-server/hash-password.ts
 // The password is never taken from argv (it would land in shell history and `ps`).
-import { hashPassword } from './passwords.ts';
+import { hashPassword } from '../../lib/config/passwords.ts';
 
 async function readStdin(): Promise<string> {
   if (process.stdin.isTTY) process.stderr.write('password (then Enter): ');

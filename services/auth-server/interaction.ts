@@ -12,7 +12,7 @@
 // __Host- prefix (Secure, Path=/, no Domain: no sibling or parent domain can set them).
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { CompactEncrypt, compactDecrypt, decodeProtectedHeader } from 'jose';
-import { readCookie, serializeCookie } from './cookies.ts';
+import { readCookie, serializeCookie } from '../../lib/web/cookies.ts';
 import type { AuthContext } from './context.ts';
 import { PageError } from './errors.ts';
 import { randomToken, safeEqual, sha256 } from './random.ts';

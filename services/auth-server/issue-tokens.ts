@@ -1,7 +1,7 @@
 // Token issuance shared by the grants: an access token (RFC 9068 JWT) and, when the client may
 // refresh, an opaque refresh token `<familyId>.<secret>` whose family carries the grant.
 import { issueAccessToken } from './access-token.ts';
-import type { RegisteredClient } from './config.ts';
+import type { RegisteredClient } from '../../lib/config/auth-server.ts';
 import type { AuthContext } from './context.ts';
 import { OAuthError } from './errors.ts';
 import { randomToken, sha256 } from './random.ts';

@@ -1,13 +1,13 @@
-// `make run` description of the auth server (scripts/local-program.ts): a demo user alice /
+// `make run` description of the auth server (lib/local-program.ts): a demo user alice /
 // wonderland and a registered client `demo-client` (redirect http://localhost:3000/callback) whose
 // secret comes from DEMO_CLIENT_SECRET or is generated, printed in the banner and shared with the
 // demo client. The files are written into the run's private work folder.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { LocalProgramFactory } from '../../scripts/local-program.ts';
-import { generateClientSecret, hashClientSecret } from './client-secret.ts';
-import type { ClientRegistry, UsersFile } from './config.ts';
-import { hashPassword } from './passwords.ts';
+import type { LocalProgramFactory } from '../../lib/local-program.ts';
+import { generateClientSecret, hashClientSecret } from '../../lib/config/client-secret.ts';
+import type { ClientRegistry, UsersFile } from '../../lib/config/auth-server.ts';
+import { hashPassword } from '../../lib/config/passwords.ts';
 
 const port = 9000;
 /** Off the sidecar's admin port (9090) of the same stack. */

@@ -12,15 +12,15 @@ import {
   signingKeysFileSchema,
   usersFileSchema,
   type SigningKeysFile,
-} from './config.ts';
+} from '../../lib/config/auth-server.ts';
 import { createClientAuthThrottle, defaultClientAuthLimits } from './client-auth-throttle.ts';
 import type { AuthContext } from './context.ts';
 import { createKeyRing } from './key-ring.ts';
 import { AuthMetrics } from './metrics.ts';
 import { buildMetricsServer } from './metrics-server.ts';
 import { createDirectory } from './registry.ts';
-import { generateSigningJwks } from './signing-keys.ts';
-import { serveUntilSignal } from '../serve.ts';
+import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
+import { serveUntilSignal } from '../../lib/web/serve.ts';
 import { createStores } from './stores/create-stores.ts';
 import { timeAuthStores, timeBucketStore } from './stores/timed-stores.ts';
 import { createPasswordGate, defaultHashConcurrency } from './password-gate.ts';

@@ -1,5 +1,5 @@
 // Clients and users, looked up by id from their (re-read on change) files.
-import type { ClientRegistry, RegisteredClient, UserRecord, UsersFile } from './config.ts';
+import type { ClientRegistry, RegisteredClient, UserRecord, UsersFile } from '../../lib/config/auth-server.ts';
 import type { WatchedFile } from './watched-file.ts';
 
 export interface Directory {

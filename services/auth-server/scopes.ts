@@ -1,5 +1,5 @@
 // Scope parsing (RFC 6749 section 3.3) and the profile claims each scope releases.
-import type { ProfileClaims } from './config.ts';
+import type { ProfileClaims } from '../../lib/config/auth-server.ts';
 
 /** Space-delimited scope string -> distinct tokens in request order; undefined on bad syntax. */
 export function parseScope(value: string): string[] | undefined {

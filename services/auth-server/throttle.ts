@@ -11,8 +11,8 @@
 // could not complete without the store anyway, and an unthrottled password check would be an
 // oracle for guessing while the store is down or full.
 import { isIPv4, isIPv6 } from 'node:net';
-import type { BucketRule } from '../../sidecar/bucket.ts';
-import type { BucketStore } from '../../sidecar/stores/bucket-store.ts';
+import type { BucketRule } from '../../lib/token-bucket/bucket.ts';
+import type { BucketStore } from '../../lib/token-bucket/bucket-store.ts';
 
 export interface Budget {
   readonly burst: number;

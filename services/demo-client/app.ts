@@ -4,7 +4,7 @@
 import formBody from '@fastify/formbody';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { readCookie, serializeCookie } from '../auth-server/cookies.ts';
+import { readCookie, serializeCookie } from '../../lib/web/cookies.ts';
 import type { OAuthClient } from './oauth.ts';
 import { errorPage, homePage, sendDemoPage as sendPage, signedInPage, stylesheet, type SignedInView } from './pages.ts';
 import { randomBytes } from 'node:crypto';

@@ -1,6 +1,6 @@
 // `make run` description of the demo client: port 3000, the client secret shared by the auth
 // server's local.ts, /me through the sidecar on 8080.
-import type { LocalProgramFactory } from '../../scripts/local-program.ts';
+import type { LocalProgramFactory } from '../../lib/local-program.ts';
 
 const port = 3000;
 

@@ -1,6 +1,6 @@
 // Demo-client entry point: the only place reading process.env; listens and shuts down gracefully.
 import pino from 'pino';
-import { serveUntilSignal } from '../serve.ts';
+import { serveUntilSignal } from '../../lib/web/serve.ts';
 import { buildApp } from './app.ts';
 import { loadDemoClientConfig } from './config.ts';
 import { createOAuthClient } from './oauth.ts';

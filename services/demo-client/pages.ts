@@ -1,7 +1,7 @@
 // The demo client's pages: server-rendered, every value escaped, no script; same headers as the
 // auth server's pages (the HTML helpers are the auth server's, imported from their owner).
 import type { FastifyReply } from 'fastify';
-import { html, type Html } from '../auth-server/pages/html.ts';
+import { html, type Html } from '../../lib/web/html.ts';
 
 const css = `:root{font-family:system-ui,sans-serif;color:#1d2430;background:#f4f1ea}
 body{margin:0;display:flex;justify-content:center;padding:3rem 1rem}

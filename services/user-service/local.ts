@@ -1,5 +1,5 @@
-// `make run` description of the user service (scripts/local-program.ts).
-import type { LocalProgramFactory } from '../../scripts/local-program.ts';
+// `make run` description of the user service (lib/local-program.ts).
+import type { LocalProgramFactory } from '../../lib/local-program.ts';
 
 const port = 8081;
 

@@ -1,5 +1,5 @@
 // User service entry point: the only place reading process.env; listens and shuts down gracefully.
-import { serveUntilSignal } from '../serve.ts';
+import { serveUntilSignal } from '../../lib/web/serve.ts';
 import { buildApp } from './app.ts';
 import { createAccessTokenVerifier } from './routes/me.ts';
 import { loadUserServiceConfig } from './config.ts';

@@ -2,7 +2,7 @@
 // (1/10/2) and two replicas, driven from a client pod through the route's Service (cluster DNS,
 // kube-proxy), with the bundled Redis holding the buckets.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { take, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { take, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
 import { Kube } from '../harness/kind/kube.ts';
 import { deploy, inCluster, namespaceFor, route, routePods } from './support/workloads.ts';
 

@@ -4,7 +4,7 @@
 // registry that breaks the rule and keeps the previous one; with the flag it accepts it.
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { RegisteredClient } from '../../services/auth-server/config.ts';
+import type { RegisteredClient } from '../../lib/config/auth-server.ts';
 import { walk } from './auth-flow.ts';
 import { stackOn } from './auth-stack.ts';
 

@@ -4,7 +4,7 @@
 // server, on the memory store and on a redis-server configured as the chart's (refresh families
 // are looked up in the store).
 import { describe, expect, it } from 'vitest';
-import { hashClientSecret } from '../../services/auth-server/config.ts';
+import { hashClientSecret } from '../../lib/config/auth-server.ts';
 import { authorize, tokenRequest } from './auth-flow.ts';
 import { SECRETS, stackOn } from './auth-stack.ts';
 

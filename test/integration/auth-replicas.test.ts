@@ -4,8 +4,8 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashClientSecret } from '../../services/auth-server/config.ts';
-import { generateSigningJwks } from '../../services/auth-server/signing-keys.ts';
+import { hashClientSecret } from '../../lib/config/auth-server.ts';
+import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { authorize, browser, hidden, tokenRequest } from './auth-flow.ts';
 import { SECRETS, startStack, type Stack } from './auth-stack.ts';

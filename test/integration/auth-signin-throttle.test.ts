@@ -3,7 +3,7 @@
 // locked the user out from every address, IPv6 clients got a fresh budget per address, and thirty
 // parallel sign-ins queued on the thread pool without bound.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { authServerConfigSchema } from '../../services/auth-server/config.ts';
+import { authServerConfigSchema } from '../../lib/config/auth-server.ts';
 import { authorize, openSignIn, tokenRequest, trySignIn } from './auth-flow.ts';
 import { SECRETS, startStack, type Stack } from './auth-stack.ts';
 

@@ -5,7 +5,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { stringify } from 'yaml';
-import type { SidecarConfigInput } from '../../sidecar/config.ts';
+import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
 import { freePort } from '../harness/ports.ts';
 import { startProgram, type Program, type StartOptions } from '../harness/programs.ts';
 

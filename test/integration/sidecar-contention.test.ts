@@ -7,8 +7,8 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BucketRule } from '../../sidecar/bucket.ts';
-import { decodeBucketValue } from '../../sidecar/stores/bucket-value.ts';
+import type { BucketRule } from '../../lib/token-bucket/bucket.ts';
+import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
 

@@ -6,7 +6,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { SignJWT, exportJWK, generateKeyPair, type JWK, type CryptoKey } from 'jose';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { jwtKeySchema } from '../../sidecar/config.ts';
+import { jwtKeySchema } from '../../lib/config/sidecar.ts';
 import { JwtKeySource, type JwtKeyResult } from '../../sidecar/jwt-key.ts';
 
 const ISSUER = 'http://auth.test';

@@ -1,4 +1,4 @@
-// The pure bucket math (sidecar/bucket.ts) and the Lua script (sidecar/stores/token-bucket.lua)
+// The pure bucket math (lib/token-bucket/bucket.ts) and the Lua script (lib/token-bucket/token-bucket.lua)
 // on the same request sequences must give identical decisions and identical stored state: the
 // state as of each decision is in the script's reply, the stored one is written only when a take
 // is admitted (the pure side keeps its state the same way), and a refused take leaves the key,
@@ -6,9 +6,9 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bucketTtlMs, takeAllUs, takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
-import { decodeBucketValue } from '../../sidecar/stores/bucket-value.ts';
-import { RedisBucketStore } from '../../sidecar/stores/redis.ts';
+import { bucketTtlMs, takeAllUs, takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
+import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
+import { RedisBucketStore } from '../../lib/token-bucket/redis-store.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 
 describe('pure token bucket vs the Redis Lua script', () => {

@@ -4,8 +4,8 @@
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
-import { decodeBucketValue } from '../../sidecar/stores/bucket-value.ts';
+import { takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
+import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { sleep, startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
 

@@ -5,10 +5,10 @@
 import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
-import { StoreUnavailableError } from '../../sidecar/stores/bucket-store.ts';
-import { decodeBucketValue, encodeBucketValue } from '../../sidecar/stores/bucket-value.ts';
-import { RedisBucketStore, type RedisStoreOptions } from '../../sidecar/stores/redis.ts';
+import { takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
+import { StoreUnavailableError } from '../../lib/token-bucket/bucket-store.ts';
+import { decodeBucketValue, encodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
+import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket/redis-store.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 
 /** EVALSHA calls Redis has executed so far. */
@@ -204,7 +204,7 @@ describe('batched takes on Redis', () => {
   });
 
   it('the script refuses a call whose arguments do not match its keys, and writes nothing; a refused take writes nothing either', async () => {
-    const script = readFileSync(new URL('../../sidecar/stores/token-bucket.lua', import.meta.url), 'utf8');
+    const script = readFileSync(new URL('../../lib/token-bucket/token-bucket.lua', import.meta.url), 'utf8');
     const key = 'portcullis:bucket:v2:{malformed}';
     const seeded = encodeBucketValue({ microTokens: 5_000_000, updatedUs: 1_795_000_000_000_000 });
     await admin.set(key, seeded);

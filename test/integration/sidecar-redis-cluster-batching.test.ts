@@ -6,10 +6,10 @@
 import fc from 'fast-check';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { takeAllUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
-import { decodeBucketValue } from '../../sidecar/stores/bucket-value.ts';
-import { keySlot } from '../../sidecar/stores/key-slot.ts';
-import { RedisBucketStore, type RedisStoreOptions } from '../../sidecar/stores/redis.ts';
+import { takeAllUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
+import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
+import { keySlot } from '../../lib/token-bucket/key-slot.ts';
+import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket/redis-store.ts';
 import { startRedisCluster, type RedisClusterServer } from '../harness/redis.ts';
 
 /** EVALSHA calls one node has run so far. */

@@ -8,9 +8,9 @@ import { performance } from 'node:perf_hooks';
 import { Cluster, Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { BucketRule } from '../../sidecar/bucket.ts';
-import { decodeBucketValue } from '../../sidecar/stores/bucket-value.ts';
-import { keySlot } from '../../sidecar/stores/key-slot.ts';
+import type { BucketRule } from '../../lib/token-bucket/bucket.ts';
+import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
+import { keySlot } from '../../lib/token-bucket/key-slot.ts';
 import { startRedisCluster, type RedisClusterServer } from '../harness/redis.ts';
 import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
 

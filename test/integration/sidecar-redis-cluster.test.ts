@@ -4,8 +4,8 @@
 import { Cluster } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
-import { RedisBucketStore } from '../../sidecar/stores/redis.ts';
+import { takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
+import { RedisBucketStore } from '../../lib/token-bucket/redis-store.ts';
 import { startRedisCluster, type RedisClusterServer } from '../harness/redis.ts';
 import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
 

@@ -12,7 +12,7 @@ import path from 'node:path';
 import { Agent, request } from 'undici';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SidecarConfigInput } from '../../sidecar/config.ts';
+import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
 import { connectInspector, type Inspector } from '../harness/inspector.ts';
 import { freePort } from '../harness/ports.ts';
 import { startProgram, type Program } from '../harness/programs.ts';

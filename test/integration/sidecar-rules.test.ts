@@ -4,7 +4,7 @@
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SidecarConfigInput } from '../../sidecar/config.ts';
+import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
 

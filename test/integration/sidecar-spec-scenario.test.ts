@@ -6,8 +6,8 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { take, takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
-import { decodeBucketValue } from '../../sidecar/stores/bucket-value.ts';
+import { take, takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
+import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { sleep, startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
 

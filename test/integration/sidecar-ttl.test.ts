@@ -4,7 +4,7 @@ import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bucketTtlMs } from '../../sidecar/bucket.ts';
+import { bucketTtlMs } from '../../lib/token-bucket/bucket.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { sleep, startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
 

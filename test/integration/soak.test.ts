@@ -20,7 +20,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SIDECAR_ENTRY, SIDECAR_ENV, SIDECAR_MEMORY_LIMIT_MIB } from '../../operator/resources/route-deployment.ts';
-import type { SidecarConfigInput } from '../../sidecar/config.ts';
+import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
 import { connectInspector, type Inspector } from '../harness/inspector.ts';
 import { freePort } from '../harness/ports.ts';
 import { repoRoot, startProgram, type Program } from '../harness/programs.ts';

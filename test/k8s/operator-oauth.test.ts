@@ -2,7 +2,7 @@
 // the chart's ServiceAccount. Without a garbage collector here, the registry's "drop on delete"
 // is the operator's own doing (the namespace reconcile rebuilds it from the clients that exist).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { hashClientSecret } from '../../services/auth-server/config.ts';
+import { hashClientSecret } from '../../lib/config/auth-server.ts';
 import { eventually, kget, operatorForbidden, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
 
 const NS = 'team-o';

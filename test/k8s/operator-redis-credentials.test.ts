@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { hashPassword } from '../../services/auth-server/config.ts';
+import { hashPassword } from '../../lib/config/auth-server.ts';
 import { freePort, waitForPort } from '../harness/ports.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { authorize } from '../integration/auth-flow.ts';

@@ -4,7 +4,7 @@
 // Deployment status itself, and asserts ownerReferences instead of garbage collection.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
-import { parseSidecarConfigText } from '../../sidecar/config.ts';
+import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
 import { eventually, kget, metricValue, operatorForbidden, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
 
 const NS = 'team-a';

@@ -4,15 +4,15 @@
 import { createLocalJWKSet, decodeProtectedHeader } from 'jose';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../services/auth-server/app.ts';
-import { hashClientSecret, type ClientRegistry, type UsersFile } from '../../services/auth-server/config.ts';
+import { hashClientSecret, type ClientRegistry, type UsersFile } from '../../lib/config/auth-server.ts';
 import { createClientAuthThrottle, defaultClientAuthLimits } from '../../services/auth-server/client-auth-throttle.ts';
 import type { AuthContext } from '../../services/auth-server/context.ts';
 import { createKeyRing } from '../../services/auth-server/key-ring.ts';
 import { AuthMetrics } from '../../services/auth-server/metrics.ts';
 import { createPasswordGate } from '../../services/auth-server/password-gate.ts';
-import { hashPassword } from '../../services/auth-server/passwords.ts';
+import { hashPassword } from '../../lib/config/passwords.ts';
 import { createDirectory } from '../../services/auth-server/registry.ts';
-import { generateSigningJwks } from '../../services/auth-server/signing-keys.ts';
+import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
 import { createMemoryStores } from '../../services/auth-server/stores/memory.ts';
 import { createAccessTokenVerifier } from '../../services/user-service/routes/me.ts';
 

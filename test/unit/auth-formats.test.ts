@@ -8,9 +8,9 @@ import {
   parseJsonFile,
   signingKeysFileSchema,
   usersFileSchema,
-} from '../../services/auth-server/config.ts';
-import { generateClientSecret, verifyClientSecret } from '../../services/auth-server/client-secret.ts';
-import { hashPassword, parsePasswordHash, verifyPassword } from '../../services/auth-server/passwords.ts';
+} from '../../lib/config/auth-server.ts';
+import { generateClientSecret, verifyClientSecret } from '../../lib/config/client-secret.ts';
+import { hashPassword, parsePasswordHash, verifyPassword } from '../../lib/config/passwords.ts';
 
 const client = {
   client_id: 'app',

@@ -3,17 +3,17 @@
 // client-auth failures by reason, the metrics port serving /metrics only, and its setting.
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MemoryBucketStore } from '../../sidecar/stores/memory.ts';
+import { MemoryBucketStore } from '../../lib/token-bucket/memory-store.ts';
 import { buildApp } from '../../services/auth-server/app.ts';
 import { createClientAuthThrottle } from '../../services/auth-server/client-auth-throttle.ts';
-import { hashClientSecret, loadAuthServerConfig, type ClientRegistry } from '../../services/auth-server/config.ts';
+import { hashClientSecret, loadAuthServerConfig, type ClientRegistry } from '../../lib/config/auth-server.ts';
 import type { AuthContext } from '../../services/auth-server/context.ts';
 import { createKeyRing } from '../../services/auth-server/key-ring.ts';
 import { AuthMetrics } from '../../services/auth-server/metrics.ts';
 import { buildMetricsServer } from '../../services/auth-server/metrics-server.ts';
 import { createPasswordGate } from '../../services/auth-server/password-gate.ts';
 import { createDirectory } from '../../services/auth-server/registry.ts';
-import { generateSigningJwks } from '../../services/auth-server/signing-keys.ts';
+import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
 import { createMemoryStores } from '../../services/auth-server/stores/memory.ts';
 import { timeAuthStores, timeBucketStore } from '../../services/auth-server/stores/timed-stores.ts';
 import type { AuthStores } from '../../services/auth-server/stores/types.ts';

@@ -1,8 +1,8 @@
 // Pure request parsing: parameters, scopes, Basic credentials, escaping, released claims.
 import { describe, expect, it } from 'vitest';
 import { parseBasic } from '../../services/auth-server/client-auth.ts';
-import { readCookie } from '../../services/auth-server/cookies.ts';
-import { escapeHtml, html, raw } from '../../services/auth-server/pages/html.ts';
+import { readCookie } from '../../lib/web/cookies.ts';
+import { escapeHtml, html, raw } from '../../lib/web/html.ts';
 import { repeatedNames, single, toParams } from '../../services/auth-server/params.ts';
 import { parseScope, releasedClaims } from '../../services/auth-server/scopes.ts';
 import { parseRefreshToken, newRefreshToken } from '../../services/auth-server/issue-tokens.ts';

@@ -2,8 +2,8 @@
 // charging (the per-username budget only after the per-pair and per-address ones allow), failing
 // closed when the store fails, and the password gate's bound on concurrent hashing.
 import { describe, expect, it } from 'vitest';
-import { MemoryBucketStore } from '../../sidecar/stores/memory.ts';
-import type { BucketStore } from '../../sidecar/stores/bucket-store.ts';
+import { MemoryBucketStore } from '../../lib/token-bucket/memory-store.ts';
+import type { BucketStore } from '../../lib/token-bucket/bucket-store.ts';
 import { createPasswordGate, defaultHashConcurrency, GateFull } from '../../services/auth-server/password-gate.ts';
 import { addressKey, createSignInThrottle, StoreUnavailable } from '../../services/auth-server/throttle.ts';
 

@@ -1,15 +1,14 @@
-// The example images (services/user-service, services/demo-client) carry package.json,
-// node_modules from `npm ci --omit=dev` and the folders operator/, sidecar/, services/ only. So
-// every module a program loads at run time must be a production dependency, and no runtime file
-// may import from outside those folders (scripts/, test/ are not in the image). The sidecar,
-// operator and auth-server images carry bundles of the same files and their dependencies
-// (scripts/build-programs.ts); the same rule keeps a development-only package out of them.
+// Every image carries one bundle of its program (scripts/build-programs.ts), built from lib/ and
+// the program's folder with the production dependencies. So every module a program loads at run
+// time must be a production dependency (a development-only package would be bundled silently), and
+// no runtime file may import from outside the runtime folders (scripts/, test/ are not in the
+// build). Which program folder may import which is the lint boundary rule's job.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { builtinModules } from 'node:module';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
-const RUNTIME_DIRS = ['operator', 'sidecar', 'services'];
+const RUNTIME_DIRS = ['lib', 'operator', 'sidecar', 'services'];
 const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
 
 function sources(dir: string): string[] {

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { hashClientSecret } from '../../services/auth-server/config.ts';
+import { hashClientSecret } from '../../lib/config/auth-server.ts';
 import { AuthServerReconciler } from '../../operator/controllers/auth-server-reconciler.ts';
 import { OAuthClientReconciler } from '../../operator/controllers/oauth-client-reconciler.ts';
 import { registeredClientIds } from '../../operator/resources/client-registry-secret.ts';

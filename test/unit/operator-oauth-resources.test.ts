@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { clientRegistrySchema, hashClientSecret, loadAuthServerConfig, signingKeysFileSchema } from '../../services/auth-server/config.ts';
-import { generateSigningJwks } from '../../services/auth-server/signing-keys.ts';
+import { clientRegistrySchema, hashClientSecret, loadAuthServerConfig, signingKeysFileSchema } from '../../lib/config/auth-server.ts';
+import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
 import { authServerDeployment, authServerFiles, authServerService } from '../../operator/resources/auth-server-deployment.ts';
 import type { ContainerResources } from '../../operator/resources/container-resources.ts';
 import { clientRegistrySecret } from '../../operator/resources/client-registry-secret.ts';

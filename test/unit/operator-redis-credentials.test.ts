@@ -18,7 +18,7 @@ import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
-import { parseSidecarConfigText } from '../../sidecar/config.ts';
+import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
 import { clientObject, recordingEvents, route, routeObject, settings as baseSettings, silent, startCaches } from './operator-fixtures.ts';
 

@@ -3,8 +3,8 @@
 // file is also parsed with the sidecar's own schema, as the operator does before writing it.
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { parseSidecarConfigText } from '../../sidecar/config.ts';
-import { authServerConfigSchema } from '../../services/auth-server/config.ts';
+import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
+import { authServerConfigSchema } from '../../lib/config/auth-server.ts';
 import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
 import { AUTH_SERVER_AUDIENCE } from '../../operator/resources/settings.ts';
 import { route, settings } from './operator-fixtures.ts';

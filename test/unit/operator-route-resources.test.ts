@@ -1,6 +1,6 @@
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { parseSidecarConfigText } from '../../sidecar/config.ts';
+import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
 import { CONFIG_HASH_ANNOTATION } from '../../operator/resources/metadata.ts';
 import { renderSidecarConfig, routeConfigMap } from '../../operator/resources/route-config-map.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';

@@ -3,7 +3,7 @@
 // (seen on a real cluster: about 5 s of 502s on every roll). The e2e tier measures the outcome;
 // this pins the rendered timings against the sidecar's own default drain.
 import { describe, expect, it } from 'vitest';
-import { parseSidecarConfigText } from '../../sidecar/config.ts';
+import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
 import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { route, settings } from './operator-fixtures.ts';

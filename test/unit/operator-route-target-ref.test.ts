@@ -14,7 +14,7 @@ import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
-import { parseSidecarConfigText } from '../../sidecar/config.ts';
+import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
 import { recordingEvents, settings, silent, startCaches } from './operator-fixtures.ts';
 

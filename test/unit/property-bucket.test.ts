@@ -1,4 +1,4 @@
-// Property-based tests (fast-check) of the token-bucket math (sidecar/bucket.ts) and of the memory
+// Property-based tests (fast-check) of the token-bucket math (lib/token-bucket/bucket.ts) and of the memory
 // store built on it: for ANY rule, sequence of times (forwards, repeated, backwards) and costs,
 // the bucket holds between 0 and burstCapacity tokens and never admits more than
 // burstCapacity + replenishRate * elapsed tokens (elapsed = the span of the clock it has seen).
@@ -7,8 +7,8 @@
 // store keeps"); while the clock runs forwards that decides exactly as keeping every state.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { MICRO, take, takeAllUs, takeUs, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
-import { MemoryBucketStore } from '../../sidecar/stores/memory.ts';
+import { MICRO, take, takeAllUs, takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
+import { MemoryBucketStore } from '../../lib/token-bucket/memory-store.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 400);

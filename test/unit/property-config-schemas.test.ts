@@ -19,8 +19,8 @@ import {
   parseJsonFile,
   signingKeysFileSchema,
   usersFileSchema,
-} from '../../services/auth-server/config.ts';
-import { ConfigError, parseSidecarConfig, parseSidecarConfigText, sidecarConfigSchema } from '../../sidecar/config.ts';
+} from '../../lib/config/auth-server.ts';
+import { ConfigError, parseSidecarConfig, parseSidecarConfigText, sidecarConfigSchema } from '../../lib/config/sidecar.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
 import { mutationsOf, type Json, type Mutation, type MutationOptions } from '../harness/schema-mutations.ts';
 

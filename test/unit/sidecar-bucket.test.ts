@@ -1,7 +1,7 @@
-// Token-bucket math (sidecar/bucket.ts) with explicit times: no timers, no global clock.
+// Token-bucket math (lib/token-bucket/bucket.ts) with explicit times: no timers, no global clock.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { bucketTtlMs, fillTimeUs, take, type BucketRule, type BucketState } from '../../sidecar/bucket.ts';
+import { bucketTtlMs, fillTimeUs, take, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
 
 const normal: BucketRule = { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 };
 const e2e: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };

@@ -1,8 +1,8 @@
-// The sidecar config schema (sidecar/config.ts): defaults, the operator's shape, and errors that
+// The sidecar config schema (lib/config/sidecar.ts): defaults, the operator's shape, and errors that
 // name the field.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigError, parseSidecarConfig, parseSidecarConfigText, sidecarConfigSchema } from '../../sidecar/config.ts';
+import { ConfigError, parseSidecarConfig, parseSidecarConfigText, sidecarConfigSchema } from '../../lib/config/sidecar.ts';
 
 const minimal = {
   upstream: { url: 'http://127.0.0.1:8081' },

@@ -3,7 +3,7 @@
 // signature check. Keys are local (jose's createLocalJWKSet), the clock is injected.
 import { SignJWT, createLocalJWKSet, exportJWK, generateKeyPair, type JWTVerifyGetKey } from 'jose';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { jwtKeySchema } from '../../sidecar/config.ts';
+import { jwtKeySchema } from '../../lib/config/sidecar.ts';
 import { JwtKeySource, type JwtKeyResult } from '../../sidecar/jwt-key.ts';
 
 const ISSUER = 'http://auth.test';

@@ -1,6 +1,6 @@
 // The key resolver's rules (sidecar/user-key.ts) and the rate-limit header sets.
 import { describe, expect, it } from 'vitest';
-import type { Decision } from '../../sidecar/bucket.ts';
+import type { Decision } from '../../lib/token-bucket/bucket.ts';
 import { composeHeaderSets } from '../../sidecar/rate-limit-headers.ts';
 import { MAX_KEY_BYTES, rejectKey } from '../../sidecar/user-key.ts';
 

@@ -1,6 +1,6 @@
 // The in-memory BucketStore with an injected clock.
 import { describe, expect, it } from 'vitest';
-import { MemoryBucketStore } from '../../sidecar/stores/memory.ts';
+import { MemoryBucketStore } from '../../lib/token-bucket/memory-store.ts';
 
 describe('memory bucket store', () => {
   const rule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };

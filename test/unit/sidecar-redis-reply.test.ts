@@ -4,9 +4,9 @@
 // derived from the micro-tokens with the rule); anything else is a StoreUnavailableError (the
 // onStoreError policy then decides), never a made-up decision.
 import { describe, expect, it } from 'vitest';
-import { takeAllUs, takeUs, type BucketRule } from '../../sidecar/bucket.ts';
-import { StoreUnavailableError } from '../../sidecar/stores/bucket-store.ts';
-import { parseDecision, parseReply } from '../../sidecar/stores/redis.ts';
+import { takeAllUs, takeUs, type BucketRule } from '../../lib/token-bucket/bucket.ts';
+import { StoreUnavailableError } from '../../lib/token-bucket/bucket-store.ts';
+import { parseDecision, parseReply } from '../../lib/token-bucket/redis-store.ts';
 
 const rule: BucketRule = { replenishRate: 10, burstCapacity: 20, requestedTokens: 1 };
 const now = 1_795_000_000_000_000;

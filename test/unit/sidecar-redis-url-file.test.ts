@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ConfigError, parseSidecarConfig } from '../../sidecar/config.ts';
+import { ConfigError, parseSidecarConfig } from '../../lib/config/sidecar.ts';
 import { readRedisUrlFile, resolveRedisConfig } from '../../sidecar/redis-url-file.ts';
 
 const minimal = {

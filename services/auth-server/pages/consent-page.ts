@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import { scopeDescription } from '../scopes.ts';
-import { html, sendPage } from './html.ts';
+import { html, sendPage } from '../../../lib/web/html.ts';
 
 export interface ConsentPageInput {
   readonly interactionId: string;

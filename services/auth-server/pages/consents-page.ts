@@ -1,6 +1,6 @@
 import type { FastifyReply } from 'fastify';
 import type { Consent } from '../stores/types.ts';
-import { html, sendPage } from './html.ts';
+import { html, sendPage } from '../../../lib/web/html.ts';
 
 export interface ConsentsPageInput {
   readonly username: string;

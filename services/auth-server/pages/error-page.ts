@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { html, sendPage } from './html.ts';
+import { html, sendPage } from '../../../lib/web/html.ts';
 
 /** An error the person sees in the browser (bad client_id or redirect_uri, expired form, ...). Never a redirect. */
 export function sendErrorPage(reply: FastifyReply, status: number, title: string, message: string): FastifyReply {

@@ -1,5 +1,5 @@
 import type { FastifyReply } from 'fastify';
-import { html, sendPage } from './html.ts';
+import { html, sendPage } from '../../../lib/web/html.ts';
 
 export interface SignInPageInput {
   /** Where the form posts (/auth/sign-in or /consents/sign-in). */

@@ -11,7 +11,7 @@ import { bindBrowser, sealInteraction } from '../interaction.ts';
 import { sendSignInPage } from '../pages/sign-in-page.ts';
 import { repeatedNames, single, toParams } from '../params.ts';
 import { randomToken } from '../random.ts';
-import { redirectUriAllowed } from '../redirect-uri.ts';
+import { redirectUriAllowed } from '../../../lib/config/redirect-uri.ts';
 import { parseScope } from '../scopes.ts';
 
 /** BASE64URL(SHA-256(verifier)) is always 43 characters (RFC 7636 4.2). */

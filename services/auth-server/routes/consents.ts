@@ -7,7 +7,7 @@ import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { sendRefusedSignIn, signIn } from '../authenticate.ts';
 import type { AuthContext } from '../context.ts';
-import { readCookie, serializeCookie } from '../cookies.ts';
+import { readCookie, serializeCookie } from '../../../lib/web/cookies.ts';
 import { PageError } from '../errors.ts';
 import { bindBrowser, checkCsrf, cookieName, isStored, loadInteraction, markFailed, renewAfterSignIn, sealInteraction } from '../interaction.ts';
 import { revokeFamily } from '../issue-tokens.ts';

@@ -1,9 +1,9 @@
 // The one place that chooses the store adapters: Redis when REDIS_URL is set, memory otherwise.
 // The sign-in throttle uses the sidecar's BucketStore adapters on the same choice.
 import { Redis } from 'ioredis';
-import { MemoryBucketStore } from '../../../sidecar/stores/memory.ts';
-import { RedisBucketStore } from '../../../sidecar/stores/redis.ts';
-import type { BucketStore } from '../../../sidecar/stores/bucket-store.ts';
+import { MemoryBucketStore } from '../../../lib/token-bucket/memory-store.ts';
+import { RedisBucketStore } from '../../../lib/token-bucket/redis-store.ts';
+import type { BucketStore } from '../../../lib/token-bucket/bucket-store.ts';
 import { createMemoryStores } from './memory.ts';
 import { createRedisStores } from './redis.ts';
 import type { AuthStores } from './types.ts';

@@ -1,7 +1,7 @@
 // Store latency for the metrics: the same stores, each asynchronous operation timed and its
 // failure counted. A decorator chosen in main.ts, so the adapters stay free of metrics and clocks.
 // Operations are named `<store>.<method>` (codes.consume, throttle.take): a fixed set.
-import type { BucketStore } from '../../../sidecar/stores/bucket-store.ts';
+import type { BucketStore } from '../../../lib/token-bucket/bucket-store.ts';
 import type { AuthStores } from './types.ts';
 
 /** Receives one finished operation: its name, duration (s) and whether it succeeded. */

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { hashPassword } from '../../../services/auth-server/passwords.ts';
+import { hashPassword } from '../../../lib/config/passwords.ts';
 import { repoRoot } from '../../harness/programs.ts';
 import { imageOf, type E2eContext } from '../../harness/kind/context.ts';
 import type { Kube } from '../../harness/kind/kube.ts';

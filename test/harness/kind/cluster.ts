@@ -22,7 +22,7 @@ const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(HERE, '..', '..', '..');
 const STATE = process.env['PORTCULLIS_E2E_STATE'] ?? path.join(process.env['XDG_CACHE_HOME'] ?? path.join(homedir(), '.cache'), 'portcullis', 'e2e');
 
-/** The programs with a Dockerfile, built into portcullis/<basename>:<tag>. */
+/** The programs' folders; each is built from the one Dockerfile into portcullis/<basename>:<tag>. */
 export const PROGRAMS = ['operator', 'sidecar', 'services/auth-server', 'services/user-service', 'services/demo-client'] as const;
 export const REDIS_IMAGE = 'redis:7-alpine';
 export const BASE_IMAGE = 'node:24-bookworm-slim';
@@ -155,8 +155,10 @@ export async function provision(): Promise<Provisioned> {
           'docker',
           [
             'build',
-            '-f',
-            `${program}/Dockerfile`,
+            '--build-arg',
+            `PROGRAM=${path.basename(program)}`,
+            '--build-arg',
+            `SOURCE=${program}`,
             '-t',
             name,
             '--build-arg',

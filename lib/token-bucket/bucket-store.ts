@@ -1,7 +1,7 @@
 // The BucketStore port: where bucket state lives. memory.ts is the embedded default for one
 // process; redis.ts shares state between many processes. Independent of HTTP, so the auth
 // server's sign-in throttle uses the same stores.
-import type { BucketRule, Decision } from '../bucket.ts';
+import type { BucketRule, Decision } from './bucket.ts';
 
 /**
  * Receives the outcome of one takeInto(): exactly one of the two is called, once. Neither may

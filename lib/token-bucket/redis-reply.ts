@@ -1,6 +1,6 @@
 // The script's reply (token-bucket.lua), one take's slice at a time: checked by hand (zod would
 // allocate on the hot path) and turned into decisions. A malformed reply is a StoreUnavailableError.
-import { combineDecisions, toDecision, type BucketRule, type Decision } from '../bucket.ts';
+import { combineDecisions, toDecision, type BucketRule, type Decision } from './bucket.ts';
 import { StoreUnavailableError } from './bucket-store.ts';
 
 /** Integers the script's reply holds per bucket (its micro-tokens; see token-bucket.lua); each take adds one more (allowed). */

@@ -2,7 +2,7 @@
 // is injected (ms, may be fractional); idle buckets are forgotten once they would be full again.
 // Like the Redis store it writes a bucket only when a take is admitted (bucket.ts, "What a store
 // keeps"), expiry included, so both stores decide alike.
-import { assertRule, bucketTtlMs, takeAllUs, takeUs, type BucketRule, type BucketState, type Decision } from '../bucket.ts';
+import { assertRule, bucketTtlMs, takeAllUs, takeUs, type BucketRule, type BucketState, type Decision } from './bucket.ts';
 import type { BucketStore, TakeSink } from './bucket-store.ts';
 
 export interface MemoryStoreOptions {

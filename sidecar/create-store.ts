@@ -1,9 +1,9 @@
 // The one place that picks a BucketStore from config: Redis when configured, memory otherwise.
 import { readFileSync } from 'node:fs';
-import type { RedisConfig } from '../config.ts';
-import type { BucketStore } from './bucket-store.ts';
-import { MemoryBucketStore } from './memory.ts';
-import { RedisBucketStore } from './redis.ts';
+import type { RedisConfig } from '../lib/config/sidecar.ts';
+import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
+import { MemoryBucketStore } from '../lib/token-bucket/memory-store.ts';
+import { RedisBucketStore } from '../lib/token-bucket/redis-store.ts';
 
 export interface StoreChoice {
   readonly store: BucketStore;

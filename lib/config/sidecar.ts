@@ -3,7 +3,7 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
-import { MAX_BURST_CAPACITY } from './bucket.ts';
+import { MAX_BURST_CAPACITY } from '../token-bucket/bucket.ts';
 
 const port = z.number().int().min(0).max(65535);
 const hostPort = z.strictObject({ host: z.string().min(1), port: port.min(1) });

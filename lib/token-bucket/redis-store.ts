@@ -12,7 +12,7 @@
 // in arrival order. docs/capacity.md has what the grouping gives on a Cluster.
 import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
-import { assertRule, bucketTtlMs, type BucketRule, type Decision } from '../bucket.ts';
+import { assertRule, bucketTtlMs, type BucketRule, type Decision } from './bucket.ts';
 import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
 import { keySlot } from './key-slot.ts';
 import { BUCKET_FIELDS, HEAD_FIELDS, malformed, parseDecision, parseReply, type RawTake } from './redis-reply.ts';

@@ -4,7 +4,7 @@
 // (1 token = 1_000_000 micro-tokens). Because replenishRate is an integer number of tokens per
 // second, a bucket regains exactly `replenishRate` micro-tokens per µs, so every value stays an
 // integer below 2^53 and the arithmetic is exact in JavaScript and in Redis' Lua (both IEEE
-// doubles). sidecar/stores/token-bucket.lua performs the very same operations in the same order;
+// doubles). lib/token-bucket/token-bucket.lua performs the very same operations in the same order;
 // test/integration/sidecar-lua-equivalence.test.ts requires identical results.
 //
 // What a store keeps: a take returns the bucket's state as of its decision (refilled to its time,

@@ -1,7 +1,7 @@
 -- Token bucket check-and-take for a batch of takes in one atomic call: the Lua twin of takeAllUs()
--- in sidecar/bucket.ts (same operations, same order, so both give identical results; a test holds
+-- in lib/token-bucket/bucket.ts (same operations, same order, so both give identical results; a test holds
 -- them to it). The store batches the takes that arrive in one event-loop turn into one call
--- (sidecar/stores/redis.ts): the takes run in order, so two takes of one bucket in a batch see
+-- (lib/token-bucket/redis-store.ts): the takes run in order, so two takes of one bucket in a batch see
 -- each other exactly as two separate calls would.
 --
 -- A take charges one or more buckets (several limits on one request): it is admitted only when
@@ -19,7 +19,7 @@
 -- as a full bucket.
 --
 -- KEYS             the bucket keys of every take, take after take ("<prefix>v2:{<key>}", then
---                  "<prefix>v2:{<key>}:<i>" for its further buckets: sidecar/stores/redis.ts keyOf)
+--                  "<prefix>v2:{<key>}:<i>" for its further buckets: lib/token-bucket/redis-store.ts keyOf)
 -- ARGV[1]          now in µs, or '' to use Redis TIME (the default: every sidecar shares one clock)
 -- ARGV[2]          G, the number of limit groups the call's takes use (a group: one rule's limits
 --                  and costs, the same for all its takes, so sent and parsed once per call)

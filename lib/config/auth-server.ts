@@ -1,4 +1,4 @@
-// Auth-server configuration and the shapes of its three files (DESIGN.md section 4).
+// Auth-server configuration and the shapes of its three files.
 //
 // Contract with the operator: the client registry, the users file and the signing keys file are
 // JSON documents the operator writes into Secrets; the schemas below are their single source.

@@ -1,7 +1,7 @@
 // The value of one bucket's Redis key as token-bucket.lua writes it (struct '<i8<i8'): 16 bytes,
 // two little-endian signed 64-bit integers, the micro-tokens and the µs time of that state. The
 // store itself never reads it (the script does); tests, benches and tooling inspecting Redis do.
-import type { BucketState } from '../bucket.ts';
+import type { BucketState } from './bucket.ts';
 
 /** Bytes of one stored bucket. */
 export const BUCKET_VALUE_BYTES = 16;
