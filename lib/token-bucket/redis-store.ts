@@ -10,16 +10,14 @@
 // exactly those of separate calls at the same Redis time. Grouping per slot keeps that: every
 // bucket of a take lives in the take's slot, so two takes of one bucket are always in one group,
 // in arrival order. docs/capacity.md has what the grouping gives on a Cluster.
-import { readFileSync } from 'node:fs';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
-import { assertRule, bucketTtlMs, type BucketRule, type Decision } from './bucket.ts';
-import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
+import { assertRule, type BucketRule, type Decision } from './bucket.ts';
+import type { BucketStore, TakeSink } from './bucket-store.ts';
 import { keySlot } from './key-slot.ts';
-import { BUCKET_FIELDS, HEAD_FIELDS, malformed, parseDecision, parseReply, type RawTake } from './redis-reply.ts';
+import { BUCKET_FIELDS, HEAD_FIELDS, parseDecision } from './redis-reply.ts';
+import { callTakeScript, defineTakeScript, type TakeScriptClient } from './take-script.ts';
 
 export { parseDecision, parseReply, type RawTake } from './redis-reply.ts';
-
-const script = readFileSync(new URL('./token-bucket.lua', import.meta.url), 'utf8');
 /**
  * Version of the bucket keys' layout, between the prefix and the hash tag. v2: one string per
  * bucket; the unversioned keys of earlier releases were hashes, on which the script's GET would
@@ -53,37 +51,22 @@ export interface RedisStoreOptions {
    * by ioredis.
    */
   readonly maxBatch?: number;
-  /**
-   * Test-only: a clock (ms) whose time is sent to the script instead of Redis TIME, so a test can
-   * replay exact sequences. Production leaves it unset.
-   */
-  readonly clockForTests?: () => number;
 }
 
-interface BucketCommands {
-  /** numkeys, the keys, now (µs or ''), the number of limit groups, each group's limits, then per take its group; answers one string. */
-  portcullisTake(...args: (string | number)[]): Promise<unknown>;
-}
-
-/** Where a take's outcome goes: the gateway's sink (a decision), or takeRaw's promise (the whole reply). */
-type PendingTake = {
+/** A take waiting for its turn's batch, and where its decision goes. */
+interface PendingTake {
   /** The take's key (hash-tagged); bucket i > 0 of the take is this key + `:i`, in the same slot. */
   readonly key: string;
   /** The key's Cluster slot; -1 when not on a Cluster (every take goes in one call). */
   readonly slot: number;
   readonly rules: readonly BucketRule[];
   readonly costs: readonly number[];
-} & ({ readonly raw: false; readonly sink: TakeSink } | { readonly raw: true; readonly sink: RawSink });
-
-interface RawSink {
-  taken(take: RawTake): void;
-  failed(err: Error): void;
+  readonly sink: TakeSink;
 }
 
 export class RedisBucketStore implements BucketStore {
-  readonly client: (Redis | Cluster) & BucketCommands;
+  readonly client: TakeScriptClient;
   readonly #prefix: string;
-  readonly #clock: (() => number) | undefined;
   readonly #maxBatch: number;
   readonly #perSlot: boolean;
   #pending: PendingTake[] = [];
@@ -129,11 +112,8 @@ export class RedisBucketStore implements BucketStore {
     // Errors surface through rejected takes and the caller's metrics; without a listener ioredis
     // would print every reconnect attempt.
     client.on('error', () => {});
-    // No numberOfKeys: the first argument of each call says how many keys follow.
-    client.defineCommand('portcullisTake', { lua: script });
-    this.client = client as (Redis | Cluster) & BucketCommands;
+    this.client = defineTakeScript(client);
     this.#prefix = options.keyPrefix ?? 'portcullis:bucket:';
-    this.#clock = options.clockForTests;
     this.#maxBatch = maxBatch;
     this.#perSlot = options.cluster !== undefined;
   }
@@ -165,17 +145,7 @@ export class RedisBucketStore implements BucketStore {
       return;
     }
     const redisKey = this.keyOf(key);
-    this.#enqueue({ key: redisKey, slot: this.#slotOf(redisKey), rules, costs, raw: false, sink });
-  }
-
-  /** takeAll() with the script's exact state, for equivalence tests. */
-  takeRaw(key: string, rule: BucketRule | readonly BucketRule[], cost?: number | readonly number[]): Promise<RawTake> {
-    const rules = Array.isArray(rule) ? (rule as readonly BucketRule[]) : [rule as BucketRule];
-    const costs = cost === undefined ? rules.map((r) => r.requestedTokens) : typeof cost === 'number' ? [cost] : cost;
-    const invalid = checkTake(rules, costs);
-    if (invalid !== undefined) return Promise.reject(invalid);
-    const redisKey = this.keyOf(key);
-    return new Promise<RawTake>((resolve, reject) => this.#enqueue({ key: redisKey, slot: this.#slotOf(redisKey), rules, costs, raw: true, sink: { taken: resolve, failed: reject } }));
+    this.#enqueue({ key: redisKey, slot: this.#slotOf(redisKey), rules, costs, sink });
   }
 
   /** The Cluster slot of a take's Redis key (and so of all its buckets); -1 off a Cluster. */
@@ -212,58 +182,15 @@ export class RedisBucketStore implements BucketStore {
     for (const group of bySlot.values()) this.#send(group);
   };
 
-  /**
-   * Sends takes whose keys share one slot as one script call and settles each with its slice of the
-   * reply. Takes with the same limits and costs share one group of rule arguments (a route's takes
-   * all do), so a take adds its keys and one group number to the call.
-   */
+  /** Sends takes whose keys share one slot as one script call and settles each with its slice of the reply. */
   #send(batch: PendingTake[]): void {
-    const args: (string | number)[] = [0];
-    const groups: PendingTake[] = [];
-    const groupOfTake: number[] = [];
-    let keys = 0;
-    let expected = HEAD_FIELDS;
-    for (const t of batch) {
-      const n = t.rules.length;
-      args.push(t.key);
-      for (let i = 1; i < n; i++) args.push(`${t.key}:${i}`);
-      keys += n;
-      expected += 1 + BUCKET_FIELDS * n;
-      groupOfTake.push(groupOf(groups, t));
-    }
-    args[0] = keys;
-    args.push(this.#clock === undefined ? '' : String(Math.round(this.#clock() * 1000)), groups.length);
-    for (const g of groups) {
-      args.push(g.rules.length);
-      for (let i = 0; i < g.rules.length; i++) {
-        const rule = g.rules[i] as BucketRule;
-        args.push(rule.replenishRate, rule.burstCapacity, g.costs[i] as number, bucketTtlMs(rule));
-      }
-    }
-    for (const g of groupOfTake) args.push(g);
-    this.client.portcullisTake(...args).then(
-      (reply) => {
-        const fields = typeof reply === 'string' ? reply.split(' ') : [];
-        if (fields.length !== expected) {
-          failAll(batch, malformed());
-          return;
-        }
+    callTakeScript(this.client, batch).then(
+      (fields) => {
         let at = HEAD_FIELDS;
         for (let i = 0; i < batch.length; i++) {
           const t = batch[i] as PendingTake;
           const from = at;
           at += 1 + BUCKET_FIELDS * t.rules.length;
-          if (t.raw) {
-            let take: RawTake;
-            try {
-              take = parseReply(fields, from, t.rules, t.costs);
-            } catch (err) {
-              t.sink.failed(err as Error);
-              continue;
-            }
-            t.sink.taken(take);
-            continue;
-          }
           let decision: Decision;
           try {
             decision = parseDecision(fields, from, t.rules, t.costs);
@@ -274,7 +201,9 @@ export class RedisBucketStore implements BucketStore {
           t.sink.taken(decision);
         }
       },
-      (err: unknown) => failAll(batch, new StoreUnavailableError(`redis bucket store: ${(err as Error).message}`, { cause: err })),
+      (err: Error) => {
+        for (const t of batch) t.sink.failed(err);
+      },
     );
   }
 
@@ -297,30 +226,6 @@ export class RedisBucketStore implements BucketStore {
       this.client.disconnect();
     }
   }
-}
-
-/** The group number (1-based) of `take` among `groups`: the first with the same limits and costs, else a new one. */
-function groupOf(groups: PendingTake[], take: PendingTake): number {
-  for (let g = groups.length - 1; g >= 0; g--) if (sameLimits(groups[g] as PendingTake, take)) return g + 1;
-  groups.push(take);
-  return groups.length;
-}
-
-/** Whether two takes charge the same limits the same costs (the same arrays, or equal values: take() makes new ones). */
-function sameLimits(a: PendingTake, b: PendingTake): boolean {
-  if (a.rules === b.rules && a.costs === b.costs) return true;
-  const n = a.rules.length;
-  if (b.rules.length !== n) return false;
-  for (let i = 0; i < n; i++) {
-    const x = a.rules[i] as BucketRule;
-    const y = b.rules[i] as BucketRule;
-    if (a.costs[i] !== b.costs[i] || x.replenishRate !== y.replenishRate || x.burstCapacity !== y.burstCapacity) return false;
-  }
-  return true;
-}
-
-function failAll(batch: readonly PendingTake[], err: Error): void {
-  for (const t of batch) t.sink.failed(err);
 }
 
 /** Why a take cannot be asked (a RangeError), or undefined. */

@@ -3,7 +3,6 @@
 // server. Replies are parsed with zod; a reply of the wrong shape is an error, never a cast.
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
-import { luaScript, runScript } from './redis-script.ts';
 import {
   codeRecordSchema,
   consentSchema,
@@ -21,7 +20,7 @@ import {
  * KEYS[1] the code's hash key; ARGV[1] how long to remember a used code (ms).
  * Reply: {'unknown'} | {'ok', data} | {'replayed', issued ('' when not attached yet)}.
  */
-const consumeCode = luaScript(`
+const consumeCode = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
 if redis.call('HGET', KEYS[1], 'used') == '1' then
   redis.call('HSET', KEYS[1], 'replayed', '1')
@@ -30,15 +29,15 @@ end
 redis.call('HSET', KEYS[1], 'used', '1')
 redis.call('PEXPIRE', KEYS[1], ARGV[1])
 return {'ok', redis.call('HGET', KEYS[1], 'data')}
-`);
+`;
 
 /** KEYS[1] the code's hash key; ARGV[1] the issued record (JSON). Reply: 1 when the code was replayed meanwhile. */
-const attachIssued = luaScript(`
+const attachIssued = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HSET', KEYS[1], 'issued', ARGV[1])
 if redis.call('HGET', KEYS[1], 'replayed') == '1' then return 1 end
 return 0
-`);
+`;
 
 /**
  * KEYS[1] the family's hash key; ARGV[1] presented token hash, ARGV[2] new token hash,
@@ -46,7 +45,7 @@ return 0
  * Reply: {'ok', grant, lifetime (ms) of the new token} | {'reused', grant, jtis} (family
  * revoked) | {'invalid'}. The new token's lifetime stops at the family's end ('end', epoch ms).
  */
-const rotateRefresh = luaScript(`
+const rotateRefresh = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'invalid'} end
 local f = redis.call('HMGET', KEYS[1], 'grant', 'current', 'previous', 'revoked', 'exp', 'jtis', 'end')
 if f[4] == '1' then return {'invalid'} end
@@ -70,23 +69,23 @@ if string.find(' ' .. (f[3] or '') .. ' ', ' ' .. ARGV[1] .. ' ', 1, true) then
   return {'reused', f[1], f[6] or ''}
 end
 return {'invalid'}
-`);
+`;
 
 /** KEYS[1] the family's hash key; ARGV[1] `jti:expiresAtMs`. Appends to the family's access tokens. */
-const addJti = luaScript(`
+const addJti = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 local j = redis.call('HGET', KEYS[1], 'jtis')
 if j and j ~= '' then j = j .. ' ' .. ARGV[1] else j = ARGV[1] end
 redis.call('HSET', KEYS[1], 'jtis', j)
 return 1
-`);
+`;
 
 /** KEYS[1] the family's hash key. Marks it revoked; reply: its access tokens ('' when none or no family). */
-const revokeFamily = luaScript(`
+const revokeFamily = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return '' end
 redis.call('HSET', KEYS[1], 'revoked', '1')
 return redis.call('HGET', KEYS[1], 'jtis') or ''
-`);
+`;
 
 const stringArray = z.array(z.string());
 const issuedSchema = z.object({ familyId: z.string().optional(), jti: z.string(), accessExpiresAt: z.number() });
@@ -104,7 +103,29 @@ function parseJtis(text: string): AccessTokenRef[] {
   });
 }
 
-export function createRedisStores(redis: Redis, prefix = 'portcullis:auth:'): AuthStores {
+/** The scripts as ioredis commands, each on one key: EVALSHA, and EVAL when Redis answers NOSCRIPT (after a restart or failover). */
+interface AuthScripts {
+  authConsumeCode(key: string, retainMs: number): Promise<unknown>;
+  authAttachIssued(key: string, issued: string): Promise<unknown>;
+  authRotateRefresh(key: string, tokenHash: string, newHash: string, nowMs: number, ttlMs: number): Promise<unknown>;
+  authAddJti(key: string, jti: string): Promise<unknown>;
+  authRevokeFamily(key: string): Promise<unknown>;
+}
+
+function withScripts(redis: Redis): Redis & AuthScripts {
+  const scripts: Record<keyof AuthScripts, string> = {
+    authConsumeCode: consumeCode,
+    authAttachIssued: attachIssued,
+    authRotateRefresh: rotateRefresh,
+    authAddJti: addJti,
+    authRevokeFamily: revokeFamily,
+  };
+  for (const [name, lua] of Object.entries(scripts)) redis.defineCommand(name, { numberOfKeys: 1, lua });
+  return redis as Redis & AuthScripts;
+}
+
+export function createRedisStores(client: Redis, prefix = 'portcullis:auth:'): AuthStores {
+  const redis = withScripts(client);
   const k = {
     interaction: (id: string) => `${prefix}ix:${id}`,
     code: (hash: string) => `${prefix}code:${hash}`,
@@ -151,7 +172,7 @@ export function createRedisStores(redis: Redis, prefix = 'portcullis:auth:'): Au
         return data === null ? undefined : parseJson(codeRecordSchema, data);
       },
       async consume(codeHash, retainMs): Promise<ConsumeResult> {
-        const reply = stringArray.parse(await runScript(redis, consumeCode, [k.code(codeHash)], [retainMs]));
+        const reply = stringArray.parse(await redis.authConsumeCode(k.code(codeHash), retainMs));
         if (reply[0] === 'ok') return { status: 'ok', record: parseJson(codeRecordSchema, reply[1] ?? '') };
         if (reply[0] === 'replayed') {
           return reply[1] ? { status: 'replayed', issued: parseJson(issuedSchema, reply[1]) } : { status: 'replayed' };
@@ -159,7 +180,7 @@ export function createRedisStores(redis: Redis, prefix = 'portcullis:auth:'): Au
         return { status: 'unknown' };
       },
       async attachIssued(codeHash, issued) {
-        const reply = z.number().parse(await runScript(redis, attachIssued, [k.code(codeHash)], [JSON.stringify(issued)]));
+        const reply = z.number().parse(await redis.authAttachIssued(k.code(codeHash), JSON.stringify(issued)));
         return reply === 1;
       },
     },
@@ -174,7 +195,7 @@ export function createRedisStores(redis: Redis, prefix = 'portcullis:auth:'): Au
         await indexFamily(grant, familyId, lifeMs);
       },
       async rotate(familyId, tokenHash, newHash, nowMs, ttlMs): Promise<RotateResult> {
-        const reply = stringArray.parse(await runScript(redis, rotateRefresh, [k.family(familyId)], [tokenHash, newHash, nowMs, ttlMs]));
+        const reply = stringArray.parse(await redis.authRotateRefresh(k.family(familyId), tokenHash, newHash, nowMs, ttlMs));
         if (reply[0] === 'ok') {
           const grant = parseJson(familySchema, reply[1] ?? '');
           await indexFamily(grant, familyId, z.coerce.number().int().positive().parse(reply[2]));
@@ -184,10 +205,10 @@ export function createRedisStores(redis: Redis, prefix = 'portcullis:auth:'): Au
         return { status: 'invalid' };
       },
       async addAccessToken(familyId, ref) {
-        await runScript(redis, addJti, [k.family(familyId)], [`${ref.jti}:${ref.expiresAt}`]);
+        await redis.authAddJti(k.family(familyId), `${ref.jti}:${ref.expiresAt}`);
       },
       async revoke(familyId) {
-        return parseJtis(z.string().parse(await runScript(redis, revokeFamily, [k.family(familyId)], [])));
+        return parseJtis(z.string().parse(await redis.authRevokeFamily(k.family(familyId))));
       },
       async inspect(familyId, tokenHash, nowMs) {
         const [grant, current, previous, revoked, exp] = await redis.hmget(k.family(familyId), 'grant', 'current', 'previous', 'revoked', 'exp');
