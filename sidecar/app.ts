@@ -7,7 +7,7 @@ import { Pool } from 'undici';
 import { buildAdminServer } from './admin.ts';
 import { parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
 import { SidecarMetrics } from './metrics.ts';
-import { problemTypes } from './problem.ts';
+import { problemTypes, writeSocketProblem } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
 import { resolveRedisConfig } from './redis-url-file.ts';
 import { requestBodyTimeout } from './request-body-timeout.ts';
@@ -127,11 +127,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
         : err.code === 'HPE_HEADER_OVERFLOW'
           ? [431, 'Request Header Fields Too Large', 'The request headers are too large.']
           : [400, 'Bad Request', 'The request is not valid HTTP/1.1 (for example a control character in a header value).'];
-    const body = JSON.stringify({ type: problemTypes.badRequest, title, status, detail });
-    socket.end(
-      `HTTP/1.1 ${status} ${title}\r\ncontent-type: application/problem+json\r\n` +
-        `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
-    );
+    writeSocketProblem(socket, { type: problemTypes.badRequest, title, status, detail });
   });
 
   const adminServer = buildAdminServer({

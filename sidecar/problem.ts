@@ -1,5 +1,7 @@
-// RFC 9457 problem details, written straight to a node:http response.
+// RFC 9457 problem details, written straight to a node:http response, or to a raw socket when the
+// request left the HTTP parser (an upgrade, or a request the parser refused).
 import type { ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 
 export interface Problem {
   readonly status: number;
@@ -32,4 +34,17 @@ export function sendProblem(res: ServerResponse, problem: Problem, headers: stri
   headers.push('content-type', 'application/problem+json', 'content-length', String(Buffer.byteLength(body)), 'cache-control', 'no-store');
   res.writeHead(problem.status, headers);
   res.end(body);
+}
+
+/** Writes a complete HTTP/1.1 response to a socket that left the HTTP parser, then closes it. */
+export function writeSocketProblem(socket: Duplex, problem: Problem, headers: readonly string[] = []): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const body = JSON.stringify(problem);
+  let head = `HTTP/1.1 ${problem.status} ${problem.title}\r\n`;
+  for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
+  head += `content-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n`;
+  socket.end(head + body);
 }

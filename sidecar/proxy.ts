@@ -1,14 +1,14 @@
 // The hot path: a node:http request handler that checks the target and the head, takes from the
 // request's bucket and streams the request to the upstream through an undici Pool (keep-alive)
 // and the response back (sidecar/exchange.ts). Hop-by-hop headers are dropped both ways
-// (RFC 9110 section 7.6.1); X-Forwarded-* are added.
+// (RFC 9110 section 7.6.1, sidecar/request-head.ts for the request); X-Forwarded-* are added.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { Admission, isRule, refuseTarget, ruleFor, targetPath, type KeyOutcome } from './admission.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
-import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
 import { problemTypes, sendProblem } from './problem.ts';
+import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime, RuleRuntime } from './route-runtime.ts';
 
 export interface ProxyOptions {
@@ -74,57 +74,7 @@ export class GatewayProxy {
       sendProblem(res, badTarget);
       return;
     }
-    // One pass over the raw headers: the key (header value or bearer token), the forwarded set, body presence.
-    const raw = req.rawHeaders;
-    const forward: string[] = [];
-    const jwt = rt.jwt !== undefined;
-    let key: string | undefined;
-    let authorization: string | undefined;
-    let hasBody = false;
-    let xff: string | undefined;
-    let connection: string | undefined;
-    let sawProto = false;
-    let sawHost = false;
-    let host: string | undefined;
-    let hostCount = 0;
-    for (let i = 0; i < raw.length; i += 2) {
-      const name = raw[i] as string;
-      const value = raw[i + 1] as string;
-      const lower = name.toLowerCase();
-      if (lower === rt.keyHeader) {
-        // jwt: the key header goes upstream only as set from the verified claim.
-        if (jwt) continue;
-        if (key === undefined) key = value;
-      }
-      if (dropRequest.has(lower)) {
-        if (lower === 'transfer-encoding') hasBody = true;
-        else if (lower === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
-        continue;
-      }
-      switch (lower) {
-        case 'content-length':
-          if (value !== '0') hasBody = true;
-          break;
-        case 'authorization':
-          if (authorization === undefined) authorization = value;
-          break;
-        case 'x-forwarded-for':
-          xff = xff === undefined ? value : `${xff}, ${value}`;
-          continue;
-        case 'x-forwarded-proto':
-          sawProto = true;
-          break;
-        case 'x-forwarded-host':
-          sawHost = true;
-          break;
-        case 'host':
-          host = value;
-          hostCount++;
-          break;
-      }
-      forward.push(name, value);
-    }
-
+    const { forward, key, authorization, hostCount, hasBody } = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
     const admission = this.#exchanges.admission;
     const badHost = admission.refuseHost(rt, hostCount);
     if (badHost !== undefined) {
@@ -136,11 +86,6 @@ export class GatewayProxy {
       sendProblem(res, rule);
       return;
     }
-    if (connection !== undefined) removeConnectionTokens(forward, connection);
-    const socket = req.socket;
-    forward.push('x-forwarded-for', xff === undefined ? (socket.remoteAddress ?? '') : `${xff}, ${socket.remoteAddress ?? ''}`);
-    if (!sawProto) forward.push('x-forwarded-proto', 'encrypted' in socket && socket.encrypted === true ? 'https' : 'http');
-    if (!sawHost && host !== undefined) forward.push('x-forwarded-host', host);
 
     // No rule applies and unmatched requests are forwarded: no key is needed, nothing is taken.
     if (rule === undefined) {

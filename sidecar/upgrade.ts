@@ -11,8 +11,8 @@ import type { Duplex } from 'node:stream';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { Admission, refuseTarget, targetPath } from './admission.ts';
-import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
-import { problemTypes, type Problem } from './problem.ts';
+import { problemTypes, writeSocketProblem } from './problem.ts';
+import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime } from './route-runtime.ts';
 
 /** After one side of a tunnel ended, the longest wait for the other to close (ms). */
@@ -24,74 +24,6 @@ export interface UpgradeProxyOptions {
   readonly runtime: () => RouteRuntime;
   /** Registry for the open-tunnel gauge (the sidecar's /metrics). */
   readonly registry?: Registry;
-}
-
-/** Writes a complete HTTP/1.1 response to a socket that left the HTTP parser, then closes it. */
-export function writeSocketProblem(socket: Duplex, problem: Problem, headers: readonly string[] = []): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const body = JSON.stringify(problem);
-  let head = `HTTP/1.1 ${problem.status} ${problem.title}\r\n`;
-  for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
-  head += `content-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n`;
-  socket.end(head + body);
-}
-
-/** The request headers to send upstream: hop-by-hop dropped, Upgrade kept, X-Forwarded-* added. */
-interface UpgradeRequestHeaders {
-  readonly forward: string[];
-  readonly key: string | undefined;
-  readonly authorization: string | undefined;
-  readonly hostCount: number;
-}
-
-/** `jwt`: the client's key header is dropped (the verified claim replaces it). */
-function upgradeHeaders(req: http.IncomingMessage, keyHeader: string, jwt: boolean): UpgradeRequestHeaders {
-  const raw = req.rawHeaders;
-  const forward: string[] = [];
-  let key: string | undefined;
-  let authorization: string | undefined;
-  let connection: string | undefined;
-  let upgrade: string | undefined;
-  let xff: string | undefined;
-  let sawProto = false;
-  let sawHost = false;
-  let host: string | undefined;
-  let hostCount = 0;
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i] as string;
-    const value = raw[i + 1] as string;
-    const lower = name.toLowerCase();
-    if (lower === keyHeader) {
-      if (jwt) continue;
-      if (key === undefined) key = value;
-    }
-    if (lower === 'authorization' && authorization === undefined) authorization = value;
-    if (lower === 'upgrade') upgrade = upgrade === undefined ? value : `${upgrade}, ${value}`;
-    if (lower === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
-    if (dropRequest.has(lower)) continue;
-    if (lower === 'x-forwarded-for') {
-      xff = xff === undefined ? value : `${xff}, ${value}`;
-      continue;
-    }
-    if (lower === 'x-forwarded-proto') sawProto = true;
-    if (lower === 'x-forwarded-host') sawHost = true;
-    if (lower === 'host') {
-      host = value;
-      hostCount++;
-    }
-    forward.push(name, value);
-  }
-  // Headers named by Connection are hop-by-hop too, except the Upgrade this hop passes on.
-  if (connection !== undefined) removeConnectionTokens(forward, connection);
-  const socket = req.socket;
-  forward.push('connection', 'Upgrade', 'upgrade', upgrade ?? '');
-  forward.push('x-forwarded-for', xff === undefined ? (socket.remoteAddress ?? '') : `${xff}, ${socket.remoteAddress ?? ''}`);
-  if (!sawProto) forward.push('x-forwarded-proto', 'encrypted' in socket && socket.encrypted === true ? 'https' : 'http');
-  if (!sawHost && host !== undefined) forward.push('x-forwarded-host', host);
-  return { forward, key, authorization, hostCount };
 }
 
 export class UpgradeProxy {
@@ -157,7 +89,9 @@ export class UpgradeProxy {
       writeSocketProblem(socket, badTarget);
       return;
     }
-    const { forward, key, authorization, hostCount } = upgradeHeaders(req, rt.keyHeader, rt.jwt !== undefined);
+    const { forward, key, authorization, hostCount, upgrade } = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
+    // This hop passes the Upgrade on: the one hop-by-hop header pair an upgrade keeps.
+    forward.push('connection', 'Upgrade', 'upgrade', upgrade ?? '');
     // One take per upgrade, like one request: the tunnel's messages are not metered.
     const verdict = await this.#admission.decide(rt, { method: req.method ?? 'GET', path, keyValue: key, authorization, hostCount });
     if (!verdict.admitted) {

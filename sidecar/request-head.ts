@@ -1,0 +1,78 @@
+// One pass over a request's raw headers, for plain requests and Upgrade requests alike: the limit
+// key (the key header, or the bearer token in jwt mode), whether a body follows, and the headers to
+// send upstream: hop-by-hop ones dropped with those Connection names (RFC 9110 section 7.6.1),
+// X-Forwarded-For/-Proto/-Host added. In jwt mode the client's key header is never forwarded: the
+// verified claim replaces it.
+import type { IncomingMessage } from 'node:http';
+import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
+
+export interface RequestHead {
+  readonly forward: string[];
+  /** The first key header's value (undefined in jwt mode, or when absent). */
+  readonly key: string | undefined;
+  readonly authorization: string | undefined;
+  /** Host headers seen: more than one is a bad request. */
+  readonly hostCount: number;
+  /** Transfer-Encoding, or a Content-Length other than 0. */
+  readonly hasBody: boolean;
+  /** The Upgrade header's values, joined; undefined when absent. */
+  readonly upgrade: string | undefined;
+}
+
+export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: boolean): RequestHead {
+  const raw = req.rawHeaders;
+  const forward: string[] = [];
+  let key: string | undefined;
+  let authorization: string | undefined;
+  let hasBody = false;
+  let xff: string | undefined;
+  let connection: string | undefined;
+  let upgrade: string | undefined;
+  let sawProto = false;
+  let sawHost = false;
+  let host: string | undefined;
+  let hostCount = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    const value = raw[i + 1] as string;
+    const lower = name.toLowerCase();
+    if (lower === keyHeader) {
+      if (jwt) continue;
+      if (key === undefined) key = value;
+    }
+    if (dropRequest.has(lower)) {
+      if (lower === 'transfer-encoding') hasBody = true;
+      else if (lower === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
+      else if (lower === 'upgrade') upgrade = upgrade === undefined ? value : `${upgrade}, ${value}`;
+      continue;
+    }
+    switch (lower) {
+      case 'content-length':
+        if (value !== '0') hasBody = true;
+        break;
+      case 'authorization':
+        if (authorization === undefined) authorization = value;
+        break;
+      case 'x-forwarded-for':
+        xff = xff === undefined ? value : `${xff}, ${value}`;
+        continue;
+      case 'x-forwarded-proto':
+        sawProto = true;
+        break;
+      case 'x-forwarded-host':
+        sawHost = true;
+        break;
+      case 'host':
+        host = value;
+        hostCount++;
+        break;
+    }
+    forward.push(name, value);
+  }
+  if (connection !== undefined) removeConnectionTokens(forward, connection);
+  const socket = req.socket;
+  forward.push('x-forwarded-for', xff === undefined ? (socket.remoteAddress ?? '') : `${xff}, ${socket.remoteAddress ?? ''}`);
+  if (!sawProto) forward.push('x-forwarded-proto', 'encrypted' in socket && socket.encrypted === true ? 'https' : 'http');
+  if (!sawHost && host !== undefined) forward.push('x-forwarded-host', host);
+  return { forward, key, authorization, hostCount, hasBody, upgrade };
+}
