@@ -1,7 +1,7 @@
 // `make bench`: runs the benchmark suites side by side with their anchors and writes
 // bench/results/<suite>.json and <suite>.md (the latest run; git history keeps earlier ones), then
-// bench/results/summary.md (every suite's table, with the goals) and bench/results/chart.svg, and
-// puts the summary into README.md between the bench markers.
+// bench/results/summary.md (every suite's table, with the goals) and bench/results/chart.svg.
+// It writes nothing outside bench/results/ (bench/README.md says how to read the results).
 // `node bench/run.ts [suite ...]` runs only the named suites (the summary still covers the latest
 // results of every suite). Add a suite by adding it to the registry below. The sidecar is bundled
 // from the current sources first, so a suite never measures a stale or missing dist/sidecar.
@@ -83,5 +83,5 @@ for (const [name, suite] of Object.entries(suites)) {
   writeFileSync(path.join(resultsDir, `${name}.md`), `${md}\n`);
   console.log(`\n${md}\n\nwritten: bench/results/${name}.json, bench/results/${name}.md`);
 }
-const written = writeSummary(resultsDir, path.join(repoRoot, 'README.md'));
+const written = writeSummary(resultsDir);
 console.log(`written: ${written.join(', ')}`);

@@ -1,6 +1,6 @@
 // The summary of the latest results of every suite: bench/results/summary.md (the headline table
-// with the goals, then each suite's own table), bench/results/chart.svg (plain bars, written by
-// hand: no chart library), and the headline copied into README.md between the bench markers.
+// with the goals, then each suite's own table) and bench/results/chart.svg (plain bars, written by
+// hand: no chart library). Nothing outside the results folder is written.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AccuracyBenchResult } from './accuracy.ts';
@@ -10,9 +10,6 @@ import type { GatewayBenchResult } from './gateway.ts';
 import type { InstructionsBenchResult } from './instructions.ts';
 import type { OperatorBenchResult } from './operator.ts';
 import type { TokenBenchResult } from './token.ts';
-
-const BEGIN = '<!-- bench:begin (written by make bench: bench/summary.ts) -->';
-const END = '<!-- bench:end -->';
 
 /** The latest result of a suite, or undefined when absent or written by an older version of the suite. */
 function read<T>(dir: string, name: string, current: (x: Record<string, unknown>) => boolean): T | undefined {
@@ -32,7 +29,7 @@ const isOperatorScale = (x: Record<string, unknown>) => Array.isArray(x['runs'])
 
 const loadavg = (xs: number[] | undefined) => (xs ?? []).map((x) => x.toFixed(1)).join(' ');
 
-/** The headline rows: each goal of issue 5 with its measured figure. */
+/** The headline rows: each performance goal (docs/performance.md) with its measured figure, and the context rows that explain them. */
 export function headline(dir: string): string {
   const g = read<GatewayBenchResult>(dir, 'gateway', isGateway);
   const a = read<AccuracyBenchResult>(dir, 'accuracy', isAccuracy);
@@ -184,26 +181,13 @@ export function chartSvg(dir: string): string {
   ].join('\n');
 }
 
-/** Writes summary.md and chart.svg into `dir` and the headline into the README; returns what it wrote. */
-export function writeSummary(dir: string, readme: string): string[] {
-  const written: string[] = [];
+/** Writes summary.md and chart.svg into `dir` (bench/results/) and nothing else; returns what it wrote. */
+export function writeSummary(dir: string): string[] {
   const head = headline(dir);
   const sections = ['gateway', 'gateway-jwt', 'instructions', 'container-memory', 'accuracy', 'token', 'auth', 'auth-flood', 'signin-flood', 'redis-cost', 'batch-window', 'operator-scale']
     .filter((n) => existsSync(path.join(dir, `${n}.md`)))
     .map((n) => readFileSync(path.join(dir, `${n}.md`), 'utf8').trim());
   writeFileSync(path.join(dir, 'summary.md'), `${[head, '', '![benchmark chart](chart.svg)', '', ...sections.flatMap((s) => [s, ''])].join('\n')}`);
   writeFileSync(path.join(dir, 'chart.svg'), `${chartSvg(dir)}\n`);
-  written.push('bench/results/summary.md', 'bench/results/chart.svg');
-  if (existsSync(readme)) {
-    const text = readFileSync(readme, 'utf8');
-    const from = text.indexOf(BEGIN);
-    const to = text.indexOf(END);
-    if (from >= 0 && to > from) {
-      const gateway = existsSync(path.join(dir, 'gateway.md')) ? readFileSync(path.join(dir, 'gateway.md'), 'utf8').trim() : '';
-      const block = [BEGIN, head, '', gateway, '', '![benchmark chart](bench/results/chart.svg)', '', 'Every table (accuracy, token endpoint, sign-in, operator): [bench/results/summary.md](bench/results/summary.md).', END].join('\n');
-      writeFileSync(readme, text.slice(0, from) + block + text.slice(to + END.length));
-      written.push('README.md (bench section)');
-    }
-  }
-  return written;
+  return ['bench/results/summary.md', 'bench/results/chart.svg'];
 }
