@@ -17,6 +17,7 @@ import { planSigningKeys, signingKeysSecret, signingKeysStateOf, type SigningKey
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { EventRecorder } from '../runtime/events.ts';
+import { EventReasons, type EventReason } from './conditions.ts';
 import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
 import { isConflict } from '../runtime/errors.ts';
 import type { Informer } from '../runtime/informer.ts';
@@ -41,7 +42,7 @@ export interface AuthServerReconcilerDeps {
   clock: Clock;
   log: Logger;
   /** Warnings on the OAuthClients of the namespace (e.g. the users Secret is missing). */
-  events?: EventRecorder;
+  events?: EventRecorder<EventReason>;
 }
 
 export class AuthServerReconciler implements Reconciler {
@@ -160,7 +161,7 @@ export class AuthServerReconciler implements Reconciler {
     }
     const message = `the auth server in ${namespace} cannot start: the operator's auth Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty (the chart's auth.redis.existingSecret)`;
     this.#d.log.warn({ namespace, secret: `${source.namespace}/${source.name}` }, 'auth Redis Secret missing');
-    for (const c of clients) this.#d.events?.event(c, 'Warning', 'RedisSecretMissing', message);
+    for (const c of clients) this.#d.events?.event(c, 'Warning', EventReasons.RedisSecretMissing, message);
   }
 
   /** The users Secret is the operator's setting, not its child: tell a person when it is missing. */
@@ -172,7 +173,7 @@ export class AuthServerReconciler implements Reconciler {
     if (hasKey) return;
     const message = `the auth server in ${namespace} cannot start: Secret ${usersSecretName} ${users === undefined ? 'does not exist' : `has no key ${usersSecretKey}`}; create it with the users file (kubectl -n ${namespace} create secret generic ${usersSecretName} --from-file=${usersSecretKey}=users.json; password hashes from node services/auth-server/hash-password.ts)`;
     this.#d.log.warn({ namespace, secret: usersSecretName }, 'users Secret missing');
-    for (const c of clients) this.#d.events?.event(c, 'Warning', 'UsersSecretMissing', message);
+    for (const c of clients) this.#d.events?.event(c, 'Warning', EventReasons.UsersSecretMissing, message);
   }
 
   async #prune(namespace: string): Promise<void> {

@@ -1,4 +1,5 @@
-// The Ready condition: reasons as constants (controllers and tests agree on them) and the
+// The Ready condition and the Events the controllers record: reasons as typed constants
+// (controllers and tests agree on them, and a misspelt reason fails to compile), and the
 // Kubernetes rule that lastTransitionTime changes only when the status does.
 import { CONDITION_READY, conditionSchema, type Condition } from '../api/index.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
@@ -22,12 +23,30 @@ export const Reasons = {
   Registering: 'Registering',
   /** OAuthClient: a Secret of that name exists and belongs to something else. */
   SecretConflict: 'SecretConflict',
-  /** Route (Event only): spec.redis.secretRef names a Secret or key that does not exist. */
-  RedisSecretMissing: 'RedisSecretMissing',
-  /** Route (Event only): a jwt key without an issuer of its own, and no auth server runs in the namespace. */
-  AuthServerMissing: 'AuthServerMissing',
 } as const;
 export type Reason = (typeof Reasons)[keyof typeof Reasons];
+
+/** Reasons of the Events on the custom resources: a Warning repeats the Ready condition's reason, plus these. */
+export const EventReasons = {
+  ...Reasons,
+  /** Route: applied these children (message lists them). */
+  Applied: 'Applied',
+  /** Route: deleted children it no longer needs (message lists them). */
+  Deleted: 'Deleted',
+  /** Route with targetRef: the sidecar was taken out of the team's Deployment again. */
+  SidecarRemoved: 'SidecarRemoved',
+  /** Route: spec.redis.secretRef, or the operator's default Redis Secret, names a Secret or key that does not exist. */
+  RedisSecretMissing: 'RedisSecretMissing',
+  /** Route: a jwt key without an issuer of its own, and no auth server runs in the namespace. */
+  AuthServerMissing: 'AuthServerMissing',
+  /** OAuthClient: client_id and client_secret generated into its Secret. */
+  CredentialsGenerated: 'CredentialsGenerated',
+  /** OAuthClient: a new client secret was generated (message says why). */
+  SecretRotated: 'SecretRotated',
+  /** OAuthClient: the auth server's users Secret is missing, so nobody can sign in yet. */
+  UsersSecretMissing: 'UsersSecretMissing',
+} as const;
+export type EventReason = (typeof EventReasons)[keyof typeof EventReasons];
 
 export interface ReadyState {
   status: 'True' | 'False' | 'Unknown';

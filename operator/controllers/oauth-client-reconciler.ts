@@ -25,7 +25,7 @@ import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes } from '../runtime/resource-types.ts';
-import { Reasons, readyStatus, type ReadyState } from './conditions.ts';
+import { EventReasons, Reasons, readyStatus, type EventReason, type ReadyState } from './conditions.ts';
 import { describeIssues } from './spec-issues.ts';
 
 export interface OAuthClientReconcilerDeps {
@@ -33,7 +33,7 @@ export interface OAuthClientReconcilerDeps {
   applier: Applier;
   caches: { clients: Informer; secrets: Informer };
   clock: Clock;
-  events: EventRecorder;
+  events: EventRecorder<EventReason>;
   log: Logger;
 }
 
@@ -52,7 +52,7 @@ export class OAuthClientReconciler implements Reconciler {
     const parsed = oauthClientSchema.safeParse(raw);
     if (!parsed.success) {
       const message = `spec is invalid: ${describeIssues(parsed.error)}; fix the OAuthClient`;
-      this.#d.events.event(raw, 'Warning', Reasons.InvalidSpec, message);
+      this.#d.events.event(raw, 'Warning', EventReasons.InvalidSpec, message);
       await this.#writeStatus(raw, undefined, { status: 'False', reason: Reasons.InvalidSpec, message });
       return {};
     }
@@ -63,7 +63,7 @@ export class OAuthClientReconciler implements Reconciler {
     const owner = secret === undefined ? undefined : controllerOf(secret, 'OAuthClient');
     if (secret !== undefined && (owner === undefined || owner.name !== name)) {
       const message = `Secret ${secretName} exists and is not owned by this OAuthClient; delete or rename it so the operator can generate the client's credentials`;
-      this.#d.events.event(raw, 'Warning', Reasons.SecretConflict, message);
+      this.#d.events.event(raw, 'Warning', EventReasons.SecretConflict, message);
       await this.#writeStatus(raw, secretName, { status: 'False', reason: Reasons.SecretConflict, message });
       return {};
     }
@@ -90,7 +90,7 @@ export class OAuthClientReconciler implements Reconciler {
         if (isConflict(err)) throw new Error(`Secret ${oauthClientSecretName(client.metadata.name)} appeared while creating it; retrying`, { cause: err });
         throw err;
       }
-      this.#d.events.event(raw, 'Normal', 'CredentialsGenerated', `generated client ${credentials.clientId} into Secret ${oauthClientSecretName(client.metadata.name)}`);
+      this.#d.events.event(raw, 'Normal', EventReasons.CredentialsGenerated, `generated client ${credentials.clientId} into Secret ${oauthClientSecretName(client.metadata.name)}`);
       return credentials;
     }
     const rotatedFor = secret.metadata.annotations?.[ROTATED_FOR_ANNOTATION];
@@ -103,7 +103,7 @@ export class OAuthClientReconciler implements Reconciler {
     const credentials = generateCredentials(client, existing?.clientId);
     await this.#d.applier.force(oauthClientSecret(client, credentials, wantedRotation ?? rotatedFor));
     const why = existing === undefined ? 'the Secret held no usable credentials' : `rotation "${wantedRotation ?? ''}" was asked for`;
-    this.#d.events.event(raw, 'Normal', 'SecretRotated', `generated a new client secret for ${credentials.clientId}: ${why}`);
+    this.#d.events.event(raw, 'Normal', EventReasons.SecretRotated, `generated a new client secret for ${credentials.clientId}: ${why}`);
     return credentials;
   }
 

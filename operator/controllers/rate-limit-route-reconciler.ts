@@ -26,7 +26,7 @@ import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, resourceTypeOf } from '../runtime/resource-types.ts';
 import { CONFLICT_RETRY_MS, conflictMessage, foreignObjectProblem } from './child-ownership.ts';
-import { Reasons, readyStatus, type ReadyState } from './conditions.ts';
+import { EventReasons, Reasons, readyStatus, type EventReason, type ReadyState } from './conditions.ts';
 import { SidecarInjection, TARGET_REF_POLL_MS } from './sidecar-injection.ts';
 import { deploymentReadiness } from './deployment-readiness.ts';
 import { describeIssues } from './spec-issues.ts';
@@ -47,7 +47,7 @@ export interface RateLimitRouteReconcilerDeps {
   caches: RateLimitRouteCaches;
   settings: ResourceSettings;
   clock: Clock;
-  events: EventRecorder;
+  events: EventRecorder<EventReason>;
   log: Logger;
   /**
    * Live reads the caches cannot answer: a child's name taken by an object without the operator's
@@ -73,7 +73,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     if (raw === undefined) return {};
     if (raw.metadata.deletionTimestamp !== undefined) {
       const removedFrom = await this.#injection.finalize(raw);
-      if (removedFrom !== undefined) this.#d.events.event(raw, 'Normal', 'SidecarRemoved', `removed the sidecar from Deployment ${removedFrom}`);
+      if (removedFrom !== undefined) this.#d.events.event(raw, 'Normal', EventReasons.SidecarRemoved, `removed the sidecar from Deployment ${removedFrom}`);
       return {};
     }
 
@@ -94,7 +94,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     if (route.spec.targetRef !== undefined) {
       const prepared = await this.#injection.prepare(raw, route);
       if (prepared.problem !== undefined) {
-        this.#d.events.event(raw, 'Warning', Reasons.TargetRefInvalid, prepared.problem);
+        this.#d.events.event(raw, 'Warning', EventReasons.TargetRefInvalid, prepared.problem);
         // No selector: the pods it would count are unknown (or not selectable) until the problem is fixed.
         await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.TargetRefInvalid, message: prepared.problem }, undefined);
         return { requeueAfterMs: TARGET_REF_POLL_MS };
@@ -146,7 +146,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     const conflicts = await this.#foreignChildren(route, children);
     if (conflicts.length > 0) {
       const message = conflictMessage(conflicts, route.metadata.namespace ?? 'default');
-      this.#d.events.event(raw, 'Warning', Reasons.Conflict, message);
+      this.#d.events.event(raw, 'Warning', EventReasons.Conflict, message);
       await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.Conflict, message }, undefined, teamDeployment);
       // A foreign object carries no label the caches watch, so its deletion wakes nothing: look again.
       return { requeueAfterMs: CONFLICT_RETRY_MS };
@@ -175,24 +175,24 @@ export class RateLimitRouteReconciler implements Reconciler {
     } catch (err) {
       if (err instanceof KubeApiError) {
         const message = `could not apply the route's children: ${err.message}; check the operator's RBAC and admission policies`;
-        this.#d.events.event(raw, 'Warning', Reasons.ApplyFailed, message);
+        this.#d.events.event(raw, 'Warning', EventReasons.ApplyFailed, message);
         await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.ApplyFailed, message }, undefined, teamDeployment).catch(() => undefined);
       }
       throw err;
     }
     if (changed.length > 0) {
       this.#d.log.info({ route: key, changed }, 'applied children');
-      this.#d.events.event(raw, 'Normal', 'Applied', `applied ${changed.join(', ')}`);
+      this.#d.events.event(raw, 'Normal', EventReasons.Applied, `applied ${changed.join(', ')}`);
     }
     if (deleted.length > 0) {
       this.#d.log.info({ route: key, deleted }, 'deleted children');
-      this.#d.events.event(raw, 'Normal', 'Deleted', `deleted ${deleted.join(', ')}`);
+      this.#d.events.event(raw, 'Normal', EventReasons.Deleted, `deleted ${deleted.join(', ')}`);
     }
 
     await this.#checkRedisSecret(raw, route);
     this.#checkJwtIssuer(raw, route);
     if (source !== undefined && redisUrlData === undefined) {
-      this.#d.events.event(raw, 'Warning', Reasons.RedisSecretMissing, `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the route's pods cannot start until it exists (the chart's redis.existingSecret)`);
+      this.#d.events.event(raw, 'Warning', EventReasons.RedisSecretMissing, `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the route's pods cannot start until it exists (the chart's redis.existingSecret)`);
     }
     // Replicas left to an autoscaler: ready means as many pods as the Deployment asks for now.
     const readiness = deploymentReadiness(deployment, routeReplicas(route) ?? deploymentReplicas(deployment) ?? 1);
@@ -232,7 +232,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     const data = asRecord(secret?.['data']);
     if (data !== undefined && ref.key in data) return;
     const what = secret === undefined ? `Secret ${ref.name} does not exist` : `Secret ${ref.name} has no key ${ref.key}`;
-    this.#d.events.event(raw, 'Warning', Reasons.RedisSecretMissing, `spec.redis.secretRef: ${what}; the route's pods cannot start until it does (kubectl -n ${route.metadata.namespace} create secret generic ${ref.name} --from-literal=${ref.key}=redis://...)`);
+    this.#d.events.event(raw, 'Warning', EventReasons.RedisSecretMissing, `spec.redis.secretRef: ${what}; the route's pods cannot start until it does (kubectl -n ${route.metadata.namespace} create secret generic ${ref.name} --from-literal=${ref.key}=redis://...)`);
   }
 
   /**
@@ -248,13 +248,13 @@ export class RateLimitRouteReconciler implements Reconciler {
     this.#d.events.event(
       raw,
       'Warning',
-      Reasons.AuthServerMissing,
+      EventReasons.AuthServerMissing,
       `spec.limiter.key is jwt without an issuer, so it trusts the Portcullis auth server of namespace ${namespace}, which runs only while an OAuthClient exists there: until one does (or spec.limiter.key.issuer names another issuer) the sidecars cannot fetch signing keys and answer 503`,
     );
   }
 
   async #invalid(raw: KubeObject, message: string): Promise<void> {
-    this.#d.events.event(raw, 'Warning', Reasons.InvalidSpec, message);
+    this.#d.events.event(raw, 'Warning', EventReasons.InvalidSpec, message);
     await this.#writeStatus(raw, undefined, { status: 'False', reason: Reasons.InvalidSpec, message }, undefined);
   }
 

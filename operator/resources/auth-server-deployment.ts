@@ -1,6 +1,7 @@
 // The per-namespace auth server: Deployment reading three mounted Secrets (client registry,
 // users, signing keys) by the file paths of its config (lib/config/auth-server.ts). The
 // auth server re-reads those files when they change, so a new OAuthClient needs no restart.
+import type { V1Deployment, V1NetworkPolicy, V1Service } from '@kubernetes/client-node';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import {
   AUTH_CONFIG_ROOT,
@@ -143,7 +144,7 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
         },
       },
     },
-  };
+  } satisfies V1Deployment;
 }
 
 export function authServerService(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
@@ -161,7 +162,7 @@ export function authServerService(namespace: string, settings: ResourceSettings,
       selector: authServerSelectorLabels(),
       ports: [{ name: 'http', port: settings.servicePort, targetPort: 'http', protocol: 'TCP' }],
     },
-  };
+  } satisfies V1Service;
 }
 
 /**
@@ -191,7 +192,7 @@ export function authServerNetworkPolicy(namespace: string, settings: ResourceSet
         },
       ],
     },
-  };
+  } satisfies V1NetworkPolicy;
 }
 
 /** The auth server's budget while it runs more than one replica; undefined otherwise (any existing one is then deleted). */

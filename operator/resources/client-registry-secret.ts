@@ -2,6 +2,7 @@
 // clientRegistrySchema of lib/config/auth-server.ts): ids, secret HASHES (never secrets),
 // redirect URIs, scopes, and the resource-server and insecure-redirect flags. Sorted by client_id
 // so that the same clients render the same bytes.
+import type { V1Secret } from '@kubernetes/client-node';
 import type { OAuthClient } from '../api/index.ts';
 import { clientRegistrySchema, hashClientSecret, type ClientRegistry } from '../../lib/config/auth-server.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
@@ -46,7 +47,7 @@ export function clientRegistrySecret(namespace: string, entries: readonly Regist
     },
     type: 'Opaque',
     data: { [CLIENT_REGISTRY_KEY]: base64(`${JSON.stringify(clientRegistry(entries), null, 2)}\n`) },
-  };
+  } satisfies V1Secret;
 }
 
 /** The client ids a registry Secret lists (for status: "is this client registered yet?"). */

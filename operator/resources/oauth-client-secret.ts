@@ -1,5 +1,6 @@
 // OAuthClient -> its Secret (client_id, client_secret). Values are generated once by the
 // reconciler and passed in; this builder only shapes the object.
+import type { V1Secret } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
 import { CLIENT_ID_KEY, CLIENT_SECRET_KEY, type OAuthClient } from '../api/index.ts';
 import { generateClientSecret } from '../../lib/config/client-secret.ts';
@@ -47,5 +48,5 @@ export function oauthClientSecret(client: OAuthClient, credentials: ClientCreden
     },
     type: 'Opaque',
     data: { [CLIENT_ID_KEY]: base64(credentials.clientId), [CLIENT_SECRET_KEY]: base64(credentials.clientSecret) },
-  };
+  } satisfies V1Secret;
 }

@@ -7,6 +7,7 @@
 // nothing, and minAvailable 1 would block every drain of that node.
 // unhealthyPodEvictionPolicy AlwaysAllow: a pod that is not ready serves nothing, so evicting it
 // costs nothing, and a crash-looping pod must not block a drain.
+import type { V1PodDisruptionBudget } from '@kubernetes/client-node';
 import type { KubeObject, OwnerReference } from '../runtime/kube-object.ts';
 
 export interface PodDisruptionBudgetInput {
@@ -34,5 +35,5 @@ export function podDisruptionBudget(input: PodDisruptionBudgetInput): KubeObject
       selector: { matchLabels: input.selectorLabels },
       unhealthyPodEvictionPolicy: 'AlwaysAllow',
     },
-  };
+  } satisfies V1PodDisruptionBudget;
 }

@@ -4,11 +4,12 @@
 // one-zone cluster still runs every replica). matchLabelKeys pod-template-hash counts only the
 // pods of the same ReplicaSet, so a roll spreads the new pods instead of balancing against old
 // ones about to go.
+import type { V1TopologySpreadConstraint } from '@kubernetes/client-node';
 
 export const HOSTNAME_TOPOLOGY_KEY = 'kubernetes.io/hostname';
 export const ZONE_TOPOLOGY_KEY = 'topology.kubernetes.io/zone';
 
-export function topologySpreadConstraints(selectorLabels: Record<string, string>): Array<Record<string, unknown>> {
+export function topologySpreadConstraints(selectorLabels: Record<string, string>): V1TopologySpreadConstraint[] {
   return [HOSTNAME_TOPOLOGY_KEY, ZONE_TOPOLOGY_KEY].map((topologyKey) => ({
     maxSkew: 1,
     topologyKey,

@@ -5,6 +5,7 @@
 // Secret beside each route (`<route>-redis`) and each auth server (`portcullis-auth-redis`). The
 // copy goes with its owner, and follows the source on every reconcile (at the latest on the
 // periodic resync).
+import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { baseLabels, controllerRef, type Owner, ownerRef, ROUTE_LABEL } from './metadata.ts';
 
@@ -53,7 +54,7 @@ export function routeRedisSecret(route: Owner & { metadata: { namespace?: string
     },
     type: 'Opaque',
     data: { [REDIS_URL_KEY]: urlBase64 },
-  };
+  } satisfies V1Secret;
 }
 
 /** The auth server's copy, owned (like its other Secrets) by every OAuthClient of the namespace. */
@@ -69,5 +70,5 @@ export function authRedisSecret(namespace: string, owners: readonly Owner[], url
     },
     type: 'Opaque',
     data: { [REDIS_URL_KEY]: urlBase64 },
-  };
+  } satisfies V1Secret;
 }

@@ -1,6 +1,7 @@
 // RateLimitRoute -> the sidecar's config file in a ConfigMap. The file is validated with the
 // sidecar's own schema (lib/config/sidecar.ts) before it is written, so the operator can never hand a
 // sidecar a config it would reject.
+import type { V1ConfigMap } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { WORKLOAD_RULE, type Limit, type LimiterKey, type RateLimitRoute, type Rule } from '../api/index.ts';
 import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../lib/config/sidecar.ts';
@@ -119,5 +120,5 @@ export function routeConfigMap(route: RateLimitRoute, settings: ResourceSettings
       ownerReferences: [controllerRef(route)],
     },
     data: { [SIDECAR_CONFIG_KEY]: renderSidecarConfig(route, settings) },
-  };
+  } satisfies V1ConfigMap;
 }

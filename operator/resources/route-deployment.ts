@@ -8,6 +8,7 @@
 // node's proxy rules drop the pod while it still serves, then drains its in-flight requests (up
 // to its shutdownGraceMs); the target pauses until both are over, so the sidecar never forwards
 // to a target that has already stopped.
+import type { V1Container, V1Deployment } from '@kubernetes/client-node';
 import type { RateLimitRoute, Target } from '../api/index.ts';
 import { contentHash } from '../runtime/compare.ts';
 import { InvalidSpecError } from '../runtime/errors.ts';
@@ -71,7 +72,7 @@ export function routeSelectorLabels(route: string): Record<string, string> {
 }
 
 /** The team's service beside the sidecar (not in a spec.upstream gateway, whose pods hold the sidecar only). */
-function targetContainer(target: Target): Record<string, unknown> {
+function targetContainer(target: Target): V1Container {
   return {
     name: TARGET_CONTAINER,
     image: target.image,
@@ -171,5 +172,5 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
         },
       },
     },
-  };
+  } satisfies V1Deployment;
 }

@@ -3,6 +3,7 @@
 // port on the pod IP. Any source may reach those two ports (the Service, an ingress controller, a
 // metrics scraper); the kubelet's probes of the target come from the node, which NetworkPolicies
 // always admit. It takes effect only where the cluster's CNI enforces NetworkPolicies.
+import type { V1NetworkPolicy } from '@kubernetes/client-node';
 import type { RateLimitRoute } from '../api/index.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
@@ -35,5 +36,5 @@ export function routeNetworkPolicy(route: RateLimitRoute, settings: ResourceSett
         },
       ],
     },
-  };
+  } satisfies V1NetworkPolicy;
 }

@@ -1,5 +1,6 @@
 // RateLimitRoute -> Service in front of the sidecars (never the target directly): `http` to the
 // proxy and `metrics` to the sidecars' admin port (/metrics), for a ServiceMonitor.
+import type { V1Service } from '@kubernetes/client-node';
 import type { RateLimitRoute } from '../api/index.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
@@ -29,5 +30,5 @@ export function routeService(route: RateLimitRoute, settings: ResourceSettings):
         { name: 'metrics', port: metricsPort, targetPort: 'admin', protocol: 'TCP' },
       ],
     },
-  };
+  } satisfies V1Service;
 }

@@ -3,6 +3,7 @@
 // published in the JWKS until every token it signed has expired (access-token lifetime after the
 // next key took over), then it is dropped. When each key was created is kept in an annotation,
 // because the keys file itself has no room for it.
+import type { V1Secret } from '@kubernetes/client-node';
 import { signingKeysFileSchema, type SigningKeysFile } from '../../lib/config/auth-server.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { AUTH_SERVER_NAME, SIGNING_KEYS_KEY, SIGNING_KEYS_SECRET } from './auth-server-names.ts';
@@ -91,5 +92,5 @@ export function signingKeysSecret(namespace: string, state: SigningKeysState, ow
     },
     type: 'Opaque',
     data: { [SIGNING_KEYS_KEY]: base64(`${JSON.stringify(state.file, null, 2)}\n`) },
-  };
+  } satisfies V1Secret;
 }

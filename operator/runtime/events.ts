@@ -9,11 +9,12 @@ import type { KubeObject } from './kube-object.ts';
 
 export type EventType = 'Normal' | 'Warning';
 
-export interface EventRecorder {
-  event(obj: KubeObject, type: EventType, reason: string, message: string): void;
+/** `Reason`: the reasons its users may record (a union of string literals). */
+export interface EventRecorder<Reason extends string = string> {
+  event(obj: KubeObject, type: EventType, reason: Reason, message: string): void;
 }
 
-export function createEventRecorder(client: KubeClient, clock: Clock, log: Logger, component: string, dedupWindowMs = 10 * 60_000): EventRecorder {
+export function createEventRecorder<Reason extends string = string>(client: KubeClient, clock: Clock, log: Logger, component: string, dedupWindowMs = 10 * 60_000): EventRecorder<Reason> {
   const lastSent = new Map<string, number>();
   return {
     event(obj, type, reason, message) {
@@ -56,4 +57,4 @@ export function createEventRecorder(client: KubeClient, clock: Clock, log: Logge
 }
 
 /** For tests and for the standby: records nothing. */
-export const noEvents: EventRecorder = { event: () => undefined };
+export const noEvents: EventRecorder<never> = { event: () => undefined };

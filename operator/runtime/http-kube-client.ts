@@ -1,7 +1,15 @@
 // The real KubeClient: REST over undici, with authentication (client certificates, bearer
 // tokens, in-cluster service-account token, exec plugins) taken from @kubernetes/client-node's
-// KubeConfig. A thin layer of our own instead of the generated API classes because the operator
-// needs exact control of content types (server-side apply), subresources and request counting.
+// KubeConfig. client-node's KubernetesObjectApi does server-side apply too; this thin layer exists
+// for what it does not give the operator:
+// - server-side apply of the status subresource (the reconcilers write status with their own
+//   field manager, never the whole object);
+// - one record per request (verb, resource, status, duration) for the operator's metrics and the
+//   benchmark's request counts, watches included;
+// - one pooled keep-alive dispatcher for every request, made once from the KubeConfig's TLS and
+//   credentials, instead of per-call set-up;
+// - objects kept as the API server sent them (plain JSON with string timestamps), not converted
+//   into the generated model classes and back.
 import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';

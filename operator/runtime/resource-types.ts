@@ -1,6 +1,8 @@
 // The resources the operator reads and writes, with what it takes to build their REST paths.
 // A static table instead of API discovery: discovery costs requests on every start and the set
-// of kinds is fixed by the operator's RBAC anyway.
+// of kinds is fixed by the operator's RBAC anyway. The Portcullis kinds come from the API module,
+// so the table cannot disagree with the CRDs.
+import { GROUP, OAUTH_CLIENT_KIND, OAUTH_CLIENT_PLURAL, RATE_LIMIT_ROUTE_KIND, RATE_LIMIT_ROUTE_PLURAL, VERSION } from '../api/index.ts';
 
 export interface ResourceType {
   readonly group: string; // '' for the core group
@@ -14,11 +16,9 @@ export function apiVersionOf(type: ResourceType): string {
   return type.group === '' ? type.version : `${type.group}/${type.version}`;
 }
 
-export const PORTCULLIS_GROUP = 'portcullis.dev';
-
 export const resourceTypes = {
-  rateLimitRoute: { group: PORTCULLIS_GROUP, version: 'v1alpha1', kind: 'RateLimitRoute', plural: 'ratelimitroutes', namespaced: true },
-  oauthClient: { group: PORTCULLIS_GROUP, version: 'v1alpha1', kind: 'OAuthClient', plural: 'oauthclients', namespaced: true },
+  rateLimitRoute: { group: GROUP, version: VERSION, kind: RATE_LIMIT_ROUTE_KIND, plural: RATE_LIMIT_ROUTE_PLURAL, namespaced: true },
+  oauthClient: { group: GROUP, version: VERSION, kind: OAUTH_CLIENT_KIND, plural: OAUTH_CLIENT_PLURAL, namespaced: true },
   deployment: { group: 'apps', version: 'v1', kind: 'Deployment', plural: 'deployments', namespaced: true },
   service: { group: '', version: 'v1', kind: 'Service', plural: 'services', namespaced: true },
   configMap: { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true },
