@@ -63,7 +63,7 @@ typecheck: deps ## tsc --noEmit (strict)
 build: typecheck bundles ## Typecheck, and bundle the programs that ship as bundles
 	@echo "build: typecheck passed; sidecar, operator and auth server bundled; the examples run as TypeScript on $$($(NODE) --version)"
 
-bundles: deps ## Bundle the sidecar, operator and auth server as their images run them: dist/<program>/main.mjs (esbuild)
+bundles: deps ## Bundle every program as its image runs it: dist/<program>/main.mjs (esbuild)
 	@$(NODE) scripts/build-programs.ts
 
 crds: deps ## Generate crds/*.yaml and the chart's CRDs from operator/api
@@ -72,7 +72,7 @@ crds: deps ## Generate crds/*.yaml and the chart's CRDs from operator/api
 check-generated: deps ## Fail when crds/ or the chart's CRDs are out of date
 	@$(NODE) scripts/gen-crds.ts --check
 
-bench: deps system-deps k8s-tools ## Benchmarks side by side with their anchors (bench/results/, README Benchmarks)
+bench: deps system-deps k8s-tools ## Benchmarks side by side with their anchors (bench/results/, bench/README.md)
 	@$(NODE) bench/run.ts
 
 bench-operator: deps k8s-tools ## Operator: 200 RateLimitRoutes at once on a real API server (bench/results/operator.*)

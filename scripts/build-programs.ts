@@ -1,5 +1,5 @@
-// `make bundles`: bundles the sidecar, the operator and the auth server (sources and runtime
-// dependencies) each into one JavaScript file, dist/<program>/main.mjs, as their images run them:
+// `make bundles`: bundles every program (sources and runtime dependencies) each into one
+// JavaScript file, dist/<program>/main.mjs, as its image runs it (the Dockerfile's PROGRAM):
 // one module instead of hundreds, no TypeScript type stripping at start (amaro's WebAssembly alone
 // is ~18 MiB of resident memory), and whitespace-minified sources (V8 keeps every script's source
 // text in the heap). ADR 0008 has the measurements.

@@ -1,4 +1,4 @@
-// `make run`: the local stack on embedded defaults (DESIGN.md section 5). Starts each program's
+// `make run`: the local stack on embedded defaults. Starts each program's
 // local.ts description as a child process in order, prints what runs where, forwards Ctrl-C and
 // stops everything cleanly. Any program exiting on its own stops the stack with its exit code.
 import { spawn, type ChildProcess } from 'node:child_process';

@@ -1,6 +1,6 @@
 // Admin endpoints on their own port: liveness, readiness and Prometheus metrics. Three fixed GET
 // routes need no framework; node:http keeps fastify (and its ~0.5 MB of router, validator and
-// serializer code) out of every sidecar process, which runs once per pod (issue 5: memory).
+// serializer code) out of every sidecar process, which runs once per pod, so its memory counts.
 import http from 'node:http';
 import type { Registry } from 'prom-client';
 import { sendProblem } from './problem.ts';

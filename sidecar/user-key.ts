@@ -1,4 +1,4 @@
-// The key resolver (SPEC 2.5, the specification's userIdAsKeyResolver): the FIRST value of the key
+// The key resolver (the specification's userIdAsKeyResolver): the FIRST value of the key
 // header is the bucket key. The body is never read. Missing, empty, over-long or control
 // characters: a typed rejection the proxy turns into a 4xx problem+json.
 

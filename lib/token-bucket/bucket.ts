@@ -1,4 +1,4 @@
-// Token-bucket math (DESIGN.md section 3, SPEC 8.1): a pure function, no clock of its own.
+// Token-bucket math: a pure function, no clock of its own.
 //
 // Units: time in integer microseconds (µs) inside, token counts in integer micro-tokens
 // (1 token = 1_000_000 micro-tokens). Because replenishRate is an integer number of tokens per

@@ -1,4 +1,4 @@
-// OAuthClient: one registered client application (DESIGN.md section 2). The operator generates
+// OAuthClient: one registered client application. The operator generates
 // its client id and secret into a Secret and adds it to the auth server's client registry.
 import { z } from 'zod';
 import { SECURE_REDIRECT_URI_PATTERN, isSecureRedirectUri } from '../../lib/config/redirect-uri.ts';

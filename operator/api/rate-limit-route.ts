@@ -1,4 +1,4 @@
-// RateLimitRoute: one gateway route (DESIGN.md section 2). The zod schema is the single source:
+// RateLimitRoute: one gateway route. The zod schema is the single source:
 // the operator parses with it, types are inferred from it, crds/ is generated from it.
 // Cross-field rules are written twice on purpose: as a zod refinement (the operator's check) and
 // as a CEL rule in `x-kubernetes-validations` (the API server's check, with the same message).

@@ -11,7 +11,7 @@ export const AUTH_SERVER_ENTRY = 'dist/auth-server/main.mjs';
 /** The auth server's GET /metrics port (its AUTH_METRICS_PORT), the container port named `metrics`. */
 export const AUTH_SERVER_METRICS_PORT = 9090;
 
-/** The DESIGN.md example: demo-app -> demo-app-oauth-client. */
+/** The client's Secret: demo-app -> demo-app-oauth-client. */
 export function oauthClientSecretName(client: string): string {
   return `${client}-oauth-client`;
 }

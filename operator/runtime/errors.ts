@@ -1,4 +1,4 @@
-// Typed errors of the operator with stable codes (STYLE.md principle 6).
+// Typed errors of the operator with stable codes, so callers branch on a code, never on a message.
 
 /** A non-2xx answer of the Kubernetes API server; `status` is the HTTP status, `reason` the Status reason. */
 export class KubeApiError extends Error {

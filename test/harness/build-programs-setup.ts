@@ -6,5 +6,6 @@ import { execFileSync } from 'node:child_process';
 import { repoRoot } from './programs.ts';
 
 export default function setup(): void {
-  execFileSync(process.execPath, ['scripts/build-programs.ts'], { cwd: repoRoot, stdio: 'inherit' });
+  // The three the tiers run as deployed; the example services' bundles are the e2e tier's business.
+  execFileSync(process.execPath, ['scripts/build-programs.ts', 'sidecar', 'operator', 'auth-server'], { cwd: repoRoot, stdio: 'inherit' });
 }

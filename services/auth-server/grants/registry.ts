@@ -1,5 +1,5 @@
-// grant_type -> handler. `authorization_token` is the specification's name for the code grant
-// (SPEC 2.3), accepted as an alias of RFC 6749's `authorization_code`.
+// grant_type -> handler. `authorization_token` is the name the Portcullis sign-in contract uses for
+// the code grant, accepted as an alias of RFC 6749's `authorization_code`.
 import { authorizationCodeGrant } from './authorization-code.ts';
 import { refreshTokenGrant } from './refresh-token.ts';
 import type { Grant } from './types.ts';

@@ -1,4 +1,4 @@
-// Ports of the auth server's state (DESIGN.md section 4): one memory adapter (embedded default, one
+// Ports of the auth server's state: one memory adapter (embedded default, one
 // process) and one Redis adapter (several replicas), chosen in create-stores.ts. Every record that
 // crosses Redis is parsed back with the zod schemas below; times are epoch milliseconds passed in
 // by the caller (the clock is injected, never read inside a store).

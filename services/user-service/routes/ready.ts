@@ -1,4 +1,4 @@
-// GET /healthcheck/ready: the specification's readiness probe (SPEC 4.4) — 200, text/plain, `OK`.
+// GET /healthcheck/ready: the specification's readiness probe — 200, text/plain, `OK`.
 import type { FastifyPluginAsync } from 'fastify';
 
 export const readyRoute: FastifyPluginAsync = async (app) => {
