@@ -210,14 +210,14 @@ export class RateLimitRouteReconciler implements Reconciler {
    * created, or a foreign object the label-filtered cache cannot see).
    */
   async #foreignChildren(route: RateLimitRoute, children: ReadonlyArray<[KubeObject, Informer]>): Promise<string[]> {
-    const problems: string[] = [];
-    for (const [desired, cache] of children) {
-      const { namespace, name } = desired.metadata;
-      const live = cache.get(namespace, name) ?? (await this.#d.client.get(resourceTypeOf(desired.apiVersion, desired.kind), namespace, name));
-      const problem = foreignObjectProblem(live, route);
-      if (problem !== undefined) problems.push(problem);
-    }
-    return problems;
+    // All at once: a new route misses every one of them.
+    const lives = await Promise.all(
+      children.map(([desired, cache]) => {
+        const { namespace, name } = desired.metadata;
+        return cache.get(namespace, name) ?? this.#d.client.get(resourceTypeOf(desired.apiVersion, desired.kind), namespace, name);
+      }),
+    );
+    return lives.flatMap((live) => foreignObjectProblem(live, route) ?? []);
   }
 
   /**
