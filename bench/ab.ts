@@ -24,10 +24,9 @@ import { parseArgs } from 'node:util';
 import { SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
 import { bundleSidecar, type bundleNodeProgram } from '../scripts/bundle.ts';
 import { freePort } from '../test/harness/ports.ts';
-import { startProgram } from '../test/harness/programs.ts';
+import { startProgram, startSidecar, type RunningSidecar } from '../test/harness/programs.ts';
 import { statusKiB } from '../test/harness/raw-http.ts';
 import { startRedis } from '../test/harness/redis.ts';
-import { startSidecarProcess, type SidecarProcess } from '../test/integration/reliability-support.ts';
 import { cpuUs, unreachable } from './gateway.ts';
 import { ensureWrk, runWrk } from './gateway-wrk.ts';
 import { countInstructions } from './instructions.ts';
@@ -89,9 +88,9 @@ interface Latency {
  * within a minute); answers each side's results in round order. `report` sees each round (from 1).
  */
 async function alternate<T>(
-  a: SidecarProcess,
-  b: SidecarProcess,
-  measure: (s: SidecarProcess) => Promise<T>,
+  a: RunningSidecar,
+  b: RunningSidecar,
+  measure: (s: RunningSidecar) => Promise<T>,
   report: (round: number, ga: T, gb: T) => void,
 ): Promise<[T[], T[]]> {
   const out: [T[], T[]] = [[], []];
@@ -126,11 +125,11 @@ const config = {
 const headers = { 'USER-ID': 'bench-user' };
 const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
 try {
-  const start = (entry: string, env: Record<string, string>, name: string, launcher?: string[]): Promise<SidecarProcess> =>
-    startSidecarProcess(config, name, { entry: path.relative(repoRoot, entry), env, ...(launcher !== undefined ? { launcher, waitPortMs: 180_000 } : {}) });
+  const start = (entry: string, env: Record<string, string>, name: string, launcher?: string[]): Promise<RunningSidecar> =>
+    startSidecar(config, { name, entry: path.relative(repoRoot, entry), env, ...(launcher !== undefined ? { launcher, waitPortMs: 180_000 } : {}) });
   const a = await start(entryA, { ...SIDECAR_ENV }, 'ab-a');
   const b = await start(entryB, envB, 'ab-b');
-  const measure = async (s: SidecarProcess) => {
+  const measure = async (s: RunningSidecar) => {
     const pid = s.program.child.pid;
     const cpu0 = cpuUs(pid);
     const w = await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS, headers });

@@ -22,9 +22,8 @@ import { Redis } from 'ioredis';
 import { Pool } from 'undici';
 import { decodeBucketValue } from '../lib/token-bucket/bucket-value.ts';
 import { freePort } from '../test/harness/ports.ts';
-import { startProgram, type Program } from '../test/harness/programs.ts';
+import { startProgram, startSidecar, startUserService, type Program } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
-import { startSidecar, startUserService } from '../test/integration/sidecar-support.ts';
 
 const RATE = 100;
 const BURST = 100;
@@ -120,14 +119,16 @@ export async function runAccuracyBench(log: (line: string) => void = console.log
   const out = new Map<string, AccuracyRound[]>([['portcullis', []], ['node-peer', []], ['portcullis-two-limits', []]]);
   try {
     for (let i = 0; i < PROCESSES; i++) {
-      const s = await startSidecar({
-        name: `accuracy-sidecar-${i}`,
-        upstream: { url: user.url },
-        route: { id: 'acc' },
-        limiter: { replenishRate: RATE, burstCapacity: BURST, requestedTokens: 1, onStoreError: 'deny' },
-        redis: { url: redis.url, commandTimeoutMs: 5000 },
-        logLevel: 'warn',
-      });
+      const s = await startSidecar(
+        {
+          upstream: { url: user.url },
+          route: { id: 'acc' },
+          limiter: { replenishRate: RATE, burstCapacity: BURST, requestedTokens: 1, onStoreError: 'deny' },
+          redis: { url: redis.url, commandTimeoutMs: 5000 },
+          logLevel: 'warn',
+        },
+        { name: `accuracy-sidecar-${i}` },
+      );
       programs.push(s.program);
       sidecarUrls.push(s.url);
       const port = await freePort();
@@ -140,17 +141,19 @@ export async function runAccuracyBench(log: (line: string) => void = console.log
         }),
       );
       peerUrls.push(`http://127.0.0.1:${port}`);
-      const two = await startSidecar({
-        name: `accuracy-two-limits-${i}`,
-        upstream: { url: user.url },
-        route: { id: 'acc2' },
-        limiter: {
-          rules: [{ name: 'r', limits: [{ replenishRate: RATE, burstCapacity: BURST, requestedTokens: 1 }, { ...SECOND, requestedTokens: 1 }] }],
-          onStoreError: 'deny',
+      const two = await startSidecar(
+        {
+          upstream: { url: user.url },
+          route: { id: 'acc2' },
+          limiter: {
+            rules: [{ name: 'r', limits: [{ replenishRate: RATE, burstCapacity: BURST, requestedTokens: 1 }, { ...SECOND, requestedTokens: 1 }] }],
+            onStoreError: 'deny',
+          },
+          redis: { url: redis.url, commandTimeoutMs: 5000 },
+          logLevel: 'warn',
         },
-        redis: { url: redis.url, commandTimeoutMs: 5000 },
-        logLevel: 'warn',
-      });
+        { name: `accuracy-two-limits-${i}` },
+      );
       programs.push(two.program);
       twoLimitUrls.push(two.url);
     }

@@ -20,7 +20,7 @@ import path from 'node:path';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
-import { cpuUs, startSidecar } from './gateway.ts';
+import { cpuUs, startBenchSidecar } from './gateway.ts';
 import { ensureWrk, runWrk, wrkErrors } from './gateway-wrk.ts';
 
 const MiB = 1024 * 1024;
@@ -168,7 +168,7 @@ export async function runContainerMemoryBench(log: (line: string) => void = cons
           execFileSync('dd', [`if=${nodeCopy}`, 'iflag=nocache', 'count=0', 'status=none']); // GNU dd: drop the whole file's cache
         }
         const procs = path.join(cg.dir, 'cgroup.procs');
-        const sidecar = await startSidecar(`http://127.0.0.1:${userPort}`, redis.url, `bench-sidecar-${executable}-${limitMiB}`, 'deployed', {
+        const sidecar = await startBenchSidecar(`http://127.0.0.1:${userPort}`, redis.url, `bench-sidecar-${executable}-${limitMiB}`, 'deployed', {
           node: executable === 'charged' ? nodeCopy : process.execPath,
           launcher: ['sh', '-c', `echo $$ > ${procs} && exec "$@"`, 'sh'],
         }).catch((err: unknown) => {

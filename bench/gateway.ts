@@ -32,10 +32,9 @@ import { fileURLToPath } from 'node:url';
 import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
 import type { SidecarConfigInput } from '../lib/config/sidecar.ts';
 import { freePort } from '../test/harness/ports.ts';
-import { startProgram, type StartOptions } from '../test/harness/programs.ts';
+import { startProgram, startSidecar, type RunningSidecar, type SidecarLaunch, type StartOptions } from '../test/harness/programs.ts';
 import { statusFieldsKiB, statusKiB } from '../test/harness/raw-http.ts';
 import { startRedis } from '../test/harness/redis.ts';
-import { startSidecarProcess, type SidecarProcess, type SidecarProcessOptions } from '../test/integration/reliability-support.ts';
 import { ensureWrk, runWrk, wrkErrors, type WrkResult } from './gateway-wrk.ts';
 import { ensureLoadgen, runRate, type LoadgenResult } from './loadgen.ts';
 import { ensureNginx, startNginx } from './peers/nginx.ts';
@@ -116,14 +115,14 @@ export const nginxUnreachable = { ratePerSecond: 1_000_000, burst: 1_000_000 } a
 /** How a sidecar process is started: as deployed (bundle + container env) or from the sources with V8's defaults. */
 type SidecarForm = 'deployed' | 'source';
 
-/** A sidecar in front of upstreamUrl; its limiter is `unreachable` keyed by USER-ID unless launch.limiter says otherwise. */
-export async function startSidecar(
+/** A bench sidecar in front of upstreamUrl; its limiter is `unreachable` keyed by USER-ID unless launch.limiter says otherwise. */
+export async function startBenchSidecar(
   upstreamUrl: string,
   redisUrl: string | undefined,
   name: string,
   form: SidecarForm = 'deployed',
-  launch: Pick<SidecarProcessOptions, 'node' | 'launcher' | 'waitPortMs'> & { limiter?: SidecarConfigInput['limiter'] } = {},
-): Promise<SidecarProcess> {
+  launch: Pick<SidecarLaunch, 'node' | 'launcher' | 'waitPortMs'> & { limiter?: SidecarConfigInput['limiter'] } = {},
+): Promise<RunningSidecar> {
   const { limiter = unreachable, ...options } = launch;
   const config = {
     upstream: { url: upstreamUrl },
@@ -136,7 +135,7 @@ export async function startSidecar(
   const profiling = sidecarEnv()['NODE_OPTIONS'];
   if (profiling !== undefined) env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${profiling}`.trim();
   const entry = form === 'deployed' ? SIDECAR_ENTRY : 'sidecar/main.ts';
-  return startSidecarProcess(config, name, { entry, env, ...options });
+  return startSidecar(config, { name, entry, env, ...options });
 }
 
 export const BARE_PROXY_DESCRIPTION = 'node:http + undici Pool, no limiter, bundled and run with the sidecar\'s heap caps (floor of a Node proxy)';
@@ -249,9 +248,9 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     name: 'bench-user-service',
   });
   const userUrl = `http://127.0.0.1:${userPort}`;
-  const viaRedis = await startSidecar(userUrl, redis.url, 'bench-sidecar-redis');
-  const viaMemory = await startSidecar(userUrl, undefined, 'bench-sidecar-memory');
-  const viaRedisSource = await startSidecar(userUrl, redis.url, 'bench-sidecar-redis-source', 'source');
+  const viaRedis = await startBenchSidecar(userUrl, redis.url, 'bench-sidecar-redis');
+  const viaMemory = await startBenchSidecar(userUrl, undefined, 'bench-sidecar-memory');
+  const viaRedisSource = await startBenchSidecar(userUrl, redis.url, 'bench-sidecar-redis-source', 'source');
   const nginx = await startNginx({ upstreamPort: userPort, ...nginxUnreachable });
   const peerPort = await freePort();
   const peer = await startProgram({

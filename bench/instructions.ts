@@ -22,7 +22,7 @@ import { fileURLToPath } from 'node:url';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
-import { BARE_PROXY_DESCRIPTION, nginxUnreachable, startBareProxy, startSidecar, unreachable } from './gateway.ts';
+import { BARE_PROXY_DESCRIPTION, nginxUnreachable, startBareProxy, startBenchSidecar, unreachable } from './gateway.ts';
 import { ensureWrk, runWrk, wrkErrors } from './gateway-wrk.ts';
 import { ensureNginx, startNginx } from './peers/nginx.ts';
 
@@ -93,7 +93,7 @@ export async function runInstructionsBench(log: (line: string) => void = console
   const user = await startProgram({ entry: 'services/user-service/main.ts', env: { PORT: String(userPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, waitPort: userPort, name: 'bench-user-service' });
   const userUrl = `http://127.0.0.1:${userPort}`;
   const sidecar = (name: string, redisUrl: string | undefined): Front['start'] => async (launcher) => {
-    const s = await startSidecar(userUrl, redisUrl, name, 'deployed', { launcher, waitPortMs: startMs });
+    const s = await startBenchSidecar(userUrl, redisUrl, name, 'deployed', { launcher, waitPortMs: startMs });
     return { url: s.url, pid: s.program.child.pid, stop: () => s.program.stop() };
   };
   const program = (entry: string, name: string, env: Record<string, string>): Front['start'] => async (launcher) => {

@@ -8,10 +8,8 @@ import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSyn
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stringify } from 'yaml';
-import type { SidecarConfigInput } from '../lib/config/sidecar.ts';
 import { freePort } from '../test/harness/ports.ts';
-import { startProgram } from '../test/harness/programs.ts';
+import { startProgram, startSidecar } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
 import { cpuUs } from './gateway.ts';
 import { ensureWrk, runWrk } from './gateway-wrk.ts';
@@ -93,34 +91,26 @@ export async function profileSidecar(store: 'redis' | 'memory', log: (line: stri
   const redis = store === 'redis' ? await startRedis() : undefined;
   const userPort = await freePort();
   const user = await startProgram({ entry: 'services/user-service/main.ts', env: { PORT: String(userPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, waitPort: userPort, name: 'profile-user-service' });
-  const port = await freePort();
-  const config: SidecarConfigInput = {
-    listen: { host: '127.0.0.1', port },
-    admin: { host: '127.0.0.1', port: await freePort() },
-    upstream: { url: `http://127.0.0.1:${userPort}` },
-    route: { id: 'bench', path: '/**' },
-    limiter: { replenishRate: 1_000_000_000, burstCapacity: 1_000_000_000, requestedTokens: 1 },
-    ...(redis !== undefined ? { redis: { url: redis.url, commandTimeoutMs: 1000 } } : {}),
-    logLevel: 'warn',
-  };
-  writeFileSync(path.join(dir, 'sidecar.yaml'), stringify(config));
-  const sidecar = await startProgram({
-    entry: 'sidecar/main.ts',
-    args: ['--config', path.join(dir, 'sidecar.yaml')],
-    env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` },
-    waitPort: port,
-    name: 'profile-sidecar',
-  });
-  const url = `http://127.0.0.1:${port}/healthcheck/ready`;
+  const sidecar = await startSidecar(
+    {
+      upstream: { url: `http://127.0.0.1:${userPort}` },
+      route: { id: 'bench', path: '/**' },
+      limiter: { replenishRate: 1_000_000_000, burstCapacity: 1_000_000_000, requestedTokens: 1 },
+      ...(redis !== undefined ? { redis: { url: redis.url, commandTimeoutMs: 1000 } } : {}),
+      logLevel: 'warn',
+    },
+    { name: 'profile-sidecar', env: { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` } },
+  );
+  const url = `${sidecar.url}/healthcheck/ready`;
   const headers = { 'USER-ID': 'bench-user' };
   let result;
   try {
     await runWrk({ url, connections: 50, threads: 1, durationS: 3, headers });
-    const before = cpuUs(sidecar.child.pid);
+    const before = cpuUs(sidecar.program.child.pid);
     const wrk = await runWrk({ url, connections: 50, threads: 1, durationS, headers });
-    const cpuUsPerRequest = Math.round(((cpuUs(sidecar.child.pid) - before) / wrk.requests) * 10) / 10;
+    const cpuUsPerRequest = Math.round(((cpuUs(sidecar.program.child.pid) - before) / wrk.requests) * 10) / 10;
     log(`  ${store}: ${Math.round(wrk.requests / (wrk.durationUs / 1e6))} req/s, ${cpuUsPerRequest} µs CPU/request`);
-    await sidecar.stop('SIGINT');
+    await sidecar.program.stop('SIGINT');
     const file = readdirSync(dir).find((f) => f.endsWith('.cpuprofile'));
     if (file === undefined) throw new Error('no .cpuprofile written');
     const folded = foldProfile(JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as CpuProfile);
@@ -135,7 +125,7 @@ export async function profileSidecar(store: 'redis' | 'memory', log: (line: stri
       ...folded,
     };
   } finally {
-    await sidecar.stop();
+    await sidecar.program.stop();
     await user.stop();
     await redis?.stop();
     rmSync(dir, { recursive: true, force: true });

@@ -4,27 +4,23 @@
 // Screenshots land in test-results/screenshots/ (kept as test artefacts).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
-import { chromium, type Browser, type Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chromium, type Page } from 'playwright-core';
+import { describe, expect, it } from 'vitest';
+import { perDescribe } from '../harness/fixtures.ts';
 import { repoRoot } from '../harness/programs.ts';
-import { startStack, type Stack } from '../integration/auth-stack.ts';
 
 const shots = path.join(repoRoot, 'test-results', 'screenshots');
 
 describe.each(['header', 'jwt'] as const)('sign-in in the browser, gateway keyed by %s', (limitKey) => {
-  let stack: Stack;
-  let browser: Browser;
-  beforeAll(async () => {
+  const stack = perDescribe((start) => start.authStack({ demoClient: true, limitKey }));
+  const browser = perDescribe(async (start) => {
     mkdirSync(shots, { recursive: true });
-    stack = await startStack({ demoClient: true, limitKey });
-    browser = await chromium.launch({
+    const launched = await chromium.launch({
       executablePath: '/usr/bin/chromium',
       args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
     });
-  });
-  afterAll(async () => {
-    await browser?.close();
-    await stack?.stop();
+    start.defer(() => launched.close());
+    return launched;
   });
 
   /** A fresh browser profile (no cookies) that records every page it shows. */

@@ -1,10 +1,13 @@
 // Runs the project's own programs (sidecar, services, operator) as real child processes on the
 // same Node binary as the tests, with their logs kept for assertions and for test-results/.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { createWriteStream, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { waitForPort } from './ports.ts';
+import { stringify } from 'yaml';
+import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
+import { freePort, waitForPort } from './ports.ts';
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -120,4 +123,70 @@ export async function startProgram(options: StartOptions): Promise<Program> {
     }
   }
   return program;
+}
+
+/** A sidecar's config without the ports: startSidecar picks free ones (listen may set its timeouts). */
+export type SidecarConfig = Omit<SidecarConfigInput, 'listen' | 'admin'> & { listen?: Partial<NonNullable<SidecarConfigInput['listen']>> };
+
+/**
+ * How a sidecar process starts: `entry` is the sources by default, or the deployed bundle; `env`,
+ * `node`, `launcher` and `waitPortMs` as for startProgram; `name` names its log.
+ */
+export type SidecarLaunch = Partial<Pick<StartOptions, 'entry' | 'env' | 'node' | 'launcher' | 'waitPortMs' | 'name'>>;
+
+export interface RunningSidecar {
+  readonly program: Program;
+  readonly port: number;
+  readonly adminPort: number;
+  /** Base URL of its listener. */
+  readonly url: string;
+  readonly configFile: string;
+  /** The config as last written (with the ports filled in). */
+  config: SidecarConfigInput;
+  /** Rewrites the config file, which the sidecar hot-reloads; a string is written as it is (e.g. broken YAML). */
+  write(config: SidecarConfigInput | string): void;
+}
+
+/** A sidecar process on free loopback ports (listener and admin), its config in a temp folder. */
+export async function startSidecar(config: SidecarConfig, launch: SidecarLaunch = {}): Promise<RunningSidecar> {
+  const port = await freePort();
+  const adminPort = await freePort();
+  const configFile = path.join(mkdtempSync(path.join(tmpdir(), 'portcullis-sidecar-')), 'sidecar.yaml');
+  const full: SidecarConfigInput = {
+    ...config,
+    listen: { host: '127.0.0.1', ...config.listen, port },
+    admin: { host: '127.0.0.1', port: adminPort },
+  };
+  writeFileSync(configFile, stringify(full));
+  const program = await startProgram({ ...launch, entry: launch.entry ?? 'sidecar/main.ts', args: ['--config', configFile], waitPort: port, name: launch.name ?? 'sidecar' });
+  const sidecar: RunningSidecar = {
+    program,
+    port,
+    adminPort,
+    url: `http://127.0.0.1:${port}`,
+    configFile,
+    config: full,
+    write(next) {
+      if (typeof next === 'string') {
+        writeFileSync(configFile, next);
+        return;
+      }
+      sidecar.config = next;
+      writeFileSync(configFile, stringify(next));
+    },
+  };
+  return sidecar;
+}
+
+export interface RunningService {
+  readonly program: Program;
+  readonly port: number;
+  readonly url: string;
+}
+
+/** The demo user service (services/user-service) on a free loopback port; `env` adds to PORT and HOST. */
+export async function startUserService(env: Record<string, string> = { LOG_LEVEL: 'warn' }): Promise<RunningService> {
+  const port = await freePort();
+  const program = await startProgram({ entry: 'services/user-service/main.ts', env: { PORT: String(port), HOST: '127.0.0.1', ...env }, waitPort: port, name: 'user-service' });
+  return { program, port, url: `http://127.0.0.1:${port}` };
 }

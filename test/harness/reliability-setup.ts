@@ -2,11 +2,12 @@
 //   - wraps fetch so that every credential the test sends or receives (client secrets, passwords,
 //     codes, verifiers, tokens, Basic/Bearer values, cookies) is tracked for the log scanner, and
 //     counts the requests for the reliability numbers (docs/reliability.md);
-//   - after the file (this afterAll runs last: hooks are stacked), scans every log line of every
-//     program the file started (test/harness/programs.ts) and fails the file when a tracked
-//     secret or a secret-looking value appears (test/harness/log-scan.ts);
+//   - after the file (around it: after its afterAll hooks and after its file fixtures stopped the
+//     programs, so their shutdown lines are read too), scans every log line of every program the
+//     file started (test/harness/programs.ts) and fails the file when a tracked secret or a
+//     secret-looking value appears (test/harness/log-scan.ts);
 //   - writes the file's reliability counts to test-results/reliability/.
-import { afterAll, expect } from 'vitest';
+import { aroundAll, expect } from 'vitest';
 import { formatFindings, scanLines, trackAuthorization, trackCookies, trackJson, trackParams, trackSecret, trackedSecretCount, type Finding } from './log-scan.ts';
 import { startedPrograms } from './programs.ts';
 import { flushCounts, recordCases, recordFailure, recordRequests } from './reliability-counts.ts';
@@ -14,7 +15,7 @@ import { flushCounts, recordCases, recordFailure, recordRequests } from './relia
 const WRAPPED = Symbol.for('portcullis.fetchWrapped');
 const pending = new Set<Promise<void>>();
 
-/** The demo credentials of the local stack (issue 3) are secrets too. */
+/** The demo credentials of the local stack (`make run`) are secrets too. */
 trackSecret('wonderland', 'demo password');
 trackSecret(process.env.DEMO_CLIENT_SECRET, 'DEMO_CLIENT_SECRET');
 
@@ -79,7 +80,8 @@ if (g[WRAPPED] !== true) {
   g[WRAPPED] = true;
 }
 
-afterAll(async () => {
+aroundAll(async (runFile) => {
+  await runFile();
   const file = expect.getState().testPath ?? 'unknown';
   await Promise.allSettled([...pending]);
   const findings: Finding[] = [];

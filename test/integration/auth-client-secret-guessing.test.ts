@@ -4,7 +4,8 @@
 // another address and another client are not affected. The budget lives in each replica's memory,
 // not in the store, so one store is enough here.
 import { describe, expect, it } from 'vitest';
-import { SECRETS, stackOn } from './auth-stack.ts';
+import { stackOn } from '../harness/fixtures.ts';
+import { SECRETS } from './auth-stack.ts';
 
 describe('client secret guessing', () => {
   // A burst of 3 failures refilling one per 60 s: the test never waits for a refill.

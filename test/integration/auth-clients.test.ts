@@ -2,23 +2,17 @@
 // PKCE, the code exchange and checks the token as an RFC 9068 JWT; the user service accepts it
 // at /me; the specification's JSON token request (grant_type authorization_token) works.
 import * as oauth from 'oauth4webapi';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { describe, expect, it } from 'vitest';
+import { perDescribe } from '../harness/fixtures.ts';
 import { authorize, tokenRequest, walk } from './auth-flow.ts';
-import { AUDIENCE, SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { AUDIENCE, SECRETS } from './auth-stack.ts';
 
 const insecure = { [oauth.allowInsecureRequests]: true };
 
 describe.each(['memory', 'redis'] as const)('sign-in with independent clients (%s store)', (store) => {
-  let redis: RedisServer | undefined;
-  let stack: Stack;
-  beforeAll(async () => {
-    if (store === 'redis') redis = await startRedis();
-    stack = await startStack({ userService: true, ...(redis !== undefined ? { redisUrl: redis.url } : {}) });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
+  const stack = perDescribe(async (start) => {
+    const redis = store === 'redis' ? await start.redis() : undefined;
+    return start.authStack({ userService: true, ...(redis !== undefined ? { redisUrl: redis.url } : {}) });
   });
 
   it('oauth4webapi: discovery, PKCE authorization URL, code exchange; the token is accepted by /me', async () => {

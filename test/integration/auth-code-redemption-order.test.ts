@@ -5,7 +5,8 @@
 // against the real server, on the memory store and on a redis-server configured as the chart's.
 import { describe, expect, it } from 'vitest';
 import { authorize, pkce, tokenRequest } from './auth-flow.ts';
-import { SECRETS, stackOn } from './auth-stack.ts';
+import { stackOn } from '../harness/fixtures.ts';
+import { SECRETS } from './auth-stack.ts';
 
 
 describe.each(['memory', 'redis'] as const)('code redemption checks before it consumes (%s store)', (store) => {

@@ -1,9 +1,9 @@
-// The error paths of the authorization server that matter (issue 3, test list item 4), each
-// asserting status and body, on the memory and on the Redis store.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+// The error paths of the authorization server that matter, each asserting status and body, on the
+// memory and on the Redis store.
+import { describe, expect, it } from 'vitest';
+import { perDescribe } from '../harness/fixtures.ts';
 import { authorize, browser, hidden, pkce, tokenRequest, trySignIn } from './auth-flow.ts';
-import { SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { SECRETS, type Stack } from './auth-stack.ts';
 
 async function introspect(stack: Stack, token: string) {
   const res = await fetch(`${stack.issuer}/introspect`, {
@@ -15,15 +15,9 @@ async function introspect(stack: Stack, token: string) {
 }
 
 describe.each(['memory', 'redis'] as const)('authorization server error paths (%s store)', (store) => {
-  let redis: RedisServer | undefined;
-  let stack: Stack;
-  beforeAll(async () => {
-    if (store === 'redis') redis = await startRedis();
-    stack = await startStack(redis !== undefined ? { redisUrl: redis.url } : {});
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
+  const stack = perDescribe(async (start) => {
+    const redis = store === 'redis' ? await start.redis() : undefined;
+    return start.authStack(redis !== undefined ? { redisUrl: redis.url } : {});
   });
 
   const authUrl = (params: Record<string, string>) => `${stack.issuer}/auth?${new URLSearchParams(params)}`;
@@ -251,13 +245,7 @@ describe.each(['memory', 'redis'] as const)('authorization server error paths (%
 });
 
 describe('limits that need their own settings', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack({ authEnv: { AUTH_CODE_TTL_SECONDS: '1', AUTH_SIGNIN_USER_BURST: '3', AUTH_SIGNIN_USER_PER_MINUTE: '1' } });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-  });
+  const stack = perDescribe((start) => start.authStack({ authEnv: { AUTH_CODE_TTL_SECONDS: '1', AUTH_SIGNIN_USER_BURST: '3', AUTH_SIGNIN_USER_PER_MINUTE: '1' } }));
 
   it('an expired code is invalid_grant', async () => {
     const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
@@ -290,14 +278,8 @@ describe('limits that need their own settings', () => {
 });
 
 describe('sign-in throttling per client address', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    // Behind a trusted proxy the client address comes from X-Forwarded-For.
-    stack = await startStack({ authEnv: { AUTH_SIGNIN_ADDRESS_BURST: '2', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1', AUTH_TRUST_PROXY: 'true' } });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-  });
+  // Behind a trusted proxy the client address comes from X-Forwarded-For.
+  const stack = perDescribe((start) => start.authStack({ authEnv: { AUTH_SIGNIN_ADDRESS_BURST: '2', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1', AUTH_TRUST_PROXY: 'true' } }));
 
   const attempt = async (username: string, address: string) => (await trySignIn(stack.issuer, stack.redirectUri, username, 'guess', { 'x-forwarded-for': address })).status;
 

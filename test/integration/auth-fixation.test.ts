@@ -5,7 +5,7 @@
 // the victim's consents) as the victim. A sign-in now moves everything to a new id and cookie.
 import { describe, expect, it } from 'vitest';
 import { browser, CookieJar, hidden } from './auth-flow.ts';
-import { stackOn } from './auth-stack.ts';
+import { stackOn } from '../harness/fixtures.ts';
 
 
 /** A second browser holding a copy of another one's cookies (what planting them amounts to). */

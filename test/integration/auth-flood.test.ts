@@ -4,10 +4,11 @@
 // revoked-token deny list. Now nothing is stored before a sign-in, and a full Redis refuses writes
 // (noeviction): the server answers 503 and logs it, and never forgets a revocation.
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chartRedisArgs, startRedis, type RedisServer } from '../harness/redis.ts';
+import { describe, expect, it } from 'vitest';
+import { perDescribe, stackOn } from '../harness/fixtures.ts';
+import { chartRedisArgs } from '../harness/redis.ts';
 import { authorize, tokenRequest, trySignIn } from './auth-flow.ts';
-import { SECRETS, stackOn, startStack, type Stack } from './auth-stack.ts';
+import { SECRETS, type Stack } from './auth-stack.ts';
 
 /** Throttle budgets small enough to lock bob out in a few attempts. */
 const TIGHT = { AUTH_SIGNIN_USER_ADDRESS_BURST: '2', AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1' };
@@ -76,20 +77,10 @@ describe.each(['memory', 'redis'] as const)('an anonymous GET flood (%s store)',
 });
 
 describe('a full Redis (maxmemory reached, noeviction as the chart runs it)', () => {
-  let redis: RedisServer;
-  let stack: Stack;
-  let admin: Redis;
-  beforeAll(async () => {
-    const password = 'auth-flood-redis-password';
-    redis = await startRedis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password });
-    stack = await startStack({ redisUrl: redis.url });
-    admin = new Redis(redis.url);
-  });
-  afterAll(async () => {
-    admin?.disconnect();
-    await stack?.stop();
-    await redis?.stop();
-  });
+  const password = 'auth-flood-redis-password';
+  const redis = perDescribe((start) => start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password }));
+  const stack = perDescribe((start) => start.authStack({ redisUrl: redis.url }));
+  const admin = perDescribe(async (start) => start.redisClient(redis.url));
 
   /**
    * Fills Redis up to a maxmemory just above what it uses now; filler keys are `filler:*`. Values

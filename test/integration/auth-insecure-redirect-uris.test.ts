@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { RegisteredClient } from '../../lib/config/auth-server.ts';
 import { walk } from './auth-flow.ts';
-import { stackOn } from './auth-stack.ts';
+import { stackOn } from '../harness/fixtures.ts';
 
 describe('http redirect URIs in the client registry', () => {
   const on = stackOn('memory');

@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
 import { authorize, tokenRequest } from './auth-flow.ts';
-import { SECRETS, stackOn } from './auth-stack.ts';
+import { stackOn } from '../harness/fixtures.ts';
+import { SECRETS } from './auth-stack.ts';
 
 const RESOURCE_SERVER_SECRET = 'resource-server-secret-0123456789abcdef0123456';
 

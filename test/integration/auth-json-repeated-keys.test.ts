@@ -4,7 +4,8 @@
 // /introspect, on the memory store and on a redis-server configured as the chart's.
 import { describe, expect, it } from 'vitest';
 import { authorize, tokenRequest } from './auth-flow.ts';
-import { SECRETS, stackOn } from './auth-stack.ts';
+import { stackOn } from '../harness/fixtures.ts';
+import { SECRETS } from './auth-stack.ts';
 
 describe.each(['memory', 'redis'] as const)('repeated keys in a JSON body (%s store)', (store) => {
   const on = stackOn(store);

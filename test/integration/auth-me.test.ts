@@ -1,18 +1,13 @@
 // GET /me on the user service as a resource server (RFC 6750): tokens minted here with the
 // stack's signing key (and variants of it) show each verification rule at work.
 import { SignJWT, generateKeyPair, importJWK } from 'jose';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { perDescribe } from '../harness/fixtures.ts';
 import { authorize, tokenRequest } from './auth-flow.ts';
-import { AUDIENCE, SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { AUDIENCE, SECRETS } from './auth-stack.ts';
 
 describe('GET /me (resource server, RFC 6750)', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack({ userService: true });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-  });
+  const stack = perDescribe((start) => start.authStack({ userService: true }));
 
   const me = (authorization?: string) =>
     fetch(`${stack.userServiceUrl}/me`, authorization === undefined ? {} : { headers: { authorization } });

@@ -2,10 +2,11 @@
 // sign-in, a throttled one, a successful sign-in with a code exchange and a wrong client secret:
 // each counter and the store-latency histogram move by exactly what those requests did, on the
 // memory store and on Redis. The public port serves no /metrics.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { perDescribe } from '../harness/fixtures.ts';
 import { authorize, tokenRequest, trySignIn } from './auth-flow.ts';
-import { SECRETS, startStack, type Stack } from './auth-stack.ts';
-import { chartRedisArgs, startRedis, type RedisServer } from '../harness/redis.ts';
+import { SECRETS } from './auth-stack.ts';
+import { chartRedisArgs } from '../harness/redis.ts';
 
 type Samples = Map<string, number>;
 
@@ -43,20 +44,14 @@ async function scrape(url: string): Promise<Samples> {
 }
 
 describe.each(['memory', 'redis'] as const)('auth-server metrics on the %s store', (store) => {
-  let redis: RedisServer | undefined;
-  let stack: Stack;
-  beforeAll(async () => {
+  const stack = perDescribe(async (start) => {
     const password = 'auth-metrics-redis-password';
-    if (store === 'redis') redis = await startRedis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password });
-    stack = await startStack({
+    const redis = store === 'redis' ? await start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password }) : undefined;
+    return start.authStack({
       ...(redis !== undefined ? { redisUrl: redis.url } : {}),
       // One attempt per username and address: the second from one address is throttled.
       authEnv: { AUTH_TRUST_PROXY: 'true', AUTH_SIGNIN_USER_ADDRESS_BURST: '1', AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1' },
     });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
   });
 
   it('counts a failed, a throttled and a good sign-in, the token issued, a wrong client secret, and times each store operation', async () => {

@@ -2,22 +2,14 @@
 // for the browser, RFC 6749 temporarily_unavailable for the token endpoint), the process stays up,
 // and sign-in works again once Redis is back. Never a 500, a crash or a hung request. The sign-in
 // page itself needs no Redis: nothing is stored before someone signs in.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { describe, expect, it } from 'vitest';
+import { perDescribe } from '../harness/fixtures.ts';
 import { authorize, browser, hidden, tokenRequest } from './auth-flow.ts';
-import { SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { SECRETS } from './auth-stack.ts';
 
 describe('auth server when Redis is down', () => {
-  let redis: RedisServer;
-  let stack: Stack;
-  beforeAll(async () => {
-    redis = await startRedis();
-    stack = await startStack({ redisUrl: redis.url });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
-  });
+  const redis = perDescribe((start) => start.redis());
+  const stack = perDescribe((start) => start.authStack({ redisUrl: redis.url }));
 
   const authUrl = () => `${stack.issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code' })}`;
 

@@ -6,24 +6,17 @@
 // to memory, again without printing the password it was given.
 import { spawnSync } from 'node:child_process';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chartRedisArgs, startRedis, type RedisServer } from '../harness/redis.ts';
+import { describe, expect, it } from 'vitest';
+import { perDescribe } from '../harness/fixtures.ts';
+import { chartRedisArgs } from '../harness/redis.ts';
 import { authorize, tokenRequest } from './auth-flow.ts';
-import { SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { SECRETS, startStack } from './auth-stack.ts';
 
 const PASSWORD = 'Zq7w1Lr0p9XkT3vB6nY2mC8dF5gH4jK0';
 
 describe('auth server with a password-protected Redis', () => {
-  let redis: RedisServer;
-  let stack: Stack;
-  beforeAll(async () => {
-    redis = await startRedis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: PASSWORD }), { password: PASSWORD });
-    stack = await startStack({ redisUrl: redis.url });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
-  });
+  const redis = perDescribe((start) => start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: PASSWORD }), { password: PASSWORD }));
+  const stack = perDescribe((start) => start.authStack({ redisUrl: redis.url }));
 
   it('refuses clients without the password (requirepass from the chart arguments is on)', async () => {
     const anonymous = spawnSync('redis-cli', ['-p', String(redis.port), 'DBSIZE'], { encoding: 'utf8' });

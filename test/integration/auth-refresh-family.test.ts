@@ -5,7 +5,8 @@
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { authorize, tokenRequest } from './auth-flow.ts';
-import { SECRETS, stackOn } from './auth-stack.ts';
+import { stackOn } from '../harness/fixtures.ts';
+import { SECRETS } from './auth-stack.ts';
 
 const MAX_AGE_S = 3;
 

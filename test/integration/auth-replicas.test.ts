@@ -3,25 +3,19 @@
 // re-read when it changes, and a key rotation keeps old tokens valid while new ones use the new kid.
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
 import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { perDescribe } from '../harness/fixtures.ts';
 import { authorize, browser, hidden, tokenRequest } from './auth-flow.ts';
-import { SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { SECRETS } from './auth-stack.ts';
 
 const kidOf = (jwt: string) => (JSON.parse(Buffer.from(jwt.split('.')[0] ?? '', 'base64url').toString()) as { kid: string }).kid;
 
 describe('two auth-server replicas sharing Redis', () => {
-  let redis: RedisServer;
-  let stack: Stack;
-  beforeAll(async () => {
-    redis = await startRedis();
-    stack = await startStack({ redisUrl: redis.url, replicas: 2, userService: true });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
+  const stack = perDescribe(async (start) => {
+    const redis = await start.redis();
+    return start.authStack({ redisUrl: redis.url, replicas: 2, userService: true });
   });
 
   const [a, b] = [() => stack.authUrls[0] ?? '', () => stack.authUrls[1] ?? ''];

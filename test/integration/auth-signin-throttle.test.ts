@@ -2,10 +2,11 @@
 // proxy, so X-Forwarded-For names the client address). Before, ten wrong guesses from one address
 // locked the user out from every address, IPv6 clients got a fresh budget per address, and thirty
 // parallel sign-ins queued on the thread pool without bound.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { authServerConfigSchema } from '../../lib/config/auth-server.ts';
 import { authorize, openSignIn, tokenRequest, trySignIn } from './auth-flow.ts';
-import { SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { perDescribe } from '../harness/fixtures.ts';
+import { SECRETS, type Stack } from './auth-stack.ts';
 
 function signIn(stack: Stack) {
   return (username: string, password: string, address: string): Promise<Response> =>
@@ -33,16 +34,12 @@ const statuses = async (attempts: (() => Promise<Response>)[]) => {
 };
 
 describe('sign-in throttle at its default budgets', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack({
+  const stack = perDescribe((start) =>
+    start.authStack({
       // The configuration's own defaults, set over the test stack's generous ones.
       authEnv: { AUTH_TRUST_PROXY: 'true', ...defaultsOf(THROTTLE_SETTINGS) },
-    });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-  });
+    }),
+  );
 
   it('guessing from one address locks out that address only: the owner still signs in from hers', async () => {
     const attempt = signIn(stack);
@@ -55,15 +52,11 @@ describe('sign-in throttle at its default budgets', () => {
 });
 
 describe('sign-in throttle across addresses', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack({
+  const stack = perDescribe((start) =>
+    start.authStack({
       authEnv: { AUTH_TRUST_PROXY: 'true', AUTH_SIGNIN_USER_ADDRESS_BURST: '2', AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1', AUTH_SIGNIN_USER_BURST: '5', AUTH_SIGNIN_USER_PER_MINUTE: '1' },
-    });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-  });
+    }),
+  );
 
   it('IPv6 clients share one budget per /64', async () => {
     const attempt = signIn(stack);
@@ -81,13 +74,7 @@ describe('sign-in throttle across addresses', () => {
 });
 
 describe('bounded password hashing', () => {
-  let stack: Stack;
-  beforeAll(async () => {
-    stack = await startStack({ authEnv: { AUTH_PASSWORD_HASH_CONCURRENCY: '1', AUTH_PASSWORD_HASH_QUEUE: '2' } });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-  });
+  const stack = perDescribe((start) => start.authStack({ authEnv: { AUTH_PASSWORD_HASH_CONCURRENCY: '1', AUTH_PASSWORD_HASH_QUEUE: '2' } }));
 
   it('30 parallel sign-ins: at most 1 hashing and 2 waiting, the rest 503 with Retry-After; tokens are still served', async () => {
     const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });

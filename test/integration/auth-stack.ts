@@ -4,14 +4,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { stringify } from 'yaml';
 import { hashClientSecret, type ClientRegistry, type RegisteredClient, type SigningKeysFile, type UsersFile } from '../../lib/config/auth-server.ts';
 import { hashPassword } from '../../lib/config/passwords.ts';
 import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
 import { freePort } from '../harness/ports.ts';
-import { afterAll, beforeAll } from 'vitest';
-import { chartRedisArgs, startRedis, type RedisServer } from '../harness/redis.ts';
-import { startProgram, type Program } from '../harness/programs.ts';
+import { startProgram, startSidecar, startUserService, type Program } from '../harness/programs.ts';
 import { authServerNodeEnv } from '../../operator/resources/auth-server-deployment.ts';
 import { AUTH_SERVER_ENTRY } from '../../operator/resources/auth-server-names.ts';
 import { DEFAULT_AUTH_SERVER_RESOURCES } from '../../operator/resources/container-resources.ts';
@@ -170,38 +167,23 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     let sidecarUrl: string | undefined;
     let demoClientUrl: string | undefined;
     if (options.userService === true || options.sidecar === true || options.demoClient === true) {
-      const port = await freePort();
-      programs.push(
-        await startProgram({
-          name: 'user-service',
-          entry: 'services/user-service/main.ts',
-          waitPort: port,
-          env: { PORT: String(port), HOST: '127.0.0.1', AUTH_ISSUER: issuer, AUTH_JWKS_URL: `${issuer}/jwks.json`, AUTH_AUDIENCE: AUDIENCE },
-        }),
-      );
-      userServiceUrl = `http://127.0.0.1:${port}`;
+      const userService = await startUserService({ AUTH_ISSUER: issuer, AUTH_JWKS_URL: `${issuer}/jwks.json`, AUTH_AUDIENCE: AUDIENCE });
+      programs.push(userService.program);
+      userServiceUrl = userService.url;
     }
     if ((options.sidecar === true || options.demoClient === true) && userServiceUrl !== undefined) {
-      const port = await freePort();
-      const admin = await freePort();
-      const configFile = path.join(dir, 'sidecar.yaml');
-      writeFileSync(
-        configFile,
-        stringify({
-          listen: { host: '127.0.0.1', port },
-          admin: { host: '127.0.0.1', port: admin },
-          upstream: { url: userServiceUrl },
-          route: { id: 'all', path: '/**' },
-          limiter: {
-            replenishRate: 20,
-            burstCapacity: 100,
-            requestedTokens: 3,
-            ...(options.limitKey === 'jwt' ? { key: 'jwt', jwt: { issuer, audience: AUDIENCE, jwksUrl: `${issuer}/jwks.json` } } : {}),
-          },
-        }),
-      );
-      programs.push(await startProgram({ name: 'sidecar', entry: 'sidecar/main.ts', args: ['--config', configFile], waitPort: port }));
-      sidecarUrl = `http://127.0.0.1:${port}`;
+      const sidecar = await startSidecar({
+        upstream: { url: userServiceUrl },
+        route: { id: 'all', path: '/**' },
+        limiter: {
+          replenishRate: 20,
+          burstCapacity: 100,
+          requestedTokens: 3,
+          ...(options.limitKey === 'jwt' ? { key: 'jwt' as const, jwt: { issuer, audience: AUDIENCE, jwksUrl: `${issuer}/jwks.json` } } : {}),
+        },
+      });
+      programs.push(sidecar.program);
+      sidecarUrl = sidecar.url;
     }
     if (options.demoClient === true && sidecarUrl !== undefined) {
       programs.push(
@@ -241,39 +223,4 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     await stop();
     throw err;
   }
-}
-
-export interface StackOnStore {
-  readonly stack: () => Stack;
-  /** The Redis URL (store redis only). */
-  readonly redisUrl: () => string;
-}
-
-/**
- * Runs the stack for the calling describe block (beforeAll/afterAll) on the memory store or on a
- * redis-server started with the chart's own arguments.
- */
-export function stackOn(store: 'memory' | 'redis', options: Omit<StackOptions, 'redisUrl'> = {}): StackOnStore {
-  let redis: RedisServer | undefined;
-  let stack: Stack | undefined;
-  beforeAll(async () => {
-    // The chart's arguments require a password (--requirepass from its generated Secret): one here too.
-    const password = 'auth-stack-redis-password';
-    if (store === 'redis') redis = await startRedis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password });
-    stack = await startStack({ ...options, ...(redis !== undefined ? { redisUrl: redis.url } : {}) });
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
-  });
-  return {
-    stack: () => {
-      if (stack === undefined) throw new Error('the stack is not running');
-      return stack;
-    },
-    redisUrl: () => {
-      if (redis === undefined) throw new Error('this stack runs without Redis');
-      return redis.url;
-    },
-  };
 }

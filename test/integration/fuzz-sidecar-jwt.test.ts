@@ -3,22 +3,20 @@
 // another key, or with their parts swapped between two users. Exactly the untouched valid tokens
 // pass (with their own subject forwarded); everything else is 401 problem+json with a Bearer
 // challenge; never a 5xx, never a request reaching the service unverified.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { starter } from '../harness/fixtures.ts';
+import type { RunningSidecar } from '../harness/programs.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
-import { startSidecar, type RunningSidecar } from './sidecar-support.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 250);
 const ISSUER = 'http://issuer.test';
 const AUDIENCE = 'urn:fuzz';
 
 describe('hostile Authorization headers against the jwt key', () => {
-  let keyServer: http.Server;
-  let upstream: http.Server;
+  const start = starter();
   let sidecar: RunningSidecar;
   const seen: (string | undefined)[] = [];
   const valid: Record<string, string> = {};
@@ -30,32 +28,27 @@ describe('hostile Authorization headers against the jwt key', () => {
   beforeAll(async () => {
     const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
     const jwks = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256', use: 'sig' }] });
-    keyServer = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(jwks));
-    upstream = http.createServer((req, res) => {
+    const keyServer = await start.upstream((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(jwks));
+    const upstream = await start.upstream((req, res) => {
       seen.push(req.headers['user-id'] as string | undefined);
       res.end('ok');
     });
-    await Promise.all([keyServer, upstream].map((s) => new Promise<void>((r) => s.listen(0, '127.0.0.1', r))));
-    sidecar = await startSidecar({
-      name: 'sidecar-fuzz-jwt',
-      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+    sidecar = await start.sidecar({
+      upstream: { url: upstream.url },
       route: { id: 'fuzzjwt' },
       limiter: {
         replenishRate: 100_000,
         burstCapacity: 1_000_000,
         key: 'jwt',
-        jwt: { issuer: ISSUER, audience: AUDIENCE, jwksUrl: `http://127.0.0.1:${(keyServer.address() as AddressInfo).port}/jwks.json`, cacheSize: 64 },
+        jwt: { issuer: ISSUER, audience: AUDIENCE, jwksUrl: `${keyServer.url}/jwks.json`, cacheSize: 64 },
       },
       logLevel: 'warn',
-    });
+    }, { name: 'sidecar-fuzz-jwt' });
     valid['ann'] = await mint('ann', privateKey);
     valid['ben'] = await mint('ben', privateKey);
     foreign = await mint('ann', (await generateKeyPair('ES256')).privateKey);
   });
-  afterAll(async () => {
-    await sidecar?.program.stop();
-    await Promise.all([keyServer, upstream].map((s) => new Promise((r) => s?.close(r))));
-  });
+  afterAll(() => start.stopAll());
 
   const send = async (authorization: string) => {
     const before = seen.length;

@@ -1,14 +1,13 @@
-// Hostile input against the real sidecar process (issue 6), over raw sockets (node:net):
+// Hostile input against the real sidecar process, over raw sockets (node:net):
 // USER-ID of every shape, huge and many headers, malformed request lines, slow clients sending
 // headers byte by byte. The sidecar answers only 2xx (a valid request), 4xx, 408 or 431 — never a
 // 5xx, never a hang, never a crash — and its memory stays bounded (RSS of the child sampled).
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { starter } from '../harness/fixtures.ts';
+import type { RunningSidecar } from '../harness/programs.ts';
 import { rawExchange, rssBytes, MiB } from '../harness/raw-http.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { recordCases, recordRequests } from '../harness/reliability-counts.ts';
-import { healthy, startSidecarProcess, type SidecarProcess } from './reliability-support.ts';
-import { startUserService } from './sidecar-support.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 250);
 /** The sidecar's listen.headersTimeoutMs in this suite. */
@@ -20,16 +19,15 @@ const MAX_HEADER_BYTES = 16 * 1024;
 const acceptable = (status: number | undefined) => status === undefined || (status >= 200 && status < 500);
 
 describe('hostile input against the sidecar', () => {
-  let redis: RedisServer;
-  let user: Awaited<ReturnType<typeof startUserService>>;
-  let sidecar: SidecarProcess;
+  const start = starter();
+  let sidecar: RunningSidecar;
   let rssStart = 0;
   const rssSamples: number[] = [];
 
   beforeAll(async () => {
-    redis = await startRedis();
-    user = await startUserService();
-    sidecar = await startSidecarProcess({
+    const redis = await start.redis();
+    const user = await start.userService();
+    sidecar = await start.sidecar({
       listen: { headersTimeoutMs: HEADERS_TIMEOUT_MS },
       upstream: { url: user.url },
       route: { id: 'fuzz' },
@@ -37,17 +35,13 @@ describe('hostile input against the sidecar', () => {
       limiter: { replenishRate: 100_000, burstCapacity: 1_000_000, requestedTokens: 1 },
       redis: { url: redis.url, commandTimeoutMs: 1000 },
       logLevel: 'info',
-    }, 'sidecar-fuzz');
+    }, { name: 'sidecar-fuzz' });
     // Warm up (JIT, connection pools) before the baseline sample.
     for (let i = 0; i < 200; i++) await fetch(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': `warm-${i}` } }).then((r) => r.text());
     rssStart = rssBytes(sidecar.program.child.pid as number);
   });
 
-  afterAll(async () => {
-    await sidecar?.program.stop();
-    await user?.program.stop();
-    await redis?.stop();
-  });
+  afterAll(() => start.stopAll());
 
   const sample = () => rssSamples.push(rssBytes(sidecar.program.child.pid as number));
 
@@ -282,7 +276,7 @@ describe('hostile input against the sidecar', () => {
     // With the Redis store the sidecar keeps no per-user state: growth is allocator slack only.
     expect(peak - rssStart).toBeLessThan(96 * MiB);
     expect(sidecar.program.exited()).toBe(false);
-    expect(await healthy(sidecar.adminPort)).toBe(true);
+    expect((await fetch(`http://127.0.0.1:${sidecar.adminPort}/healthz`, { signal: AbortSignal.timeout(2000) })).status).toBe(200);
     expect(sidecar.program.lines.filter((l) => /"level":(50|60)/.test(l))).toEqual([]);
   });
 });

@@ -2,53 +2,52 @@
 // sees its connection close instead of streaming on to nobody), counts the request as no longer in
 // flight (a SIGTERM right after drains at once instead of waiting out shutdownGraceMs), and keeps
 // serving. One 'close' listener per response does both (sidecar/exchange.ts).
-import http from 'node:http';
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSidecar, sleep, type RunningSidecar } from './sidecar-support.ts';
+import { describe, expect } from 'vitest';
+import { test } from '../harness/fixtures.ts';
+import { sleep } from './sidecar-support.ts';
 
-describe('client gone mid-response', () => {
-  let upstream: http.Server;
-  let sidecar: RunningSidecar;
-  /** Resolves when the upstream's endless response was closed under it. */
-  let upstreamClosed: Promise<number>;
-  let chunksWritten = 0;
-
-  beforeAll(async () => {
+/** An upstream whose /endless response streams a chunk every 20 ms until its connection closes. */
+const it = test
+  .extend('endless', { scope: 'file' }, async ({ start }) => {
     let closed!: (chunks: number) => void;
-    upstreamClosed = new Promise((resolve) => (closed = resolve));
-    upstream = http.createServer((req, res) => {
-      if (req.url !== '/endless') {
-        res.end('OK');
-        return;
-      }
-      res.writeHead(200, { 'content-type': 'text/plain' });
-      const timer = setInterval(() => {
-        res.write(`chunk ${chunksWritten++}\n`);
-      }, 20);
-      res.on('close', () => {
-        clearInterval(timer);
-        closed(chunksWritten);
-      });
-    });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    sidecar = await startSidecar({
-      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+    const endless = {
+      chunksWritten: 0,
+      /** Resolves when the upstream's endless response was closed under it. */
+      upstreamClosed: new Promise<number>((resolve) => (closed = resolve)),
+      url: '',
+    };
+    endless.url = (
+      await start.upstream((req, res) => {
+        if (req.url !== '/endless') {
+          res.end('OK');
+          return;
+        }
+        res.writeHead(200, { 'content-type': 'text/plain' });
+        const timer = setInterval(() => {
+          res.write(`chunk ${endless.chunksWritten++}\n`);
+        }, 20);
+        res.on('close', () => {
+          clearInterval(timer);
+          closed(endless.chunksWritten);
+        });
+      })
+    ).url;
+    return endless;
+  })
+  .extend('sidecar', { scope: 'file' }, ({ start, endless }) =>
+    start.sidecar({
+      upstream: { url: endless.url },
       route: { id: 'all' },
       limiter: { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 },
       shutdownGraceMs: 20_000,
-    });
-  });
+    }),
+  );
 
-  afterAll(async () => {
-    await sidecar.program.stop('SIGKILL');
-    upstream.closeAllConnections();
-    await new Promise((r) => upstream.close(r));
-  });
-
-  it('aborts the upstream request, ends the in-flight count, and serves the next request', async () => {
+describe('client gone mid-response', () => {
+  it('aborts the upstream request, ends the in-flight count, and serves the next request', async ({ endless, sidecar }) => {
+    const { upstreamClosed } = endless;
     const socket = net.connect(sidecar.port, '127.0.0.1');
     let received = '';
     const firstChunk = new Promise<void>((resolve) =>
@@ -68,7 +67,7 @@ describe('client gone mid-response', () => {
     expect(chunksAtClose, 'the upstream response was never aborted').toBeGreaterThan(0);
     expect(Date.now() - goneAt).toBeLessThan(5000);
     await sleep(200);
-    expect(chunksWritten, 'the upstream kept writing after the abort').toBe(chunksAtClose);
+    expect(endless.chunksWritten, 'the upstream kept writing after the abort').toBe(chunksAtClose);
 
     // The sidecar serves on.
     const next = await request(`${sidecar.url}/ready`, { headers: { 'USER-ID': 'next' } });

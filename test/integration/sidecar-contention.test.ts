@@ -4,13 +4,12 @@
 // their states were written with), and fall short of it by at most one. The same holds for a rule
 // with two limits: every bucket stays within its own bound, the tighter one is reached.
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { BucketRule } from '../../lib/token-bucket/bucket.ts';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+import { test } from '../harness/fixtures.ts';
+import type { RunningSidecar } from '../harness/programs.ts';
 
 const rule: BucketRule = { replenishRate: 40, burstCapacity: 20, requestedTokens: 1 };
 const key = 'contended';
@@ -50,45 +49,35 @@ async function hammer(sidecars: readonly RunningSidecar[], key: string, ms: numb
   };
 }
 
-describe('three sidecars, one Redis, one key, 60 connections', () => {
-  let redis: RedisServer;
-  let admin: Redis;
-  let user: Awaited<ReturnType<typeof startUserService>>;
-  const sidecars: RunningSidecar[] = [];
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url);
-    user = await startUserService();
+const it = test
+  .extend('sidecars', { scope: 'file' }, async ({ start, userService, redis }) => {
+    const sidecars: RunningSidecar[] = [];
     for (let i = 0; i < 3; i++) {
       sidecars.push(
-        await startSidecar({
-          name: `sidecar-${i}`,
-          upstream: { url: user.url },
-          route: { id: 'all' },
-          limiter: { ...rule, onStoreError: 'deny' },
-          // Deny on store errors and a long timeout: a timed-out command that still ran would take a
-          // token nobody counted; this test is about the script's atomicity, not failure policy.
-          redis: { url: redis.url, commandTimeoutMs: 5000 },
-        }),
+        await start.sidecar(
+          {
+            upstream: { url: userService.url },
+            route: { id: 'all' },
+            limiter: { ...rule, onStoreError: 'deny' },
+            // Deny on store errors and a long timeout: a timed-out command that still ran would take a
+            // token nobody counted; this test is about the script's atomicity, not failure policy.
+            redis: { url: redis.url, commandTimeoutMs: 5000 },
+          },
+          { name: `sidecar-${i}` },
+        ),
       );
     }
-  });
-  afterAll(async () => {
-    for (const s of sidecars) await s.program.stop();
-    await user?.program.stop();
-    admin?.disconnect();
-    await redis?.stop();
-  });
-
+    return sidecars;
+  })
   /** The stored bucket at `bucketKey`: micro-tokens and the µs time of the last admitted take. */
-  const stored = async (bucketKey: string) => {
-    const state = decodeBucketValue(await admin.getBuffer(bucketKey));
-    expect(state, bucketKey).toBeDefined();
+  .extend('stored', { scope: 'file' }, ({ redisAdmin }) => async (bucketKey: string) => {
+    const state = decodeBucketValue(await redisAdmin.getBuffer(bucketKey));
+    expect(state, bucketKey).toMatchObject({ microTokens: expect.any(Number), updatedUs: expect.any(Number) });
     return state ?? { microTokens: Number.NaN, updatedUs: Number.NaN };
-  };
+  });
 
-  it('admitted <= bound and >= bound - 1', async () => {
+describe('three sidecars, one Redis, one key, 60 connections', () => {
+  it('admitted <= bound and >= bound - 1', async ({ sidecars, stored }) => {
     const bucketKey = `portcullis:bucket:v2:{all:${key}}`;
     const load = await hammer(sidecars, key, 5500);
     // One request alone starts the bucket and tells us Redis' time of the first decision.
@@ -107,7 +96,7 @@ describe('three sidecars, one Redis, one key, 60 connections', () => {
     expect(admitted).toBeGreaterThanOrEqual(bound - 1);
   });
 
-  it('a rule with two limits: no bucket admits past its own bound, and the tighter bound is reached', async () => {
+  it('a rule with two limits: no bucket admits past its own bound, and the tighter bound is reached', async ({ sidecars, stored }) => {
     // The fast bucket binds first (burst 20), then the slow one (10/s) for the rest of the run.
     const limits: BucketRule[] = [rule, { replenishRate: 10, burstCapacity: 30, requestedTokens: 1 }];
     for (const s of sidecars) {

@@ -1,7 +1,5 @@
 // A changed config file is picked up without dropping in-flight requests; an invalid new config is
-// logged and the running one kept (DESIGN.md section 2: hot reload of the mounted file).
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+// logged and the running one kept: the config is a mounted ConfigMap that changes while the pod runs.
 import { mkdirSync, mkdtempSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,40 +7,32 @@ import { request } from 'undici';
 import { stringify } from 'yaml';
 import { freePort } from '../harness/ports.ts';
 import { startProgram } from '../harness/programs.ts';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { sleep, startSidecar, type RunningSidecar } from './sidecar-support.ts';
+import { describe, expect } from 'vitest';
+import { test } from '../harness/fixtures.ts';
+import { sleep } from './sidecar-support.ts';
 
-describe('config hot reload', () => {
-  let upstream: http.Server;
-  let sidecar: RunningSidecar;
-  let upstreamUrl: string;
-
-  beforeAll(async () => {
-    // /slow answers after 1.5 s: long enough to be in flight across a reload.
-    upstream = http.createServer((req, res) => {
+const it = test
+  // /slow answers after 1.5 s: long enough to be in flight across a reload.
+  .extend('upstream', { scope: 'file' }, ({ start }) =>
+    start.upstream((req, res) => {
       if (req.url === '/slow') setTimeout(() => res.end('slow done'), 1500).unref();
       else res.end('OK');
-    });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-    sidecar = await startSidecar({
-      upstream: { url: upstreamUrl },
+    }),
+  )
+  .extend('sidecar', { scope: 'file' }, ({ start, upstream }) =>
+    start.sidecar({
+      upstream: { url: upstream.url },
       route: { id: 'all', path: '/**' },
       limiter: { replenishRate: 1, burstCapacity: 50, requestedTokens: 1 },
-    });
-  });
-  afterAll(async () => {
-    await sidecar?.program.stop();
-    upstream?.closeAllConnections();
-    await new Promise((r) => upstream?.close(r));
-  });
-
-  const get = async (path: string, user = 'reload-user') => {
+    }),
+  )
+  .extend('get', { scope: 'file' }, ({ sidecar }) => async (path: string, user = 'reload-user') => {
     const res = await request(`${sidecar.url}${path}`, { headers: { 'USER-ID': user } });
     return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
-  };
+  });
 
-  it('applies a valid change to new requests while in-flight ones complete', async () => {
+describe('config hot reload', () => {
+  it('applies a valid change to new requests while in-flight ones complete', async ({ sidecar, get }) => {
     expect((await get('/x')).headers['ratelimit-limit']).toBe('50');
     const inFlight = Array.from({ length: 5 }, (_, i) => get('/slow', `slow-${i}`));
     await sleep(200);
@@ -64,7 +54,7 @@ describe('config hot reload', () => {
     expect((await get('/outside')).status).toBe(404);
   });
 
-  it('an invalid new config is logged and the running one kept', async () => {
+  it('an invalid new config is logged and the running one kept', async ({ sidecar, get }) => {
     sidecar.write({ ...sidecar.config, route: { id: 'all', path: '/api/**' }, limiter: { replenishRate: 0, burstCapacity: 7 } });
     const line = await sidecar.program.waitForLine(/config reload rejected/, 10_000);
     expect(line).toContain('limiter.replenishRate');
@@ -76,7 +66,7 @@ describe('config hot reload', () => {
     expect(sidecar.program.exited()).toBe(false);
   });
 
-  it('a Kubernetes ConfigMap update (atomic ..data symlink swap) is picked up', async () => {
+  it('a Kubernetes ConfigMap update (atomic ..data symlink swap) is picked up', async ({ upstream }) => {
     // The kubelet's layout: dir/sidecar.yaml -> ..data/sidecar.yaml, ..data -> ..<timestamp>/;
     // an update writes a new timestamped folder and renames a new ..data symlink over the old.
     const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-configmap-'));
@@ -90,7 +80,7 @@ describe('config hot reload', () => {
     const base = {
       listen: { host: '127.0.0.1', port },
       admin: { host: '127.0.0.1', port: await freePort() },
-      upstream: { url: upstreamUrl },
+      upstream: { url: upstream.url },
       route: { id: 'cm' },
     };
     version('..v1', { ...base, limiter: { replenishRate: 1, burstCapacity: 11 } });

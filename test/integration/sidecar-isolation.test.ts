@@ -1,10 +1,8 @@
-// Issue 2 test 4: isolation. Two USER-IDs never affect each other; two routes (two sidecars with
+// Isolation. Two USER-IDs never affect each other; two routes (two sidecars with
 // different route ids on one Redis) never share a bucket.
-import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+import { describe, expect } from 'vitest';
+import { test } from '../harness/fixtures.ts';
 
 const limiter = { replenishRate: 1, burstCapacity: 4, requestedTokens: 2 };
 
@@ -18,30 +16,13 @@ async function burst(url: string, userId: string, n: number): Promise<number[]> 
   return statuses;
 }
 
+const it = test
+  .extend('common', { scope: 'file' }, ({ userService, redis }) => ({ upstream: { url: userService.url }, limiter, redis: { url: redis.url, commandTimeoutMs: 2000 } }))
+  .extend('routeA', { scope: 'file' }, ({ start, common }) => start.sidecar({ ...common, route: { id: 'route-a' } }, { name: 'sidecar-a' }))
+  .extend('routeB', { scope: 'file' }, ({ start, common }) => start.sidecar({ ...common, route: { id: 'route-b' } }, { name: 'sidecar-b' }));
+
 describe('bucket isolation', () => {
-  let redis: RedisServer;
-  let admin: Redis;
-  let user: Awaited<ReturnType<typeof startUserService>>;
-  let routeA: RunningSidecar;
-  let routeB: RunningSidecar;
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url);
-    user = await startUserService();
-    const common = { upstream: { url: user.url }, limiter, redis: { url: redis.url, commandTimeoutMs: 2000 } };
-    routeA = await startSidecar({ ...common, name: 'sidecar-a', route: { id: 'route-a' } });
-    routeB = await startSidecar({ ...common, name: 'sidecar-b', route: { id: 'route-b' } });
-  });
-  afterAll(async () => {
-    await routeA?.program.stop();
-    await routeB?.program.stop();
-    await user?.program.stop();
-    admin?.disconnect();
-    await redis?.stop();
-  });
-
-  it('two USER-IDs: exhausting one leaves the other untouched', async () => {
+  it('two USER-IDs: exhausting one leaves the other untouched', async ({ routeA, redisAdmin: admin }) => {
     expect(await burst(routeA.url, 'alice', 3)).toEqual([200, 200, 429]);
     const aliceBefore = await admin.getBuffer('portcullis:bucket:v2:{route-a:alice}');
     expect(aliceBefore).not.toBeNull();
@@ -51,7 +32,7 @@ describe('bucket isolation', () => {
     expect(await admin.getBuffer('portcullis:bucket:v2:{route-a:alice}')).toEqual(aliceBefore);
   });
 
-  it('two routes: the same USER-ID has one bucket per route', async () => {
+  it('two routes: the same USER-ID has one bucket per route', async ({ routeA, routeB, redisAdmin: admin }) => {
     expect(await burst(routeA.url, 'carol', 3)).toEqual([200, 200, 429]);
     expect(await burst(routeB.url, 'carol', 3)).toEqual([200, 200, 429]);
     const keys = (await admin.keys('portcullis:bucket:*carol*')).sort();

@@ -3,80 +3,61 @@
 // JWKS. A client that sends USER-ID values of its choosing stays in its own bucket, the service
 // behind receives the verified subject as USER-ID, and a request without a valid token gets a
 // 401 problem+json with an RFC 6750 challenge and never reaches the service.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { SignJWT, generateKeyPair, importJWK } from 'jose';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { test } from '../harness/fixtures.ts';
 import { freePort } from '../harness/ports.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { startSidecar, type RunningSidecar } from '../harness/programs.ts';
 import { authorize, tokenRequest } from './auth-flow.ts';
-import { AUDIENCE, SECRETS, startStack, type Stack } from './auth-stack.ts';
-import { startSidecar, type RunningSidecar } from './sidecar-support.ts';
+import { AUDIENCE, SECRETS } from './auth-stack.ts';
 
-/** An upstream that records the USER-ID header of every request it gets. */
-async function recordingUpstream() {
-  const seen: (string | undefined)[] = [];
-  const server = http.createServer((req, res) => {
-    seen.push(req.headers['user-id'] as string | undefined);
-    res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { seen, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(r)) };
-}
-
-describe('jwt key source: verified subject as the bucket key', () => {
-  let stack: Stack;
-  let redis: RedisServer;
-  let upstream: Awaited<ReturnType<typeof recordingUpstream>>;
-  const sidecars: RunningSidecar[] = [];
-  let meSidecar: RunningSidecar;
-  const tokens: Record<string, string> = {};
-
-  const tokenFor = async (username: string, password: string) => {
-    const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri, username, password });
-    const t = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
-    return String(t.json['access_token']);
-  };
-
-  beforeAll(async () => {
-    stack = await startStack({ userService: true });
-    redis = await startRedis();
-    upstream = await recordingUpstream();
-    const jwt = { issuer: stack.issuer, audience: AUDIENCE, jwksUrl: `${stack.issuer}/jwks.json` };
+const it = test
+  .extend('stack', { scope: 'file' }, ({ start }) => start.authStack({ userService: true }))
+  /** An upstream that records the USER-ID header of every request it gets. */
+  .extend('upstream', { scope: 'file' }, async ({ start }) => {
+    const seen: (string | undefined)[] = [];
+    const { url } = await start.upstream((req, res) => {
+      seen.push(req.headers['user-id'] as string | undefined);
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
+    });
+    return { seen, url };
+  })
+  .extend('jwt', { scope: 'file' }, ({ stack }) => ({ issuer: stack.issuer, audience: AUDIENCE, jwksUrl: `${stack.issuer}/jwks.json` }))
+  .extend('sidecars', { scope: 'file' }, async ({ start, redis, upstream, jwt }) => {
+    const sidecars: RunningSidecar[] = [];
     for (let i = 0; i < 2; i++) {
       sidecars.push(
-        await startSidecar({
-          name: `sidecar-jwt-${i}`,
-          upstream: { url: upstream.url },
-          route: { id: 'jwt' },
-          limiter: { replenishRate: 1, burstCapacity: 4, key: 'jwt', jwt },
-          redis: { url: redis.url },
-        }),
+        await start.sidecar(
+          { upstream: { url: upstream.url }, route: { id: 'jwt' }, limiter: { replenishRate: 1, burstCapacity: 4, key: 'jwt', jwt }, redis: { url: redis.url } },
+          { name: `sidecar-jwt-${i}` },
+        ),
       );
     }
-    meSidecar = await startSidecar({
-      name: 'sidecar-jwt-me',
-      upstream: { url: stack.userServiceUrl as string },
-      route: { id: 'me' },
-      limiter: { replenishRate: 1, burstCapacity: 100, key: 'jwt', jwt },
-    });
-    tokens['alice'] = await tokenFor('alice', 'wonderland');
-    tokens['bob'] = await tokenFor('bob', 'builder');
-  });
-  afterAll(async () => {
-    for (const s of [...sidecars, meSidecar]) await s?.program.stop();
-    await upstream?.close();
-    await redis?.stop();
-    await stack?.stop();
+    return sidecars;
+  })
+  .extend('meSidecar', { scope: 'file' }, ({ start, stack, jwt }) =>
+    start.sidecar(
+      { upstream: { url: stack.userServiceUrl as string }, route: { id: 'me' }, limiter: { replenishRate: 1, burstCapacity: 100, key: 'jwt', jwt } },
+      { name: 'sidecar-jwt-me' },
+    ),
+  )
+  .extend('tokens', { scope: 'file' }, async ({ stack }) => {
+    const tokenFor = async (username: string, password: string) => {
+      const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri, username, password });
+      const t = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+      return String(t.json['access_token']);
+    };
+    return { alice: await tokenFor('alice', 'wonderland'), bob: await tokenFor('bob', 'builder') } as Record<string, string>;
   });
 
+describe('jwt key source: verified subject as the bucket key', () => {
   const send = async (sidecar: RunningSidecar, headers: Record<string, string>, path = '/data') => {
     const res = await request(`${sidecar.url}${path}`, { headers });
     return { status: res.statusCode, headers: res.headers, body: await res.body.text() };
   };
 
-  it('a spoofed USER-ID cannot escape the bucket: every request with alice\'s token counts as alice, on both sidecars', async () => {
+  it('a spoofed USER-ID cannot escape the bucket: every request with alice\'s token counts as alice, on both sidecars', async ({ upstream, sidecars, tokens }) => {
     const before = upstream.seen.length;
     const statuses: number[] = [];
     for (let i = 0; i < 8; i++) {
@@ -94,7 +75,7 @@ describe('jwt key source: verified subject as the bucket key', () => {
     expect(upstream.seen.at(-1)).toBe('bob');
   });
 
-  it('no token: 401 problem+json with a bare Bearer challenge, and the service is not called', async () => {
+  it('no token: 401 problem+json with a bare Bearer challenge, and the service is not called', async ({ upstream, sidecars }) => {
     const before = upstream.seen.length;
     const res = await send(sidecars[0] as RunningSidecar, { 'USER-ID': 'alice' });
     expect(res.status).toBe(401);
@@ -104,11 +85,11 @@ describe('jwt key source: verified subject as the bucket key', () => {
     expect(upstream.seen.length).toBe(before);
   });
 
-  it.each([
+  it.for([
     ['signed by another key', async () => (await generateKeyPair('ES256')).privateKey, {}],
     ['expired', undefined, { exp: Math.floor(Date.now() / 1000) - 60 }],
     ['for another audience', undefined, { aud: 'urn:someone-else' }],
-  ] as const)('a token %s: 401 invalid_token, the service is not called', async (_why, foreignKey, claims) => {
+  ] as const)('a token %s: 401 invalid_token, the service is not called', async ([, foreignKey, claims], { stack, upstream, sidecars }) => {
     const jwk = stack.keys.keys[0];
     if (jwk === undefined) throw new Error('no signing key');
     const key = foreignKey === undefined ? await importJWK(jwk, 'ES256') : await foreignKey();
@@ -128,21 +109,23 @@ describe('jwt key source: verified subject as the bucket key', () => {
     expect(upstream.seen.length).toBe(before);
   });
 
-  it('GET /me through the gateway: the user service accepts the same token', async () => {
+  it('GET /me through the gateway: the user service accepts the same token', async ({ meSidecar, tokens }) => {
     const res = await send(meSidecar, { authorization: `Bearer ${tokens['alice'] as string}` }, '/me');
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body)).toMatchObject({ sub: 'alice' });
     expect(res.headers['ratelimit-remaining']).toBe('99');
   });
 
-  it('the key set out of reach: 503 problem+json with Retry-After, not a 401', async () => {
+  it('the key set out of reach: 503 problem+json with Retry-After, not a 401', async ({ stack, upstream, tokens }) => {
     const closed = await freePort();
-    const cut = await startSidecar({
-      name: 'sidecar-jwt-nokeys',
-      upstream: { url: upstream.url },
-      route: { id: 'nokeys' },
-      limiter: { replenishRate: 1, burstCapacity: 4, key: 'jwt', jwt: { issuer: stack.issuer, audience: AUDIENCE, jwksUrl: `http://127.0.0.1:${closed}/jwks.json` } },
-    });
+    const cut = await startSidecar(
+      {
+        upstream: { url: upstream.url },
+        route: { id: 'nokeys' },
+        limiter: { replenishRate: 1, burstCapacity: 4, key: 'jwt', jwt: { issuer: stack.issuer, audience: AUDIENCE, jwksUrl: `http://127.0.0.1:${closed}/jwks.json` } },
+      },
+      { name: 'sidecar-jwt-nokeys' },
+    );
     try {
       const res = await send(cut, { authorization: `Bearer ${tokens['alice'] as string}` });
       expect(res.status).toBe(503);

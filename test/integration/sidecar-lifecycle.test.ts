@@ -1,32 +1,22 @@
 // Start and stop: an invalid config stops the process with a message naming the field; SIGTERM
 // drains in-flight requests before exiting 0; the admin port answers health and readiness.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Client, request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { test } from '../harness/fixtures.ts';
 import { startProgram } from '../harness/programs.ts';
-import { sleep, startSidecar } from './sidecar-support.ts';
+import { sleep } from './sidecar-support.ts';
+
+const it = test.extend('upstream', { scope: 'file' }, ({ start }) =>
+  start.upstream((req, res) => {
+    if (req.url === '/slow') setTimeout(() => res.end('drained'), 1000).unref();
+    else res.end('OK');
+  }),
+);
 
 describe('sidecar lifecycle', () => {
-  let upstream: http.Server;
-  let upstreamUrl: string;
-
-  beforeAll(async () => {
-    upstream = http.createServer((req, res) => {
-      if (req.url === '/slow') setTimeout(() => res.end('drained'), 1000).unref();
-      else res.end('OK');
-    });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`;
-  });
-  afterAll(async () => {
-    upstream?.closeAllConnections();
-    await new Promise((r) => upstream?.close(r));
-  });
-
   it('an invalid config file stops the process, naming the field', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-bad-config-'));
     const file = path.join(dir, 'sidecar.yaml');
@@ -39,8 +29,8 @@ describe('sidecar lifecycle', () => {
     expect(out).toContain('keyHeadr');
   });
 
-  it('admin: /healthz, /readyz, /metrics; SIGTERM drains in-flight requests then exits 0', async () => {
-    const sidecar = await startSidecar({ upstream: { url: upstreamUrl }, route: { id: 'all' }, limiter: { replenishRate: 1, burstCapacity: 10 } });
+  it('admin: /healthz, /readyz, /metrics; SIGTERM drains in-flight requests then exits 0', async ({ start, upstream }) => {
+    const sidecar = await start.sidecar({ upstream: { url: upstream.url }, route: { id: 'all' }, limiter: { replenishRate: 1, burstCapacity: 10 } });
     const admin = `http://127.0.0.1:${sidecar.adminPort}`;
     expect(await (await request(`${admin}/healthz`)).body.text()).toBe('ok');
     const ready = await request(`${admin}/readyz`);
@@ -74,8 +64,8 @@ describe('sidecar lifecycle', () => {
     expect(await exit).toBe(0);
     await sidecar.program.waitForLine(/"msg":"stopped"/);
   });
-  it('SIGTERM keeps idle keep-alive connections open a moment: a request on one is answered, with Connection: close, not reset', async () => {
-    const sidecar = await startSidecar({ upstream: { url: upstreamUrl }, route: { id: 'all' }, limiter: { replenishRate: 100, burstCapacity: 100 }, shutdownKeepAliveMs: 2000 });
+  it('SIGTERM keeps idle keep-alive connections open a moment: a request on one is answered, with Connection: close, not reset', async ({ start, upstream }) => {
+    const sidecar = await start.sidecar({ upstream: { url: upstream.url }, route: { id: 'all' }, limiter: { replenishRate: 100, burstCapacity: 100 }, shutdownKeepAliveMs: 2000 });
     const client = new Client(sidecar.url, { pipelining: 1 });
     try {
       const first = await client.request({ method: 'GET', path: '/x', headers: { 'USER-ID': 'keep-alive' } });

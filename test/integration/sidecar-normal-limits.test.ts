@@ -1,50 +1,37 @@
-// Issue 2 test 2: the specification's "Normal" limits (20/s, burst 100, 3 per request). A burst
+// The "Normal" limits of the specification (20/s, burst 100, 3 per request). A burst
 // admits exactly 33 (100 tokens, 3 each); the 34th is 429 with a correct Retry-After; after a
 // wait the refill matches the exact model (checked against the state and time Redis used).
-import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { sleep, startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+import { test } from '../harness/fixtures.ts';
+import { sleep } from './sidecar-support.ts';
 
 const rule: BucketRule = { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 };
 
-describe('Normal limits 20/100/3', () => {
-  let redis: RedisServer;
-  let admin: Redis;
-  let user: Awaited<ReturnType<typeof startUserService>>;
-  let sidecar: RunningSidecar;
-  let pool: Pool;
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url);
-    user = await startUserService();
-    sidecar = await startSidecar({
-      upstream: { url: user.url },
+const it = test
+  .extend('sidecar', { scope: 'file' }, ({ start, userService, redis }) =>
+    start.sidecar({
+      upstream: { url: userService.url },
       route: { id: 'all' },
       limiter: { ...rule },
       redis: { url: redis.url, commandTimeoutMs: 2000 },
-    });
-    pool = new Pool(sidecar.url, { connections: 40 });
-  });
-  afterAll(async () => {
-    await pool?.close();
-    await sidecar?.program.stop();
-    await user?.program.stop();
-    admin?.disconnect();
-    await redis?.stop();
-  });
-
-  const get = async (userId: string) => {
+    }),
+  )
+  .extend('pool', { scope: 'file' }, ({ sidecar }, { onCleanup }) => {
+    const pool = new Pool(sidecar.url, { connections: 40 });
+    onCleanup(() => pool.close());
+    return pool;
+  })
+  .extend('get', { scope: 'file' }, ({ pool }) => async (userId: string) => {
     const res = await pool.request({ method: 'GET', path: '/healthcheck/ready', headers: { 'user-id': userId } });
     const body = await res.body.text();
     return { status: res.statusCode, headers: res.headers, body };
-  };
+  });
 
-  it('a burst admits exactly 33; the others are 429 with Retry-After; the refill then matches the model', async () => {
+describe('Normal limits 20/100/3', () => {
+  it('a burst admits exactly 33; the others are 429 with Retry-After; the refill then matches the model', async ({ redisAdmin: admin, get }) => {
     // Open the 40 connections first (on another user's bucket) so the burst itself is fast.
     await Promise.all(Array.from({ length: 40 }, (_, i) => get(`warm-${i}`)));
 
@@ -72,7 +59,7 @@ describe('Normal limits 20/100/3', () => {
     await sleep(wait + 5);
     const bucket = async () => {
       const state = decodeBucketValue(await admin.getBuffer(`portcullis:bucket:v2:{all:${key}}`));
-      expect(state).toBeDefined();
+      expect(state).toMatchObject({ microTokens: expect.any(Number), updatedUs: expect.any(Number) });
       return state as BucketState;
     };
     const state0 = await bucket();

@@ -1,13 +1,12 @@
-// Issue 2 test 9: proxy fidelity. Method, path, query and headers arrive unchanged at the upstream
+// Proxy fidelity. Method, path, query and headers arrive unchanged at the upstream
 // (hop-by-hop headers removed, X-Forwarded-* added); a 10 MB streamed upload arrives byte for byte;
 // a streamed download arrives unchanged at the client.
 import { createHash, randomBytes } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Readable } from 'node:stream';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawRequest, startSidecar, type RunningSidecar } from './sidecar-support.ts';
+import { describe, expect } from 'vitest';
+import { test } from '../harness/fixtures.ts';
+import { rawRequest } from './sidecar-support.ts';
 
 interface Seen {
   method: string;
@@ -20,13 +19,12 @@ interface Seen {
 const download = randomBytes(10 * 1024 * 1024);
 const downloadSha = createHash('sha256').update(download).digest('hex');
 
-describe('proxy fidelity', () => {
-  let upstream: http.Server;
-  let sidecar: RunningSidecar;
-  let last: Seen | undefined;
+/** The last request the upstream received. */
+let last: Seen | undefined;
 
-  beforeAll(async () => {
-    upstream = http.createServer((req, res) => {
+const it = test
+  .extend('upstream', { scope: 'file' }, ({ start }) =>
+    start.upstream((req, res) => {
       const hash = createHash('sha256');
       let bytes = 0;
       req.on('data', (c: Buffer) => {
@@ -52,28 +50,24 @@ describe('proxy fidelity', () => {
         ]);
         res.end(JSON.stringify({ bytes, sha256: last.sha256 }));
       });
-    });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    const port = (upstream.address() as AddressInfo).port;
-    sidecar = await startSidecar({
-      upstream: { url: `http://127.0.0.1:${port}` },
+    }),
+  )
+  .extend('sidecar', { scope: 'file' }, ({ start, upstream }) =>
+    start.sidecar({
+      upstream: { url: upstream.url },
       route: { id: 'all' },
       limiter: { replenishRate: 1000, burstCapacity: 1000, requestedTokens: 1 },
-    });
-  });
-  afterAll(async () => {
-    await sidecar?.program.stop();
-    upstream?.closeAllConnections();
-    await new Promise((r) => upstream?.close(r));
-  });
+    }),
+  );
 
+describe('proxy fidelity', () => {
   const header = (raw: string[], name: string) => {
     const values: string[] = [];
     for (let i = 0; i < raw.length; i += 2) if (raw[i]!.toLowerCase() === name) values.push(raw[i + 1]!);
     return values;
   };
 
-  it.each(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'])('%s: method, path, query and headers arrive unchanged', async (method) => {
+  it.for(['GET', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'HEAD'])('%s: method, path, query and headers arrive unchanged', async (method, { sidecar }) => {
     const path = '/a/b%20c/%E2%9C%93/?q=1&q=2&empty=&enc=%26%3D#';
     const res = await rawRequest(
       sidecar.port,
@@ -95,10 +89,8 @@ describe('proxy fidelity', () => {
       ].join('\r\n'),
     );
     expect(res.status).toBe(201);
-    expect(last).toBeDefined();
+    expect(last).toMatchObject({ method, url: path.replace('#', '') });
     const seen = last!;
-    expect(seen.method).toBe(method);
-    expect(seen.url).toBe(path.replace('#', ''));
     expect(header(seen.rawHeaders, 'host')).toEqual(['portcullis.test:8080']);
     expect(header(seen.rawHeaders, 'user-id')).toEqual(['fidelity']);
     expect(header(seen.rawHeaders, 'x-custom')).toEqual(['one', 'two']);
@@ -121,7 +113,7 @@ describe('proxy fidelity', () => {
     if (method !== 'HEAD') expect(JSON.parse(res.body)).toMatchObject({ bytes: 0 });
   });
 
-  it('a 10 MB streamed (chunked) upload arrives byte for byte', async () => {
+  it('a 10 MB streamed (chunked) upload arrives byte for byte', async ({ sidecar }) => {
     const upload = randomBytes(10 * 1024 * 1024);
     const sha = createHash('sha256').update(upload).digest('hex');
     const body = Readable.from((function* () { for (let i = 0; i < upload.length; i += 100_000) yield upload.subarray(i, i + 100_000); })());
@@ -131,7 +123,7 @@ describe('proxy fidelity', () => {
     expect(header(last!.rawHeaders, 'transfer-encoding')).toEqual(['chunked']);
   });
 
-  it('a 10 MB upload with Content-Length arrives byte for byte', async () => {
+  it('a 10 MB upload with Content-Length arrives byte for byte', async ({ sidecar }) => {
     const upload = randomBytes(10 * 1024 * 1024);
     const sha = createHash('sha256').update(upload).digest('hex');
     const res = await request(`${sidecar.url}/upload-fixed`, { method: 'POST', headers: { 'USER-ID': 'fidelity' }, body: upload });
@@ -140,7 +132,7 @@ describe('proxy fidelity', () => {
     expect(header(last!.rawHeaders, 'content-length')).toEqual([String(upload.length)]);
   });
 
-  it('a 10 MB streamed download arrives unchanged', async () => {
+  it('a 10 MB streamed download arrives unchanged', async ({ sidecar }) => {
     const res = await request(`${sidecar.url}/download`, { headers: { 'USER-ID': 'fidelity' } });
     expect(res.statusCode).toBe(200);
     const hash = createHash('sha256');

@@ -5,14 +5,14 @@
 // deciding that user (first to last admitted take), and fall short of it by at most one; the shards ran fewer script calls
 // than there were decisions (batches formed).
 import { performance } from 'node:perf_hooks';
-import { Cluster, Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import type { BucketRule } from '../../lib/token-bucket/bucket.ts';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { keySlot } from '../../lib/token-bucket/key-slot.ts';
-import { startRedisCluster, type RedisClusterServer } from '../harness/redis.ts';
-import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+import { test } from '../harness/fixtures.ts';
+import type { RunningSidecar } from '../harness/programs.ts';
 
 const rule: BucketRule = { replenishRate: 10, burstCapacity: 10, requestedTokens: 1 };
 const bucketKey = (user: string) => `portcullis:bucket:v2:{all:${user}}`;
@@ -41,44 +41,38 @@ function users(slots: number, perSlot: number, owner: (slot: number) => number):
   return chosen.flat();
 }
 
-describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections', () => {
-  let redis: RedisClusterServer;
-  let cluster: Cluster;
-  let nodes: Redis[];
-  let user: Awaited<ReturnType<typeof startUserService>>;
-  const sidecars: RunningSidecar[] = [];
-  const owner = new Map<number, number>();
-
-  beforeAll(async () => {
-    redis = await startRedisCluster(3);
-    cluster = new Cluster(redis.seeds);
-    nodes = redis.nodes.map((n) => new Redis(n.url));
+const it = test
+  .extend('cluster', { scope: 'file' }, ({ start, redisCluster }) => start.redisClusterClient(redisCluster))
+  .extend('nodes', { scope: 'file' }, ({ start, redisCluster }) => redisCluster.nodes.map((n) => start.redisClient(n.url)))
+  /** The shard (index in nodes) that owns each slot. */
+  .extend('owner', { scope: 'file' }, async ({ nodes, redisCluster }) => {
+    const owner = new Map<number, number>();
     const slots = (await nodes[0]?.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
-    for (const [from, to, [, port]] of slots) for (let s = from; s <= to; s++) owner.set(s, redis.nodes.findIndex((n) => n.port === port));
-    user = await startUserService();
+    for (const [from, to, [, port]] of slots) for (let s = from; s <= to; s++) owner.set(s, redisCluster.nodes.findIndex((n) => n.port === port));
+    return owner;
+  })
+  .extend('sidecars', { scope: 'file' }, async ({ start, userService, redisCluster }) => {
+    const sidecars: RunningSidecar[] = [];
     for (let i = 0; i < 3; i++) {
       sidecars.push(
-        await startSidecar({
-          name: `sidecar-${i}`,
-          upstream: { url: user.url },
-          route: { id: 'all' },
-          // Deny on store errors and a long timeout: a timed-out command that still ran would take a
-          // token nobody counted; this test is about exactness, not failure policy.
-          limiter: { ...rule, onStoreError: 'deny' },
-          redis: { cluster: { nodes: redis.seeds }, commandTimeoutMs: 5000 },
-        }),
+        await start.sidecar(
+          {
+            upstream: { url: userService.url },
+            route: { id: 'all' },
+            // Deny on store errors and a long timeout: a timed-out command that still ran would take a
+            // token nobody counted; this test is about exactness, not failure policy.
+            limiter: { ...rule, onStoreError: 'deny' },
+            redis: { cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 5000 },
+          },
+          { name: `sidecar-${i}` },
+        ),
       );
     }
-  });
-  afterAll(async () => {
-    for (const s of sidecars) await s.program.stop();
-    await user?.program.stop();
-    cluster?.disconnect();
-    for (const n of nodes ?? []) n.disconnect();
-    await redis?.stop();
+    return sidecars;
   });
 
-  it('every user: admitted <= bound and >= bound - 1; batches formed on every shard', async () => {
+describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections', () => {
+  it('every user: admitted <= bound and >= bound - 1; batches formed on every shard', async ({ sidecars, cluster, nodes, owner }) => {
     const all = users(8, 3, (slot) => owner.get(slot) as number);
     expect(new Set(all.map((u) => owner.get(keySlot(bucketKey(u))))).size).toBe(3);
     const pools = sidecars.map((s) => new Pool(s.url, { connections: 20 }));

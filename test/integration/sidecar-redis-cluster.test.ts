@@ -1,43 +1,29 @@
 // The Redis store on a real Redis Cluster (three redis-server masters on loopback): the hash-tagged
 // bucket key lives in one slot, the one Lua script runs there, and a sidecar configured with
 // `redis.cluster` limits exactly as on a single node.
-import { Cluster } from 'ioredis';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
 import { RedisBucketStore } from '../../lib/token-bucket/redis-store.ts';
 import { runTakes } from '../../lib/token-bucket/take-script.ts';
-import { startRedisCluster, type RedisClusterServer } from '../harness/redis.ts';
-import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+import { test } from '../harness/fixtures.ts';
 
 const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
 
-describe('Redis Cluster', () => {
-  let redis: RedisClusterServer;
-  let cluster: Cluster;
-  let user: Awaited<ReturnType<typeof startUserService>>;
-  let sidecar: RunningSidecar;
-
-  beforeAll(async () => {
-    redis = await startRedisCluster(3);
-    cluster = new Cluster(redis.seeds);
-    user = await startUserService();
-    sidecar = await startSidecar({
-      upstream: { url: user.url },
+const it = test
+  .extend('cluster', { scope: 'file' }, ({ start, redisCluster }) => start.redisClusterClient(redisCluster))
+  .extend('sidecar', { scope: 'file' }, ({ start, userService, redisCluster }) =>
+    start.sidecar({
+      upstream: { url: userService.url },
       route: { id: 'all' },
       limiter: { ...rule },
-      redis: { cluster: { nodes: redis.seeds }, commandTimeoutMs: 2000 },
-    });
-  });
-  afterAll(async () => {
-    await sidecar?.program.stop();
-    await user?.program.stop();
-    cluster?.disconnect();
-    await redis?.stop();
-  });
+      redis: { cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 2000 },
+    }),
+  );
 
-  it('the store gives the pure function\'s decisions, with the key in one slot and a TTL', async () => {
-    const store = new RedisBucketStore({ cluster: { nodes: redis.seeds }, commandTimeoutMs: 2000 });
+describe('Redis Cluster', () => {
+  it('the store gives the pure function\'s decisions, with the key in one slot and a TTL', async ({ redisCluster, cluster }) => {
+    const store = new RedisBucketStore({ cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 2000 });
     await store.ready();
     try {
       let state: BucketState | undefined;
@@ -58,7 +44,7 @@ describe('Redis Cluster', () => {
     }
   });
 
-  it('a sidecar on the cluster limits exactly: 5 of a burst of 7 (10 tokens, 2 each)', async () => {
+  it('a sidecar on the cluster limits exactly: 5 of a burst of 7 (10 tokens, 2 each)', async ({ sidecar, cluster }) => {
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) {
       const res = await request(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': 'cluster-user' } });

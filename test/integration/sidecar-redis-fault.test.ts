@@ -1,12 +1,13 @@
-// Issue 2 test 6: Redis killed (SIGKILL) during traffic. onStoreError allow: no 5xx and no request
+// Redis killed (SIGKILL) during traffic. onStoreError allow: no 5xx and no request
 // slower than the command timeout plus a margin; deny: 503 problem+json. Both limit again within
 // 2 s of Redis returning, and the sidecar never exits. A metric and a warning record the outage.
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { sleep, startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+import { describe, expect } from 'vitest';
+import { test } from '../harness/fixtures.ts';
+import type { RunningSidecar } from '../harness/programs.ts';
+import { sleep } from './sidecar-support.ts';
 
 // Short, but not so short that a busy shared machine trips it during normal operation.
 const commandTimeoutMs = 300;
@@ -22,27 +23,14 @@ interface Sample {
   readonly body: string;
 }
 
+const limits = { replenishRate: 1000, burstCapacity: 1000, requestedTokens: 1 };
+
+const it = test
+  .extend('common', { scope: 'file' }, ({ userService, redis }) => ({ upstream: { url: userService.url }, redis: { url: redis.url, commandTimeoutMs } }))
+  .extend('allow', { scope: 'file' }, ({ start, common }) => start.sidecar({ ...common, route: { id: 'allow' }, limiter: { ...limits, onStoreError: 'allow' } }, { name: 'sidecar-allow' }))
+  .extend('deny', { scope: 'file' }, ({ start, common }) => start.sidecar({ ...common, route: { id: 'deny' }, limiter: { ...limits, onStoreError: 'deny' } }, { name: 'sidecar-deny' }));
+
 describe('Redis killed during traffic', () => {
-  let redis: RedisServer;
-  let user: Awaited<ReturnType<typeof startUserService>>;
-  let allow: RunningSidecar;
-  let deny: RunningSidecar;
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    user = await startUserService();
-    const common = { upstream: { url: user.url }, redis: { url: redis.url, commandTimeoutMs } };
-    const limits = { replenishRate: 1000, burstCapacity: 1000, requestedTokens: 1 };
-    allow = await startSidecar({ ...common, name: 'sidecar-allow', route: { id: 'allow' }, limiter: { ...limits, onStoreError: 'allow' } });
-    deny = await startSidecar({ ...common, name: 'sidecar-deny', route: { id: 'deny' }, limiter: { ...limits, onStoreError: 'deny' } });
-  });
-  afterAll(async () => {
-    await allow?.program.stop();
-    await deny?.program.stop();
-    await user?.program.stop();
-    await redis?.stop();
-  });
-
   /** Sequential traffic against one sidecar until `stop()` says so. */
   function traffic(sidecar: RunningSidecar) {
     const samples: Sample[] = [];
@@ -68,7 +56,7 @@ describe('Redis killed during traffic', () => {
     return { samples, stop: async () => ((running = false), await done) };
   }
 
-  it('allow: no 5xx, bounded latency; deny: 503 problem+json; both limit again within 2 s of Redis returning', async () => {
+  it('allow: no 5xx, bounded latency; deny: 503 problem+json; both limit again within 2 s of Redis returning', async ({ redis, allow, deny }) => {
     const a = traffic(allow);
     const d = traffic(deny);
     await sleep(700);
@@ -110,7 +98,7 @@ describe('Redis killed during traffic', () => {
     // Back to limiting (a decision with limiter headers) within 2 s of Redis returning.
     for (const s of [a.samples, d.samples]) {
       const firstLimited = after(s).find((x) => x.limited && x.status === 200);
-      expect(firstLimited).toBeDefined();
+      expect(firstLimited).toMatchObject({ limited: true, status: 200 });
       expect(firstLimited!.at - restartedAt).toBeLessThan(2000);
       expect(after(s).filter((x) => x.at > firstLimited!.at + 50).every((x) => x.limited && x.status === 200)).toBe(true);
     }
@@ -124,7 +112,7 @@ describe('Redis killed during traffic', () => {
     expect(metrics).toMatch(/portcullis_sidecar_requests_total\{route="allow",outcome="store_error_allowed"\} [1-9]/);
   });
 
-  it('Redis frozen (SIGSTOP, connections stay open): the command timeout bounds every request; readiness follows the policy', async () => {
+  it('Redis frozen (SIGSTOP, connections stay open): the command timeout bounds every request; readiness follows the policy', async ({ redis, allow, deny }) => {
     const probe = new Redis(redis.url);
     const info = await probe.info('server');
     probe.disconnect();
@@ -157,7 +145,7 @@ describe('Redis killed during traffic', () => {
     expect(frozen(d.samples).every((x) => x.status === 503)).toBe(true);
     for (const s of [a.samples, d.samples]) expect(Math.max(...s.map((x) => x.ms))).toBeLessThan(commandTimeoutMs + marginMs);
     // The connection never dropped, so ioredis still says "ready": readiness stays up for allow;
-    // for deny it reflects the store's connection state (see README "Gateway").
+    // for deny it reflects the store's connection state (docs/gateway.md, "Admin port").
     expect(readyAllow).toBe(200);
     expect([200, 503]).toContain(readyDeny);
     // Thawed: limiting again.

@@ -1,47 +1,40 @@
 // The Redis store through Redis Sentinel: a master and one sentinel (both real redis-server
 // processes on loopback); a sidecar configured with `redis.sentinel` finds the master and limits.
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
+import { test } from '../harness/fixtures.ts';
 import { freePort, waitForPort } from '../harness/ports.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
 
-describe('Redis Sentinel', () => {
-  let master: RedisServer;
-  let sentinel: ChildProcess;
-  let dir: string;
-  let user: Awaited<ReturnType<typeof startUserService>>;
-  let sidecar: RunningSidecar;
-
-  beforeAll(async () => {
-    master = await startRedis();
+const it = test
+  /** A sentinel (redis-server --sentinel) monitoring the file's Redis as master `portcullis`; resolves to its port. */
+  .extend('sentinelPort', { scope: 'file' }, async ({ start, redis }) => {
     const port = await freePort();
-    dir = mkdtempSync(path.join(tmpdir(), 'portcullis-sentinel-'));
+    const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-sentinel-'));
     const conf = path.join(dir, 'sentinel.conf');
-    writeFileSync(conf, `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor portcullis 127.0.0.1 ${master.port} 1\n`);
-    sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+    writeFileSync(conf, `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor portcullis 127.0.0.1 ${redis.port} 1\n`);
+    const sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
+    start.defer(() => {
+      sentinel.kill('SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    });
     await waitForPort(port);
-    user = await startUserService();
-    sidecar = await startSidecar({
-      upstream: { url: user.url },
+    return port;
+  })
+  .extend('sidecar', { scope: 'file' }, ({ start, userService, sentinelPort }) =>
+    start.sidecar({
+      upstream: { url: userService.url },
       route: { id: 'all' },
       limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 },
-      redis: { sentinel: { name: 'portcullis', sentinels: [{ host: '127.0.0.1', port }] }, commandTimeoutMs: 2000 },
-    });
-  });
-  afterAll(async () => {
-    await sidecar?.program.stop();
-    await user?.program.stop();
-    sentinel?.kill('SIGKILL');
-    await master?.stop();
-    if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
-  });
+      redis: { sentinel: { name: 'portcullis', sentinels: [{ host: '127.0.0.1', port: sentinelPort }] }, commandTimeoutMs: 2000 },
+    }),
+  );
 
-  it('finds the master through the sentinel and limits exactly: 5 of a burst of 7', async () => {
+describe('Redis Sentinel', () => {
+  it('finds the master through the sentinel and limits exactly: 5 of a burst of 7', async ({ sidecar }) => {
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) {
       const res = await request(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': 'sentinel-user' } });

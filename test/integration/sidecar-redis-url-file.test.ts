@@ -2,74 +2,67 @@
 // limits exactly in that Redis; when the file is rewritten the way the kubelet rotates a Secret
 // volume (new timestamped folder, ..data symlink swapped), the sidecar moves to the new Redis
 // without dropping a request in flight.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { mkdirSync, mkdtempSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { sleep, startSidecar, type RunningSidecar } from './sidecar-support.ts';
+import { describe, expect } from 'vitest';
+import { test } from '../harness/fixtures.ts';
+import type { RedisServer } from '../harness/redis.ts';
+import { sleep } from './sidecar-support.ts';
 
-describe('redis.urlFile', () => {
-  let upstream: http.Server;
-  let redisA: RedisServer;
-  let redisB: RedisServer;
-  let sidecar: RunningSidecar;
-  const secretDir = mkdtempSync(path.join(tmpdir(), 'portcullis-redis-secret-'));
-  let version = 0;
+const bucketIn = async (server: RedisServer, user: string) => {
+  const client = new Redis(server.url);
+  try {
+    return await client.exists(`portcullis:bucket:v2:{all:${user}}`);
+  } finally {
+    client.disconnect();
+  }
+};
 
+const it = test
+  .extend('redisA', { scope: 'file' }, ({ start }) => start.redis())
+  .extend('redisB', { scope: 'file' }, ({ start }) => start.redis())
+  .extend('secretDir', { scope: 'file' }, ({ start }) => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-redis-secret-'));
+    start.defer(() => rmSync(dir, { recursive: true, force: true }));
+    return dir;
+  })
   /** Writes the Secret volume as the kubelet does: a new folder, then an atomic ..data swap. */
-  const writeSecret = (url: string) => {
-    const folder = `..2026_11_22_${version++}`;
-    mkdirSync(path.join(secretDir, folder));
-    writeFileSync(path.join(secretDir, folder, 'url'), url);
-    symlinkSync(folder, path.join(secretDir, '..data_tmp'));
-    renameSync(path.join(secretDir, '..data_tmp'), path.join(secretDir, '..data'));
-  };
-
-  beforeAll(async () => {
-    [redisA, redisB] = await Promise.all([startRedis(), startRedis()]);
+  .extend('writeSecret', { scope: 'file' }, ({ secretDir }) => {
+    let version = 0;
+    return (url: string) => {
+      const folder = `..2026_11_22_${version++}`;
+      mkdirSync(path.join(secretDir, folder));
+      writeFileSync(path.join(secretDir, folder, 'url'), url);
+      symlinkSync(folder, path.join(secretDir, '..data_tmp'));
+      renameSync(path.join(secretDir, '..data_tmp'), path.join(secretDir, '..data'));
+    };
+  })
+  .extend('sidecar', { scope: 'file' }, async ({ start, redisA, secretDir, writeSecret }) => {
     // /slow answers after 1.5 s: in flight across the switch.
-    upstream = http.createServer((req, res) => {
+    const upstream = await start.upstream((req, res) => {
       if (req.url === '/slow') setTimeout(() => res.end('slow done'), 1500).unref();
       else res.end('OK');
     });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
     writeSecret(`${redisA.url}\n`);
     symlinkSync('..data/url', path.join(secretDir, 'url'));
-    sidecar = await startSidecar({
-      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+    return start.sidecar({
+      upstream: { url: upstream.url },
       route: { id: 'all', path: '/**' },
       // Cost 5 of 10 at 1 token/s: two requests pass, a third within 5 s is limited.
       limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 5, onStoreError: 'deny' },
       redis: { urlFile: path.join(secretDir, 'url'), commandTimeoutMs: 500 },
     });
-  });
-  afterAll(async () => {
-    await sidecar?.program.stop();
-    upstream?.closeAllConnections();
-    await new Promise((r) => upstream?.close(r));
-    await Promise.all([redisA?.stop(), redisB?.stop()]);
-    rmSync(secretDir, { recursive: true, force: true });
-  });
-
-  const get = async (p: string, user: string) => {
+  })
+  .extend('get', { scope: 'file' }, ({ sidecar }) => async (p: string, user: string) => {
     const res = await request(`${sidecar.url}${p}`, { headers: { 'USER-ID': user } });
     return { status: res.statusCode, body: await res.body.text() };
-  };
-  const bucketIn = async (server: RedisServer, user: string) => {
-    const client = new Redis(server.url);
-    try {
-      return await client.exists(`portcullis:bucket:v2:{all:${user}}`);
-    } finally {
-      client.disconnect();
-    }
-  };
+  });
 
-  it('limits exactly in the Redis the file names', async () => {
+describe('redis.urlFile', () => {
+  it('limits exactly in the Redis the file names', async ({ redisA, redisB, sidecar, get }) => {
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push((await get('/x', 'alice')).status);
     expect(statuses).toEqual([200, 200, 429]);
@@ -78,7 +71,7 @@ describe('redis.urlFile', () => {
     expect(sidecar.program.lines.join('\n')).not.toContain(redisA.url); // the URL may carry a password
   });
 
-  it('moves to the Redis of a rewritten file without dropping in-flight requests', async () => {
+  it('moves to the Redis of a rewritten file without dropping in-flight requests', async ({ redisA, redisB, sidecar, get, writeSecret }) => {
     const inFlight = Array.from({ length: 5 }, (_, i) => get('/slow', `slow-${i}`));
     // A steady stream of requests across the switch (distinct users: none is limited).
     let streaming = true;
@@ -105,7 +98,7 @@ describe('redis.urlFile', () => {
     expect(await bucketIn(redisB, 'alice')).toBe(1);
   });
 
-  it('keeps the running store when the file is rewritten with something that is not a Redis URL', async () => {
+  it('keeps the running store when the file is rewritten with something that is not a Redis URL', async ({ redisB, sidecar, get, writeSecret }) => {
     writeSecret('not a url');
     await sidecar.program.waitForLine(/redis.urlFile unreadable or invalid; keeping the running store/, 10_000);
     expect((await get('/x', 'bob')).status).toBe(200);

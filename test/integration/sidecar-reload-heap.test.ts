@@ -4,19 +4,12 @@
 // the memory store lets go of idle users' buckets once their TTL passed (its sweep, every 10 s).
 // The heap is read through the inspector (HeapProfiler.collectGarbage), so the sidecar carries no
 // test-only code. Not a timing assertion: a byte margin on live objects after GC.
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
 import { Agent, request } from 'undici';
-import { stringify } from 'yaml';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
-import { connectInspector, type Inspector } from '../harness/inspector.ts';
+import { describe, expect, it } from 'vitest';
+import { perDescribe, type Starter } from '../harness/fixtures.ts';
+import { connectInspector } from '../harness/inspector.ts';
 import { freePort } from '../harness/ports.ts';
-import { startProgram, type Program } from '../harness/programs.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+import type { SidecarConfig } from '../harness/programs.ts';
 
 // HEAP_CYCLES: more cycles for a longer look (the default keeps the file near a minute).
 const CYCLES = Number(process.env.HEAP_CYCLES ?? 12);
@@ -25,50 +18,32 @@ const USERS_PER_CYCLE = 600;
 /** Allowed growth of live heap from the end of warm-up to the last cycle, bytes. */
 const MARGIN = 3 * 1024 * 1024;
 
+/** A sidecar in front of an upstream answering OK, its heap read through the inspector. */
+async function inspectedSidecar(start: Starter, config: Omit<SidecarConfig, 'upstream'>, name: string) {
+  const upstream = await start.upstream((_req, res) => res.end('OK'));
+  const inspectPort = await freePort();
+  const sidecar = await start.sidecar({ upstream: { url: upstream.url }, ...config }, { name, env: { NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}` } });
+  const inspector = await connectInspector(sidecar.program);
+  start.defer(() => inspector.close());
+  return { sidecar, inspector };
+}
+
 describe('config reloads and Redis restarts do not leak', () => {
-  let upstream: http.Server;
-  let redis: RedisServer;
-  let sidecar: Program;
-  let inspector: Inspector;
-  let port: number;
-  let configFile: string;
-  let base: SidecarConfigInput;
   const agent = new Agent({ connections: 16 });
-
-  beforeAll(async () => {
-    upstream = http.createServer((_req, res) => res.end('OK'));
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    redis = await startRedis();
-    port = await freePort();
-    const inspectPort = await freePort();
-    configFile = path.join(mkdtempSync(path.join(tmpdir(), 'portcullis-heap-')), 'sidecar.yaml');
-    base = {
-      listen: { host: '127.0.0.1', port },
-      admin: { host: '127.0.0.1', port: await freePort() },
-      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
-      route: { id: 'heap', path: '/**' },
-      limiter: { replenishRate: 100, burstCapacity: 100 },
-      redis: { url: redis.url, keyPrefix: 'heap-0:' },
-      logLevel: 'info', // 'config reloaded' is an info line
-    };
-    writeFileSync(configFile, stringify(base));
-    sidecar = await startProgram({
-      entry: 'sidecar/main.ts',
-      args: ['--config', configFile],
-      env: { NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}` },
-      waitPort: port,
-      name: 'sidecar-heap',
-    });
-    inspector = await connectInspector(sidecar);
-  }, 30_000);
-
-  afterAll(async () => {
-    inspector?.close();
-    await sidecar?.stop();
-    await redis?.stop();
-    await agent.close();
-    upstream?.closeAllConnections();
-    await new Promise((r) => upstream?.close(r));
+  const stack = perDescribe(async (start) => {
+    start.defer(() => agent.close());
+    const redis = await start.redis();
+    const { sidecar, inspector } = await inspectedSidecar(
+      start,
+      {
+        route: { id: 'heap', path: '/**' },
+        limiter: { replenishRate: 100, burstCapacity: 100 },
+        redis: { url: redis.url, keyPrefix: 'heap-0:' },
+        logLevel: 'info', // 'config reloaded' is an info line
+      },
+      'sidecar-heap',
+    );
+    return { redis, sidecar, inspector, base: sidecar.config };
   });
 
   const drive = async (cycle: number) => {
@@ -76,27 +51,28 @@ describe('config reloads and Redis restarts do not leak', () => {
     const worker = async () => {
       while (next < USERS_PER_CYCLE) {
         const user = `user-${cycle}-${next++}`;
-        const res = await request(`http://127.0.0.1:${port}/x`, { dispatcher: agent, headers: { 'USER-ID': user } });
+        const res = await request(`${stack.sidecar.url}/x`, { dispatcher: agent, headers: { 'USER-ID': user } });
         await res.body.dump();
       }
     };
     await Promise.all(Array.from({ length: 8 }, worker));
   };
 
-  const reloaded = () => sidecar.lines.filter((l) => l.includes('"msg":"config reloaded"')).length;
+  const reloaded = () => stack.sidecar.program.lines.filter((l) => l.includes('"msg":"config reloaded"')).length;
 
   it(`keeps the heap used after GC flat over ${CYCLES} reload cycles`, async () => {
+    const { redis, sidecar, inspector, base } = stack;
     const heap: number[] = [];
     const resources: Record<string, number>[] = [];
     for (let cycle = 1; cycle <= CYCLES; cycle++) {
       await drive(cycle);
       // Every cycle: a new Redis client (keyPrefix changes) and a new upstream pool (connections).
       const before = reloaded();
-      writeFileSync(configFile, stringify({
+      sidecar.write({
         ...base,
         upstream: { ...base.upstream, connections: 64 + cycle },
         redis: { url: redis.url, keyPrefix: `heap-${cycle}:` },
-      }));
+      });
       const deadline = Date.now() + 15_000;
       while (reloaded() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
       expect(reloaded()).toBe(before + 1);
@@ -119,56 +95,24 @@ describe('config reloads and Redis restarts do not leak', () => {
     const total = (r: Record<string, number> | undefined) => Object.values(r ?? {}).reduce((a, b) => a + b, 0);
     console.log(`active handles per cycle: ${resources.map(total).join(' ')}; last: ${JSON.stringify(resources.at(-1))}`);
     expect(total(resources.at(-1)) - total(resources[WARM_UP - 1]), JSON.stringify({ warm: resources[WARM_UP - 1], last: resources.at(-1) })).toBeLessThanOrEqual(4);
-    expect(sidecar.exited()).toBe(false);
+    expect(sidecar.program.exited()).toBe(false);
   }, 240_000);
 });
 
 describe('the memory store forgets idle buckets', () => {
   const USERS = 20_000;
-  let upstream: http.Server;
-  let sidecar: Program;
-  let inspector: Inspector;
-  let port: number;
   const agent = new Agent({ connections: 16 });
-
-  beforeAll(async () => {
-    upstream = http.createServer((_req, res) => res.end('OK'));
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    port = await freePort();
-    const inspectPort = await freePort();
-    const configFile = path.join(mkdtempSync(path.join(tmpdir(), 'portcullis-heap-')), 'sidecar.yaml');
-    writeFileSync(configFile, stringify({
-      listen: { host: '127.0.0.1', port },
-      admin: { host: '127.0.0.1', port: await freePort() },
-      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
-      route: { id: 'heap-memory', path: '/**' },
-      // A bucket refills in 1 s, so its TTL (and the time it may be kept) is a few seconds.
-      limiter: { replenishRate: 100, burstCapacity: 100 },
-      logLevel: 'warn',
-    } satisfies SidecarConfigInput));
-    sidecar = await startProgram({
-      entry: 'sidecar/main.ts',
-      args: ['--config', configFile],
-      env: { NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}` },
-      waitPort: port,
-      name: 'sidecar-heap-memory',
-    });
-    inspector = await connectInspector(sidecar);
-  }, 30_000);
-
-  afterAll(async () => {
-    inspector?.close();
-    await sidecar?.stop();
-    await agent.close();
-    upstream?.closeAllConnections();
-    await new Promise((r) => upstream?.close(r));
+  const stack = perDescribe(async (start) => {
+    start.defer(() => agent.close());
+    // A bucket refills in 1 s, so its TTL (and the time it may be kept) is a few seconds.
+    return inspectedSidecar(start, { route: { id: 'heap-memory', path: '/**' }, limiter: { replenishRate: 100, burstCapacity: 100 }, logLevel: 'warn' }, 'sidecar-heap-memory');
   });
 
   const drive = async (prefix: string, count: number) => {
     let next = 0;
     const worker = async () => {
       while (next < count) {
-        const res = await request(`http://127.0.0.1:${port}/x`, { dispatcher: agent, headers: { 'USER-ID': `${prefix}-${next++}` } });
+        const res = await request(`${stack.sidecar.url}/x`, { dispatcher: agent, headers: { 'USER-ID': `${prefix}-${next++}` } });
         await res.body.dump();
       }
     };
@@ -176,6 +120,7 @@ describe('the memory store forgets idle buckets', () => {
   };
 
   it(`holds ${USERS} distinct users' buckets only until their TTL passed`, async () => {
+    const { inspector } = stack;
     await drive('warm', 2000);
     const warm = await inspector.heapUsedAfterGc();
     await drive('many', USERS);

@@ -2,11 +2,9 @@
 // connection open forever (the server runs with requestTimeout: 0). listen.requestTimeoutMs is an
 // idle timeout on the request body: a stalled body gets 408 problem+json (or a close when a
 // response already started), while an upload that keeps sending bytes may take as long as it needs.
-import http from 'node:http';
 import net from 'node:net';
-import type { AddressInfo } from 'node:net';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSidecarProcess, type SidecarProcess } from './reliability-support.ts';
+import { describe, expect } from 'vitest';
+import { test } from '../harness/fixtures.ts';
 
 /** listen.requestTimeoutMs of this suite, ms. */
 const IDLE_MS = 800;
@@ -39,32 +37,21 @@ function exchange(port: number, head: string, chunks: string[] = [], everyMs = 0
   });
 }
 
+const it = test.extend('sidecar', { scope: 'file' }, async ({ start }) => {
+  // Echoes the number of body bytes it read, after reading them all.
+  const upstream = await start.upstream((req, res) => {
+    let n = 0;
+    req.on('data', (c: Buffer) => (n += c.length));
+    req.on('end', () => res.end(`read ${n}`));
+  });
+  return start.sidecar(
+    { listen: { requestTimeoutMs: IDLE_MS }, upstream: { url: upstream.url }, route: { id: 'body' }, limiter: { replenishRate: 100, burstCapacity: 100 } },
+    { name: 'sidecar-body-timeout' },
+  );
+});
+
 describe('listen.requestTimeoutMs: stalled request bodies', () => {
-  let upstream: http.Server;
-  let sidecar: SidecarProcess;
-
-  beforeAll(async () => {
-    // Echoes the number of body bytes it read, after reading them all.
-    upstream = http.createServer((req, res) => {
-      let n = 0;
-      req.on('data', (c: Buffer) => (n += c.length));
-      req.on('end', () => res.end(`read ${n}`));
-    });
-    await new Promise<void>((r) => upstream.listen(0, '127.0.0.1', r));
-    sidecar = await startSidecarProcess({
-      listen: { requestTimeoutMs: IDLE_MS },
-      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
-      route: { id: 'body' },
-      limiter: { replenishRate: 100, burstCapacity: 100 },
-    }, 'sidecar-body-timeout');
-  });
-  afterAll(async () => {
-    await sidecar?.program.stop();
-    upstream?.closeAllConnections();
-    await new Promise((r) => upstream?.close(r));
-  });
-
-  it('answers 408 problem+json and closes when a declared body never arrives', async () => {
+  it('answers 408 problem+json and closes when a declared body never arrives', async ({ sidecar }) => {
     const r = await exchange(sidecar.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: stall\r\nContent-Length: 1000\r\n\r\n0123456789');
     expect(r.status).toBe(408);
     expect(r.text).toMatch(/content-type: application\/problem\+json/i);
@@ -73,18 +60,18 @@ describe('listen.requestTimeoutMs: stalled request bodies', () => {
     expect(body).toMatchObject({ status: 408, title: 'Request Timeout' });
   });
 
-  it('answers 408 for a chunked body that stops mid-way', async () => {
+  it('answers 408 for a chunked body that stops mid-way', async ({ sidecar }) => {
     const r = await exchange(sidecar.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: stall-chunked\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n');
     expect(r.status).toBe(408);
   });
 
-  it('closes the connection when the answer went out before the body (a bad key) and the body never comes', async () => {
+  it('closes the connection when the answer went out before the body (a bad key) and the body never comes', async ({ sidecar }) => {
     // Before the fix the socket lived on until keepAliveTimeout (65 s): the 10 s test timeout catches that.
     const r = await exchange(sidecar.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n');
     expect(r.status).toBe(400); // answered at once; then the stalled body ends the connection
   }, 10_000);
 
-  it('lets a slow upload through that takes longer than the timeout in total but never pauses that long', async () => {
+  it('lets a slow upload through that takes longer than the timeout in total but never pauses that long', async ({ sidecar }) => {
     // 12 chunks of 10 bytes, one every IDLE_MS / 4: about 3 x IDLE_MS in total, no gap near IDLE_MS.
     const chunks = Array.from({ length: 12 }, (_, i) => String(i).padStart(10, '-'));
     const r = await exchange(sidecar.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: slow-upload\r\nContent-Length: 120\r\nConnection: close\r\n\r\n', chunks, IDLE_MS / 4);

@@ -3,10 +3,9 @@
 // Redis (the Lua script). Hot reload keeps the buckets of rules whose names stay.
 import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+import { perDescribe } from '../harness/fixtures.ts';
 
 type Limiter = SidecarConfigInput['limiter'];
 
@@ -23,36 +22,23 @@ const limiter: Limiter = {
 };
 
 describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => {
-  let redis: RedisServer | undefined;
-  let user: Awaited<ReturnType<typeof startUserService>>;
-  let sidecar: RunningSidecar;
-  let base: SidecarConfigInput;
-
-  beforeAll(async () => {
-    if (store === 'redis') redis = await startRedis();
-    user = await startUserService();
-    sidecar = await startSidecar({
-      name: `sidecar-rules-${store}`,
-      upstream: { url: user.url },
-      route: { id: 'rules' },
-      limiter,
-      ...(redis === undefined ? {} : { redis: { url: redis.url } }),
-    });
-    base = sidecar.config;
-  });
-  afterAll(async () => {
-    await sidecar?.program.stop();
-    await user?.program.stop();
-    await redis?.stop();
+  const stack = perDescribe(async (start) => {
+    const redis = store === 'redis' ? await start.redis() : undefined;
+    const user = await start.userService();
+    const sidecar = await start.sidecar(
+      { upstream: { url: user.url }, route: { id: 'rules' }, limiter, ...(redis === undefined ? {} : { redis: { url: redis.url } }) },
+      { name: `sidecar-rules-${store}` },
+    );
+    return { redis, sidecar, base: sidecar.config };
   });
 
   const send = async (path: string, userId: string | undefined, method: 'GET' | 'POST' | 'DELETE' = 'GET') => {
-    const res = await request(`${sidecar.url}${path}`, { method, headers: userId === undefined ? {} : { 'user-id': userId } });
+    const res = await request(`${stack.sidecar.url}${path}`, { method, headers: userId === undefined ? {} : { 'user-id': userId } });
     const body = await res.body.text();
     return { status: res.statusCode, headers: res.headers, body };
   };
   const metric = async (series: string) => {
-    const text = await (await request(`http://127.0.0.1:${sidecar.adminPort}/metrics`)).body.text();
+    const text = await (await request(`http://127.0.0.1:${stack.sidecar.adminPort}/metrics`)).body.text();
     return Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
   };
 
@@ -89,6 +75,7 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
       expect(refused.headers['ratelimit-limit']).toBe('200');
       expect(refused.headers['ratelimit-remaining']).toBe('0');
     }
+    const { redis } = stack;
     if (redis === undefined) return;
     // On Redis, a rule's buckets share one hash tag (one Cluster slot, one script call), each with a TTL.
     const admin = new Redis(redis.url);
@@ -117,6 +104,7 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
   });
 
   it('a request no rule matches is forwarded unlimited (no key needed, no headers), or refused when unmatched is refuse', async () => {
+    const { sidecar, base } = stack;
     const free = await send('/elsewhere', undefined);
     expect(free.status).toBe(404); // the user service's own answer: it was forwarded
     expect(free.headers['content-type']).not.toBe('application/problem+json');
@@ -130,6 +118,7 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
   });
 
   it('hot reload keeps the buckets of rules whose names stay, also when their limits change; a renamed rule starts afresh', async () => {
+    const { sidecar, base } = stack;
     expect((await send('/api/search/x', 'fay')).status).not.toBe(429);
     expect((await send('/api/search/x', 'fay')).status).not.toBe(429);
     expect((await send('/api/search/x', 'fay')).status).toBe(429);

@@ -1,15 +1,13 @@
-// Issue 2 test 1: the specification's end-to-end scenario (SPEC 8.3) through a real sidecar, a
-// real user service and a real redis-server: limits 1/10/2, 30 GETs of the readiness path with one
+// The end-to-end scenario the limiter was specified with, through a real sidecar, a real user service and a real redis-server: limits 1/10/2, 30 GETs of the readiness path with one
 // USER-ID, 0.5 s apart. The expectation is the exact token-bucket model evaluated at the times
 // actually used, never at times assumed from sleeps.
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
 import { request } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { take, takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { sleep, startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+import { test } from '../harness/fixtures.ts';
+import { sleep } from './sidecar-support.ts';
 
 const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
 
@@ -22,35 +20,21 @@ function modelAdmitted(timesMs: readonly number[]): boolean[] {
   });
 }
 
+const it = test.extend('sidecar', { scope: 'file' }, ({ start, userService, redis }) =>
+  start.sidecar({
+    upstream: { url: userService.url },
+    route: { id: 'all', path: '/**' },
+    limiter: { ...rule },
+    redis: { url: redis.url, commandTimeoutMs: 2000 },
+  }),
+);
+
 describe('specification scenario: 1/10/2, 30 GETs 0.5 s apart', () => {
-  let redis: RedisServer;
-  let admin: Redis;
-  let user: Awaited<ReturnType<typeof startUserService>>;
-  let sidecar: RunningSidecar;
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url);
-    user = await startUserService();
-    sidecar = await startSidecar({
-      upstream: { url: user.url },
-      route: { id: 'all', path: '/**' },
-      limiter: { ...rule },
-      redis: { url: redis.url, commandTimeoutMs: 2000 },
-    });
-  });
-  afterAll(async () => {
-    await sidecar?.program.stop();
-    await user?.program.stop();
-    admin?.disconnect();
-    await redis?.stop();
-  });
-
   it('the exact model at exactly 0.5 s spacing admits 12', () => {
     expect(modelAdmitted(Array.from({ length: 30 }, (_, i) => i * 500)).filter(Boolean)).toHaveLength(12);
   });
 
-  it('admits what the exact model predicts for the send times used, each admitted one 200 OK, the rest 429', async () => {
+  it('admits what the exact model predicts for the send times used, each admitted one 200 OK, the rest 429', async ({ sidecar, redisAdmin: admin }) => {
     const key = 'spec-scenario-user';
     const bucketKey = `portcullis:bucket:v2:{all:${key}}`;
     const redisNowUs = async () => {

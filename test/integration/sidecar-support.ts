@@ -1,63 +1,6 @@
-// Shared set-up for the sidecar's integration tests: real sidecar and user-service processes on
-// free loopback ports, config files in a temp folder, raw HTTP when a test needs exact bytes.
-import { mkdtempSync, writeFileSync } from 'node:fs';
+// Helpers of the sidecar's integration tests (the sidecar itself starts from test/harness):
+// raw HTTP when a test needs exact bytes, and a plain sleep.
 import net from 'node:net';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { stringify } from 'yaml';
-import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
-import { freePort } from '../harness/ports.ts';
-import { startProgram, type Program } from '../harness/programs.ts';
-
-export interface RunningSidecar {
-  readonly program: Program;
-  readonly port: number;
-  readonly adminPort: number;
-  readonly url: string;
-  readonly configFile: string;
-  readonly config: SidecarConfigInput;
-  /** Rewrites the config file (for hot-reload tests). */
-  write(config: unknown): void;
-}
-
-export type SidecarOptions = Omit<SidecarConfigInput, 'listen' | 'admin'> & { name?: string };
-
-export async function startSidecar(options: SidecarOptions): Promise<RunningSidecar> {
-  const { name, ...rest } = options;
-  const port = await freePort();
-  const adminPort = await freePort();
-  const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-sidecar-'));
-  const configFile = path.join(dir, 'sidecar.yaml');
-  const config: SidecarConfigInput = {
-    listen: { host: '127.0.0.1', port },
-    admin: { host: '127.0.0.1', port: adminPort },
-    ...rest,
-  };
-  writeFileSync(configFile, stringify(config));
-  const program = await startProgram({ entry: 'sidecar/main.ts', args: ['--config', configFile], waitPort: port, name: name ?? 'sidecar' });
-  return {
-    program,
-    port,
-    adminPort,
-    url: `http://127.0.0.1:${port}`,
-    configFile,
-    config,
-    write(next) {
-      writeFileSync(configFile, typeof next === 'string' ? next : stringify(next));
-    },
-  };
-}
-
-export async function startUserService(): Promise<{ program: Program; port: number; url: string }> {
-  const port = await freePort();
-  const program = await startProgram({
-    entry: 'services/user-service/main.ts',
-    env: { PORT: String(port), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
-    waitPort: port,
-    name: 'user-service',
-  });
-  return { program, port, url: `http://127.0.0.1:${port}` };
-}
 
 export interface RawResponse {
   readonly status: number;

@@ -1,36 +1,21 @@
-// Issue 2 test 7: every bucket key carries a TTL at all times, and an idle bucket's key is gone
+// Every bucket key carries a TTL at all times, and an idle bucket's key is gone
 // after its TTL (refill-from-empty time x 2, at least 1 s).
 import { performance } from 'node:perf_hooks';
-import { Redis } from 'ioredis';
 import { Pool } from 'undici';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { bucketTtlMs } from '../../lib/token-bucket/bucket.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { sleep, startSidecar, startUserService, type RunningSidecar } from './sidecar-support.ts';
+import { test } from '../harness/fixtures.ts';
+import { sleep } from './sidecar-support.ts';
 
 // Refill from empty takes 10 / 50 = 0.2 s, so the TTL is the 1 s floor: the test stays short.
 const limiter = { replenishRate: 50, burstCapacity: 10, requestedTokens: 1 };
 
+const it = test.extend('sidecar', { scope: 'file' }, ({ start, userService, redis }) =>
+  start.sidecar({ upstream: { url: userService.url }, route: { id: 'ttl' }, limiter, redis: { url: redis.url, commandTimeoutMs: 2000 } }),
+);
+
 describe('bucket keys always expire', () => {
-  let redis: RedisServer;
-  let admin: Redis;
-  let user: Awaited<ReturnType<typeof startUserService>>;
-  let sidecar: RunningSidecar;
-
-  beforeAll(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url);
-    user = await startUserService();
-    sidecar = await startSidecar({ upstream: { url: user.url }, route: { id: 'ttl' }, limiter, redis: { url: redis.url, commandTimeoutMs: 2000 } });
-  });
-  afterAll(async () => {
-    await sidecar?.program.stop();
-    await user?.program.stop();
-    admin?.disconnect();
-    await redis?.stop();
-  });
-
-  it('PTTL is set on every key during traffic, and idle keys vanish after the TTL', async () => {
+  it('PTTL is set on every key during traffic, and idle keys vanish after the TTL', async ({ sidecar, redisAdmin: admin }) => {
     const ttl = bucketTtlMs({ ...limiter });
     expect(ttl).toBe(1000);
     const pool = new Pool(sidecar.url, { connections: 8 });

@@ -3,23 +3,15 @@
 // tunnelled to a real WebSocket upstream (the `ws` package), and a close on either side closes
 // the other, with every socket counted on both ends.
 import http from 'node:http';
-import { performance } from 'node:perf_hooks';
 import type { Duplex } from 'node:stream';
 import net, { type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SignJWT, exportJWK, generateKeyPair } from 'jose';
 import WebSocket, { WebSocketServer } from 'ws';
 import { freePort } from '../harness/ports.ts';
-import { rawRequest, startSidecar, type RunningSidecar } from './sidecar-support.ts';
-
-/** Polls fn every 50 ms until it holds, or fails after timeoutMs. */
-async function eventually(what: string, fn: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!(await fn())) {
-    if (performance.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
+import { eventually } from '../harness/eventually.ts';
+import { startSidecar, type RunningSidecar } from '../harness/programs.ts';
+import { rawRequest } from './sidecar-support.ts';
 
 const upgradeRequest = (path: string, extra = '') =>
   `GET ${path} HTTP/1.1\r\nHost: gw.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n${extra}\r\n`;
@@ -62,7 +54,7 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
       route: { id: 'ws', path: '/**' },
       limiter,
     });
-    deadSidecar = await startSidecar({ upstream: { url: `http://127.0.0.1:${await freePort()}` }, route: { id: 'dead', path: '/**' }, limiter, name: 'sidecar-dead' });
+    deadSidecar = await startSidecar({ upstream: { url: `http://127.0.0.1:${await freePort()}` }, route: { id: 'dead', path: '/**' }, limiter }, { name: 'sidecar-dead' });
   });
   afterAll(async () => {
     for (const c of clients) c.terminate();
@@ -91,8 +83,8 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
     return Number(/^portcullis_sidecar_upgrade_tunnels (\S+)$/m.exec(text)?.[1]);
   };
   const noSocketsLeft = async () => {
-    await eventually('no upgraded upstream socket left', () => upstreamConnections.upgraded.size === 0);
-    await eventually('no tunnel left in the sidecar', async () => (await tunnels()) === 0);
+    await eventually('no upgraded upstream socket left', () => upstreamConnections.upgraded.size === 0, 10_000, 50);
+    await eventually('no tunnel left in the sidecar', async () => (await tunnels()) === 0, 10_000, 50);
     expect(wss.clients.size).toBe(0);
   };
 
@@ -162,7 +154,7 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
   });
 
   it('SIGTERM with a tunnel open: the sidecar closes it and exits 0 (a tunnel does not hold shutdown)', async () => {
-    const s = await startSidecar({ upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` }, route: { id: 'bye', path: '/**' }, limiter: { replenishRate: 1, burstCapacity: 10 }, name: 'sidecar-bye' });
+    const s = await startSidecar({ upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` }, route: { id: 'bye', path: '/**' }, limiter: { replenishRate: 1, burstCapacity: 10 } }, { name: 'sidecar-bye' });
     const ws = new WebSocket(`ws://127.0.0.1:${s.port}/chat`, { headers: { 'USER-ID': 'jo' } });
     clients.push(ws);
     await new Promise((resolve, reject) => {
@@ -180,19 +172,18 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
       upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, timeoutMs: 2000 }, // generous: the client must leave well before it
       route: { id: 'slow', path: '/**' },
       limiter: { replenishRate: 1, burstCapacity: 10 },
-      name: 'sidecar-slow',
-    });
+    }, { name: 'sidecar-slow' });
     try {
       const res = await rawRequest(s.port, upgradeRequest('/hang', 'USER-ID: kim\r\n'));
       expect(res.status).toBe(504);
       expect(JSON.parse(res.body)).toMatchObject({ type: 'urn:portcullis:problem:upstream-timeout', status: 504 });
-      await eventually('upstream socket of the timed-out upgrade closed', () => upstreamConnections.upgraded.size === 0);
+      await eventually('upstream socket of the timed-out upgrade closed', () => upstreamConnections.upgraded.size === 0, 10_000, 50);
 
       const socket = net.connect(s.port, '127.0.0.1');
       socket.write(upgradeRequest('/hang', 'USER-ID: lou\r\n'));
-      await eventually('upgrade reached the upstream', () => upstreamConnections.upgraded.size === 1);
+      await eventually('upgrade reached the upstream', () => upstreamConnections.upgraded.size === 1, 10_000, 50);
       socket.destroy();
-      await eventually('upstream socket closed after the client left', () => upstreamConnections.upgraded.size === 0);
+      await eventually('upstream socket closed after the client left', () => upstreamConnections.upgraded.size === 0, 10_000, 50);
       // Only the first counts as an upstream error: the second was the client's doing.
       const metrics = await (await fetch(`http://127.0.0.1:${s.adminPort}/metrics`)).text();
       expect(metrics).toMatch(/^portcullis_sidecar_requests_total\{route="slow",outcome="upstream_error"\} 1$/m);
@@ -207,8 +198,7 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
       route: { id: 'deny', path: '/**' },
       limiter: { replenishRate: 1, burstCapacity: 10, onStoreError: 'deny' },
       redis: { url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 200 },
-      name: 'sidecar-deny',
-    });
+    }, { name: 'sidecar-deny' });
     try {
       const before = upstreamConnections.accepted;
       const res = await rawRequest(s.port, upgradeRequest('/chat', 'USER-ID: max\r\n'));
@@ -238,8 +228,7 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
           { name: 'chat', path: '/chat', limits: [{ replenishRate: 1, burstCapacity: 10 }] },
         ],
       },
-      name: 'sidecar-ws-jwt',
-    });
+    }, { name: 'sidecar-ws-jwt' });
     try {
       const before = upstreamConnections.accepted;
       const anonymous = await rawRequest(s.port, upgradeRequest('/chat', 'USER-ID: mallory\r\n'));
@@ -281,7 +270,7 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
   });
 
   it('a path outside the route gets 404 problem+json', async () => {
-    const s = await startSidecar({ upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` }, route: { id: 'api', path: '/api/**' }, limiter: { replenishRate: 1, burstCapacity: 10 }, name: 'sidecar-api' });
+    const s = await startSidecar({ upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` }, route: { id: 'api', path: '/api/**' }, limiter: { replenishRate: 1, burstCapacity: 10 } }, { name: 'sidecar-api' });
     try {
       const res = await rawRequest(s.port, upgradeRequest('/chat', 'USER-ID: frank\r\n'));
       expect(res.status).toBe(404);
@@ -295,7 +284,7 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
     // Client closes cleanly: the upstream sees the close.
     const one = await connect('gina');
     const upstreamSide = [...wss.clients][0];
-    expect(upstreamSide).toBeDefined();
+    expect(upstreamSide).toBeInstanceOf(WebSocket);
     const upstreamClosed = new Promise<void>((r) => upstreamSide?.once('close', () => r()));
     one.ws.close(1000, 'bye');
     await upstreamClosed;
