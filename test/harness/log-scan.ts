@@ -1,4 +1,4 @@
-// The log scanner (issue 6): our programs must never log a secret, code, token or password.
+// The log scanner: our programs must never log a secret, code, token or password.
 //
 // Two nets:
 //   1. Every secret the tests send or receive is tracked (trackSecret, or automatically through

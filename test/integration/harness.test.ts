@@ -18,7 +18,7 @@ describe('redis harness', () => {
     await client.set('k', 'v');
     expect(await client.get('k')).toBe('v');
     await redis.kill();
-    await expect(client.get('k')).rejects.toThrow();
+    await expect(client.get('k')).rejects.toThrow(/Connection is closed/);
     client.disconnect();
 
     await redis.start();

@@ -1,4 +1,4 @@
-// Supply chain (issue 6): `npm audit --omit=dev` reports no high or critical advisory for the
+// Supply chain: `npm audit --omit=dev` reports no high or critical advisory for the
 // runtime dependencies. It needs the registry's advisory endpoint; when that endpoint cannot be
 // reached the test says so loudly and is reported as skipped (never as passed).
 import { execFile } from 'node:child_process';

@@ -38,7 +38,7 @@ describe('operator settings', () => {
     });
     expect(resourceSettings(loadOperatorConfig({ PORTCULLIS_DEFAULT_REDIS_URL: 'redis://limiter:6379', PORTCULLIS_AUTH_REDIS_URL: '' })).authRedisUrl).toBe('redis://limiter:6379');
     expect(resourceSettings(loadOperatorConfig({})).authRedisUrl).toBeUndefined();
-    expect(() => loadOperatorConfig({ PORTCULLIS_AUTH_REDIS_URL: 'http://auth:6379' })).toThrow();
+    expect(() => loadOperatorConfig({ PORTCULLIS_AUTH_REDIS_URL: 'http://auth:6379' })).toThrow(/PORTCULLIS_AUTH_REDIS_URL: a redis:\/\/ or rediss:\/\/ URL/);
   });
 
   it('an empty default Redis (chart value unset) means none', () => {

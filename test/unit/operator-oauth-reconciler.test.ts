@@ -54,7 +54,7 @@ describe('OAuthClient and auth-server reconcilers', () => {
     client.put(clientObject());
     await op.settle();
     const creds = secretOf(client);
-    expect(creds).toBeDefined();
+    expect(creds).toMatchObject({ clientId: expect.any(String), clientSecret: expect.any(String) });
     expect(registry(client).get(creds?.clientId ?? '')).toBe(hashClientSecret(creds?.clientSecret ?? ''));
     const status = asRecord(client.peek(resourceTypes.oauthClient, 'team-a', 'demo-app')?.['status']);
     expect(status).toMatchObject({ clientId: creds?.clientId, secretName: 'demo-app-oauth-client', observedGeneration: 1 });

@@ -204,7 +204,7 @@ describe('reconciling with the Redis URL in a Secret', () => {
     const copy = client.peek(resourceTypes.secret, 'team-a', 'portcullis-auth-redis') as Obj;
     expect(copy['data']).toEqual({ url: b64(URL.replace('portcullis-redis', 'portcullis-auth-redis')) });
     const deployment = client.peek(resourceTypes.deployment, 'team-a', 'portcullis-auth-server');
-    expect(deployment).toBeDefined();
+    expect(deployment).toMatchObject({ metadata: { name: 'portcullis-auth-server', namespace: 'team-a' } });
     expect(JSON.stringify(deployment)).not.toContain(PASSWORD);
     for (const cm of await allOf(client, resourceTypes.configMap)) expect(JSON.stringify(cm)).not.toContain(PASSWORD);
   });

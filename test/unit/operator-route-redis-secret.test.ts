@@ -69,7 +69,7 @@ describe('spec.redis.secretRef: reconcile', () => {
     await reconcile();
     expect(ready()).toMatchObject({ status: 'False', reason: 'Progressing' });
     const dep = client.peek(resourceTypes.deployment, 'team-a', 'all');
-    expect(dep).toBeDefined();
+    expect(dep).toMatchObject({ metadata: { name: 'all', namespace: 'team-a' } });
     client.put({ ...dep!, status: { observedGeneration: dep!.metadata.generation, replicas: 2, updatedReplicas: 2, readyReplicas: 2, availableReplicas: 2 } });
     await reconcile();
     expect(ready()).toMatchObject({ status: 'True', reason: 'Ready' });

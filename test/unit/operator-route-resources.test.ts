@@ -77,7 +77,7 @@ describe('RateLimitRoute -> children', () => {
     expect(target?.readinessProbe).toMatchObject({ httpGet: { path: '/healthcheck/ready', port: 8081 } });
     expect(sidecar?.name).toBe('sidecar');
     expect(sidecar?.command).toEqual(['node', 'dist/sidecar/main.mjs']);
-    // The V8 and allocator caps chosen in issue 5 reach the container (memory under load).
+    // The V8 and allocator caps that bound the sidecar's memory under load reach the container.
     expect(sidecar?.env).toEqual(expect.arrayContaining([{ name: 'NODE_OPTIONS', value: expect.stringMatching(/--max-semi-space-size=\d+ --max-old-space-size=\d+/) }, { name: 'MALLOC_ARENA_MAX', value: '2' }]));
     expect(sidecar?.args).toEqual(['--config', '/etc/portcullis/sidecar/config.yaml']);
     expect(sidecar?.ports.map((p) => [p.name, p.containerPort])).toEqual([['http', 8080], ['admin', 9090]]);

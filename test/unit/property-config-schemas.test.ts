@@ -1,4 +1,4 @@
-// Every config schema rejects malformed documents with a message naming the field (issue 6):
+// Every config schema rejects malformed documents with a message naming the field:
 // the sidecar config file, the RateLimitRoute and OAuthClient custom resources (operator/api) and
 // the auth server's environment, client registry, users file and signing-keys file.
 //

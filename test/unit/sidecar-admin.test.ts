@@ -1,4 +1,4 @@
-// The sidecar's admin port (node:http since issue 5 took fastify out of the sidecar): liveness,
+// The sidecar's admin port (plain node:http, no web framework: it keeps the bundle small): liveness,
 // readiness with its reason, Prometheus metrics, and clear answers to anything else.
 import type { AddressInfo } from 'node:net';
 import { Registry, Counter } from 'prom-client';

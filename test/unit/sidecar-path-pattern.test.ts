@@ -34,6 +34,6 @@ describe('Ant-style path patterns', () => {
   });
 
   it('rejects a pattern that does not start with /', () => {
-    expect(() => compilePathPattern('api/**')).toThrow();
+    expect(() => compilePathPattern('api/**')).toThrow("path pattern must start with '/': api/**");
   });
 });

@@ -1,4 +1,5 @@
-// The specification's readiness probe (SPEC 4.4): GET /healthcheck/ready -> 200 text/plain `OK`.
+// The user service's readiness probe, a fixed contract (the gateway scenarios and the pods' probe
+// call it): GET /healthcheck/ready -> 200 text/plain `OK`.
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../services/user-service/app.ts';
 
