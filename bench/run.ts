@@ -14,11 +14,11 @@ import { bundleSidecar } from '../scripts/bundle.ts';
 import { accuracyMarkdown, runAccuracyBench } from './accuracy.ts';
 import { authFloodMarkdown, runAuthFloodBench } from './auth-flood.ts';
 import { authMarkdown, runAuthBench } from './auth.ts';
-import { batchWindowMarkdown, runBatchWindowBench } from './batch-window.ts';
-import { containerMemoryMarkdown, runContainerMemoryBench } from './container-memory.ts';
+import { batchWindowMarkdown, runBatchWindowBench } from './tools/batch-window.ts';
+import { containerMemoryMarkdown, runContainerMemoryBench } from './tools/container-memory.ts';
 import { gatewayJwtMarkdown, runGatewayJwtBench } from './gateway-jwt.ts';
 import { gatewayMarkdown, runGatewayBench } from './gateway.ts';
-import { instructionsMarkdown, runInstructionsBench } from './instructions.ts';
+import { instructionsMarkdown, runInstructionsBench } from './tools/instructions.ts';
 import { operatorMarkdown, runOperatorBench, type OperatorBenchResult } from './operator.ts';
 import { redisCostMarkdown, runRedisCostBench } from './redis-cost.ts';
 import { runSignInFloodBench, signInFloodMarkdown } from './signin-flood.ts';
@@ -40,15 +40,12 @@ const operatorSizes = (process.env['BENCH_OPERATOR_ROUTES'] ?? '200,1000').split
 const suites: Record<string, Suite> = {
   gateway: { run: runGatewayBench, markdown: gatewayMarkdown as (r: never) => string },
   'gateway-jwt': { run: runGatewayJwtBench, markdown: gatewayJwtMarkdown as (r: never) => string },
-  instructions: { run: runInstructionsBench, markdown: instructionsMarkdown as (r: never) => string },
-  'container-memory': { run: runContainerMemoryBench, markdown: containerMemoryMarkdown as (r: never) => string },
   accuracy: { run: runAccuracyBench, markdown: accuracyMarkdown as (r: never) => string },
   token: { run: runTokenBench, markdown: tokenMarkdown as (r: never) => string },
   auth: { run: runAuthBench, markdown: authMarkdown as (r: never) => string },
   'auth-flood': { run: runAuthFloodBench, markdown: authFloodMarkdown as (r: never) => string },
   'signin-flood': { run: runSignInFloodBench, markdown: signInFloodMarkdown as (r: never) => string },
   'redis-cost': { run: runRedisCostBench, markdown: redisCostMarkdown as (r: never) => string },
-  'batch-window': { run: runBatchWindowBench, markdown: batchWindowMarkdown as (r: never) => string },
   'operator-scale': {
     run: async (log): Promise<OperatorSuiteResult> => {
       const runs: OperatorBenchResult[] = [];
@@ -62,20 +59,27 @@ const suites: Record<string, Suite> = {
   },
 };
 
+/** Measurements of the optimisation work, run only when named (bench/tools/README.md says when). */
+const tools: Record<string, Suite> = {
+  instructions: { run: runInstructionsBench, markdown: instructionsMarkdown as (r: never) => string },
+  'container-memory': { run: runContainerMemoryBench, markdown: containerMemoryMarkdown as (r: never) => string },
+  'batch-window': { run: runBatchWindowBench, markdown: batchWindowMarkdown as (r: never) => string },
+};
+
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsDir = path.join(benchDir, 'results');
 const repoRoot = path.join(benchDir, '..');
 const wanted = process.argv.slice(2);
-const unknown = wanted.filter((n) => !(n in suites));
+const unknown = wanted.filter((n) => !(n in suites) && !(n in tools));
 if (unknown.length > 0) {
-  console.error(`unknown suite(s): ${unknown.join(', ')}; known: ${Object.keys(suites).join(', ')}`);
+  console.error(`unknown suite(s): ${unknown.join(', ')}; known: ${[...Object.keys(suites), ...Object.keys(tools)].join(', ')}`);
   process.exit(2);
 }
 
 mkdirSync(resultsDir, { recursive: true });
 await bundleSidecar(repoRoot, path.join(repoRoot, path.dirname(SIDECAR_ENTRY)));
-for (const [name, suite] of Object.entries(suites)) {
-  if (wanted.length > 0 && !wanted.includes(name)) continue;
+const selected = wanted.length === 0 ? Object.entries(suites) : Object.entries({ ...suites, ...tools }).filter(([name]) => wanted.includes(name));
+for (const [name, suite] of selected) {
   console.log(`== bench: ${name} (load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
   const result = await suite.run((line) => console.log(line));
   const md = suite.markdown(result as never);

@@ -4,10 +4,10 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { AccuracyBenchResult } from './accuracy.ts';
-import type { ContainerMemoryBenchResult } from './container-memory.ts';
+import type { ContainerMemoryBenchResult } from './tools/container-memory.ts';
 import type { GatewayJwtBenchResult } from './gateway-jwt.ts';
 import type { GatewayBenchResult } from './gateway.ts';
-import type { InstructionsBenchResult } from './instructions.ts';
+import type { InstructionsBenchResult } from './tools/instructions.ts';
 import type { OperatorBenchResult } from './operator.ts';
 import type { TokenBenchResult } from './token.ts';
 

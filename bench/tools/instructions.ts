@@ -1,4 +1,4 @@
-// Instructions per proxied request (issue 5: "a fair, repeatable comparison"). Requests/s and CPU
+// Instructions per proxied request, for a fair and repeatable comparison. Requests/s and CPU
 // time on this shared 2-core machine move by 30 % from round to round with whatever else runs; the
 // number of instructions a front executes per request moves far less (the memory-store sidecar, the
 // Node peer and nginx repeated within 0.5 % between two runs; the bare proxy, on V8's defaults,
@@ -19,14 +19,14 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../test/harness/ports.ts';
-import { startProgram } from '../test/harness/programs.ts';
-import { startRedis } from '../test/harness/redis.ts';
-import { BARE_PROXY_DESCRIPTION, nginxUnreachable, startBareProxy, startBenchSidecar, unreachable } from './gateway.ts';
-import { ensureWrk, runWrk, wrkErrors } from './gateway-wrk.ts';
-import { ensureNginx, startNginx } from './peers/nginx.ts';
+import { freePort } from '../../test/harness/ports.ts';
+import { startProgram } from '../../test/harness/programs.ts';
+import { startRedis } from '../../test/harness/redis.ts';
+import { BARE_PROXY_DESCRIPTION, nginxUnreachable, startBareProxy, startBenchSidecar, unreachable } from '../gateway.ts';
+import { ensureWrk, runWrk, wrkErrors } from '../gateway-wrk.ts';
+import { ensureNginx, startNginx } from '../peers/nginx.ts';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 /** Starting a front under callgrind takes 10-40 s here. */
 const startMs = 180_000;
 
@@ -207,7 +207,7 @@ export function instructionsMarkdown(result: InstructionsBenchResult): string {
   return [
     `Instructions per request, ${result.startedAt}: each front alone under callgrind (${result.valgrind}), wrk with 50 connections, warmed up with ${result.warmupRequests} requests, ` +
       `counted over the next ${result.durationS} s; user-space instructions of every thread of the front (the kernel's share is not counted). ` +
-      'It moves far less than requests/s with whatever else runs on the machine, but a heavy neighbour can still raise it (see bench/results/optimization.md for how much).',
+      'It moves far less than requests/s with whatever else runs on the machine, but a heavy neighbour can still raise it (docs/performance.md says how much).',
     '',
     '| front | what | requests counted | instructions per request | / sidecar-redis | req/s under callgrind | errors |',
     '|---|---|---:|---:|---:|---:|---:|',

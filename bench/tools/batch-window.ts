@@ -23,11 +23,11 @@
 import { Redis } from 'ioredis';
 import os from 'node:os';
 import { Worker } from 'node:worker_threads';
-import type { BucketRule, Decision } from '../lib/token-bucket/bucket.ts';
-import type { BucketStore, TakeSink } from '../lib/token-bucket/bucket-store.ts';
-import { RedisBucketStore } from '../lib/token-bucket/redis-store.ts';
-import { startRedis } from '../test/harness/redis.ts';
-import { commandStats, redisCpuUs } from './redis-cost.ts';
+import type { BucketRule, Decision } from '../../lib/token-bucket/bucket.ts';
+import type { BucketStore, TakeSink } from '../../lib/token-bucket/bucket-store.ts';
+import { RedisBucketStore } from '../../lib/token-bucket/redis-store.ts';
+import { startRedis } from '../../test/harness/redis.ts';
+import { commandStats, redisCpuUs } from '../redis-cost.ts';
 
 const RATES = (process.env['BENCH_BATCH_WINDOW_RATES'] ?? '500,2000,10000').split(',').map(Number).filter((n) => n > 0);
 const SECONDS = Number(process.env['BENCH_BATCH_WINDOW_SECONDS'] ?? 3);

@@ -2,17 +2,17 @@
 // nobody reaches) under `node --cpu-prof`, drives it at saturation with wrk for BENCH_DURATION_S
 // (10 s) after a warm-up, then folds the V8 profile by owner (Node core, undici, ioredis,
 // prom-client, the sidecar's own files; native frames such as write syscalls are charged to the JS
-// frame that called them) and lists the heaviest functions. `node bench/profile.ts [memory]`
+// frame that called them) and lists the heaviest functions. `node bench/tools/profile.ts [memory]`
 // writes bench/results/profile-sidecar[-memory].json and .md.
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../test/harness/ports.ts';
-import { startProgram, startSidecar } from '../test/harness/programs.ts';
-import { startRedis } from '../test/harness/redis.ts';
-import { cpuUs } from './gateway.ts';
-import { ensureWrk, runWrk } from './gateway-wrk.ts';
+import { freePort } from '../../test/harness/ports.ts';
+import { startProgram, startSidecar } from '../../test/harness/programs.ts';
+import { startRedis } from '../../test/harness/redis.ts';
+import { cpuUs } from '../gateway.ts';
+import { ensureWrk, runWrk } from '../gateway-wrk.ts';
 
 interface CallFrame {
   functionName: string;
@@ -151,7 +151,7 @@ if (import.meta.main) {
   const store = process.argv[2] === 'memory' ? 'memory' : 'redis';
   const r = await profileSidecar(store);
   if (r !== undefined) {
-    const out = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
+    const out = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'results');
     mkdirSync(out, { recursive: true });
     const name = store === 'redis' ? 'profile-sidecar' : 'profile-sidecar-memory';
     writeFileSync(path.join(out, `${name}.json`), `${JSON.stringify(r, null, 2)}\n`);

@@ -1,4 +1,4 @@
-// Container memory (issue 5, "memory under 100 MB under load"): the sidecar as deployed (bundle +
+// Container memory (the goal: under 100 MB under load): the sidecar as deployed (bundle +
 // SIDECAR_ENV), run inside a real memory cgroup with a hard limit, under wrk at saturation. This is
 // what a pod's `resources.limits.memory` does to it, which RSS alone does not tell: RSS counts the
 // pages of the node executable in full, while the kernel charges a page-cache page to the first
@@ -17,11 +17,11 @@ import { execFileSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../test/harness/ports.ts';
-import { startProgram } from '../test/harness/programs.ts';
-import { startRedis } from '../test/harness/redis.ts';
-import { cpuUs, startBenchSidecar } from './gateway.ts';
-import { ensureWrk, runWrk, wrkErrors } from './gateway-wrk.ts';
+import { freePort } from '../../test/harness/ports.ts';
+import { startProgram } from '../../test/harness/programs.ts';
+import { startRedis } from '../../test/harness/redis.ts';
+import { cpuUs, startBenchSidecar } from '../gateway.ts';
+import { ensureWrk, runWrk, wrkErrors } from '../gateway-wrk.ts';
 
 const MiB = 1024 * 1024;
 

@@ -1,4 +1,4 @@
-// A/B of two sidecar bundles, for "record before and after" (issue 5). The working tree's sidecar
+// A/B of two sidecar bundles, to record a change's before and after. The working tree's sidecar
 // (B) against the sidecar of a git revision (A), each bundled by its own scripts/bundle.ts, run as
 // deployed (SIDECAR_ENV, Redis store, a limit nobody reaches), behind one user service and one
 // redis-server. Two measures:
@@ -7,32 +7,32 @@
 //               median [lowest-highest], and each one's peak RSS. This host drifts within a
 //               minute; adjacent runs agree.
 //   callgrind   (--callgrind) each bundle alone under callgrind, warmed up by request count,
-//               instructions per request (bench/instructions.ts countInstructions).
+//               instructions per request (bench/tools/instructions.ts countInstructions).
 //   fixed rate  (--rate N) bench/loadgen (Go, open model) at N req/s, A and B alternating in the
 //               same number of rounds: p50, p99 and p99.9 latency of each, median over the rounds,
 //               and the per-round B - A difference of p99 (for the p99 goal's "before and after").
-//   node bench/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind] [--env NAME=VALUE ...]
+//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind] [--env NAME=VALUE ...]
 // --env (repeatable) sets B's environment only, over SIDECAR_ENV (to A/B a runtime setting on the
 // same code: --base HEAD).
-// Prints a Markdown table; writes nothing to bench/results (quote it in optimization.md).
+// Prints a Markdown table; writes nothing to bench/results (quote it in docs/performance.md).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync, copyFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
-import { bundleSidecar, type bundleNodeProgram } from '../scripts/bundle.ts';
-import { freePort } from '../test/harness/ports.ts';
-import { startProgram, startSidecar, type RunningSidecar } from '../test/harness/programs.ts';
-import { statusKiB } from '../test/harness/raw-http.ts';
-import { startRedis } from '../test/harness/redis.ts';
-import { cpuUs, unreachable } from './gateway.ts';
-import { ensureWrk, runWrk } from './gateway-wrk.ts';
+import { SIDECAR_ENV } from '../../operator/resources/route-deployment.ts';
+import { bundleSidecar, type bundleNodeProgram } from '../../scripts/bundle.ts';
+import { freePort } from '../../test/harness/ports.ts';
+import { startProgram, startSidecar, type RunningSidecar } from '../../test/harness/programs.ts';
+import { statusKiB } from '../../test/harness/raw-http.ts';
+import { startRedis } from '../../test/harness/redis.ts';
+import { cpuUs, unreachable } from '../gateway.ts';
+import { ensureWrk, runWrk } from '../gateway-wrk.ts';
 import { countInstructions } from './instructions.ts';
-import { ensureLoadgen, runRate } from './loadgen.ts';
+import { ensureLoadgen, runRate } from '../loadgen.ts';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { values } = parseArgs({
   options: {
     base: { type: 'string' },
