@@ -9,13 +9,14 @@
 //
 // `start` is the fixture that owns the stopping: whatever a file's own fixture starts through it
 // is stopped with the rest. A describe block that needs a stack of its own (describe.each over the
-// stores) takes it from perDescribe(), which starts and stops the same things around that block.
+// stores, or several describes with other settings) takes it from perDescribe() (or stackOn() for
+// the sign-in stack), which starts and stops the same things around that block.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, test as base } from 'vitest';
 import { startStack, type Stack, type StackOptions } from '../integration/auth-stack.ts';
-import { startProgram, startSidecar, startUserService, type Program, type RunningService, type RunningSidecar, type SidecarConfig, type SidecarLaunch, type StartOptions } from './programs.ts';
+import { startSidecar, startUserService, type RunningService, type RunningSidecar, type SidecarConfig, type SidecarLaunch } from './programs.ts';
 import { chartRedisArgs, startRedis, startRedisCluster, type RedisClusterServer, type RedisServer } from './redis.ts';
 
 export interface Upstream {
@@ -35,7 +36,8 @@ export interface Starter {
   redisClusterClient(server: RedisClusterServer): Cluster;
   userService(env?: Record<string, string>): Promise<RunningService>;
   sidecar(config: SidecarConfig, launch?: SidecarLaunch): Promise<RunningSidecar>;
-  program(options: StartOptions): Promise<Program>;
+  /** `count` sidecars of one config (replicas of a route), one after another, named `${name}-0` ... */
+  sidecars(count: number, config: SidecarConfig, name?: string): Promise<RunningSidecar[]>;
   /** The sign-in stack (test/integration/auth-stack.ts). */
   authStack(options?: StackOptions): Promise<Stack>;
   /** A node:http server on a free loopback port answering with `handler`. */
@@ -59,7 +61,11 @@ export function starter(): Starter {
     redisClusterClient: (server) => started(new Cluster(server.seeds), (c) => c.disconnect()),
     userService: async (env) => started(await startUserService(env), (s) => s.program.stop()),
     sidecar: async (config, launch) => started(await startSidecar(config, launch), (s) => s.program.stop()),
-    program: async (options) => started(await startProgram(options), (p) => p.stop()),
+    async sidecars(count, config, name = 'sidecar') {
+      const all: RunningSidecar[] = [];
+      for (let i = 0; i < count; i++) all.push(started(await startSidecar(config, { name: `${name}-${i}` }), (s) => s.program.stop()));
+      return all;
+    },
     authStack: async (options) => started(await startStack(options), (s) => s.stop()),
     async upstream(handler) {
       const server = http.createServer(handler);
@@ -89,7 +95,8 @@ export function starter(): Starter {
 
 /**
  * The file-scoped stacks. `redis` and `userService` are the plain ones most files share;
- * `redisAdmin` is a client on `redis` for reading what the sidecars stored.
+ * `redisAdmin` is a client on `redis` for reading what the sidecars stored; `redisCluster` is a
+ * three-shard Redis Cluster, with clients and the slot map beside it.
  */
 export const test = base
   // vitest reads a fixture's dependencies from the destructuring of its first parameter: `start` has none.
@@ -101,6 +108,20 @@ export const test = base
   .extend('redis', { scope: 'file' }, ({ start }) => start.redis())
   .extend('redisAdmin', { scope: 'file' }, ({ start, redis }) => start.redisClient(redis.url))
   .extend('redisCluster', { scope: 'file' }, ({ start }) => start.redisCluster(3))
+  /** An ioredis Cluster client on `redisCluster`. */
+  .extend('redisClusterClient', { scope: 'file' }, ({ start, redisCluster }) => start.redisClusterClient(redisCluster))
+  /** One plain client per node of `redisCluster`, in its order (for per-shard counters). */
+  .extend('redisClusterNodes', { scope: 'file' }, ({ start, redisCluster }) => redisCluster.nodes.map((n) => start.redisClient(n.url)))
+  /** The index in redisClusterNodes of the shard owning each of the 16,384 slots. */
+  .extend('slotOwner', { scope: 'file' }, async ({ redisCluster, redisClusterNodes }) => {
+    const owner = new Map<number, number>();
+    const slots = (await redisClusterNodes[0]?.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+    for (const [from, to, [, port]] of slots) {
+      const shard = redisCluster.nodes.findIndex((n) => n.port === port);
+      for (let s = from; s <= to; s++) owner.set(s, shard);
+    }
+    return owner;
+  })
   .extend('userService', { scope: 'file' }, ({ start }) => start.userService());
 
 /**
@@ -118,10 +139,14 @@ export function perDescribe<T extends object>(setup: (start: Starter) => Promise
     value = await setup(start);
   });
   afterAll(() => start.stopAll());
-  const current = (): T => {
+  return standIn(() => {
     if (value === undefined) throw new Error('the stack of this describe block is not running (read only inside tests and hooks)');
     return value;
-  };
+  });
+}
+
+/** An object that stands for current()'s value, read each time a property is (so it may be declared before the value exists). */
+export function standIn<T extends object>(current: () => T): T {
   return new Proxy({} as T, {
     get: (_, key) => {
       const target = current();

@@ -1,18 +1,10 @@
 // The harness itself: a real redis-server that can be killed and brought back on the same port.
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { describe, expect } from 'vitest';
+import { test as it } from '../harness/fixtures.ts';
 
 describe('redis harness', () => {
-  let redis: RedisServer;
-  beforeAll(async () => {
-    redis = await startRedis();
-  });
-  afterAll(async () => {
-    await redis.stop();
-  });
-
-  it('serves commands, dies on SIGKILL and comes back on the same port empty', async () => {
+  it('serves commands, dies on SIGKILL and comes back on the same port empty', async ({ redis }) => {
     const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
     await client.connect();
     await client.set('k', 'v');

@@ -50,25 +50,16 @@ async function hammer(sidecars: readonly RunningSidecar[], key: string, ms: numb
 }
 
 const it = test
-  .extend('sidecars', { scope: 'file' }, async ({ start, userService, redis }) => {
-    const sidecars: RunningSidecar[] = [];
-    for (let i = 0; i < 3; i++) {
-      sidecars.push(
-        await start.sidecar(
-          {
-            upstream: { url: userService.url },
-            route: { id: 'all' },
-            limiter: { ...rule, onStoreError: 'deny' },
-            // Deny on store errors and a long timeout: a timed-out command that still ran would take a
-            // token nobody counted; this test is about the script's atomicity, not failure policy.
-            redis: { url: redis.url, commandTimeoutMs: 5000 },
-          },
-          { name: `sidecar-${i}` },
-        ),
-      );
-    }
-    return sidecars;
-  })
+  .extend('sidecars', { scope: 'file' }, ({ start, userService, redis }) =>
+    start.sidecars(3, {
+      upstream: { url: userService.url },
+      route: { id: 'all' },
+      limiter: { ...rule, onStoreError: 'deny' },
+      // Deny on store errors and a long timeout: a timed-out command that still ran would take a
+      // token nobody counted; this test is about the script's atomicity, not failure policy.
+      redis: { url: redis.url, commandTimeoutMs: 5000 },
+    }),
+  )
   /** The stored bucket at `bucketKey`: micro-tokens and the µs time of the last admitted take. */
   .extend('stored', { scope: 'file' }, ({ redisAdmin }) => async (bucketKey: string) => {
     const state = decodeBucketValue(await redisAdmin.getBuffer(bucketKey));

@@ -24,18 +24,9 @@ const it = test
     return { seen, url };
   })
   .extend('jwt', { scope: 'file' }, ({ stack }) => ({ issuer: stack.issuer, audience: AUDIENCE, jwksUrl: `${stack.issuer}/jwks.json` }))
-  .extend('sidecars', { scope: 'file' }, async ({ start, redis, upstream, jwt }) => {
-    const sidecars: RunningSidecar[] = [];
-    for (let i = 0; i < 2; i++) {
-      sidecars.push(
-        await start.sidecar(
-          { upstream: { url: upstream.url }, route: { id: 'jwt' }, limiter: { replenishRate: 1, burstCapacity: 4, key: 'jwt', jwt }, redis: { url: redis.url } },
-          { name: `sidecar-jwt-${i}` },
-        ),
-      );
-    }
-    return sidecars;
-  })
+  .extend('sidecars', { scope: 'file' }, ({ start, redis, upstream, jwt }) =>
+    start.sidecars(2, { upstream: { url: upstream.url }, route: { id: 'jwt' }, limiter: { replenishRate: 1, burstCapacity: 4, key: 'jwt', jwt }, redis: { url: redis.url } }, 'sidecar-jwt'),
+  )
   .extend('meSidecar', { scope: 'file' }, ({ start, stack, jwt }) =>
     start.sidecar(
       { upstream: { url: stack.userServiceUrl as string }, route: { id: 'me' }, limiter: { replenishRate: 1, burstCapacity: 100, key: 'jwt', jwt } },

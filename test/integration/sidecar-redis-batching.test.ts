@@ -3,13 +3,13 @@
 // each other in arrival order, buckets stay independent, the bound holds, and a failed call fails
 // every take in it (the caller's onStoreError policy then applies to each).
 import { readFileSync } from 'node:fs';
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { describe, expect } from 'vitest';
 import { takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
 import { StoreUnavailableError } from '../../lib/token-bucket/bucket-store.ts';
 import { decodeBucketValue, encodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket/redis-store.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { test } from '../harness/fixtures.ts';
 
 /** EVALSHA calls Redis has executed so far. */
 async function scriptCalls(admin: Redis): Promise<number> {
@@ -18,11 +18,9 @@ async function scriptCalls(admin: Redis): Promise<number> {
   return m === null ? 0 : Number(m[1]);
 }
 
-describe('batched takes on Redis', () => {
-  let redis: RedisServer;
-  let admin: Redis;
-  /** Runs body with a ready store on the test's Redis, and closes the store afterwards. */
-  async function withStore(options: Omit<RedisStoreOptions, 'url'>, body: (store: RedisBucketStore) => Promise<void>): Promise<void> {
+const it = test
+  /** Runs body with a ready store on the file's Redis, and closes the store afterwards. */
+  .extend('withStore', { scope: 'file' }, ({ redis }) => async (options: Omit<RedisStoreOptions, 'url'>, body: (store: RedisBucketStore) => Promise<void>): Promise<void> => {
     const store = new RedisBucketStore({ url: redis.url, ...options });
     await store.ready();
     try {
@@ -30,17 +28,10 @@ describe('batched takes on Redis', () => {
     } finally {
       await store.close();
     }
-  }
-  beforeAll(async () => {
-    redis = await startRedis();
-    admin = new Redis(redis.url);
-  });
-  afterAll(async () => {
-    admin.disconnect();
-    await redis.stop();
   });
 
-  it('one script call for the takes of one turn, with exactly the decisions of separate calls', async () => {
+describe('batched takes on Redis', () => {
+  it('one script call for the takes of one turn, with exactly the decisions of separate calls', async ({ redisAdmin: admin, withStore }) => {
     const rules: Record<string, BucketRule> = {
       a: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 },
       b: { replenishRate: 20, burstCapacity: 20, requestedTokens: 3 },
@@ -69,7 +60,7 @@ describe('batched takes on Redis', () => {
     });
   });
 
-  it('close() right after takes of this turn still waiting for their batch decides them instead of failing them', async () => {
+  it('close() right after takes of this turn still waiting for their batch decides them instead of failing them', async ({ redis }) => {
     const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000 });
     await store.ready();
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 1 };
@@ -78,7 +69,7 @@ describe('batched takes on Redis', () => {
     expect((await Promise.all(takes)).map((d) => d.allowed)).toEqual([true, true, true, true, true]);
   });
 
-  it('takes with the same limits share one group of arguments: keys, the groups once, then one group number per take', async () => {
+  it('takes with the same limits share one group of arguments: keys, the groups once, then one group number per take', async ({ redisAdmin: admin, withStore }) => {
     const a: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
     const b: BucketRule = { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 };
     const two = [a, b];
@@ -112,7 +103,7 @@ describe('batched takes on Redis', () => {
     });
   });
 
-  it('splits a turn larger than maxBatch and still admits exactly the burst', async () => {
+  it('splits a turn larger than maxBatch and still admits exactly the burst', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 50, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 5000, maxBatch: 16 }, async (store) => {
       await store.take('warm-up-2', rule);
@@ -124,7 +115,7 @@ describe('batched takes on Redis', () => {
     });
   });
 
-  it('maxBatch 1 sends one call per take', async () => {
+  it('maxBatch 1 sends one call per take', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 5000, maxBatch: 1 }, async (store) => {
       await store.take('warm-up-3', rule);
@@ -134,7 +125,7 @@ describe('batched takes on Redis', () => {
     });
   });
 
-  it('a failed call rejects every take of its batch with StoreUnavailableError', async () => {
+  it('a failed call rejects every take of its batch with StoreUnavailableError', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 300 }, async (store) => {
       const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
@@ -148,7 +139,7 @@ describe('batched takes on Redis', () => {
       }
     });
   });
-  it('takeInto settles each sink exactly once, after the call (never before takeInto returns), in one script call per turn', async () => {
+  it('takeInto settles each sink exactly once, after the call (never before takeInto returns), in one script call per turn', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 4, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 5000 }, async (store) => {
       await store.take('warm-up-4', rule);
@@ -179,7 +170,7 @@ describe('batched takes on Redis', () => {
     });
   });
 
-  it('takeInto reports an invalid rule to failed() without calling Redis, and a stalled Redis to failed() with StoreUnavailableError', async () => {
+  it('takeInto reports an invalid rule to failed() without calling Redis, and a stalled Redis to failed() with StoreUnavailableError', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 4, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 300 }, async (store) => {
       await store.take('warm-up-5', rule);
@@ -201,7 +192,7 @@ describe('batched takes on Redis', () => {
     });
   });
 
-  it('the script refuses a call whose arguments do not match its keys, and writes nothing; a refused take writes nothing either', async () => {
+  it('the script refuses a call whose arguments do not match its keys, and writes nothing; a refused take writes nothing either', async ({ redisAdmin: admin }) => {
     const script = readFileSync(new URL('../../lib/token-bucket/token-bucket.lua', import.meta.url), 'utf8');
     const key = 'portcullis:bucket:v2:{malformed}';
     const seeded = encodeBucketValue({ microTokens: 5_000_000, updatedUs: 1_795_000_000_000_000 });

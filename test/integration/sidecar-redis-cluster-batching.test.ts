@@ -4,15 +4,15 @@
 // decisions and stored state are those of the pure function taking the same takes one by one in
 // arrival order, for single and multi-limit takes spread over every shard.
 import fc from 'fast-check';
-import { Cluster, Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Cluster, type Redis } from 'ioredis';
+import { describe, expect } from 'vitest';
 import { takeAllUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { keySlot } from '../../lib/token-bucket/key-slot.ts';
 import type { RawTake } from '../../lib/token-bucket/redis-reply.ts';
 import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket/redis-store.ts';
 import { defineTakeScript, runTakes } from '../../lib/token-bucket/take-script.ts';
-import { startRedisCluster, type RedisClusterServer } from '../harness/redis.ts';
+import { test } from '../harness/fixtures.ts';
 
 /** EVALSHA calls one node has run so far. */
 async function scriptCalls(node: Redis): Promise<number> {
@@ -33,15 +33,16 @@ function usersSharingASlot(count: number, prefix: string): string[] {
   }
 }
 
-describe('batches per slot on a three-shard Redis Cluster', () => {
-  let redis: RedisClusterServer;
-  let cluster: Cluster;
-  let nodes: Redis[];
-  /** The index in `nodes` of the shard owning each slot. */
-  const owner = new Map<number, number>();
-
-  async function withStore(options: Omit<RedisStoreOptions, 'cluster'>, body: (store: RedisBucketStore) => Promise<void>): Promise<void> {
-    const store = new RedisBucketStore({ cluster: { nodes: redis.seeds }, commandTimeoutMs: 5000, ...options });
+const it = test
+  /** A user whose bucket lives on `shard`. */
+  .extend('userOnShard', { scope: 'file' }, ({ slotOwner }) => {
+    expect(slotOwner.size).toBe(16384);
+    return (shard: number, prefix: string): string => {
+      for (let i = 0; ; i++) if (slotOwner.get(keySlot(`portcullis:bucket:v2:{all:${prefix}${i}}`)) === shard) return `all:${prefix}${i}`;
+    };
+  })
+  .extend('withStore', { scope: 'file' }, ({ redisCluster, userOnShard }) => async (options: Omit<RedisStoreOptions, 'cluster'>, body: (store: RedisBucketStore) => Promise<void>): Promise<void> => {
+    const store = new RedisBucketStore({ cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 5000, ...options });
     await store.ready();
     try {
       // Every shard has run the script once, so the calls counted below are EVALSHA only.
@@ -50,31 +51,10 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
     } finally {
       await store.close();
     }
-  }
-
-  /** A user whose bucket lives on `shard`. */
-  function userOnShard(shard: number, prefix: string): string {
-    for (let i = 0; ; i++) if (owner.get(keySlot(`portcullis:bucket:v2:{all:${prefix}${i}}`)) === shard) return `all:${prefix}${i}`;
-  }
-
-  beforeAll(async () => {
-    redis = await startRedisCluster(3);
-    cluster = new Cluster(redis.seeds);
-    nodes = redis.nodes.map((n) => new Redis(n.url));
-    const slots = (await nodes[0]?.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
-    for (const [from, to, [, port]] of slots) {
-      const shard = redis.nodes.findIndex((n) => n.port === port);
-      for (let s = from; s <= to; s++) owner.set(s, shard);
-    }
-    expect(owner.size).toBe(16384);
-  });
-  afterAll(async () => {
-    cluster?.disconnect();
-    for (const n of nodes ?? []) n.disconnect();
-    await redis?.stop();
   });
 
-  it('computes the slot Redis does (CLUSTER KEYSLOT), hash tags, empty tags and non-ASCII keys included', async () => {
+describe('batches per slot on a three-shard Redis Cluster', () => {
+  it('computes the slot Redis does (CLUSTER KEYSLOT), hash tags, empty tags and non-ASCII keys included', async ({ redisClusterNodes: nodes }) => {
     const fixed = ['portcullis:bucket:{all:u1}', 'portcullis:bucket:v2:{all:u1}', 'portcullis:bucket:{all:api:u1}:3', 'portcullis:bucket:v2:{all:api:u1}:3', '{}', 'a{}{b}', 'a{b}{c}', '{', '}{a}', 'ünïcødé', 'p:{用户}:1', ''];
     const random = fc.sample(fc.string({ unit: fc.constantFrom('a', 'Z', '0', ':', '{', '}', 'é', '用', '😀'), maxLength: 12 }), 400);
     const keys = [...fixed, ...random];
@@ -85,7 +65,7 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
     expect(keySlot('portcullis:bucket:v2:{all:u1}')).toBe(keySlot('portcullis:bucket:{all:u1}'));
   });
 
-  it('one script call per slot of a turn, on the shard owning it, with the decisions of separate calls in arrival order', async () => {
+  it('one script call per slot of a turn, on the shard owning it, with the decisions of separate calls in arrival order', async ({ redisClusterNodes: nodes, slotOwner: owner, withStore, userOnShard }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 2, requestedTokens: 1 };
     await withStore({}, async (store) => {
       for (let turn = 0; turn < 4; turn++) {
@@ -114,7 +94,7 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
     });
   });
 
-  it('a turn larger than maxBatch is split and still admits exactly the burst of one bucket', async () => {
+  it('a turn larger than maxBatch is split and still admits exactly the burst of one bucket', async ({ redisClusterNodes: nodes, withStore, userOnShard }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 50, requestedTokens: 1 };
     await withStore({ maxBatch: 16 }, async (store) => {
       const user = userOnShard(1, 'split-');
@@ -126,7 +106,7 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
     });
   });
 
-  it('regression: takes of one turn on different shards all get decisions (they once shared one auto-pipeline routed by the key count and all failed), also with maxBatch 1', async () => {
+  it('regression: takes of one turn on different shards all get decisions (they once shared one auto-pipeline routed by the key count and all failed), also with maxBatch 1', async ({ redisClusterNodes: nodes, withStore, userOnShard }) => {
     const rule: BucketRule = { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 };
     for (const maxBatch of [1, 128]) {
       await withStore({ maxBatch }, async (store) => {
@@ -140,7 +120,7 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
     }
   });
 
-  it('Lua on the cluster equals the pure function: random turns of single and multi-limit takes over users on every shard', async () => {
+  it('Lua on the cluster equals the pure function: random turns of single and multi-limit takes over users on every shard', async ({ redisCluster: redis, redisClusterClient: cluster, userOnShard }) => {
     // The script as the store calls it, one call per slot of a turn, at the test's clock.
     const client = defineTakeScript(new Cluster(redis.seeds));
     const keyOf = (user: string, i = 0) => (i === 0 ? `eq:{${user}}` : `eq:{${user}}:${i}`);

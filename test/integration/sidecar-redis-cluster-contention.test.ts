@@ -12,7 +12,6 @@ import type { BucketRule } from '../../lib/token-bucket/bucket.ts';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { keySlot } from '../../lib/token-bucket/key-slot.ts';
 import { test } from '../harness/fixtures.ts';
-import type { RunningSidecar } from '../harness/programs.ts';
 
 const rule: BucketRule = { replenishRate: 10, burstCapacity: 10, requestedTokens: 1 };
 const bucketKey = (user: string) => `portcullis:bucket:v2:{all:${user}}`;
@@ -42,37 +41,18 @@ function users(slots: number, perSlot: number, owner: (slot: number) => number):
 }
 
 const it = test
-  .extend('cluster', { scope: 'file' }, ({ start, redisCluster }) => start.redisClusterClient(redisCluster))
-  .extend('nodes', { scope: 'file' }, ({ start, redisCluster }) => redisCluster.nodes.map((n) => start.redisClient(n.url)))
-  /** The shard (index in nodes) that owns each slot. */
-  .extend('owner', { scope: 'file' }, async ({ nodes, redisCluster }) => {
-    const owner = new Map<number, number>();
-    const slots = (await nodes[0]?.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
-    for (const [from, to, [, port]] of slots) for (let s = from; s <= to; s++) owner.set(s, redisCluster.nodes.findIndex((n) => n.port === port));
-    return owner;
-  })
-  .extend('sidecars', { scope: 'file' }, async ({ start, userService, redisCluster }) => {
-    const sidecars: RunningSidecar[] = [];
-    for (let i = 0; i < 3; i++) {
-      sidecars.push(
-        await start.sidecar(
-          {
-            upstream: { url: userService.url },
-            route: { id: 'all' },
-            // Deny on store errors and a long timeout: a timed-out command that still ran would take a
-            // token nobody counted; this test is about exactness, not failure policy.
-            limiter: { ...rule, onStoreError: 'deny' },
-            redis: { cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 5000 },
-          },
-          { name: `sidecar-${i}` },
-        ),
-      );
-    }
-    return sidecars;
-  });
+  .extend('sidecars', { scope: 'file' }, ({ start, userService, redisCluster }) =>
+    start.sidecars(3, {
+      upstream: { url: userService.url },
+      route: { id: 'all' },
+      // Deny and a long timeout, as in sidecar-contention.test.ts: this test is about exactness.
+      limiter: { ...rule, onStoreError: 'deny' },
+      redis: { cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 5000 },
+    }),
+  );
 
 describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections', () => {
-  it('every user: admitted <= bound and >= bound - 1; batches formed on every shard', async ({ sidecars, cluster, nodes, owner }) => {
+  it('every user: admitted <= bound and >= bound - 1; batches formed on every shard', async ({ sidecars, redisClusterClient: cluster, redisClusterNodes: nodes, slotOwner: owner }) => {
     const all = users(8, 3, (slot) => owner.get(slot) as number);
     expect(new Set(all.map((u) => owner.get(keySlot(bucketKey(u))))).size).toBe(3);
     const pools = sidecars.map((s) => new Pool(s.url, { connections: 20 }));

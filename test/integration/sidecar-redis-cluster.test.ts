@@ -11,7 +11,6 @@ import { test } from '../harness/fixtures.ts';
 const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
 
 const it = test
-  .extend('cluster', { scope: 'file' }, ({ start, redisCluster }) => start.redisClusterClient(redisCluster))
   .extend('sidecar', { scope: 'file' }, ({ start, userService, redisCluster }) =>
     start.sidecar({
       upstream: { url: userService.url },
@@ -22,7 +21,7 @@ const it = test
   );
 
 describe('Redis Cluster', () => {
-  it('the store gives the pure function\'s decisions, with the key in one slot and a TTL', async ({ redisCluster, cluster }) => {
+  it('the store gives the pure function\'s decisions, with the key in one slot and a TTL', async ({ redisCluster, redisClusterClient: cluster }) => {
     const store = new RedisBucketStore({ cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 2000 });
     await store.ready();
     try {
@@ -44,7 +43,7 @@ describe('Redis Cluster', () => {
     }
   });
 
-  it('a sidecar on the cluster limits exactly: 5 of a burst of 7 (10 tokens, 2 each)', async ({ sidecar, cluster }) => {
+  it('a sidecar on the cluster limits exactly: 5 of a burst of 7 (10 tokens, 2 each)', async ({ sidecar, redisClusterClient: cluster }) => {
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) {
       const res = await request(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': 'cluster-user' } });
