@@ -1,4 +1,4 @@
-// Issue 4, k8s test 1: the generated CRDs install on a real API server, invalid specs are
+// The generated CRDs install on a real API server, invalid specs are
 // rejected with messages that say what to fix, and `kubectl explain` shows the descriptions.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';

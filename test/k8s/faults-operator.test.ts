@@ -1,11 +1,11 @@
-// Operator faults on a real kube-apiserver + etcd (issue 6): the API server restarted
+// Operator faults on a real kube-apiserver + etcd: the API server restarted
 // mid-reconcile, etcd restarted, the operator SIGKILLed mid-reconcile, a burst of conflicting
 // updates (409s). After each: everything converges (children with ownerReferences, configs with
 // the latest spec, status observedGeneration, every client registered), no OAuth client secret is
 // ever regenerated, no child is duplicated, and nothing the operator asked for was forbidden.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordCases, recordFaults } from '../harness/reliability-counts.ts';
-import { auditEvents, eventually, kget, operatorForbidden, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { auditEvents, eventually, kget, operatorForbidden, reconciling, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
 
 const NS = 'team-faults';
 const ROUTES = Array.from({ length: 8 }, (_, i) => `route-${i}`);
@@ -198,7 +198,7 @@ describe('operator under faults on a real API server', () => {
   it('API server restarted mid-reconcile: converges (an operator that lost its lease exits and is restarted, as a kubelet would)', async () => {
     for (const r of ROUTES) rates.set(r, 5);
     await apply([...ROUTES.map((r) => routeYaml(r, 5)), ...CLIENTS.map(clientYaml)].join('---\n'));
-    await new Promise((r) => setTimeout(r, 300)); // let it start reconciling
+    await reconciling(operator, 'ratelimitroute');
     await env.cluster.restartApiServer();
     recordFaults('kube-apiserver restart mid-reconcile');
     await converge('after the API server restart', rates, clients);
@@ -219,7 +219,7 @@ describe('operator under faults on a real API server', () => {
     for (const r of ROUTES) rates.set(r, 9);
     clients.push('client-late-0', 'client-late-1');
     await apply([...ROUTES.map((r) => routeYaml(r, 9)), clientYaml('client-late-0'), clientYaml('client-late-1')].join('---\n'));
-    await new Promise((r) => setTimeout(r, 200));
+    await reconciling(operator, 'ratelimitroute');
     await operator.program.stop('SIGKILL');
     recordFaults('operator SIGKILL mid-reconcile');
     retired.push(operator);

@@ -2,7 +2,7 @@
 // breaks, lists fail with connection errors, not 410) and comes back. The operator must restart
 // its list/watch with backoff, relist, and reconcile what changed while it was blind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, kget, metricValue, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, metricValue, operatorIdle, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
 
 const NS = 'team-r';
 let env: OperatorEnv;
@@ -38,7 +38,7 @@ describe('operator: the API server restarts', () => {
     const restartsBefore = metricValue(await operator.metrics(), 'portcullis_operator_informer_restarts_total');
 
     await env.cluster.stopApiServer();
-    await new Promise((res) => setTimeout(res, 3000));
+    await eventually('the informers restart on the lost API server', async () => metricValue(await operator.metrics(), 'portcullis_operator_informer_restarts_total') > restartsBefore);
     await env.cluster.startApiServer();
     // Changes the operator could only learn about from a relist or a new watch.
     const d = await env.cluster.kubectl(['-n', NS, 'delete', 'service', 'all']);
@@ -52,9 +52,9 @@ describe('operator: the API server restarts', () => {
     expect(operator.program.exited()).toBe(false);
     expect(/leader/.test(await operator.readyz())).toBe(true);
     // and it settles again: no writes once converged
-    await new Promise((res) => setTimeout(res, 2000));
+    await operatorIdle(operator);
     const since = new Date().toISOString();
-    await new Promise((res) => setTimeout(res, 3000));
+    await operatorIdle(operator);
     expect(operatorWrites(env, since)).toEqual([]);
   });
 });

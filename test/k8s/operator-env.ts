@@ -1,7 +1,7 @@
 // Helper of the operator's k8s tests (not a test file): a real kube-apiserver with an audit log,
 // the CRDs and the chart's ServiceAccount + RBAC installed (rendered by helm), and operator
 // processes that authenticate as that ServiceAccount — so every test also proves that the chart's
-// RBAC is enough (issue 4, test 5). Write requests are counted from the API server's audit log,
+// RBAC is enough for the operator. Write requests are counted from the API server's audit log,
 // independent of the operator's own accounting.
 import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -10,6 +10,12 @@ import { parseAllDocuments } from 'yaml';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
 import { freePort } from '../harness/ports.ts';
 import { startProgram, type Program, type StartOptions } from '../harness/programs.ts';
+
+import { eventually } from '../harness/eventually.ts';
+import { perDescribe, standIn } from '../harness/fixtures.ts';
+
+// The k8s tests (and bench/operator.ts) take the one polling helper from here with the rest.
+export { eventually };
 
 export const RELEASE_NS = 'portcullis-system';
 export const RELEASE = 'portcullis';
@@ -141,20 +147,63 @@ export async function startOperator(env: OperatorEnv, identity: string, extra: R
   return { program, port, identity, metrics: () => get('/metrics'), readyz: () => get('/readyz') };
 }
 
-/** Polls fn until it returns a value other than undefined/false, or throws after timeoutMs. */
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 30_000, everyMs = 200): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined && v !== false) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms${last === undefined ? '' : ` (last error: ${String(last)})`}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
+/**
+ * A file's API server (with the CRDs and the chart's RBAC) and one operator on it, ready: started
+ * before the file's first test and stopped after its last, the operator first.
+ */
+export function operatorOnApiServer(namespaces: readonly string[], identity: string, extra: Record<string, string> = {}): { env: OperatorEnv; operator: RunningOperator } {
+  const running = perDescribe(async (start) => {
+    const env = await startOperatorEnv(namespaces);
+    start.defer(() => env.stop());
+    const operator = await startOperator(env, identity, extra);
+    start.defer(() => operator.program.stop());
+    await eventually('operator ready', async () => (await operator.readyz()).startsWith('ok'));
+    return { env, operator };
+  });
+  return { env: standIn(() => running.env), operator: standIn(() => running.operator) };
+}
+
+/** Reconciles the operator's `controller` finished so far. */
+async function reconcileCount(operator: RunningOperator, controller?: string): Promise<number> {
+  return metricValue(await operator.metrics(), 'portcullis_operator_reconcile_total', controller === undefined ? {} : { controller });
+}
+
+/**
+ * Resolves after `periods` resync periods, seen rather than slept: a resync reconciles every
+ * object of the kind once, so the routes' (or clients') controller has finished periods x objects
+ * more reconciles than when this was called.
+ */
+export async function resyncs(env: OperatorEnv, operator: RunningOperator, kind: 'ratelimitroutes' | 'oauthclients', periods: number): Promise<void> {
+  const controller = kind === 'ratelimitroutes' ? 'ratelimitroute' : 'oauthclient';
+  const objects = (await env.cluster.kubectl(['get', kind, '-A', '-o', 'name'])).stdout.split('\n').filter((l) => l.trim() !== '').length;
+  const target = (await reconcileCount(operator, controller)) + periods * Math.max(1, objects);
+  await eventually(`${periods} resync period(s) of the ${kind}`, async () => (await reconcileCount(operator, controller)) >= target, 60_000);
+}
+
+/** Resolves once `controller` has finished one more reconcile than when this was called (it is at work). */
+export async function reconciling(operator: RunningOperator, controller: string): Promise<void> {
+  const before = await reconcileCount(operator, controller);
+  await eventually(`a ${controller} reconcile`, async () => (await reconcileCount(operator, controller)) > before, 60_000, 50);
+}
+
+/**
+ * Resolves once the operator is idle: its work queues are empty and no reconcile finished between
+ * two scrapes, so the writes of the steps before have landed.
+ */
+export async function operatorIdle(operator: RunningOperator): Promise<void> {
+  let last = -1;
+  await eventually(
+    'the operator idle (empty work queues, no reconcile between two scrapes)',
+    async () => {
+      const text = await operator.metrics();
+      const done = metricValue(text, 'portcullis_operator_reconcile_total');
+      const idle = metricValue(text, 'portcullis_operator_workqueue_depth') === 0 && done === last;
+      last = done;
+      return idle;
+    },
+    60_000,
+    500,
+  );
 }
 
 /** The value of one sample of a Prometheus text exposition (sum over matching label sets). */

@@ -1,7 +1,7 @@
-// Issue 4, k8s test 4: two operator processes; only the leader reconciles; after the leader is
+// Two operator processes; only the leader reconciles; after the leader is
 // killed (SIGKILL: no lease release) the standby takes over within the lease duration.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, kget, LEASE, metricValue, RELEASE_NS, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, LEASE, metricValue, operatorIdle, RELEASE_NS, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
 
 const NS = 'team-l';
 const LEASE_MS = 4000; // FAST timings of operator-env.ts
@@ -44,7 +44,7 @@ describe('operator: leader election on a Lease', () => {
     const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: route('one') });
     expect(r.code, r.stderr).toBe(0);
     await eventually('children of one', () => kget(env.cluster, ['-n', NS, 'deployment', 'one']));
-    await new Promise((res) => setTimeout(res, 1500));
+    await operatorIdle(a);
     expect(await reconciles(a)).toBeGreaterThan(0);
     expect(await reconciles(b)).toBe(0);
     expect(metricValue(await a.metrics(), 'portcullis_operator_leader')).toBe(1);

@@ -1,9 +1,9 @@
-// Issue 4, k8s tests 3 and 5: OAuthClients against a real kube-apiserver, the operator running as
-// the chart's ServiceAccount. Without a garbage collector here, the registry's "drop on delete"
+// OAuthClients against a real kube-apiserver, the operator running as the chart's ServiceAccount
+// (so the chart's RBAC is proven enough). Without a garbage collector here, the registry's "drop on delete"
 // is the operator's own doing (the namespace reconcile rebuilds it from the clients that exist).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
-import { eventually, kget, operatorForbidden, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorIdle, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
 
 const NS = 'team-o';
 let env: OperatorEnv;
@@ -77,12 +77,12 @@ describe('operator: OAuthClient on a real API server, as the chart ServiceAccoun
   it('an operator restart changes neither the client secret nor the signing keys, and writes nothing', async () => {
     const before = await credentials('demo-app');
     const keysBefore = ((await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-signing-keys'])) as Obj)['data'];
-    await new Promise((r) => setTimeout(r, 1000));
+    await operatorIdle(operator);
     await operator.program.stop();
     const since = new Date().toISOString();
     operator = await startOperator(env, 'op-oauth-2');
     await eventually('new operator reconciled', async () => /controllers started/.test(operator.program.lines.join('\n')));
-    await new Promise((r) => setTimeout(r, 3000));
+    await operatorIdle(operator); // its first reconcile of everything is done
     expect(await credentials('demo-app')).toEqual(before);
     expect(((await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-signing-keys'])) as Obj)['data']).toEqual(keysBefore);
     expect(operatorWrites(env, since)).toEqual([]);

@@ -1,4 +1,4 @@
-// Issue 4, k8s test 7: the pods the operator renders are runnable. With no kubelet here, take the
+// The pods the operator renders are runnable. With no kubelet here, take the
 // rendered Deployments' containers (command, args, env, ports) and the ConfigMap/Secret contents
 // written where they would be mounted (mount paths rewritten into a temporary directory), run them
 // as local processes next to a real redis-server, and pass the specification's 30-request

@@ -3,12 +3,10 @@
 // them, the API server accepts them as rendered (with topology spread, priority, startup probes
 // and the sidecar's own resources in the pod template), the route's budget goes at one replica
 // and comes back at two, and a no-op resync writes nothing. The chart's operator budget applies too.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, kget, operatorForbidden, operatorWrites, RELEASE_NS, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { describe, expect, it } from 'vitest';
+import { eventually, kget, operatorForbidden, operatorIdle, operatorOnApiServer, operatorWrites, RELEASE_NS, resyncs } from './operator-env.ts';
 
 const NS = 'team-avail';
-let env: OperatorEnv;
-let operator: RunningOperator;
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
 
 const route = `apiVersion: portcullis.dev/v1alpha1
@@ -28,16 +26,8 @@ metadata: { name: shop-app, namespace: ${NS} }
 spec: { displayName: Shop, redirectUris: [https://shop.example.com/callback], scopes: [profile] }
 `;
 
-beforeAll(async () => {
-  env = await startOperatorEnv([NS]);
-  // Nothing connects to this Redis here; with one set the auth server runs 2 replicas (the default).
-  operator = await startOperator(env, 'op-avail', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000', PORTCULLIS_DEFAULT_REDIS_URL: 'redis://redis.invalid:6379' });
-  await eventually('operator ready', async () => (await operator.readyz()).startsWith('ok'));
-});
-afterAll(async () => {
-  await operator?.program.stop();
-  await env?.stop();
-});
+// Nothing connects to this Redis here; with one set the auth server runs 2 replicas (the default).
+const { env, operator } = operatorOnApiServer([NS], 'op-avail', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000', PORTCULLIS_DEFAULT_REDIS_URL: 'redis://redis.invalid:6379' });
 
 async function kubectl(args: string[], input?: string) {
   const r = await env.cluster.kubectl(args, input === undefined ? {} : { input });
@@ -87,9 +77,9 @@ describe('operator: NetworkPolicy and PodDisruptionBudgets on a real API server'
   });
 
   it('a no-op resync makes zero write requests (counted in the audit log)', async () => {
-    await new Promise((r) => setTimeout(r, 2500)); // let the writes of the steps above settle
+    await operatorIdle(operator); // the writes of the steps above have landed
     const since = new Date().toISOString();
-    await new Promise((r) => setTimeout(r, 6500)); // three resync periods of 2 s
+    await resyncs(env, operator, 'ratelimitroutes', 3);
     expect(operatorWrites(env, since)).toEqual([]);
   });
 

@@ -2,24 +2,14 @@
 // RateLimitRoute is never adopted (server-side apply with force would take it over). It stays
 // exactly as it was, the route reports Conflict with a Warning Event, and once the Service is
 // deleted the route converges on its own (the operator looks again later).
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, kget, operatorForbidden, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { describe, expect, it } from 'vitest';
+import { eventually, kget, operatorForbidden, operatorOnApiServer, operatorWrites, resyncs } from './operator-env.ts';
 
 const NS = 'team-o';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
 
-let env: OperatorEnv;
-let operator: RunningOperator;
 
-beforeAll(async () => {
-  env = await startOperatorEnv([NS]);
-  operator = await startOperator(env, 'op-ownership', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
-  await eventually('operator ready', async () => (await operator.readyz()).startsWith('ok'));
-});
-afterAll(async () => {
-  await operator?.program.stop();
-  await env?.stop();
-});
+const { env, operator } = operatorOnApiServer([NS], 'op-ownership', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
 
 async function apply(yaml: string) {
   const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: yaml });
@@ -54,8 +44,8 @@ spec:
     const warning = await eventually('warning', async () => (await events()).find((e) => e['reason'] === 'Conflict'));
     expect(warning['type']).toBe('Warning');
 
-    // Several resyncs (2 s) later: still untouched, and nothing of the route was written.
-    await new Promise((r) => setTimeout(r, 5000));
+    // Several resyncs later: still untouched, and nothing of the route was written.
+    await resyncs(env, operator, 'ratelimitroutes', 2);
     const after = (await kget(env.cluster, ['-n', NS, 'service', 'web'])) as Obj;
     expect(after['metadata']['resourceVersion']).toBe(before['metadata']['resourceVersion']);
     expect(after['metadata']['labels']).toEqual({ app: 'web' });

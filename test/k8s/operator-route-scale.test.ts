@@ -3,24 +3,14 @@
 // changes the route and so the Deployment's replicas; /scale reports the pods and their selector.
 // A route that omits spec.target.replicas leaves the Deployment's count to another field manager:
 // what it sets survives reconciles, including one that re-applies the Deployment.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, kget, operatorForbidden, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { describe, expect, it } from 'vitest';
+import { eventually, kget, operatorForbidden, operatorOnApiServer, resyncs } from './operator-env.ts';
 
 const NS = 'team-h';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
 
-let env: OperatorEnv;
-let operator: RunningOperator;
 
-beforeAll(async () => {
-  env = await startOperatorEnv([NS]);
-  operator = await startOperator(env, 'op-scale', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
-  await eventually('operator ready', async () => (await operator.readyz()).startsWith('ok'));
-});
-afterAll(async () => {
-  await operator?.program.stop();
-  await env?.stop();
-});
+const { env, operator } = operatorOnApiServer([NS], 'op-scale', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
 
 const route = (name: string, replicas: string, rate = 1) => `apiVersion: portcullis.dev/v1alpha1
 kind: RateLimitRoute
@@ -84,7 +74,7 @@ describe('RateLimitRoute /scale', () => {
       return dep?.['spec']['template']['metadata']['annotations']['portcullis.dev/config-hash'] !== hash ? dep : undefined;
     })) as Obj;
     expect(rolled['spec']['replicas']).toBe(4);
-    await new Promise((r) => setTimeout(r, 4000)); // two resyncs
+    await resyncs(env, operator, 'ratelimitroutes', 2);
     expect(((await deployment('auto')) as Obj)['spec']['replicas']).toBe(4);
 
     await markRolledOut('auto', 4);

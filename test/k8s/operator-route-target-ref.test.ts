@@ -4,25 +4,15 @@
 // two pod labels (the one of every sidecar pod, the route's): the team's re-apply keeps the
 // sidecar, the operator never reverts the team's fields, and deleting the route removes exactly
 // what was added before the finalizer lets it go. The status counts and selects the team's pods.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { TARGET_REF_IMMUTABLE_RULE } from '../../operator/api/index.ts';
-import { eventually, kget, operatorForbidden, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorOnApiServer, resyncs } from './operator-env.ts';
 
 const NS = 'team-r';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
 
-let env: OperatorEnv;
-let operator: RunningOperator;
 
-beforeAll(async () => {
-  env = await startOperatorEnv([NS]);
-  operator = await startOperator(env, 'op-target-ref', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
-  await eventually('operator ready', async () => (await operator.readyz()).startsWith('ok'));
-});
-afterAll(async () => {
-  await operator?.program.stop();
-  await env?.stop();
-});
+const { env, operator } = operatorOnApiServer([NS], 'op-target-ref', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
 
 const team = (image: string) => `apiVersion: apps/v1
 kind: Deployment
@@ -101,7 +91,7 @@ describe('RateLimitRoute with spec.targetRef', () => {
 
   it("the team's re-apply keeps the sidecar, and the operator leaves the team's new image alone", async () => {
     await apply(team('example/web:1.1'));
-    await new Promise((r) => setTimeout(r, 4000)); // two resyncs
+    await resyncs(env, operator, 'ratelimitroutes', 2);
     const dep = await web();
     const containers = dep['spec']['template']['spec']['containers'] as Obj[];
     expect(names(containers)).toEqual(['app', 'portcullis-sidecar']);

@@ -3,26 +3,16 @@
 // (or neither) with the rule's message; the operator renders a gateway Deployment of sidecars only
 // forwarding to the team's Service and the route's Service in front of it, and never writes the
 // team's Deployment or Service.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { WORKLOAD_RULE } from '../../operator/api/index.ts';
-import { eventually, kget, operatorForbidden, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorOnApiServer, operatorWrites } from './operator-env.ts';
 
 const NS = 'team-u';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
 
-let env: OperatorEnv;
-let operator: RunningOperator;
 
-beforeAll(async () => {
-  env = await startOperatorEnv([NS]);
-  operator = await startOperator(env, 'op-upstream', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
-  await eventually('operator ready', async () => (await operator.readyz()).startsWith('ok'));
-});
-afterAll(async () => {
-  await operator?.program.stop();
-  await env?.stop();
-});
+const { env } = operatorOnApiServer([NS], 'op-upstream', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
 
 const TEAM = `apiVersion: apps/v1
 kind: Deployment

@@ -1,15 +1,13 @@
-// Issue 4, k8s tests 2 and 5: a RateLimitRoute against a real kube-apiserver, reconciled by the
+// A RateLimitRoute against a real kube-apiserver, reconciled by the
 // operator process running as the chart's ServiceAccount with exactly the chart's RBAC.
 // No kube-controller-manager runs here: this test plays the Deployment controller by writing
 // Deployment status itself, and asserts ownerReferences instead of garbage collection.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
-import { eventually, kget, metricValue, operatorForbidden, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, metricValue, operatorForbidden, operatorIdle, operatorOnApiServer, operatorWrites, resyncs } from './operator-env.ts';
 
 const NS = 'team-a';
-let env: OperatorEnv;
-let operator: RunningOperator;
 
 const route = (replenishRate: number) => `apiVersion: portcullis.dev/v1alpha1
 kind: RateLimitRoute
@@ -27,15 +25,7 @@ spec:
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
 
-beforeAll(async () => {
-  env = await startOperatorEnv([NS]);
-  operator = await startOperator(env, 'op-route', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
-  await eventually('operator ready', async () => (await operator.readyz()).startsWith('ok'));
-});
-afterAll(async () => {
-  await operator?.program.stop();
-  await env?.stop();
-});
+const { env, operator } = operatorOnApiServer([NS], 'op-route', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
 
 async function apply(yaml: string) {
   const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: yaml });
@@ -101,10 +91,10 @@ describe('operator: RateLimitRoute on a real API server, as the chart ServiceAcc
   });
 
   it('a no-op resync makes zero write requests (counted in the API server audit log)', async () => {
-    await new Promise((r) => setTimeout(r, 1500)); // let the status write of the last step settle
+    await operatorIdle(operator); // the status write of the last step has landed
     const since = new Date().toISOString();
     const reconcilesBefore = metricValue(await operator.metrics(), 'portcullis_operator_reconcile_total', { controller: 'ratelimitroute' });
-    await new Promise((r) => setTimeout(r, 7000)); // three resync periods of 2 s
+    await resyncs(env, operator, 'ratelimitroutes', 3);
     const reconcilesAfter = metricValue(await operator.metrics(), 'portcullis_operator_reconcile_total', { controller: 'ratelimitroute' });
     expect(reconcilesAfter - reconcilesBefore).toBeGreaterThanOrEqual(3);
     expect(operatorWrites(env, since)).toEqual([]);
