@@ -1,28 +1,14 @@
 // The auth server's Redis scripts run as ioredis commands (EVALSHA). Redis forgets loaded scripts
 // on a restart, a failover or SCRIPT FLUSH; the next call must load the script again and give the
 // same answer, never a NOSCRIPT error to the token endpoint.
-import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect } from 'vitest';
 import { createRedisStores } from '../../services/auth-server/stores/redis.ts';
-import { startRedis, type RedisServer } from '../harness/redis.ts';
-
-let server: RedisServer;
-let client: Redis;
-
-beforeAll(async () => {
-  server = await startRedis();
-  client = new Redis(server.url);
-});
-
-afterAll(async () => {
-  await client.quit();
-  await server.stop();
-});
+import { test as it } from '../harness/fixtures.ts';
 
 const record = { clientId: 'demo', redirectUri: 'https://app.example/cb', scope: ['profile'], user: 'alice', authTime: 1, expiresAt: Date.now() + 60_000 };
 
 describe('auth server scripts after Redis forgot them', () => {
-  it('a code is consumed once, then seen as replayed, across SCRIPT FLUSH', async () => {
+  it('a code is consumed once, then seen as replayed, across SCRIPT FLUSH', async ({ redisAdmin: client }) => {
     const stores = createRedisStores(client, 'scripts-test:');
     await stores.codes.put('h1', record, 60_000);
     await client.script('FLUSH');
@@ -32,7 +18,7 @@ describe('auth server scripts after Redis forgot them', () => {
     expect(await stores.codes.consume('h1', 60_000)).toEqual({ status: 'replayed', issued: { jti: 'j1', accessExpiresAt: 5 } });
   });
 
-  it('a refresh family rotates and is revoked with its access tokens, across SCRIPT FLUSH', async () => {
+  it('a refresh family rotates and is revoked with its access tokens, across SCRIPT FLUSH', async ({ redisAdmin: client }) => {
     const stores = createRedisStores(client, 'scripts-test:');
     const grant = { user: 'alice', clientId: 'demo', scope: ['profile'], authTime: 1 };
     const now = Date.now();
