@@ -12,32 +12,24 @@ import { createHash } from 'node:crypto';
 import fc from 'fast-check';
 import { decodeJwt } from 'jose';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chartRedisArgs, startRedis, type RedisServer } from '../harness/redis.ts';
+import { describe, expect, it } from 'vitest';
+import { perDescribe } from '../harness/fixtures.ts';
+import { chartRedisArgs } from '../harness/redis.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
 import { authorize, openSignIn, pkce } from './auth-flow.ts';
-import { SECRETS, startStack, type Stack } from './auth-stack.ts';
+import { SECRETS } from './auth-stack.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
 const XSS = '<script>alert(1)</script>"\'><img src=x onerror=alert(1)>';
 
 describe('fuzzing /auth and /token', () => {
-  let redis: RedisServer;
-  let stack: Stack;
-  let issuer: string;
-  let registered: Set<string>;
-
-  beforeAll(async () => {
-    const password = 'fuzz-auth-redis-password';
-    redis = await startRedis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password });
-    stack = await startStack({ redisUrl: redis.url, authEnv: { AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000' } });
-    issuer = stack.issuer;
-    registered = new Set(stack.clients.clients.flatMap((c) => c.redirect_uris));
-  });
-  afterAll(async () => {
-    await stack?.stop();
-    await redis?.stop();
-  });
+  const password = 'fuzz-auth-redis-password';
+  const redis = perDescribe((start) => start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password }));
+  const stack = perDescribe((start) =>
+    start.authStack({ redisUrl: redis.url, authEnv: { AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000' } }),
+  );
+  /** Every redirect URI a client registered. */
+  const registered = perDescribe(async () => new Set(stack.clients.clients.flatMap((c) => c.redirect_uris)));
 
   // ---- /auth -----------------------------------------------------------------------------------
 
@@ -83,7 +75,7 @@ describe('fuzzing /auth and /token', () => {
       else if (Array.isArray(v)) for (const x of v) q.append(k, String(x));
       else q.append(k, String(v));
     }
-    return `${issuer}/auth?${q}`;
+    return `${stack.issuer}/auth?${q}`;
   }
 
   it('/auth: never a 5xx, never a redirect to an unregistered address, reflected values escaped', async () => {
@@ -94,9 +86,9 @@ describe('fuzzing /auth and /token', () => {
         const body = await res.text();
         expect(res.status, `GET ${authUrl(p).slice(0, 300)}`).toBeLessThan(500);
         if (res.status >= 300 && res.status < 400) {
-          const location = new URL(res.headers.get('location') ?? '', issuer);
+          const location = new URL(res.headers.get('location') ?? '', stack.issuer);
           const target = `${location.origin}${location.pathname}`;
-          const internal = location.origin === issuer;
+          const internal = location.origin === stack.issuer;
           expect(internal || registered.has(target), `redirect to ${location}`).toBe(true);
           // A redirect to the client carries exactly the redirect_uri sent, which is registered.
           if (!internal) expect(p.redirect_uri).toBe(target);
@@ -114,12 +106,12 @@ describe('fuzzing /auth and /token', () => {
       fc.asyncProperty(fc.string({ unit: 'binary', maxLength: 300 }), async (raw) => {
         recordCases('auth fuzz: /auth raw queries', 1);
         const encoded = [...Buffer.from(raw, 'utf8')].map((b) => (b > 0x20 && b < 0x7f && b !== 0x23 ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0')}`)).join('');
-        const res = await fetch(`${issuer}/auth?${encoded}`, { redirect: 'manual' });
+        const res = await fetch(`${stack.issuer}/auth?${encoded}`, { redirect: 'manual' });
         await res.arrayBuffer();
         expect(res.status).toBeLessThan(500);
         if (res.status >= 300 && res.status < 400) {
-          const location = new URL(res.headers.get('location') ?? '', issuer);
-          expect(location.origin === issuer || registered.has(`${location.origin}${location.pathname}`)).toBe(true);
+          const location = new URL(res.headers.get('location') ?? '', stack.issuer);
+          expect(location.origin === stack.issuer || registered.has(`${location.origin}${location.pathname}`)).toBe(true);
         }
       }),
       { numRuns: RUNS },
@@ -137,7 +129,7 @@ describe('fuzzing /auth and /token', () => {
   /** Runs the front channel and returns a fresh code (with PKCE unless told otherwise). */
   async function issue(client: 'demo-client' | 'basic-client' | 'public-client', withPkce: boolean): Promise<Issued> {
     const p = pkce();
-    const { location } = await authorize({ issuer, clientId: client, redirectUri: stack.redirectUri, ...(withPkce ? { challenge: p.challenge } : {}) });
+    const { location } = await authorize({ issuer: stack.issuer, clientId: client, redirectUri: stack.redirectUri, ...(withPkce ? { challenge: p.challenge } : {}) });
     const code = location.searchParams.get('code');
     if (code === null) throw new Error(`no code: ${location}`);
     return { clientId: client, code, ...(withPkce ? { verifier: p.verifier } : {}) };
@@ -200,7 +192,7 @@ describe('fuzzing /auth and /token', () => {
       if (encoding === 'form-duplicate-code' && r.params.code !== undefined) q.append('code', r.params.code);
       body = q.toString();
     }
-    const res = await fetch(`${issuer}/token`, { method: 'POST', headers, body });
+    const res = await fetch(`${stack.issuer}/token`, { method: 'POST', headers, body });
     const text = await res.text();
     return { status: res.status, text, json: (() => { try { return JSON.parse(text) as Record<string, unknown>; } catch { return {}; } })() };
   }
@@ -260,7 +252,7 @@ describe('fuzzing /auth and /token', () => {
           const headers: Record<string, string> = {};
           if (type !== '') headers['content-type'] = type;
           if (authorization !== undefined) headers.authorization = authorization;
-          const res = await fetch(`${issuer}/token`, { method: 'POST', headers, body });
+          const res = await fetch(`${stack.issuer}/token`, { method: 'POST', headers, body });
           const text = await res.text();
           expect(res.status, `${type} ${authorization} ${body.slice(0, 100)}: ${text.slice(0, 200)}`).toBeLessThan(500);
           expect(res.status).not.toBe(200);
@@ -286,7 +278,7 @@ describe('fuzzing /auth and /token', () => {
   it("/auth/sign-in: only a browser's own interaction, cookie and CSRF token sign in; a failure stores nothing; never a 5xx", async () => {
     const admin = new Redis(redis.url);
     const open = async () => {
-      const { b, interaction, csrf } = await openSignIn(issuer, stack.redirectUri);
+      const { b, interaction, csrf } = await openSignIn(stack.issuer, stack.redirectUri);
       return { cookie: b.jar.header(), interaction, csrf };
     };
     const flipAt = (v: string, i: number) => `${v.slice(0, i)}${v[i] === 'A' ? 'B' : 'A'}${v.slice(i + 1)}`;
@@ -312,7 +304,7 @@ describe('fuzzing /auth and /token', () => {
             const cookie = { own: a.cookie, other: b.cookie, none: '', garbage: 'portcullis_browser=AAAA' }[cookieOf];
             const csrf = { own: a.csrf, other: b.csrf, empty: '' }[csrfOf];
             const writesBefore = await writeCalls(admin);
-            const res = await fetch(`${issuer}/auth/sign-in`, {
+            const res = await fetch(`${stack.issuer}/auth/sign-in`, {
               method: 'POST',
               redirect: 'manual',
               headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie === '' ? {} : { cookie }) },
@@ -331,7 +323,7 @@ describe('fuzzing /auth and /token', () => {
               expect(await writeCalls(admin), label).toBe(writesBefore);
             } else if (rightPassword) {
               expect(res.status, label).toBe(303);
-              expect(new URL(res.headers.get('location') ?? '', issuer).pathname, label).toMatch(/^\/auth\/consent$|^\/callback$/);
+              expect(new URL(res.headers.get('location') ?? '', stack.issuer).pathname, label).toMatch(/^\/auth\/consent$|^\/callback$/);
             } else {
               expect(res.status, label).toBe(303);
               expect(res.headers.get('location'), label).toMatch(/^\/auth\/sign-in\?interaction=/);
