@@ -5,6 +5,9 @@ import { stringify } from 'yaml';
 import { freePort, waitForPort } from '../ports.ts';
 import type { E2eContext } from './context.ts';
 
+// The e2e tests take the one polling helper from here with the rest of the cluster access.
+export { eventually } from '../eventually.ts';
+
 export interface KubectlOptions {
   /** Text sent to kubectl's standard input. */
   readonly input?: string;
@@ -146,21 +149,5 @@ export class Kube {
       ),
     );
     this.#forwards.clear();
-  }
-}
-
-/** Polls fn until it returns a value other than undefined, or throws after timeoutMs with the last error. */
-export async function eventually<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 120_000, intervalMs = 500): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v !== undefined) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms${last ? `; last error: ${String(last)}` : ''}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
   }
 }
