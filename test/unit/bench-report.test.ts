@@ -5,9 +5,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { containerMemoryMarkdown, type ContainerMemoryBenchResult, type ContainerMemoryRun } from '../../bench/container-memory.ts';
+import { containerMemoryMarkdown, type ContainerMemoryBenchResult, type ContainerMemoryRun } from '../../bench/tools/container-memory.ts';
 import { gatewayMarkdown, rotated, rssSplitKiB, type GatewayBenchResult } from '../../bench/gateway.ts';
-import { callgrindTotal, instructionRatios, instructionsMarkdown, type InstructionsBenchResult, type InstructionsRun } from '../../bench/instructions.ts';
+import { callgrindTotal, instructionRatios, instructionsMarkdown, type InstructionsBenchResult, type InstructionsRun } from '../../bench/tools/instructions.ts';
 import { headline } from '../../bench/summary.ts';
 
 const run = (executable: 'shared' | 'charged', limitMiB: number, requestsPerSecond: number, majorFaults: number): ContainerMemoryRun => ({
