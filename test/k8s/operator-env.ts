@@ -12,7 +12,6 @@ import { freePort } from '../harness/ports.ts';
 import { startProgram, type Program, type StartOptions } from '../harness/programs.ts';
 
 import { eventually } from '../harness/eventually.ts';
-import { perDescribe, standIn } from '../harness/fixtures.ts';
 
 // The k8s tests (and bench/operator.ts) take the one polling helper from here with the rest.
 export { eventually };
@@ -145,22 +144,6 @@ export async function startOperator(env: OperatorEnv, identity: string, extra: R
   });
   const get = async (p: string) => (await fetch(`http://127.0.0.1:${port}${p}`)).text();
   return { program, port, identity, metrics: () => get('/metrics'), readyz: () => get('/readyz') };
-}
-
-/**
- * A file's API server (with the CRDs and the chart's RBAC) and one operator on it, ready: started
- * before the file's first test and stopped after its last, the operator first.
- */
-export function operatorOnApiServer(namespaces: readonly string[], identity: string, extra: Record<string, string> = {}): { env: OperatorEnv; operator: RunningOperator } {
-  const running = perDescribe(async (start) => {
-    const env = await startOperatorEnv(namespaces);
-    start.defer(() => env.stop());
-    const operator = await startOperator(env, identity, extra);
-    start.defer(() => operator.program.stop());
-    await eventually('operator ready', async () => (await operator.readyz()).startsWith('ok'));
-    return { env, operator };
-  });
-  return { env: standIn(() => running.env), operator: standIn(() => running.operator) };
 }
 
 /** Reconciles the operator's `controller` finished so far. */

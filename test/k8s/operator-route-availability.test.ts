@@ -4,7 +4,8 @@
 // and the sidecar's own resources in the pod template), the route's budget goes at one replica
 // and comes back at two, and a no-op resync writes nothing. The chart's operator budget applies too.
 import { describe, expect, it } from 'vitest';
-import { eventually, kget, operatorForbidden, operatorIdle, operatorOnApiServer, operatorWrites, RELEASE_NS, resyncs } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorIdle, operatorWrites, RELEASE_NS, resyncs } from './operator-env.ts';
+import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-avail';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions

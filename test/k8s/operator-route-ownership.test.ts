@@ -3,7 +3,8 @@
 // exactly as it was, the route reports Conflict with a Warning Event, and once the Service is
 // deleted the route converges on its own (the operator looks again later).
 import { describe, expect, it } from 'vitest';
-import { eventually, kget, operatorForbidden, operatorOnApiServer, operatorWrites, resyncs } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorWrites, resyncs } from './operator-env.ts';
+import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-o';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions

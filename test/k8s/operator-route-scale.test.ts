@@ -4,7 +4,8 @@
 // A route that omits spec.target.replicas leaves the Deployment's count to another field manager:
 // what it sets survives reconciles, including one that re-applies the Deployment.
 import { describe, expect, it } from 'vitest';
-import { eventually, kget, operatorForbidden, operatorOnApiServer, resyncs } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, resyncs } from './operator-env.ts';
+import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-h';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions

@@ -6,7 +6,8 @@
 // what was added before the finalizer lets it go. The status counts and selects the team's pods.
 import { describe, expect, it } from 'vitest';
 import { TARGET_REF_IMMUTABLE_RULE } from '../../operator/api/index.ts';
-import { eventually, kget, operatorForbidden, operatorOnApiServer, resyncs } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, resyncs } from './operator-env.ts';
+import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-r';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions

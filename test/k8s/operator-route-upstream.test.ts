@@ -6,7 +6,8 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { WORKLOAD_RULE } from '../../operator/api/index.ts';
-import { eventually, kget, operatorForbidden, operatorOnApiServer, operatorWrites } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorWrites } from './operator-env.ts';
+import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-u';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
