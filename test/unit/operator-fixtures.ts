@@ -2,6 +2,16 @@
 import { oauthClientSchema, rateLimitRouteSchema, type OAuthClient, type RateLimitRoute } from '../../operator/api/index.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { defaultResourceSettings, type ResourceSettings } from '../../operator/resources/settings.ts';
+import { pino } from 'pino';
+import { Informer } from '../../operator/runtime/informer.ts';
+import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { resourceTypes } from '../../operator/runtime/resource-types.ts';
+import type { Clock } from '../../operator/runtime/clock.ts';
+import type { EventRecorder } from '../../operator/runtime/events.ts';
+import { onTestFinished } from 'vitest';
+import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
+import { Applier } from '../../operator/runtime/applier.ts';
+import { ManualClock, flush } from '../harness/manual-clock.ts';
 
 export const settings: ResourceSettings = { ...defaultResourceSettings, sidecarImage: 'portcullis/sidecar:test', authServerImage: 'portcullis/auth-server:test', defaultRedisUrl: 'redis://redis:6379', authRedisUrl: 'redis://auth-redis:6379', authServerReplicas: 2 };
 
@@ -37,12 +47,6 @@ export function oauthClient(name = 'demo-app'): OAuthClient {
   return oauthClientSchema.parse(clientObject(name));
 }
 
-import { pino } from 'pino';
-import { Informer } from '../../operator/runtime/informer.ts';
-import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
-import { resourceTypes } from '../../operator/runtime/resource-types.ts';
-import type { Clock } from '../../operator/runtime/clock.ts';
-import type { EventRecorder } from '../../operator/runtime/events.ts';
 
 export const silent = pino({ level: 'silent' });
 
@@ -77,3 +81,35 @@ export function recordingEvents(): EventRecorder & { list: RecordedEvent[] } {
   const list: RecordedEvent[] = [];
   return { list, event: (obj, type, reason, message) => list.push({ name: obj.metadata.name, type, reason, message }) };
 }
+
+/**
+ * A RateLimitRoute reconciler on an in-memory API server (`client`, which may hold objects
+ * already), with synced caches stopped when the test ends, a ManualClock and recorded events.
+ * `reconcile()` reconciles team-a/all (or `key`) with the caches settled before and after.
+ * `caches` replaces some of the started caches (a test of what a cache cannot see).
+ */
+export async function routeReconciler(options: { client?: MemoryKubeClient; settings?: ResourceSettings; caches?: (on: { client: MemoryKubeClient; clock: Clock }) => Partial<Caches> } = {}) {
+  const client = options.client ?? new MemoryKubeClient();
+  const clock = new ManualClock();
+  const caches = await startCaches(client, clock);
+  onTestFinished(async () => void (await caches.stop()));
+  const events = recordingEvents();
+  const reconciler = new RateLimitRouteReconciler({
+    applier: new Applier(client),
+    caches: { ...caches, ...options.caches?.({ client, clock }) },
+    settings: options.settings ?? settings,
+    clock,
+    events,
+    client,
+    log: silent,
+  });
+  const reconcile = async (key = 'team-a/all') => {
+    await flush();
+    const result = await reconciler.reconcile(key);
+    await flush();
+    return result;
+  };
+  return { client, clock, caches, events, reconciler, reconcile };
+}
+
+type Caches = Awaited<ReturnType<typeof startCaches>>;

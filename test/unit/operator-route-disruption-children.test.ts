@@ -1,36 +1,16 @@
 // The children that come and go with the route's shape: the PodDisruptionBudget with the replica
 // count, the NetworkPolicy with the operator's setting; the auth server's budget with its replicas.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuthServerReconciler } from '../../operator/controllers/auth-server-reconciler.ts';
 import { OAuthClientReconciler } from '../../operator/controllers/oauth-client-reconciler.ts';
-import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
 import type { ResourceSettings } from '../../operator/resources/settings.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
-import { clientObject, recordingEvents, routeObject, settings, silent, startCaches } from './operator-fixtures.ts';
+import { clientObject, recordingEvents, routeObject, settings, silent, startCaches, routeReconciler } from './operator-fixtures.ts';
 
-const stops: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const stop of stops.splice(0)) await stop();
-});
-
-async function routeOperator(client: MemoryKubeClient, s: ResourceSettings = settings) {
-  const clock = new ManualClock();
-  const caches = await startCaches(client, clock);
-  stops.push(caches.stop);
-  const events = recordingEvents();
-  const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches, settings: s, clock, events, client, log: silent });
-  return {
-    events,
-    async reconcile() {
-      await flush();
-      await reconciler.reconcile('team-a/all');
-      await flush();
-    },
-  };
-}
+const routeOperator = (client: MemoryKubeClient, s: ResourceSettings = settings) => routeReconciler({ client, settings: s });
 
 const routeWithReplicas = (replicas: number) => {
   const r = routeObject();
@@ -108,7 +88,7 @@ describe('auth server: a budget while it runs more than one replica', () => {
   async function authOperator(client: MemoryKubeClient, s: ResourceSettings) {
     const clock = new ManualClock();
     const caches = await startCaches(client, clock);
-    stops.push(caches.stop);
+    onTestFinished(async () => void (await caches.stop()));
     const applier = new Applier(client);
     const clients = new OAuthClientReconciler({ client, applier, caches, clock, events: recordingEvents(), log: silent });
     const authServer = new AuthServerReconciler({ client, applier, caches, settings: s, clock, log: silent });

@@ -1,32 +1,18 @@
 // A route keyed on a verified token without an issuer of its own trusts the namespace's auth
 // server. The operator runs that server only while an OAuthClient exists in the namespace, so a
 // route reconciled without it gets a Warning Event saying why its requests will be 503s.
-import { afterEach, describe, expect, it } from 'vitest';
-import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
+import { describe, expect, it } from 'vitest';
 import { authServerDeployment } from '../../operator/resources/auth-server-deployment.ts';
-import { Applier } from '../../operator/runtime/applier.ts';
 import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
-import { ManualClock, flush } from '../harness/manual-clock.ts';
-import { oauthClient, recordingEvents, routeObject, settings, silent, startCaches } from './operator-fixtures.ts';
+import { oauthClient, routeObject, settings, routeReconciler } from './operator-fixtures.ts';
 
 describe('route with a jwt key and no issuer of its own', () => {
-  const stops: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    for (const stop of stops.splice(0)) await stop();
-  });
-
   async function reconcileRoute(limiter: Record<string, unknown>, withAuthServer: boolean) {
     const client = new MemoryKubeClient();
-    const clock = new ManualClock();
     if (withAuthServer) client.put(authServerDeployment('team-a', settings, [oauthClient()]));
-    const caches = await startCaches(client, clock);
-    stops.push(caches.stop);
-    const events = recordingEvents();
-    const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches, settings, clock, events, client, log: silent });
+    const { events, reconcile } = await routeReconciler({ client });
     client.put(routeObject('all', { limiter }));
-    await flush();
-    await reconciler.reconcile('team-a/all');
-    await flush();
+    await reconcile();
     return events.list.filter((e) => e.type === 'Warning');
   }
 

@@ -1,38 +1,19 @@
 // The operator never adopts a Deployment, Service or ConfigMap it did not create: a live object
 // named like a child without a controller ownerReference to this route is left untouched, the
 // route says Conflict (which object, what to do) and looks again later.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CONFLICT_RETRY_MS } from '../../operator/controllers/child-ownership.ts';
-import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
-import { Applier } from '../../operator/runtime/applier.ts';
+import type { Clock } from '../../operator/runtime/clock.ts';
 import { Informer } from '../../operator/runtime/informer.ts';
 import { asRecord, type KubeObject } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
-import { ManualClock, flush } from '../harness/manual-clock.ts';
-import { recordingEvents, routeObject, settings, silent, startCaches } from './operator-fixtures.ts';
-
-const stops: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const stop of stops.splice(0)) await stop();
-});
+import { routeObject, routeReconciler, silent } from './operator-fixtures.ts';
 
 /** blindServices: a Service cache that never sees anything, as the label-filtered one misses an unlabelled Service. */
-async function setup(options: { blindServices?: boolean } = {}) {
-  const client = new MemoryKubeClient();
-  const clock = new ManualClock();
-  const caches = await startCaches(client, clock);
-  stops.push(caches.stop);
-  const events = recordingEvents();
-  const services = options.blindServices === true ? new Informer(client, clock, silent, { type: resourceTypes.service, relistIntervalMs: 3600_000, backoff: { baseMs: 10, maxMs: 100 } }) : caches.services;
-  const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches: { ...caches, services }, settings, clock, events, client, log: silent });
-  const reconcile = async () => {
-    await flush();
-    const result = await reconciler.reconcile('team-a/all');
-    await flush();
-    return result;
-  };
-  return { client, events, reconcile };
+function setup(options: { blindServices?: boolean } = {}) {
+  const blind = ({ client, clock }: { client: MemoryKubeClient; clock: Clock }) => ({ services: new Informer(client, clock, silent, { type: resourceTypes.service, relistIntervalMs: 3600_000, backoff: { baseMs: 10, maxMs: 100 } }) });
+  return routeReconciler(options.blindServices === true ? { caches: blind } : {});
 }
 
 function ready(client: MemoryKubeClient): Record<string, unknown> | undefined {

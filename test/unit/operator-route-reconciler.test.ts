@@ -1,35 +1,13 @@
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { LIMITER_FORM_RULE } from '../../operator/api/index.ts';
-import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
 import { CONFIG_HASH_ANNOTATION } from '../../operator/resources/metadata.ts';
-import { Applier } from '../../operator/runtime/applier.ts';
 import { KubeApiError } from '../../operator/runtime/errors.ts';
 import { asRecord, type KubeObject } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
-import { ManualClock, flush } from '../harness/manual-clock.ts';
-import { recordingEvents, routeObject, settings, silent, startCaches } from './operator-fixtures.ts';
+import { routeObject, routeReconciler } from './operator-fixtures.ts';
 
-const stops: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const stop of stops.splice(0)) await stop();
-});
-
-async function setup() {
-  const client = new MemoryKubeClient();
-  const clock = new ManualClock();
-  const caches = await startCaches(client, clock);
-  stops.push(caches.stop);
-  const events = recordingEvents();
-  const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches, settings, clock, events, client, log: silent });
-  const reconcile = async () => {
-    await flush();
-    const result = await reconciler.reconcile('team-a/all');
-    await flush();
-    return result;
-  };
-  return { client, clock, caches, events, reconcile };
-}
+const setup = () => routeReconciler();
 
 function status(client: MemoryKubeClient): Record<string, unknown> {
   return asRecord(client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all')?.['status']) ?? {};

@@ -1,18 +1,14 @@
 // spec.redis.secretRef: the route's pod mounts the Secret key read-only where the sidecar config's
 // redis.urlFile points, the route becomes Ready like any other, and a missing Secret or key is a
 // Warning Event (the kubelet is the one that cannot start the pod), not an invalid spec.
-import { afterEach, describe, expect, it } from 'vitest';
-import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
+import { describe, expect, it } from 'vitest';
 import { routeConfigMap } from '../../operator/resources/route-config-map.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { SIDECAR_CONFIG_KEY } from '../../operator/resources/route-names.ts';
-import { Applier } from '../../operator/runtime/applier.ts';
 import { asRecord } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
-import { ManualClock, flush } from '../harness/manual-clock.ts';
-import { recordingEvents, route, routeObject, settings, silent, startCaches } from './operator-fixtures.ts';
+import { route, routeObject, settings, routeReconciler } from './operator-fixtures.ts';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- rendered objects read in assertions
 const secretRef = { secretRef: { name: 'redis-credentials', key: 'redis-url' } };
@@ -41,23 +37,8 @@ describe('spec.redis.secretRef: rendered children', () => {
 });
 
 describe('spec.redis.secretRef: reconcile', () => {
-  const stops: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    for (const stop of stops.splice(0)) await stop();
-  });
-
   async function setup() {
-    const client = new MemoryKubeClient();
-    const clock = new ManualClock();
-    const caches = await startCaches(client, clock);
-    stops.push(caches.stop);
-    const events = recordingEvents();
-    const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches, settings, clock, events, client, log: silent });
-    const reconcile = async () => {
-      await flush();
-      await reconciler.reconcile('team-a/all');
-      await flush();
-    };
+    const { client, events, reconcile } = await routeReconciler();
     const ready = () => ((asRecord(client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all')?.['status'])?.['conditions'] ?? []) as Obj[]).find((c) => c['type'] === 'Ready');
     return { client, events, reconcile, ready };
   }

@@ -1,40 +1,20 @@
 // The route's replica count: the scale subresource (.spec.target.replicas, .status.replicas,
 // .status.selector) for kubectl scale rlr and an autoscaler on the route; spec.target.replicas
 // omitted leaves Deployment.spec.replicas to whoever scales the Deployment.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd } from '../../operator/api/index.ts';
-import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
 import { labelSelectorString, selectorString } from '../../operator/resources/route-scale.ts';
-import { Applier } from '../../operator/runtime/applier.ts';
 import { asRecord } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
-import { ManualClock, flush } from '../harness/manual-clock.ts';
-import { recordingEvents, route, routeObject, settings, silent, startCaches } from './operator-fixtures.ts';
+import { route, routeObject, settings, routeReconciler } from './operator-fixtures.ts';
 
 const TARGET = { image: 'portcullis/user-service:test', port: 8081 };
 
-const stops: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const stop of stops.splice(0)) await stop();
-});
-
-async function setup() {
-  const client = new MemoryKubeClient();
-  const clock = new ManualClock();
-  const caches = await startCaches(client, clock);
-  stops.push(caches.stop);
-  const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches, settings, clock, events: recordingEvents(), client, log: silent });
-  const reconcile = async () => {
-    await flush();
-    await reconciler.reconcile('team-a/all');
-    await flush();
-  };
-  return { client, reconcile };
-}
+const setup = () => routeReconciler();
 
 const status = (client: MemoryKubeClient) => asRecord(client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all')?.['status']) ?? {};
 const ready = (client: MemoryKubeClient) => (status(client)['conditions'] as Array<Record<string, unknown>>).find((c) => c['type'] === 'Ready');

@@ -2,21 +2,18 @@
 // field manager (only the container, its volumes, the config hash, the sidecar-pod and route
 // labels), the route's Service pointed at it, and exactly that removed when the route is deleted
 // (a finalizer holds the deletion). status.selector is the team Deployment's, whose pods it counts.
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd, rateLimitRouteSchema, TARGET_REF_IMMUTABLE_RULE, WORKLOAD_RULE } from '../../operator/api/index.ts';
 import { TARGET_REF_POLL_MS } from '../../operator/controllers/sidecar-injection.ts';
-import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
 import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { INJECTION_FINALIZER, injectedSidecar, SIDECAR_FIELD_MANAGER } from '../../operator/resources/route-injection.ts';
-import { Applier } from '../../operator/runtime/applier.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
-import { ManualClock, flush } from '../harness/manual-clock.ts';
-import { recordingEvents, settings, silent, startCaches } from './operator-fixtures.ts';
+import { settings, routeReconciler } from './operator-fixtures.ts';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- objects of the memory API, read in assertions
 
@@ -46,26 +43,7 @@ function refRoute(extra: Record<string, unknown> = {}, limiter: Record<string, u
   };
 }
 
-const stops: Array<() => Promise<unknown>> = [];
-afterEach(async () => {
-  for (const stop of stops.splice(0)) await stop();
-});
-
-async function setup() {
-  const client = new MemoryKubeClient();
-  const clock = new ManualClock();
-  const caches = await startCaches(client, clock);
-  stops.push(caches.stop);
-  const events = recordingEvents();
-  const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches, settings, clock, events, client, log: silent });
-  const reconcile = async () => {
-    await flush();
-    const result = await reconciler.reconcile('team-a/all');
-    await flush();
-    return result;
-  };
-  return { client, events, reconcile };
-}
+const setup = () => routeReconciler();
 
 const team = (client: MemoryKubeClient) => client.peek(resourceTypes.deployment, 'team-a', 'web') as Obj;
 const route = (client: MemoryKubeClient) => client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all') as Obj;

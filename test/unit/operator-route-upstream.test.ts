@@ -3,18 +3,14 @@
 // route's own Service in front of the sidecars; the team's workload and Service are not touched.
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd, rateLimitRouteSchema, WORKLOAD_RULE } from '../../operator/api/index.ts';
-import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
 import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { routeService } from '../../operator/resources/route-service.ts';
-import { Applier } from '../../operator/runtime/applier.ts';
 import { asRecord, type KubeObject } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
-import { ManualClock, flush } from '../harness/manual-clock.ts';
-import { recordingEvents, settings, silent, startCaches } from './operator-fixtures.ts';
+import { settings, routeReconciler } from './operator-fixtures.ts';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- rendered JSON, read in assertions
 
@@ -88,16 +84,10 @@ describe('spec.upstream: rendered children', () => {
   });
 
   it('reconciled: the gateway children are created and the team Service is not written', async () => {
-    const client = new MemoryKubeClient();
-    const clock = new ManualClock();
-    const caches = await startCaches(client, clock);
-    stops.push(caches.stop);
-    const reconciler = new RateLimitRouteReconciler({ applier: new Applier(client), caches, settings, clock, events: recordingEvents(), client, log: silent });
+    const { client, reconcile } = await routeReconciler();
     const team = client.put({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'user-service', namespace: 'team-a' }, spec: { selector: { app: 'user-service' }, ports: [{ port: 8081 }] } });
     client.put(gatewayObject());
-    await flush();
-    await reconciler.reconcile('team-a/all');
-    await flush();
+    await reconcile();
     const written = client.writes().filter((w) => w.subresource === undefined).map((w) => `${w.kind}/${w.name}`);
     expect(written).toEqual(expect.arrayContaining(['ConfigMap/all-sidecar', 'Deployment/all', 'Service/all']));
     expect(written).not.toContain('Service/user-service');
