@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { eventually, Kube } from '../harness/kind/kube.ts';
 import { imageOf, type E2eContext } from '../harness/kind/context.ts';
 import { deploy, inCluster, namespaceFor, USER_SERVICE } from './support/workloads.ts';
+import { bundleEntry } from '../../scripts/bundle.ts';
 
 const ctx = inject('e2e');
 const kube = new Kube(ctx);
@@ -32,7 +33,7 @@ function teamDeployment(c: E2eContext, name: string): object {
               name: 'app',
               image: imageOf(c, USER_SERVICE),
               imagePullPolicy: 'IfNotPresent',
-              command: ['node', 'services/user-service/main.ts'],
+              command: ['node', bundleEntry('user-service')],
               env: [{ name: 'PORT', value: '8081' }],
               ports: [{ name: 'http', containerPort: 8081 }],
               readinessProbe: { httpGet: { path: '/healthcheck/ready', port: 8081 }, periodSeconds: 2 },

@@ -8,6 +8,7 @@ import { hashPassword } from '../../../lib/config/passwords.ts';
 import { repoRoot } from '../../harness/programs.ts';
 import { imageOf, type E2eContext } from '../../harness/kind/context.ts';
 import type { Kube } from '../../harness/kind/kube.ts';
+import { bundleEntry } from '../../../scripts/bundle.ts';
 
 export const USER_SERVICE = 'services/user-service';
 export const CLIENT_POD = 'client';
@@ -32,7 +33,7 @@ export function route(ctx: E2eContext, name: string, o: RouteOptions): object {
     spec: {
       target: {
         image: imageOf(ctx, USER_SERVICE),
-        command: ['node', 'services/user-service/main.ts'],
+        command: ['node', bundleEntry('user-service')],
         port: 8081,
         env: [{ name: 'PORT', value: '8081' }, ...(o.env ?? [])],
         readinessPath: '/healthcheck/ready',
