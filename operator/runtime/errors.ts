@@ -5,7 +5,7 @@ export class KubeApiError extends Error {
   readonly code = 'ERR_KUBE_API';
   readonly status: number;
   readonly reason: string | undefined;
-  /** The Status's details.causes[].type values (e.g. NamespaceTerminating). */
+  /** The kinds of the Status's details.causes (their `reason` field, e.g. NamespaceTerminating). */
   readonly causes: readonly string[];
   constructor(status: number, message: string, reason?: string, causes: readonly string[] = []) {
     super(message);

@@ -41,7 +41,8 @@ interface StatusBody {
   message?: string;
   reason?: string;
   code?: number;
-  details?: { causes?: Array<{ type?: string }> };
+  /** A cause's kind is its `reason` in JSON (the Go field is StatusCause.Type). */
+  details?: { causes?: Array<{ reason?: string }> };
 }
 
 function parseStatus(text: string): StatusBody {
@@ -110,7 +111,7 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
       if (status >= 200 && status < 300) return { status, json: text === '' ? undefined : JSON.parse(text) };
       if (status === 404 && (verb === 'get' || verb === 'delete')) return { status, json: undefined };
       const s = parseStatus(text);
-      const causes = (s.details?.causes ?? []).map((c) => c.type).filter((t): t is string => typeof t === 'string');
+      const causes = (s.details?.causes ?? []).map((c) => c.reason).filter((t): t is string => typeof t === 'string');
       throw new KubeApiError(status, `${method} ${path}: ${status} ${s.message ?? ''}`.trim(), s.reason, causes);
     } finally {
       options.onRequest?.({ verb, resource, status, durationMs: performance.now() - started });
