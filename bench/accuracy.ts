@@ -1,4 +1,4 @@
-// Limiter accuracy under contention (issue 5): three gateway processes sharing one Redis, 60
+// Limiter accuracy under contention: three gateway processes sharing one Redis, 60
 // keep-alive connections (20 per process) on ONE key for BENCH_ACCURACY_S (6 s), for
 //   portcullis  three sidecars, token bucket replenishRate 100/s, burstCapacity 100, cost 1;
 //   node-peer   three fastify + @fastify/rate-limit processes, fixed window max 100 per 1 s

@@ -1,4 +1,4 @@
-// Sign-in benchmark (issue 3): full code-to-token flows per second (GET /auth, sign-in with the
+// Sign-in benchmark: full code-to-token flows per second (GET /auth, sign-in with the
 // consent already stored, 303 with the code, POST /token) and GET /me requests per second with
 // access-token verification (ES256 JWT against the JWKS).
 // To run it from `make bench`, register { auth: { run: runAuthBench, markdown: authMarkdown } } in

@@ -1,4 +1,4 @@
-// Gateway benchmark (issue 5): the sidecar side by side with its anchors, in one run.
+// Gateway benchmark: the sidecar side by side with its anchors, in one run.
 //   direct          the user service itself (the ceiling: no gateway)
 //   sidecar-redis   Portcullis sidecar, Redis token bucket (one EVALSHA per request), run as the
 //                   operator deploys it: the bundle (dist/sidecar/main.mjs) with the container's

@@ -1,4 +1,4 @@
-// Operator benchmark (issue 4): create N RateLimitRoutes at once on a real kube-apiserver + etcd
+// Operator benchmark: create N RateLimitRoutes at once on a real kube-apiserver + etcd
 // and measure
 //   1. the time until every route has its three children and a status for its generation,
 //   2. the API requests the operator made per route (from the API server's audit log, by verb),

@@ -1,4 +1,4 @@
-// Token endpoint benchmark (issue 5): authorization-code exchanges per second, Portcullis' auth
+// Token endpoint benchmark: authorization-code exchanges per second, Portcullis' auth
 // server against oidc-provider set up the same way (code + PKCE S256, client_secret_basic, RFC 9068
 // access token signed ES256, a refresh token issued with each exchange, in-memory stores on both).
 // Codes are minted beforehand through each server's real flow (GET /auth, sign-in, consent once),
