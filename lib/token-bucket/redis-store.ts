@@ -17,8 +17,6 @@ import { keySlot } from './key-slot.ts';
 import { BUCKET_FIELDS, HEAD_FIELDS, parseDecision } from './redis-reply.ts';
 import { callTakeScript, defineTakeScript, type TakeScriptClient } from './take-script.ts';
 
-export { parseDecision, parseReply, type RawTake } from './redis-reply.ts';
-
 /**
  * Version of the bucket keys' layout, between the prefix and the hash tag. v2: one string per
  * bucket; the unversioned keys of earlier releases were hashes, on which the script's GET would

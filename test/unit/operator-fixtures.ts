@@ -50,10 +50,14 @@ export function oauthClient(name = 'demo-app'): OAuthClient {
 
 export const silent = pino({ level: 'silent' });
 
+/** An informer of `type` as the tests' caches run it (no periodic relist, fast backoff), not started. */
+export function testInformer(client: MemoryKubeClient, clock: Clock, type: (typeof resourceTypes)[keyof typeof resourceTypes]): Informer {
+  return new Informer(client, clock, silent, { type, relistIntervalMs: 3600_000, backoff: { baseMs: 10, maxMs: 100 } });
+}
+
 /** Started, synced informers of every kind the reconcilers read. */
 export async function startCaches(client: MemoryKubeClient, clock: Clock) {
-  const make = (type: (typeof resourceTypes)[keyof typeof resourceTypes]) =>
-    new Informer(client, clock, silent, { type, relistIntervalMs: 3600_000, backoff: { baseMs: 10, maxMs: 100 } });
+  const make = (type: (typeof resourceTypes)[keyof typeof resourceTypes]) => testInformer(client, clock, type);
   const caches = {
     routes: make(resourceTypes.rateLimitRoute),
     clients: make(resourceTypes.oauthClient),
@@ -67,7 +71,12 @@ export async function startCaches(client: MemoryKubeClient, clock: Clock) {
   const all = Object.values(caches);
   for (const i of all) i.start();
   await Promise.all(all.map((i) => i.waitForSync()));
-  return { ...caches, stop: () => Promise.all(all.map((i) => i.stop())) };
+  return {
+    ...caches,
+    stop: async (): Promise<void> => {
+      await Promise.all(all.map((i) => i.stop()));
+    },
+  };
 }
 
 export interface RecordedEvent {
@@ -92,7 +101,7 @@ export async function routeReconciler(options: { client?: MemoryKubeClient; sett
   const client = options.client ?? new MemoryKubeClient();
   const clock = new ManualClock();
   const caches = await startCaches(client, clock);
-  onTestFinished(async () => void (await caches.stop()));
+  onTestFinished(caches.stop);
   const events = recordingEvents();
   const reconciler = new RateLimitRouteReconciler({
     applier: new Applier(client),

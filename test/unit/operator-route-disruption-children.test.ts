@@ -88,7 +88,7 @@ describe('auth server: a budget while it runs more than one replica', () => {
   async function authOperator(client: MemoryKubeClient, s: ResourceSettings) {
     const clock = new ManualClock();
     const caches = await startCaches(client, clock);
-    onTestFinished(async () => void (await caches.stop()));
+    onTestFinished(caches.stop);
     const applier = new Applier(client);
     const clients = new OAuthClientReconciler({ client, applier, caches, clock, events: recordingEvents(), log: silent });
     const authServer = new AuthServerReconciler({ client, applier, caches, settings: s, clock, log: silent });

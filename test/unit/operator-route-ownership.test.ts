@@ -4,15 +4,14 @@
 import { describe, expect, it } from 'vitest';
 import { CONFLICT_RETRY_MS } from '../../operator/controllers/child-ownership.ts';
 import type { Clock } from '../../operator/runtime/clock.ts';
-import { Informer } from '../../operator/runtime/informer.ts';
 import { asRecord, type KubeObject } from '../../operator/runtime/kube-object.ts';
 import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
-import { routeObject, routeReconciler, silent } from './operator-fixtures.ts';
+import { routeObject, routeReconciler, testInformer } from './operator-fixtures.ts';
 
 /** blindServices: a Service cache that never sees anything, as the label-filtered one misses an unlabelled Service. */
 function setup(options: { blindServices?: boolean } = {}) {
-  const blind = ({ client, clock }: { client: MemoryKubeClient; clock: Clock }) => ({ services: new Informer(client, clock, silent, { type: resourceTypes.service, relistIntervalMs: 3600_000, backoff: { baseMs: 10, maxMs: 100 } }) });
+  const blind = ({ client, clock }: { client: MemoryKubeClient; clock: Clock }) => ({ services: testInformer(client, clock, resourceTypes.service) });
   return routeReconciler(options.blindServices === true ? { caches: blind } : {});
 }
 

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { takeAllUs, takeUs, type BucketRule } from '../../lib/token-bucket/bucket.ts';
 import { StoreUnavailableError } from '../../lib/token-bucket/bucket-store.ts';
-import { parseDecision, parseReply } from '../../lib/token-bucket/redis-store.ts';
+import { parseDecision, parseReply } from '../../lib/token-bucket/redis-reply.ts';
 
 const rule: BucketRule = { replenishRate: 10, burstCapacity: 20, requestedTokens: 1 };
 const now = 1_795_000_000_000_000;
