@@ -15,7 +15,7 @@
 // --env (repeatable) sets B's environment only, over SIDECAR_ENV (to A/B a runtime setting on the
 // same code: --base HEAD).
 // Prints a Markdown table; writes nothing to bench/results (quote it in docs/performance.md).
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync, copyFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -59,12 +59,17 @@ const envB: Record<string, string> = { ...SIDECAR_ENV, ...extraEnv };
 async function bundleRevision(rev: string, dir: string): Promise<string> {
   const src = path.join(dir, 'src');
   execFileSync('mkdir', ['-p', src]);
-  execFileSync('sh', ['-c', `git -C "${repoRoot}" archive "${rev}" sidecar scripts/bundle.ts | tar -x -C "${src}"`]);
+  // Older revisions kept the shared code (and the Lua script) under sidecar/; newer ones under lib/.
+  const inRev = (p: string) => spawnSync('git', ['-C', repoRoot, 'cat-file', '-e', `${rev}:${p}`]).status === 0;
+  const paths = ['sidecar', 'lib', 'scripts/bundle.ts'].filter(inRev);
+  execFileSync('sh', ['-c', `git -C "${repoRoot}" archive "${rev}" ${paths.join(' ')} | tar -x -C "${src}"`]);
   symlinkSync(path.join(repoRoot, 'node_modules'), path.join(src, 'node_modules'));
   const out = path.join(dir, 'a', 'main.mjs');
   const recipe = (await import(path.join(src, 'scripts', 'bundle.ts'))) as { bundleNodeProgram: typeof bundleNodeProgram };
   await recipe.bundleNodeProgram(path.join(src, 'sidecar', 'main.ts'), out);
-  copyFileSync(path.join(src, 'sidecar', 'stores', 'token-bucket.lua'), path.join(dir, 'a', 'token-bucket.lua'));
+  const lua = ['lib/token-bucket/token-bucket.lua', 'sidecar/stores/token-bucket.lua'].find(inRev);
+  if (lua === undefined) throw new Error(`${rev} has no token-bucket.lua where this tool looks for it`);
+  copyFileSync(path.join(src, lua), path.join(dir, 'a', 'token-bucket.lua'));
   return out;
 }
 

@@ -60,7 +60,8 @@ export function callgrindTotal(text: string): number | undefined {
   return m === null ? undefined : Number(m[1]);
 }
 
-function valgrindVersion(): string | undefined {
+/** valgrind installed from Debian when missing, and its version; undefined when it cannot be had. */
+export function valgrindVersion(): string | undefined {
   try {
     execFileSync(path.join(repoRoot, 'scripts', 'ensure-system-deps.sh'), ['valgrind:valgrind'], { stdio: 'inherit' });
     return execFileSync('valgrind', ['--version'], { encoding: 'utf8' }).trim();

@@ -61,7 +61,8 @@ export function callTakeScript(client: TakeScriptClient, takes: readonly ScriptT
       args.push(rule.replenishRate, rule.burstCapacity, g.costs[i] as number, bucketTtlMs(rule));
     }
   }
-  for (const g of groupOfTake) args.push(g);
+  // One group (one rule's takes, the usual batch): the script takes every take as of group 1.
+  if (groups.length > 1) for (const g of groupOfTake) args.push(g);
   return client.portcullisTake(...args).then(
     (reply) => {
       const fields = typeof reply === 'string' ? reply.split(' ') : [];

@@ -26,7 +26,9 @@
 -- then per group   n (its number of buckets), then 4 arguments per bucket: replenishRate (tokens
 --                  per second, integer >= 1), burstCapacity (tokens, integer >= 1), cost of a
 --                  take (tokens, 0..burstCapacity), key TTL in ms (SET ... PX when written)
--- then per take    its group's number (1..G): the take has that group's n keys in KEYS
+-- then per take    its group's number (1..G): the take has that group's n keys in KEYS. Left out
+--                  when G is 1 (a batch of one rule's takes, the usual case): every take is then
+--                  of group 1, and their number is the number of keys / n.
 --
 -- Reply: ONE string of space-separated integers: the call's time in µs, then per take allowed
 -- (1|0) and per bucket the micro-tokens it holds after the decision (refilled to the decision's
@@ -38,37 +40,55 @@
 -- 2^53 and much cheaper than '%.0f' (tostring would print 16-digit µs values as 1.7953e+15).
 --
 -- A call whose arguments do not match its keys is refused before anything is read or written.
+--
+-- The per-take work is kept small because it is what a batch pays per decision: no C function
+-- where a comparison does (math.min), the refill horizon once per group (math.ceil), group numbers
+-- looked up as the strings they arrive as (no tonumber per take), library functions in locals.
+local call, format, pack, unpack = redis.call, string.format, struct.pack, struct.unpack
 local nargs = #ARGV
 local groups = tonumber(ARGV[2]) or 0
-local counts, rates, capacities, needs, ttls = {}, {}, {}, {}, {}
+local counts, rates, capacities, needs, ttls, horizons = {}, {}, {}, {}, {}, {}
 local a = 3
 for g = 1, groups do
   local n = tonumber(ARGV[a])
   if n == nil or n < 1 or a + 4 * n > nargs then break end
   counts[g] = n
-  local rate, capacity, need, ttl = {}, {}, {}, {}
+  local rate, capacity, need, ttl, horizon = {}, {}, {}, {}, {}
   for j = 1, n do
     local b = a + 4 * j - 3
     rate[j] = tonumber(ARGV[b])
     capacity[j] = tonumber(ARGV[b + 1]) * 1000000
     need[j] = tonumber(ARGV[b + 2]) * 1000000
     ttl[j] = ARGV[b + 3]
+    -- After this many µs an empty bucket is full again; capping elapsed there keeps elapsed * rate exact.
+    horizon[j] = math.ceil(capacity[j] / rate[j])
   end
-  rates[g], capacities[g], needs[g], ttls[g] = rate, capacity, need, ttl
+  rates[g], capacities[g], needs[g], ttls[g], horizons[g] = rate, capacity, need, ttl, horizon
   a = a + 1 + 4 * n
 end
-local takes = {}
+-- takes[i]: the group of take i; nil when the call names no groups per take (all of group 1).
+local takes
+local count = 0
 local k = 0
-if #counts == groups then
-  for i = a, nargs do
-    local g = tonumber(ARGV[i])
-    local n = counts[g]
-    if n == nil then break end
-    takes[#takes + 1] = g
-    k = k + n
+if groups >= 1 and #counts == groups then
+  if a > nargs and groups == 1 then
+    count = math.floor(#KEYS / counts[1])
+    k = count * counts[1]
+  else
+    local group = {}
+    for g = 1, groups do group[tostring(g)] = g end
+    takes = {}
+    for i = a, nargs do
+      local g = group[ARGV[i]]
+      if g == nil then break end
+      count = count + 1
+      takes[count] = g
+      k = k + counts[g]
+    end
+    if count ~= nargs - a + 1 then k = -1 end
   end
 end
-if groups < 1 or #counts ~= groups or #takes ~= nargs - a + 1 or k ~= #KEYS then
+if count < 1 or k ~= #KEYS then
   return redis.error_reply('portcullis token bucket: arguments do not match the keys (' .. nargs .. ' arguments for ' .. #KEYS .. ' keys)')
 end
 
@@ -76,7 +96,7 @@ local now
 if ARGV[1] ~= '' then
   now = tonumber(ARGV[1])
 else
-  local time = redis.call('TIME')
+  local time = call('TIME')
   now = tonumber(time[1]) * 1000000 + tonumber(time[2])
 end
 
@@ -85,41 +105,46 @@ local STATE = '<i8<i8'
 -- The bucket at `key` refilled to now: its micro-tokens and the time of that state. A missing key
 -- is a full bucket. A clock behind the stored state (another sidecar's test clock, or Redis failed
 -- over to a replica whose clock is behind) counts as no time passed: the time is the stored one.
-local function refill(key, rate, capacity)
-  local stored = redis.call('GET', key)
+local function refill(key, rate, capacity, horizon)
+  local stored = call('GET', key)
   if not stored or #stored ~= 16 then return capacity, now end
-  local t, last = struct.unpack(STATE, stored)
-  if now < last then return math.min(capacity, t), last end
+  local t, last = unpack(STATE, stored)
+  if now < last then
+    if t > capacity then return capacity, last end
+    return t, last
+  end
   local elapsed = now - last
-  -- Cap elapsed before multiplying so elapsed * rate stays exact.
-  if elapsed >= math.ceil(capacity / rate) then return capacity, now end
-  return math.min(capacity, t + elapsed * rate), now
+  if elapsed >= horizon then return capacity, now end
+  t = t + elapsed * rate
+  if t > capacity then return capacity, now end
+  return t, now
 end
 
-local reply = { string.format('%d', now) }
+local reply = { format('%d', now) }
 local r = 1
 local tokens, times = {}, {}
 k = 0
-for i = 1, #takes do
-  local g = takes[i]
+for i = 1, count do
+  local g = takes and takes[i] or 1
   local n = counts[g]
-  local rate, capacity, need, ttl = rates[g], capacities[g], needs[g], ttls[g]
+  local rate, capacity, need, ttl, horizon = rates[g], capacities[g], needs[g], ttls[g], horizons[g]
   if n == 1 then
     -- One bucket (the common case), without the tables a take of several needs.
-    local t, at = refill(KEYS[k + 1], rate[1], capacity[1])
+    local key = KEYS[k + 1]
+    local t, at = refill(key, rate[1], capacity[1], horizon[1])
     if t >= need[1] then
       t = t - need[1]
-      redis.call('SET', KEYS[k + 1], struct.pack(STATE, t, at), 'PX', ttl[1])
+      call('SET', key, pack(STATE, t, at), 'PX', ttl[1])
       reply[r + 1] = '1'
     else
       reply[r + 1] = '0'
     end
-    reply[r + 2] = string.format('%d', t)
+    reply[r + 2] = format('%d', t)
     r = r + 2
   else
     local allowed = true
     for j = 1, n do
-      local t, at = refill(KEYS[k + j], rate[j], capacity[j])
+      local t, at = refill(KEYS[k + j], rate[j], capacity[j], horizon[j])
       if t < need[j] then allowed = false end
       tokens[j] = t
       times[j] = at
@@ -130,10 +155,10 @@ for i = 1, #takes do
       local t = tokens[j]
       if allowed then
         t = t - need[j]
-        redis.call('SET', KEYS[k + j], struct.pack(STATE, t, times[j]), 'PX', ttl[j])
+        call('SET', KEYS[k + j], pack(STATE, t, times[j]), 'PX', ttl[j])
       end
       r = r + 1
-      reply[r] = string.format('%d', t)
+      reply[r] = format('%d', t)
     end
   end
   k = k + n

@@ -204,12 +204,22 @@ describe('batched takes on Redis', () => {
     await expect(admin.eval(script, 1, key, '', '1', '1', '1', '10', '1', '60000', '2')).rejects.toThrow(/arguments do not match the keys/);
     await expect(admin.eval(script, 1, key, '', 'x', '1', '1', '10', '1', '60000', '1')).rejects.toThrow(/arguments do not match the keys/);
     await expect(admin.eval(script, 1, key, '', '1', '2', '1', '10', '1', '60000', '1')).rejects.toThrow(/arguments do not match the keys/);
+    // Without per-take group numbers every take is of the only group: the keys must then be whole
+    // takes of it (three keys for takes of two buckets are not), and two groups must be numbered.
+    await expect(admin.eval(script, 3, key, key, key, '', '1', '2', '1', '10', '1', '60000', '1', '10', '1', '60000')).rejects.toThrow(/arguments do not match the keys/);
+    await expect(admin.eval(script, 1, key, '', '2', '1', '1', '10', '1', '60000', '1', '1', '10', '1', '60000')).rejects.toThrow(/arguments do not match the keys/);
+    // A group number is the decimal the client sends, not any string Lua would read as that number.
+    await expect(admin.eval(script, 1, key, '', '1', '1', '1', '10', '1', '60000', '01')).rejects.toThrow(/arguments do not match the keys/);
     expect(await admin.getBuffer(key)).toEqual(seeded);
     // The same call well formed takes twice and answers its time, then allowed and micro-tokens per take, in one string.
     const reply = await admin.eval(script, 2, key, key, '1795000000000000', '1', '1', '1', '10', '1', '60000', '1', '1');
     expect(typeof reply).toBe('string');
     expect((reply as string).split(' ')).toEqual(['1795000000000000', '1', '4000000', '1', '3000000']);
     expect(decodeBucketValue(await admin.getBuffer(key))).toEqual({ microTokens: 3_000_000, updatedUs: 1_795_000_000_000_000 });
+    // The same two takes with the group numbers left out (one group): the same decisions, two more tokens gone.
+    const implicit = await admin.eval(script, 2, key, key, '1795000000000000', '1', '1', '1', '10', '1', '60000');
+    expect((implicit as string).split(' ')).toEqual(['1795000000000000', '1', '2000000', '1', '1000000']);
+    await admin.set(key, encodeBucketValue({ microTokens: 3_000_000, updatedUs: 1_795_000_000_000_000 }));
     // A take the bucket cannot pay is refused and writes nothing: value and TTL stay as they were.
     await admin.pexpire(key, 50_000);
     const refused = await admin.eval(script, 1, key, '1795000000000000', '1', '1', '1', '10', '4', '60000', '1');
