@@ -19,6 +19,7 @@
 import { Redis } from 'ioredis';
 import os from 'node:os';
 import type { BucketRule } from '../lib/token-bucket/bucket.ts';
+import { keySlot } from '../lib/token-bucket/key-slot.ts';
 import { RedisBucketStore } from '../lib/token-bucket/redis-store.ts';
 import { startRedis, startRedisCluster } from '../test/harness/redis.ts';
 import { runRedisInstructions, type RedisInstructionsResult } from './redis-instructions.ts';
@@ -134,7 +135,7 @@ export interface RedisCostRow {
 
 export interface ClusterShardCost {
   readonly shard: number;
-  /** Takes this shard decided (the script's GET calls: one per bucket, one bucket per take here). */
+  /** Takes this shard decided (its users' takes: the slot of each user's key, from CLUSTER SLOTS). */
   readonly decisions: number;
   readonly scriptCalls: number;
   /** Redis process CPU (user + sys) over the run, per decision it made, µs. */
@@ -244,11 +245,23 @@ async function run(url: string, admin: Redis, approach: Approach, mode: 'light' 
   }
 }
 
-async function shardStats(node: Redis): Promise<{ cpuUs: number; evalsha: number; evalshaUsec: number; get: number }> {
+async function shardStats(node: Redis): Promise<{ cpuUs: number; evalsha: number; evalshaUsec: number }> {
   const stats = await node.info('commandstats');
-  const stat = (name: string) => /calls=(\d+),usec=(\d+)/.exec(new RegExp(`^cmdstat_${name}:.*$`, 'm').exec(stats)?.[0] ?? '');
-  const evalsha = stat('evalsha');
-  return { cpuUs: await redisCpuUs(node), evalsha: Number(evalsha?.[1] ?? 0), evalshaUsec: Number(evalsha?.[2] ?? 0), get: Number(stat('get')?.[1] ?? 0) };
+  const evalsha = /calls=(\d+),usec=(\d+)/.exec(/^cmdstat_evalsha:.*$/m.exec(stats)?.[0] ?? '');
+  return { cpuUs: await redisCpuUs(node), evalsha: Number(evalsha?.[1] ?? 0), evalshaUsec: Number(evalsha?.[2] ?? 0) };
+}
+
+/** The index in `shards` of the shard holding each user's bucket, from CLUSTER SLOTS. */
+async function shardOfUsers(shards: Redis[], store: RedisBucketStore, users: number): Promise<number[]> {
+  const ranges = (await (shards[0] as Redis).call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]]][];
+  const ports = shards.map((s) => s.options.port);
+  return Array.from({ length: users }, (_, user) => {
+    const slot = keySlot(store.keyOf(`u${user}`));
+    const range = ranges.find(([from, to]) => slot >= from && slot <= to);
+    const shard = ports.indexOf(range?.[2][1]);
+    if (shard < 0) throw new Error(`no shard of this cluster serves slot ${slot}`);
+    return shard;
+  });
 }
 
 async function runCluster(seeds: { host: string; port: number }[], shards: Redis[], approach: string, users: number, maxBatch: number, log: (line: string) => void): Promise<ClusterCostRow> {
@@ -256,6 +269,8 @@ async function runCluster(seeds: { host: string; port: number }[], shards: Redis
   await store.ready();
   try {
     for (let i = 0; i < 600; i++) await store.take(`u${i % users}`, RULE); // the script loaded on every shard
+    const shardOf = await shardOfUsers(shards, store, users);
+    const decided = shards.map(() => 0);
     for (const node of shards) {
       await node.flushall();
       await node.config('RESETSTAT');
@@ -265,14 +280,18 @@ async function runCluster(seeds: { host: string; port: number }[], shards: Redis
     let next = 0;
     await Promise.all(
       Array.from({ length: IN_FLIGHT }, async () => {
-        while (next < CLUSTER_DECISIONS) await store.take(`u${next++ % users}`, RULE);
+        while (next < CLUSTER_DECISIONS) {
+          const user = next++ % users;
+          (decided[shardOf[user] as number] as number)++;
+          await store.take(`u${user}`, RULE);
+        }
       }),
     );
     const seconds = (performance.now() - started) / 1000;
     const after = await Promise.all(shards.map(shardStats));
     const perShard = after.map((a, i): ClusterShardCost => {
       const b = before[i] as typeof a;
-      const decisions = a.get - b.get;
+      const decisions = decided[i] as number;
       const calls = a.evalsha - b.evalsha;
       return {
         shard: i,
@@ -438,7 +457,7 @@ export function redisCostMarkdown(r: RedisCostBenchResult): string {
     '',
     '#### The exact bucket on a three-shard Redis Cluster',
     '',
-    `Three redis-server masters (no replicas) on this machine, saturation: ${r.load.inFlightAtSaturation} takes in flight from one client, ${r.cluster[0]?.decisions ?? 0} decisions per run. Redis CPU is the sum of the shards' user + sys time over the run; per shard it is that shard's CPU over the takes it decided (the script's GET calls); µs per script call is INFO commandstats usec_per_call of EVALSHA. ${FEW_USERS} users stand for a layout with ${FEW_USERS} hash tags per route: a turn's takes then share slots.`,
+    `Three redis-server masters (no replicas) on this machine, saturation: ${r.load.inFlightAtSaturation} takes in flight from one client, ${r.cluster[0]?.decisions ?? 0} decisions per run. Redis CPU is the sum of the shards' user + sys time over the run; per shard it is that shard's CPU over the takes it decided (the takes of the users whose slots it serves); µs per script call is INFO commandstats usec_per_call of EVALSHA. ${FEW_USERS} users stand for a layout with ${FEW_USERS} hash tags per route: a turn's takes then share slots.`,
     '',
     '| approach | users | takes per script call | Redis CPU µs/decision (all shards) | takes per second per Redis core | per shard: decisions, script calls, CPU µs/decision, µs per script call |',
     '|---|---:|---:|---:|---:|---|',

@@ -10,9 +10,10 @@
 -- same later decisions, and the TTL set by the last write still means a full bucket).
 --
 -- Storage: one string key per bucket holding 16 bytes, two little-endian signed 64-bit integers:
--- micro-tokens, then the µs time of that state. Read with GET, written with one SET ... PX (TTL =
--- refill-from-empty time x 2, at least 1 s: an expired key is a full bucket). So a take costs
--- GET + SET per bucket when admitted and GET alone when refused (the hash buckets of the
+-- micro-tokens, then the µs time of that state. Read with GET (a call of one bucket) or one MGET
+-- for the whole call, written with one SET ... PX (TTL = refill-from-empty time x 2, at least 1 s:
+-- an expired key is a full bucket). So a take costs a read and a SET per bucket when admitted and
+-- the read alone when refused (the hash buckets of the
 -- unversioned keys cost HMGET, HSET and PEXPIRE on every take), and the binary form spares Lua the
 -- decimal parsing of two 16-digit numbers per bucket (docs/adr/0014); bench/results/redis-cost.md
 -- has the measured cost. A value of any other length (none is written but by this script) counts
@@ -44,7 +45,7 @@
 -- The per-take work is kept small because it is what a batch pays per decision: no C function
 -- where a comparison does (math.min), the refill horizon once per group (math.ceil), group numbers
 -- looked up as the strings they arrive as (no tonumber per take), library functions in locals.
-local call, format, pack, unpack = redis.call, string.format, struct.pack, struct.unpack
+local call, format, pack, unpack, unpack_all = redis.call, string.format, struct.pack, struct.unpack, unpack
 local nargs = #ARGV
 local groups = tonumber(ARGV[2]) or 0
 local counts, rates, capacities, needs, ttls, horizons = {}, {}, {}, {}, {}, {}
@@ -102,13 +103,20 @@ end
 
 local STATE = '<i8<i8'
 
--- The bucket at `key` refilled to now: its micro-tokens and the time of that state. A missing key
--- is a full bucket. A clock behind the stored state (another sidecar's test clock, or Redis failed
--- over to a replica whose clock is behind) counts as no time passed: the time is the stored one.
-local function refill(key, rate, capacity, horizon)
-  local stored = call('GET', key)
-  if not stored or #stored ~= 16 then return capacity, now end
-  local t, last = unpack(STATE, stored)
+-- A batch reads all its buckets with one MGET (a command called from Lua costs its argument objects,
+-- lookup, ACL check and reply conversion whatever it does); a bucket written earlier in the call is
+-- read from `written`, so two takes of one bucket see each other as with a GET each. One key: GET.
+local stored, written
+if #KEYS > 1 then stored, written = call('MGET', unpack_all(KEYS)), {} end
+
+-- Bucket `i` of the call refilled to now: its micro-tokens and the time of that state. A missing
+-- key is a full bucket. A clock behind the stored state (another sidecar's test clock, or Redis
+-- failed over to a replica whose clock is behind) counts as no time passed: the time is the stored one.
+local function refill(i, rate, capacity, horizon)
+  local value
+  if stored then value = written[KEYS[i]] or stored[i] else value = call('GET', KEYS[i]) end
+  if not value or #value ~= 16 then return capacity, now end
+  local t, last = unpack(STATE, value)
   if now < last then
     if t > capacity then return capacity, last end
     return t, last
@@ -131,10 +139,12 @@ for i = 1, count do
   if n == 1 then
     -- One bucket (the common case), without the tables a take of several needs.
     local key = KEYS[k + 1]
-    local t, at = refill(key, rate[1], capacity[1], horizon[1])
+    local t, at = refill(k + 1, rate[1], capacity[1], horizon[1])
     if t >= need[1] then
       t = t - need[1]
-      call('SET', key, pack(STATE, t, at), 'PX', ttl[1])
+      local value = pack(STATE, t, at)
+      if written then written[key] = value end
+      call('SET', key, value, 'PX', ttl[1])
       reply[r + 1] = '1'
     else
       reply[r + 1] = '0'
@@ -144,7 +154,7 @@ for i = 1, count do
   else
     local allowed = true
     for j = 1, n do
-      local t, at = refill(KEYS[k + j], rate[j], capacity[j], horizon[j])
+      local t, at = refill(k + j, rate[j], capacity[j], horizon[j])
       if t < need[j] then allowed = false end
       tokens[j] = t
       times[j] = at
@@ -155,7 +165,9 @@ for i = 1, count do
       local t = tokens[j]
       if allowed then
         t = t - need[j]
-        call('SET', KEYS[k + j], pack(STATE, t, times[j]), 'PX', ttl[j])
+        local value = pack(STATE, t, times[j])
+        if written then written[KEYS[k + j]] = value end
+        call('SET', KEYS[k + j], value, 'PX', ttl[j])
       end
       r = r + 1
       reply[r] = format('%d', t)

@@ -69,7 +69,7 @@ describe('batched takes on Redis', () => {
     expect((await Promise.all(takes)).map((d) => d.allowed)).toEqual([true, true, true, true, true]);
   });
 
-  it('takes with the same limits share one group of arguments: keys, the groups once, then one group number per take', async ({ redisAdmin: admin, withStore }) => {
+  it('takes with the same limits share one group of arguments: keys, the groups once, then one group number per take, none when there is one group', async ({ redisAdmin: admin, withStore }) => {
     const a: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
     const b: BucketRule = { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 };
     const two = [a, b];
@@ -86,12 +86,16 @@ describe('batched takes on Redis', () => {
           ...Array.from({ length: 12 }, (_, i) => store.take(`group-a-${i % 4}`, a)),
           ...Array.from({ length: 6 }, (_, i) => store.takeAll(`group-ab-${i % 2}`, two, [2, 3])),
         ]);
-        await admin.ping(); // the monitor has seen the call by the time this answers
+        // Then a turn of rule a alone: one group, so no group numbers at all.
+        const alone = await Promise.all(Array.from({ length: 5 }, () => store.take('group-a-alone', a)));
+        expect(alone.map((d) => d.allowed)).toEqual([true, true, true, true, true]);
+        expect(alone.map((d) => d.remaining)).toEqual([8, 6, 4, 2, 0]);
+        await admin.ping(); // the monitor has seen the calls by the time this answers
         await new Promise((r) => setTimeout(r, 50));
       } finally {
         monitor.disconnect();
       }
-      expect(calls).toHaveLength(1);
+      expect(calls).toHaveLength(2);
       const args = (calls[0] as string[]).slice(2); // after EVALSHA and its sha: numkeys, keys, ARGV
       const keys = Number(args[0]);
       expect(keys).toBe(12 + 6 * 2);
@@ -100,6 +104,9 @@ describe('batched takes on Redis', () => {
       expect(argv.slice(0, 2)).toEqual(['', '2']);
       expect(argv.slice(2, 2 + 5 + 9)).toEqual(['1', '1', '10', '2', '20000', '2', '1', '10', '2', '20000', '20', '100', '3', '10000']);
       expect(argv.slice(16)).toEqual([...Array.from({ length: 12 }, () => '1'), ...Array.from({ length: 6 }, () => '2')]);
+      const one = (calls[1] as string[]).slice(2);
+      expect(one.slice(0, 1 + 5)).toEqual(['5', ...Array.from({ length: 5 }, () => 'portcullis:bucket:v2:{group-a-alone}')]);
+      expect(one.slice(6)).toEqual(['', '1', '1', '1', '10', '2', '20000']);
     });
   });
 
