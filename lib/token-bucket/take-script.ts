@@ -36,7 +36,8 @@ export function defineTakeScript(client: Redis | Cluster): TakeScriptClient {
  * On a Cluster every key of the call must live in one slot. Answers the reply's fields: the head
  * (HEAD_FIELDS), then per take its slice (1 + BUCKET_FIELDS per bucket); a reply of any other
  * length is a StoreUnavailableError. Takes with the same limits and costs share one group of rule
- * arguments (a route's takes all do), so a take adds its keys and one group number to the call.
+ * arguments (a route's takes all do), so a take adds its keys and one group number to the call, and
+ * only its keys when the call has one group.
  */
 export function callTakeScript(client: TakeScriptClient, takes: readonly ScriptTake[], nowUs?: number): Promise<string[]> {
   const args: (string | number)[] = [0];

@@ -45,7 +45,7 @@
 -- The per-take work is kept small because it is what a batch pays per decision: no C function
 -- where a comparison does (math.min), the refill horizon once per group (math.ceil), group numbers
 -- looked up as the strings they arrive as (no tonumber per take), library functions in locals.
-local call, format, pack, unpack, unpack_all = redis.call, string.format, struct.pack, struct.unpack, unpack
+local call, format, unpack, pack_state, unpack_state = redis.call, string.format, unpack, struct.pack, struct.unpack
 local nargs = #ARGV
 local groups = tonumber(ARGV[2]) or 0
 local counts, rates, capacities, needs, ttls, horizons = {}, {}, {}, {}, {}, {}
@@ -105,9 +105,10 @@ local STATE = '<i8<i8'
 
 -- A batch reads all its buckets with one MGET (a command called from Lua costs its argument objects,
 -- lookup, ACL check and reply conversion whatever it does); a bucket written earlier in the call is
--- read from `written`, so two takes of one bucket see each other as with a GET each. One key: GET.
+-- read from `written`, so two takes of one bucket see each other as with a GET each. One key: GET,
+-- and so beyond what unpack() can pass (Lua's C stack; the store sends at most 128 x 4 keys).
 local stored, written
-if #KEYS > 1 then stored, written = call('MGET', unpack_all(KEYS)), {} end
+if #KEYS > 1 and #KEYS <= 4096 then stored, written = call('MGET', unpack(KEYS)), {} end
 
 -- Bucket `i` of the call refilled to now: its micro-tokens and the time of that state. A missing
 -- key is a full bucket. A clock behind the stored state (another sidecar's test clock, or Redis
@@ -116,7 +117,7 @@ local function refill(i, rate, capacity, horizon)
   local value
   if stored then value = written[KEYS[i]] or stored[i] else value = call('GET', KEYS[i]) end
   if not value or #value ~= 16 then return capacity, now end
-  local t, last = unpack(STATE, value)
+  local t, last = unpack_state(STATE, value)
   if now < last then
     if t > capacity then return capacity, last end
     return t, last
@@ -142,7 +143,7 @@ for i = 1, count do
     local t, at = refill(k + 1, rate[1], capacity[1], horizon[1])
     if t >= need[1] then
       t = t - need[1]
-      local value = pack(STATE, t, at)
+      local value = pack_state(STATE, t, at)
       if written then written[key] = value end
       call('SET', key, value, 'PX', ttl[1])
       reply[r + 1] = '1'
@@ -165,7 +166,7 @@ for i = 1, count do
       local t = tokens[j]
       if allowed then
         t = t - need[j]
-        local value = pack(STATE, t, times[j])
+        local value = pack_state(STATE, t, times[j])
         if written then written[KEYS[k + j]] = value end
         call('SET', KEYS[k + j], value, 'PX', ttl[j])
       end

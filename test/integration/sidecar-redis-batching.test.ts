@@ -231,6 +231,14 @@ describe('batched takes on Redis', () => {
     await admin.pexpire(key, 50_000);
     const refused = await admin.eval(script, 1, key, '1795000000000000', '1', '1', '1', '10', '4', '60000', '1');
     expect((refused as string).split(' ')).toEqual(['1795000000000000', '0', '3000000']);
+    // A call of more keys than one MGET takes reads each with GET, and still sees its own writes.
+    const many = 9000; // more than unpack() can spread onto Lua's stack
+    const manyKey = 'portcullis:bucket:v2:{malformed-many}';
+    const manyReply = await admin.eval(script, many, ...Array.from({ length: many }, () => manyKey), '1795000000000000', '1', '1', '1', '3', '1', '60000');
+    const manyFields = (manyReply as string).split(' ');
+    expect(manyFields).toHaveLength(1 + 2 * many);
+    expect(manyFields.slice(1, 9)).toEqual(['1', '2000000', '1', '1000000', '1', '0', '0', '0']);
+    expect(manyFields.filter((f, i) => i % 2 === 1 && f === '1')).toHaveLength(3);
     expect(decodeBucketValue(await admin.getBuffer(key))).toEqual({ microTokens: 3_000_000, updatedUs: 1_795_000_000_000_000 });
     expect(await admin.pttl(key)).toBeLessThanOrEqual(50_000);
   });
