@@ -485,7 +485,7 @@ function instructionsMarkdown(r: RedisInstructionsResult | undefined): string[] 
     '',
     '| take | batched (128 per script call) | one script call per take (pipelined) | batched costs less by |',
     '|---|---:|---:|---:|',
-    `| refused (drained bucket: GET) | ${per('refused', 'batched')} | ${per('refused', 'single')} | ${r.ratios?.refused ?? '-'}x |`,
-    `| admitted (GET and SET with its TTL) | ${per('admitted', 'batched')} | ${per('admitted', 'single')} | ${r.ratios?.admitted ?? '-'}x |`,
+    `| refused (drained bucket: the read only) | ${per('refused', 'batched')} | ${per('refused', 'single')} | ${r.ratios?.refused ?? '-'}x |`,
+    `| admitted (the read and a SET with its TTL) | ${per('admitted', 'batched')} | ${per('admitted', 'single')} | ${r.ratios?.admitted ?? '-'}x |`,
   ];
 }
