@@ -16,5 +16,7 @@ echo "ensure-system-deps: installing Debian packages: ${missing[*]}" >&2
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq >&2
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+# Wait for another apt-get (unattended upgrades on a new machine, a parallel tier) instead of failing.
+lock=(-o DPkg::Lock::Timeout=600)
+$sudo apt-get "${lock[@]}" update -qq >&2
+$sudo apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}" >&2

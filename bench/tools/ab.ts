@@ -11,7 +11,10 @@
 //   fixed rate  (--rate N) bench/loadgen (Go, open model) at N req/s, A and B alternating in the
 //               same number of rounds: p50, p99 and p99.9 latency of each, median over the rounds,
 //               and the per-round B - A difference of p99 (for the p99 goal's "before and after").
-//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind] [--env NAME=VALUE ...]
+//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind] [--store redis|memory] [--env NAME=VALUE ...]
+// --store memory runs both with the in-memory bucket: the callgrind count of the sidecar's own
+// code then repeats within ~0.5 %, where the Redis store's moves by up to a fifth between runs
+// (how many takes share a script call depends on timing). --rounds 0 skips the wall clock.
 // --env (repeatable) sets B's environment only, over SIDECAR_ENV (to A/B a runtime setting on the
 // same code: --base HEAD).
 // Prints a Markdown table; writes nothing to bench/results (quote it in docs/performance.md).
@@ -39,14 +42,20 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '9' },
     duration: { type: 'string', default: '5' },
     callgrind: { type: 'boolean', default: false },
+    'callgrind-runs': { type: 'string', default: '1' },
     rate: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
+    store: { type: 'string', default: 'redis' },
   },
   strict: true,
 });
 if (values.base === undefined) throw new Error('--base REV is required (e.g. --base HEAD~1)');
 const rounds = Number(values.rounds);
+if (!(Number.isInteger(rounds) && rounds >= 0)) throw new Error(`--rounds must be a whole number (0 skips the wall clock), got ${values.rounds}`);
+if (values.store !== 'redis' && values.store !== 'memory') throw new Error(`--store must be redis or memory, got ${values.store}`);
 const durationS = Number(values.duration);
+const callgrindRuns = Number(values['callgrind-runs']);
+if (!(Number.isInteger(callgrindRuns) && callgrindRuns >= 1)) throw new Error(`--callgrind-runs must be a whole number from 1, got ${values['callgrind-runs']}`);
 const rate = values.rate === undefined ? undefined : Number(values.rate);
 if (rate !== undefined && !(rate > 0)) throw new Error(`--rate must be a positive number of requests per second, got ${values.rate}`);
 const extraEnv = Object.fromEntries(values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
@@ -124,11 +133,11 @@ const config = {
   upstream: { url: `http://127.0.0.1:${userPort}` },
   route: { id: 'bench', path: '/**' },
   limiter: unreachable,
-  redis: { url: redis.url, commandTimeoutMs: 1000 },
+  ...(values.store === 'redis' ? { redis: { url: redis.url, commandTimeoutMs: 1000 } } : {}),
   logLevel: 'warn' as const,
 };
 const headers = { 'USER-ID': 'bench-user' };
-const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
+const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}; ${values.store} store; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
 try {
   const start = (entry: string, env: Record<string, string>, name: string, launcher?: string[]): Promise<RunningSidecar> =>
     startSidecar(config, { name, entry: path.relative(repoRoot, entry), env, ...(launcher !== undefined ? { launcher, waitPortMs: 180_000 } : {}) });
@@ -141,7 +150,7 @@ try {
     return { rps: w.requests / (w.durationUs / 1e6), cpu: (cpuUs(pid) - cpu0) / Math.max(1, w.requests) };
   };
   // Warm-up: V8 tiers code up by use.
-  for (const s of [a, b]) await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS: 5, headers });
+  if (rounds > 0) for (const s of [a, b]) await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS: 5, headers });
   const sat = await alternate(a, b, measure, (r, ga, gb) =>
     console.log(`round ${r}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs`),
   );
@@ -166,7 +175,7 @@ try {
   const peakMiB = [a, b].map((s) => statusKiB(s.program.child.pid as number, 'VmHWM') / 1024);
   await a.program.stop();
   await b.program.stop();
-  lines.push(
+  if (rounds > 0) lines.push(
     '',
     `Wall clock: wrk at saturation, 50 connections, ${rounds} rounds of ${durationS} s per bundle, alternating.`,
     '',
@@ -192,18 +201,27 @@ try {
   if (values.callgrind) {
     const outDir = path.join(work, 'callgrind');
     execFileSync('mkdir', ['-p', outDir]);
-    const counts: number[] = [];
-    for (const [name, entry, env] of [['a', entryA, { ...SIDECAR_ENV }], ['b', entryB, envB]] as const) {
-      const s = await start(entry, env, `ab-callgrind-${name}`, ['valgrind', '--tool=callgrind', `--callgrind-out-file=${path.join(outDir, `${name}.%p`)}`]);
-      try {
-        const c = await countInstructions({ name, pid: s.program.child.pid as number, url: `${s.url}/healthcheck/ready`, outDir, warmupRequests: 50_000, durationS: 60, log: console.log });
-        counts.push(c.instructionsPerRequest);
-        console.log(`callgrind ${name}: ${c.instructionsPerRequest} instructions per request (${c.requests} requests, ${c.errors} errors)`);
-      } finally {
-        await s.program.stop();
+    const counts: [number[], number[]] = [[], []];
+    for (let run = 0; run < callgrindRuns; run++) {
+      const order = run % 2 === 0 ? ([0, 1] as const) : ([1, 0] as const);
+      for (const i of order) {
+        const [name, entry, env] = i === 0 ? (['a', entryA, { ...SIDECAR_ENV }] as const) : (['b', entryB, envB] as const);
+        const s = await start(entry, env, `ab-callgrind-${name}`, ['valgrind', '--tool=callgrind', `--callgrind-out-file=${path.join(outDir, `${name}.%p`)}`]);
+        try {
+          const c = await countInstructions({ name, pid: s.program.child.pid as number, url: `${s.url}/healthcheck/ready`, outDir, warmupRequests: 50_000, durationS: 60, log: console.log });
+          counts[i].push(c.instructionsPerRequest);
+          console.log(`callgrind ${name} (run ${run + 1}): ${c.instructionsPerRequest} instructions per request (${c.requests} requests, ${c.errors} errors)`);
+        } finally {
+          await s.program.stop();
+        }
       }
     }
-    lines.push('', `callgrind (alone, 50,000 requests of warm-up, 60 s counted): A ${counts[0]?.toLocaleString('en-US')}, B ${counts[1]?.toLocaleString('en-US')} instructions per request (B/A ${r2((counts[1] as number) / (counts[0] as number))}).`);
+    const each = (xs: number[]) => xs.map((x) => x.toLocaleString('en-US')).join(', ');
+    lines.push(
+      '',
+      `callgrind (alone, 50,000 requests of warm-up, 60 s counted, ${callgrindRuns} run${callgrindRuns === 1 ? '' : 's'} of each, alternating): ` +
+        `A ${each(counts[0])}, B ${each(counts[1])} instructions per request (B/A of the medians ${r2(median(counts[1]) / median(counts[0]))}).`,
+    );
   }
 } finally {
   await user.stop();

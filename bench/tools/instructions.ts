@@ -15,7 +15,7 @@
 // runs ~50x slower, so it is the bottleneck and batches per event-loop turn as it does at
 // saturation. Needs valgrind (installed on demand from Debian); without it the suite says so.
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -141,6 +141,9 @@ export async function runInstructionsBench(log: (line: string) => void = console
   } finally {
     await user.stop();
     await redis.stop();
+    // BENCH_INSTRUCTIONS_KEEP=DIR keeps the dumps, for callgrind_annotate (where the instructions go).
+    const keep = process.env['BENCH_INSTRUCTIONS_KEEP'];
+    if (keep !== undefined && keep !== '') cpSync(outDir, keep, { recursive: true });
     rmSync(outDir, { recursive: true, force: true });
   }
   return { suite: 'instructions', startedAt, valgrind, warmupRequests, durationS, runs, ratios: instructionRatios(runs) };
