@@ -218,7 +218,9 @@ if [ "$node" = 1 ]; then
 fi
 
 "$k8s_dir/bin/kube-apiserver" --version >&2
-"$etcd_dir/bin/etcd" --version 2>&1 | head -1 >&2
+# Not `| head -1`: under pipefail, etcd writing its next line after head exited is a SIGPIPE (141).
+etcd_version="$("$etcd_dir/bin/etcd" --version 2>&1)"
+echo "${etcd_version%%$'\n'*}" >&2
 "$helm_dir/bin/helm" version --short >&2
 [ "$mode" = "--print-env" ] && print_env
 exit 0
