@@ -12,9 +12,10 @@
 //               same number of rounds: p50, p99 and p99.9 latency of each, median over the rounds,
 //               and the per-round B - A difference of p99 (for the p99 goal's "before and after").
 //   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind] [--store redis|memory] [--env NAME=VALUE ...]
-// --store memory runs both with the in-memory bucket: the callgrind count of the sidecar's own
-// code then repeats within ~0.5 %, where the Redis store's moves by up to a fifth between runs
-// (how many takes share a script call depends on timing). --rounds 0 skips the wall clock.
+// --store memory runs both with the in-memory bucket, which takes the Redis batching out of the
+// count (how many takes share a script call depends on timing). It still moves between runs on a
+// shared VM (docs/performance.md, "How the figures are made"): compare several --callgrind-runs.
+// --rounds 0 skips the wall clock.
 // --env (repeatable) sets B's environment only, over SIDECAR_ENV (to A/B a runtime setting on the
 // same code: --base HEAD).
 // Prints a Markdown table; writes nothing to bench/results (quote it in docs/performance.md).
