@@ -11,7 +11,7 @@
 //   fixed rate  (--rate N) bench/loadgen (Go, open model) at N req/s, A and B alternating in the
 //               same number of rounds: p50, p99 and p99.9 latency of each, median over the rounds,
 //               and the per-round B - A difference of p99 (for the p99 goal's "before and after").
-//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind] [--store redis|memory] [--env NAME=VALUE ...]
+//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind [--callgrind-runs N]] [--store redis|memory] [--env NAME=VALUE ...]
 // --store memory runs both with the in-memory bucket, which takes the Redis batching out of the
 // count (how many takes share a script call depends on timing). It still moves between runs on a
 // shared VM (docs/performance.md, "How the figures are made"): compare several --callgrind-runs.
