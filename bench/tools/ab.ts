@@ -59,6 +59,7 @@ const callgrindRuns = Number(values['callgrind-runs']);
 if (!(Number.isInteger(callgrindRuns) && callgrindRuns >= 1)) throw new Error(`--callgrind-runs must be a whole number from 1, got ${values['callgrind-runs']}`);
 const rate = values.rate === undefined ? undefined : Number(values.rate);
 if (rate !== undefined && !(rate > 0)) throw new Error(`--rate must be a positive number of requests per second, got ${values.rate}`);
+if (rounds === 0 && (rate !== undefined || !values.callgrind)) throw new Error('--rounds 0 leaves only --callgrind to measure (--rate runs in rounds too)');
 const extraEnv = Object.fromEntries(values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const envB: Record<string, string> = { ...SIDECAR_ENV, ...extraEnv };
 
@@ -99,17 +100,18 @@ interface Latency {
 }
 
 /**
- * `rounds` rounds of `measure` on A and on B, the order flipping each round (the host drifts
+ * `times` rounds of `measure` on A and on B, the order flipping each round (the host drifts
  * within a minute); answers each side's results in round order. `report` sees each round (from 1).
  */
-async function alternate<T>(
-  a: RunningSidecar,
-  b: RunningSidecar,
-  measure: (s: RunningSidecar) => Promise<T>,
+async function alternate<S, T>(
+  a: S,
+  b: S,
+  measure: (s: S) => Promise<T>,
   report: (round: number, ga: T, gb: T) => void,
+  times = rounds,
 ): Promise<[T[], T[]]> {
   const out: [T[], T[]] = [[], []];
-  for (let r = 0; r < rounds; r++) {
+  for (let r = 0; r < times; r++) {
     const [first, second] = r % 2 === 0 ? [0, 1] : [1, 0];
     for (const i of [first, second] as (0 | 1)[]) out[i].push(await measure(i === 0 ? a : b));
     report(r + 1, out[0][r] as T, out[1][r] as T);
@@ -202,21 +204,22 @@ try {
   if (values.callgrind) {
     const outDir = path.join(work, 'callgrind');
     execFileSync('mkdir', ['-p', outDir]);
-    const counts: [number[], number[]] = [[], []];
-    for (let run = 0; run < callgrindRuns; run++) {
-      const order = run % 2 === 0 ? ([0, 1] as const) : ([1, 0] as const);
-      for (const i of order) {
-        const [name, entry, env] = i === 0 ? (['a', entryA, { ...SIDECAR_ENV }] as const) : (['b', entryB, envB] as const);
+    const counts = await alternate(
+      { name: 'a', entry: entryA, env: { ...SIDECAR_ENV } },
+      { name: 'b', entry: entryB, env: envB },
+      async ({ name, entry, env }) => {
         const s = await start(entry, env, `ab-callgrind-${name}`, ['valgrind', '--tool=callgrind', `--callgrind-out-file=${path.join(outDir, `${name}.%p`)}`]);
         try {
           const c = await countInstructions({ name, pid: s.program.child.pid as number, url: `${s.url}/healthcheck/ready`, outDir, warmupRequests: 50_000, durationS: 60, log: console.log });
-          counts[i].push(c.instructionsPerRequest);
-          console.log(`callgrind ${name} (run ${run + 1}): ${c.instructionsPerRequest} instructions per request (${c.requests} requests, ${c.errors} errors)`);
+          if (c.errors > 0) console.log(`callgrind ${name}: ${c.errors} errors`);
+          return c.instructionsPerRequest;
         } finally {
           await s.program.stop();
         }
-      }
-    }
+      },
+      (run, ca, cb) => console.log(`callgrind run ${run}: A ${ca}, B ${cb} instructions per request`),
+      callgrindRuns,
+    );
     const each = (xs: number[]) => xs.map((x) => x.toLocaleString('en-US')).join(', ');
     lines.push(
       '',
