@@ -121,9 +121,9 @@ export async function startBenchSidecar(
   redisUrl: string | undefined,
   name: string,
   form: SidecarForm = 'deployed',
-  launch: Pick<SidecarLaunch, 'node' | 'launcher' | 'waitPortMs'> & { limiter?: SidecarConfigInput['limiter'] } = {},
+  launch: Pick<SidecarLaunch, 'node' | 'launcher' | 'waitPortMs'> & { limiter?: SidecarConfigInput['limiter']; nodeOptions?: string; env?: Record<string, string> } = {},
 ): Promise<RunningSidecar> {
-  const { limiter = unreachable, ...options } = launch;
+  const { limiter = unreachable, nodeOptions, env: extraEnv, ...options } = launch;
   const config = {
     upstream: { url: upstreamUrl },
     route: { id: 'bench', path: '/**' },
@@ -132,8 +132,8 @@ export async function startBenchSidecar(
     logLevel: 'warn' as const,
   };
   const env: Record<string, string> = form === 'deployed' ? { ...SIDECAR_ENV } : {};
-  const profiling = sidecarEnv()['NODE_OPTIONS'];
-  if (profiling !== undefined) env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${profiling}`.trim();
+  Object.assign(env, extraEnv);
+  for (const more of [sidecarEnv()['NODE_OPTIONS'], nodeOptions]) if (more !== undefined) env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${more}`.trim();
   const entry = form === 'deployed' ? SIDECAR_ENTRY : 'sidecar/main.ts';
   return startSidecar(config, { name, entry, env, ...options });
 }
@@ -148,11 +148,14 @@ export const BARE_PROXY_DESCRIPTION = 'node:http + undici Pool, no limiter, bund
 export async function startBareProxy(
   upstreamUrl: string,
   name: string,
-  launch: Pick<StartOptions, 'launcher' | 'waitPortMs'> = {},
+  launch: Pick<StartOptions, 'launcher' | 'waitPortMs'> & { nodeOptions?: string; env?: Record<string, string> } = {},
 ): Promise<{ url: string; pid: number | undefined; stop: () => Promise<unknown> }> {
   await bundleNodeProgram(path.join(repoRoot, 'bench', 'peers', 'bare-proxy.ts'), path.join(repoRoot, BARE_PROXY_ENTRY));
   const port = await freePort();
-  const p = await startProgram({ entry: BARE_PROXY_ENTRY, env: { ...SIDECAR_ENV, PORT: String(port), UPSTREAM_URL: upstreamUrl }, waitPort: port, name, ...launch });
+  const { nodeOptions, env: extraEnv, ...options } = launch;
+  const env = { ...SIDECAR_ENV, ...extraEnv, PORT: String(port), UPSTREAM_URL: upstreamUrl };
+  if (nodeOptions !== undefined) env.NODE_OPTIONS = `${env.NODE_OPTIONS} ${nodeOptions}`;
+  const p = await startProgram({ entry: BARE_PROXY_ENTRY, env, waitPort: port, name, ...options });
   return { url: `http://127.0.0.1:${port}`, pid: p.child.pid, stop: () => p.stop() };
 }
 

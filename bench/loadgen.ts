@@ -63,11 +63,21 @@ function run(args: string[]): Promise<LoadgenResult> {
  * Open-model load: `rate` requests/s for `durationS`, latency from the intended send time.
  * rotateHeaderFile: a file of 'Name: value' lines; request i sends line i mod n as well.
  */
-export function runRate(o: { url: string; rate: number; durationS: number; connections: number; headers?: Record<string, string>; rotateHeaderFile?: string }): Promise<LoadgenResult> {
+export function runRate(o: {
+  url: string;
+  rate: number;
+  durationS: number;
+  connections: number;
+  headers?: Record<string, string>;
+  rotateHeaderFile?: string;
+  /** Writes one 'intended-send-Unix-µs latency-µs' line per completed request there. */
+  timelineFile?: string;
+}): Promise<LoadgenResult> {
   const u = new URL(o.url);
   const args = ['rate', '-addr', u.host, '-path', `${u.pathname}${u.search}`, '-rate', String(o.rate), '-duration', `${o.durationS}s`, '-connections', String(o.connections)];
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push('-H', `${k}: ${v}`);
   if (o.rotateHeaderFile !== undefined) args.push('-rotate', o.rotateHeaderFile);
+  if (o.timelineFile !== undefined) args.push('-timeline', o.timelineFile);
   return run(args);
 }
 

@@ -23,6 +23,7 @@ import { operatorMarkdown, runOperatorBench, type OperatorBenchResult } from './
 import { redisCostMarkdown, runRedisCostBench } from './redis-cost.ts';
 import { runSignInFloodBench, signInFloodMarkdown } from './signin-flood.ts';
 import { writeSummary } from './summary.ts';
+import { runTailBench, tailMarkdown } from './tools/tail.ts';
 import { runTokenBench, tokenMarkdown } from './token.ts';
 
 interface Suite {
@@ -64,6 +65,7 @@ const tools: Record<string, Suite> = {
   instructions: { run: runInstructionsBench, markdown: instructionsMarkdown as (r: never) => string },
   'container-memory': { run: runContainerMemoryBench, markdown: containerMemoryMarkdown as (r: never) => string },
   'batch-window': { run: runBatchWindowBench, markdown: batchWindowMarkdown as (r: never) => string },
+  tail: { run: runTailBench, markdown: tailMarkdown as (r: never) => string },
 };
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));

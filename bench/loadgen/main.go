@@ -7,6 +7,7 @@
 //	loadgen rate -addr 127.0.0.1:8080 -path /healthcheck/ready -H 'USER-ID: u' -rate 2000 -duration 10s -connections 50
 //	loadgen list -addr 127.0.0.1:9000 -file requests.jsonl -connections 16
 //	loadgen rate ... -rotate users.txt   (request i also sends line i mod n: 'USER-ID: user-7')
+//	loadgen rate ... -timeline t.txt     (one 'intended-send-Unix-µs latency-µs' line per request)
 //
 // `list` sends each request of a JSON-lines file exactly once (as fast as the connections allow),
 // for measurements where every request must differ (one authorization code each).
@@ -119,15 +120,18 @@ func (k *conn) do(req []byte) (int, string, error) {
 }
 
 type recorder struct {
-	mu         sync.Mutex
-	lat        []int64
+	mu  sync.Mutex
+	lat []int64
+	// With -timeline: each completed request's intended send time (Unix µs), beside lat.
+	sentAt     []int64
+	keepSentAt bool
 	statuses   map[string]int
 	errors     int64
 	firstError string
 	sample     string
 }
 
-func (r *recorder) add(us int64, status int, body string, err error) {
+func (r *recorder) add(from time.Time, us int64, status int, body string, err error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -138,10 +142,29 @@ func (r *recorder) add(us int64, status int, body string, err error) {
 		return
 	}
 	r.lat = append(r.lat, us)
+	if r.keepSentAt {
+		r.sentAt = append(r.sentAt, from.UnixMicro())
+	}
 	r.statuses[fmt.Sprint(status)]++
 	if status >= 300 && r.sample == "" {
 		r.sample = body
 	}
+}
+
+func writeTimeline(file string, sentAt, lat []int64) error {
+	f, err := os.Create(file)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriter(f)
+	for i, at := range sentAt {
+		fmt.Fprintf(w, "%d %d\n", at, lat[i])
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 func percentiles(lat []int64) map[string]int64 {
@@ -191,6 +214,7 @@ func main() {
 	connections := fs.Int("connections", 50, "keep-alive connections")
 	file := fs.String("file", "", "JSON lines of {method,path,headers,body} (list mode)")
 	limit := fs.Duration("limit", 0, "stop sending after this long (default: duration + 5s in rate mode, 120s in list mode)")
+	timeline := fs.String("timeline", "", "file to write one 'intended-send-Unix-µs latency-µs' line per completed request, in completion order (to line slow requests up with other events)")
 	rotate := fs.String("rotate", "", "file of 'Name: value' lines: request i also sends line i mod n (rate mode; one user after another)")
 	var hdrs headerList
 	fs.Var(&hdrs, "H", "header 'Name: value' (repeatable)")
@@ -224,7 +248,7 @@ func main() {
 		reqs = [][]byte{buildRequest(*method, *addr, *path, parseHeaders(hdrs), "")}
 	}
 
-	rec := &recorder{statuses: map[string]int{}}
+	rec := &recorder{statuses: map[string]int{}, keepSentAt: *timeline != ""}
 	var next, sent int64
 	interval := time.Duration(float64(time.Second) / *rate)
 	total := int64(len(reqs))
@@ -275,12 +299,19 @@ func main() {
 				status, body, err := k.do(req)
 				done := time.Now()
 				lastDone.Store(int64(done.Sub(start)))
-				rec.add(done.Sub(from).Microseconds(), status, body, err)
+				rec.add(from, done.Sub(from).Microseconds(), status, body, err)
 			}
 		}(k)
 	}
 	wg.Wait()
 	elapsed := time.Duration(lastDone.Load())
+	if *timeline != "" {
+		// Before percentiles(), which sorts lat in place.
+		if err := writeTimeline(*timeline, rec.sentAt, rec.lat); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	s := summary{
 		Mode:       mode,
 		Sent:       sent,
