@@ -2,8 +2,9 @@
 // the direct call several times the bare proxy's at half the sidecar's saturation; this lines every
 // slow request up with the garbage-collection pauses of the process that served it.
 // The user service, the bare proxy and the sidecar (memory and Redis store) run as in the gateway
-// suite, each preloaded with bench/tools/gc-pauses.ts. bench/loadgen sends RATE requests/s for
-// SECONDS, rounds interleaved, and writes every request's intended send time and latency. Per run:
+// suite, each preloaded with bench/tools/gc-pauses.ts. bench/loadgen sends half of the Redis
+// sidecar's saturation on this machine (wrk, as the gateway suite measures it), rounds interleaved,
+// and writes every request's intended send time and latency. Per run:
 //   slow requests: latency at or above the run's own p99;
 //   episodes: 100 ms bins holding slow requests (few bins holding most of them = stalls, not a
 //     uniform spread);
@@ -13,8 +14,9 @@
 //   machine busy: 1 - idle over all CPUs (/proc/stat), since the load generator, the upstream and
 //     the gateway share them.
 // `node bench/tools/tail.ts`, or `node bench/run.ts tail` (writes bench/results/tail.{json,md}).
-// Env: BENCH_TAIL_RATE (6800, the gateway suite's fixed rate), BENCH_TAIL_SECONDS (10),
-// BENCH_TAIL_ROUNDS (3).
+// Env: BENCH_TAIL_RATE (a fixed rate instead of half the saturation), BENCH_TAIL_SECONDS (10),
+// BENCH_TAIL_ROUNDS (3), BENCH_TAIL_SIDECAR_NODE_OPTIONS (more V8 flags for both sidecars, to try
+// a GC setting against the deployed one: the bare proxy keeps the deployed flags).
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -23,15 +25,17 @@ import { freePort } from '../../test/harness/ports.ts';
 import { startProgram } from '../../test/harness/programs.ts';
 import { startRedis } from '../../test/harness/redis.ts';
 import { cpuUs, median, rotated, startBareProxy, startBenchSidecar } from '../gateway.ts';
+import { ensureWrk, runWrk } from '../gateway-wrk.ts';
 import { ensureLoadgen, runRate } from '../loadgen.ts';
 
-const RATE = Number(process.env['BENCH_TAIL_RATE'] ?? 6800);
+const FIXED_RATE = Number(process.env['BENCH_TAIL_RATE'] ?? 0);
 const SECONDS = Number(process.env['BENCH_TAIL_SECONDS'] ?? 10);
 const ROUNDS = Number(process.env['BENCH_TAIL_ROUNDS'] ?? 3);
 const CONNECTIONS = 50;
 const BIN_US = 100_000;
 /** How long before a major GC pause its concurrent marking is counted as part of it. */
 const MARKING_LEAD_US = 300_000;
+const SIDECAR_NODE_OPTIONS = process.env['BENCH_TAIL_SIDECAR_NODE_OPTIONS'] ?? '';
 const PRELOAD = path.join(path.dirname(fileURLToPath(import.meta.url)), 'gc-pauses.ts');
 
 interface Pause {
@@ -70,8 +74,12 @@ export interface TailBenchResult {
   readonly startedAt: string;
   readonly machine: string;
   readonly rate: number;
+  /** The Redis sidecar's requests/s at saturation (wrk), when the rate was derived from it. */
+  readonly saturation: number | undefined;
   readonly seconds: number;
   readonly rounds: number;
+  /** V8 flags added to the sidecars' deployed ones for this run ('' = as deployed). */
+  readonly sidecarNodeOptions: string;
   readonly runs: TailRun[];
 }
 
@@ -147,6 +155,7 @@ export function analyseRun(requests: readonly (readonly [number, number])[], pau
 
 export async function runTailBench(log: (line: string) => void = console.log): Promise<TailBenchResult> {
   ensureLoadgen();
+  ensureWrk();
   const startedAt = new Date().toISOString();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-tail-'));
   const gcFile = (name: string) => path.join(dir, `${name}.gc`);
@@ -156,23 +165,37 @@ export async function runTailBench(log: (line: string) => void = console.log): P
   const user = await startProgram({ entry: 'services/user-service/main.ts', env: { PORT: String(userPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, waitPort: userPort, name: 'tail-user-service' });
   const userUrl = `http://127.0.0.1:${userPort}`;
   const bare = await startBareProxy(userUrl, 'tail-bare-proxy', preload('bare-proxy'));
-  const memory = await startBenchSidecar(userUrl, undefined, 'tail-sidecar-memory', 'deployed', preload('sidecar-memory'));
-  const viaRedis = await startBenchSidecar(userUrl, redis.url, 'tail-sidecar-redis', 'deployed', preload('sidecar-redis'));
+  const sidecarLaunch = (name: string) => {
+    const launch = preload(name);
+    return { ...launch, nodeOptions: `${launch.nodeOptions} ${SIDECAR_NODE_OPTIONS}`.trim() };
+  };
+  const memory = await startBenchSidecar(userUrl, undefined, 'tail-sidecar-memory', 'deployed', sidecarLaunch('sidecar-memory'));
+  const viaRedis = await startBenchSidecar(userUrl, redis.url, 'tail-sidecar-redis', 'deployed', sidecarLaunch('sidecar-redis'));
   const targets = [
     { name: 'bare-proxy', url: bare.url, pid: bare.pid },
     { name: 'sidecar-memory', url: memory.url, pid: memory.program.child.pid },
     { name: 'sidecar-redis', url: viaRedis.url, pid: viaRedis.program.child.pid },
   ];
   const headers = { 'USER-ID': 'bench-user' };
+  let saturation: number | undefined;
+  let rate = FIXED_RATE;
   const measured: { target: string; round: number; timeline: string; result: Awaited<ReturnType<typeof runRate>>; cpu: number; busyPct: number }[] = [];
   try {
-    for (const t of targets) await runRate({ url: `${t.url}/healthcheck/ready`, rate: RATE, durationS: 5, connections: CONNECTIONS, headers });
+    if (rate <= 0) {
+      const url = `${viaRedis.url}/healthcheck/ready`;
+      await runWrk({ url, connections: CONNECTIONS, threads: 1, durationS: 3, headers });
+      const w = await runWrk({ url, connections: CONNECTIONS, threads: 1, durationS: 5, headers });
+      saturation = Math.round(w.requests / (w.durationUs / 1e6));
+      rate = Math.round(saturation / 2);
+      log(`sidecar-redis saturation ${saturation} req/s: fixed rate ${rate} req/s`);
+    }
+    for (const t of targets) await runRate({ url: `${t.url}/healthcheck/ready`, rate, durationS: 5, connections: CONNECTIONS, headers });
     for (let round = 0; round < ROUNDS; round++) {
       for (const t of rotated(targets, round)) {
         const timeline = path.join(dir, `${t.name}-${round}.tl`);
         const cpu0 = cpuUs(t.pid);
         const m0 = machineTicks();
-        const result = await runRate({ url: `${t.url}/healthcheck/ready`, rate: RATE, durationS: SECONDS, connections: CONNECTIONS, headers, timelineFile: timeline });
+        const result = await runRate({ url: `${t.url}/healthcheck/ready`, rate, durationS: SECONDS, connections: CONNECTIONS, headers, timelineFile: timeline });
         const m1 = machineTicks();
         const busyPct = Math.round((1000 * (m1.busy - m0.busy)) / Math.max(1, m1.total - m0.total)) / 10;
         measured.push({ target: t.name, round, timeline, result, cpu: (cpuUs(t.pid) - cpu0) / Math.max(1, result.completed), busyPct });
@@ -204,14 +227,14 @@ export async function runTailBench(log: (line: string) => void = console.log): P
     };
   });
   rmSync(dir, { recursive: true, force: true });
-  return { suite: 'tail', startedAt, machine: `${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'})`, rate: RATE, seconds: SECONDS, rounds: ROUNDS, runs };
+  return { suite: 'tail', startedAt, machine: `${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'})`, rate, saturation, seconds: SECONDS, sidecarNodeOptions: SIDECAR_NODE_OPTIONS, rounds: ROUNDS, runs };
 }
 
 export function tailMarkdown(r: TailBenchResult): string {
   const names = [...new Set(r.runs.map((x) => x.target))];
   const med = (name: string, f: (x: TailRun) => number) => median(r.runs.filter((x) => x.target === name).map(f));
   return [
-    `Tail latency and GC, ${r.startedAt}: ${r.machine}; bench/loadgen at ${r.rate} req/s, ${CONNECTIONS} connections, ${r.rounds} interleaved rounds of ${r.seconds} s per target (medians of the rounds). Slow: at or above the run's own p99. A major GC window is a major or incremental-marking pause and the ${MARKING_LEAD_US / 1000} ms of concurrent marking before it.`,
+    `Tail latency and GC, ${r.startedAt}: ${r.machine}; bench/loadgen at ${r.rate} req/s${r.saturation === undefined ? '' : ` (half the Redis sidecar's ${r.saturation} req/s at saturation, wrk)`}, ${CONNECTIONS} connections, ${r.rounds} interleaved rounds of ${r.seconds} s per target (medians of the rounds).${r.sidecarNodeOptions === '' ? '' : ` Sidecars with \`${r.sidecarNodeOptions}\` added to their V8 flags.`} Slow: at or above the run's own p99. A major GC window is a major or incremental-marking pause and the ${MARKING_LEAD_US / 1000} ms of concurrent marking before it.`,
     '',
     '| target | p50 / p99 / p99.9 ms | CPU µs/req | machine busy | 100 ms bins with slow requests | slow requests in the 3 fullest bins | scavenges: count, mean / max ms | major GC pauses, max ms | slow requests in major GC windows | run time in those windows |',
     '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
