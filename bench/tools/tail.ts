@@ -118,7 +118,7 @@ export function analyseRun(requests: readonly (readonly [number, number])[], pau
   const inRun = pauses.filter((p) => p.startUs >= t0 && p.startUs <= t1);
   const minor = inRun.filter((p) => p.kind === 1);
   const major = inRun.filter((p) => p.kind === 2 || p.kind === 4);
-  const windows = major.map((p) => [p.startUs - MARKING_LEAD_US, p.startUs + p.us] as const);
+  const windows = major.map((p) => [p.startUs - MARKING_LEAD_US, p.startUs + p.us] as const).sort((a, b) => a[0] - b[0]);
   let windowUs = 0;
   let covered = t0;
   for (const [from, to] of windows) {
