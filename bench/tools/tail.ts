@@ -91,12 +91,13 @@ function machineTicks(): { busy: number; total: number } {
   return { busy: total - idle, total };
 }
 
-function readPauses(file: string): Pause[] {
-  let text = '';
+/** The pauses a process wrote at exit; a process that did not exit cleanly left none, and the run cannot be read. */
+function readPauses(file: string, target: string): Pause[] {
+  let text: string;
   try {
     text = readFileSync(file, 'utf8');
-  } catch {
-    return [];
+  } catch (err) {
+    throw new Error(`${target}: no GC pauses recorded (${(err as Error).message}); did it exit cleanly?`, { cause: err });
   }
   return text
     .split('\n')
@@ -223,7 +224,7 @@ export async function runTailBench(log: (line: string) => void = console.log): P
       p999Ms: lat.p999 / 1000,
       cpuUsPerRequest: Math.round(m.cpu * 10) / 10,
       machineBusyPct: m.busyPct,
-      ...analyseRun(requests, readPauses(gcFile(m.target)), lat.p99),
+      ...analyseRun(requests, readPauses(gcFile(m.target), m.target), lat.p99),
     };
   });
   rmSync(dir, { recursive: true, force: true });
