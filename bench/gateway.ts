@@ -133,7 +133,7 @@ export async function startBenchSidecar(
   };
   const env: Record<string, string> = form === 'deployed' ? { ...SIDECAR_ENV } : {};
   Object.assign(env, extraEnv);
-  for (const more of [sidecarEnv()['NODE_OPTIONS'], nodeOptions]) if (more !== undefined) env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${more}`.trim();
+  addNodeOptions(env, sidecarEnv()['NODE_OPTIONS'], nodeOptions);
   const entry = form === 'deployed' ? SIDECAR_ENTRY : 'sidecar/main.ts';
   return startSidecar(config, { name, entry, env, ...options });
 }
@@ -153,10 +153,15 @@ export async function startBareProxy(
   await bundleNodeProgram(path.join(repoRoot, 'bench', 'peers', 'bare-proxy.ts'), path.join(repoRoot, BARE_PROXY_ENTRY));
   const port = await freePort();
   const { nodeOptions, env: extraEnv, ...options } = launch;
-  const env = { ...SIDECAR_ENV, ...extraEnv, PORT: String(port), UPSTREAM_URL: upstreamUrl };
-  if (nodeOptions !== undefined) env.NODE_OPTIONS = `${env.NODE_OPTIONS} ${nodeOptions}`;
+  const env: Record<string, string> = { ...SIDECAR_ENV, ...extraEnv, PORT: String(port), UPSTREAM_URL: upstreamUrl };
+  addNodeOptions(env, nodeOptions);
   const p = await startProgram({ entry: BARE_PROXY_ENTRY, env, waitPort: port, name, ...options });
   return { url: `http://127.0.0.1:${port}`, pid: p.child.pid, stop: () => p.stop() };
+}
+
+/** Appends V8/Node flags to `env`'s NODE_OPTIONS (after the deployed ones, so a later flag wins). */
+function addNodeOptions(env: Record<string, string>, ...more: (string | undefined)[]): void {
+  for (const m of more) if (m !== undefined && m !== '') env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${m}`.trim();
 }
 
 /** BENCH_CPU_PROF=dir: the sidecars write V8 CPU profiles there (node --cpu-prof) on exit. */

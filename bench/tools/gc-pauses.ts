@@ -2,7 +2,7 @@
 // garbage-collection pause of its main thread and writes them to GC_PAUSES_FILE at exit, one
 // 'start-Unix-µs duration-µs kind' line each (kind as node:perf_hooks reports it: 1 minor, 2 major,
 // 4 incremental marking, 8 weak callbacks). Unix time, so they line up with the load generator's
-// timeline of requests. Adds nothing to the request path: V8 reports pauses it makes anyway.
+// timeline of requests. Costs one callback per pause, nothing per request.
 import { writeFileSync } from 'node:fs';
 import { PerformanceObserver, performance, type PerformanceEntry } from 'node:perf_hooks';
 

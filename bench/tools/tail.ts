@@ -160,18 +160,14 @@ export async function runTailBench(log: (line: string) => void = console.log): P
   const startedAt = new Date().toISOString();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-tail-'));
   const gcFile = (name: string) => path.join(dir, `${name}.gc`);
-  const preload = (name: string) => ({ nodeOptions: `--import ${PRELOAD}`, env: { GC_PAUSES_FILE: gcFile(name) } });
+  const preload = (name: string, moreNodeOptions = '') => ({ nodeOptions: `--import ${PRELOAD} ${moreNodeOptions}`.trim(), env: { GC_PAUSES_FILE: gcFile(name) } });
   const redis = await startRedis();
   const userPort = await freePort();
   const user = await startProgram({ entry: 'services/user-service/main.ts', env: { PORT: String(userPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, waitPort: userPort, name: 'tail-user-service' });
   const userUrl = `http://127.0.0.1:${userPort}`;
   const bare = await startBareProxy(userUrl, 'tail-bare-proxy', preload('bare-proxy'));
-  const sidecarLaunch = (name: string) => {
-    const launch = preload(name);
-    return { ...launch, nodeOptions: `${launch.nodeOptions} ${SIDECAR_NODE_OPTIONS}`.trim() };
-  };
-  const memory = await startBenchSidecar(userUrl, undefined, 'tail-sidecar-memory', 'deployed', sidecarLaunch('sidecar-memory'));
-  const viaRedis = await startBenchSidecar(userUrl, redis.url, 'tail-sidecar-redis', 'deployed', sidecarLaunch('sidecar-redis'));
+  const memory = await startBenchSidecar(userUrl, undefined, 'tail-sidecar-memory', 'deployed', preload('sidecar-memory', SIDECAR_NODE_OPTIONS));
+  const viaRedis = await startBenchSidecar(userUrl, redis.url, 'tail-sidecar-redis', 'deployed', preload('sidecar-redis', SIDECAR_NODE_OPTIONS));
   const targets = [
     { name: 'bare-proxy', url: bare.url, pid: bare.pid },
     { name: 'sidecar-memory', url: memory.url, pid: memory.program.child.pid },
