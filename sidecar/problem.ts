@@ -36,7 +36,15 @@ export function sendProblem(res: ServerResponse, problem: Problem, headers: stri
   res.end(body);
 }
 
-/** Writes a complete HTTP/1.1 response to a socket that left the HTTP parser, then closes it. */
+/** How long a refused socket's further input is read and dropped before it is destroyed, ms. */
+const LINGER_MS = 2000;
+
+/**
+ * Writes a complete HTTP/1.1 response to a socket that left the HTTP parser, then closes it.
+ * Closing a socket with request bytes still unread makes the kernel send a reset, and a client
+ * still sending (a 1 MB header) may then lose the answer: the socket keeps reading and dropping
+ * its input until the client closes, or LINGER_MS at most (a lingering close).
+ */
 export function writeSocketProblem(socket: Duplex, problem: Problem, headers: readonly string[] = []): void {
   if (!socket.writable) {
     socket.destroy();
@@ -47,4 +55,7 @@ export function writeSocketProblem(socket: Duplex, problem: Problem, headers: re
   for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
   head += `content-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n`;
   socket.end(head + body);
+  socket.on('data', () => {});
+  socket.resume();
+  setTimeout(() => socket.destroy(), LINGER_MS).unref();
 }
