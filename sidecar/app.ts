@@ -7,7 +7,7 @@ import { Pool } from 'undici';
 import { buildAdminServer } from './admin.ts';
 import { parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
 import { SidecarMetrics } from './metrics.ts';
-import { problemTypes, writeSocketProblem } from './problem.ts';
+import { isLingering, problemTypes, writeSocketProblem } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
 import { resolveRedisConfig } from './redis-url-file.ts';
 import { requestBodyTimeout } from './request-body-timeout.ts';
@@ -114,6 +114,8 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   const upgrades = new UpgradeProxy({ logger: log, runtime: () => runtime, registry: metrics.registry });
   proxyServer.on('upgrade', upgrades.handle);
   proxyServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
+    // The parser repeats its error for each further chunk of a refused request: already answered.
+    if (isLingering(socket)) return;
     if (!socket.writable) {
       socket.destroy(err);
       return;

@@ -39,6 +39,18 @@ export function sendProblem(res: ServerResponse, problem: Problem, headers: stri
 /** How long a refused socket's further input is read and dropped before it is destroyed, ms. */
 const LINGER_MS = 2000;
 
+/** Sockets that got their answer and are being drained before the close. */
+const lingering = new WeakSet<Duplex>();
+
+/**
+ * True when the socket already got its problem and is draining. Node's parser keeps consuming a
+ * refused socket and reports the same error again with the next chunk; answering that by
+ * destroying the socket resets it with input unread, and the client loses the first answer.
+ */
+export function isLingering(socket: Duplex): boolean {
+  return lingering.has(socket);
+}
+
 /**
  * Writes a complete HTTP/1.1 response to a socket that left the HTTP parser, then closes it.
  * Closing a socket with request bytes still unread makes the kernel send a reset, and a client
@@ -46,6 +58,7 @@ const LINGER_MS = 2000;
  * its input until the client closes, or LINGER_MS at most (a lingering close).
  */
 export function writeSocketProblem(socket: Duplex, problem: Problem, headers: readonly string[] = []): void {
+  if (lingering.has(socket)) return;
   if (!socket.writable) {
     socket.destroy();
     return;
@@ -54,6 +67,7 @@ export function writeSocketProblem(socket: Duplex, problem: Problem, headers: re
   let head = `HTTP/1.1 ${problem.status} ${problem.title}\r\n`;
   for (let i = 0; i < headers.length; i += 2) head += `${headers[i]}: ${headers[i + 1]}\r\n`;
   head += `content-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\ncache-control: no-store\r\nconnection: close\r\n\r\n`;
+  lingering.add(socket);
   socket.end(head + body);
   socket.on('data', () => {});
   socket.resume();

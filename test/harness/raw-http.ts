@@ -11,6 +11,8 @@ export interface RawExchange {
   readonly statuses: number[];
   /** True when the server closed (or reset) the connection. */
   readonly closed: boolean;
+  /** The socket error that ended the exchange (ECONNRESET, EPIPE), undefined after a clean close. */
+  readonly error: string | undefined;
   /** True when nothing at all happened within timeoutMs (a hang: always a failure). */
   readonly hung: boolean;
   /** ms from the first byte sent to the close (or the first status when not closed). */
@@ -39,7 +41,7 @@ export function rawExchange(port: number, data: Buffer | string, options: RawOpt
     let done = false;
     let writer: NodeJS.Timeout | undefined;
     const start = performance.now();
-    const finish = (closed: boolean, hung: boolean) => {
+    const finish = (closed: boolean, hung: boolean, error?: string) => {
       if (done) return;
       done = true;
       clearTimeout(timer);
@@ -47,14 +49,14 @@ export function rawExchange(port: number, data: Buffer | string, options: RawOpt
       const text = Buffer.concat(chunks).toString('latin1');
       const statuses = [...text.matchAll(/HTTP\/1\.[01] (\d{3})/g)].map((m) => Number(m[1]));
       // Interim 1xx answers (100 Continue) are not the response.
-      resolve({ status: statuses.find((x) => x >= 200), statuses, closed, hung, ms: performance.now() - start, head: text.slice(0, Math.max(0, text.indexOf('\r\n\r\n'))) });
+      resolve({ status: statuses.find((x) => x >= 200), statuses, closed, error, hung, ms: performance.now() - start, head: text.slice(0, Math.max(0, text.indexOf('\r\n\r\n'))) });
       socket.destroy();
     };
     socket.on('data', (c: Buffer) => {
       chunks.push(c);
       if (options.untilStatus === true && /HTTP\/1\.[01] \d{3}/.test(Buffer.concat(chunks).toString('latin1'))) finish(false, false);
     });
-    socket.on('error', () => finish(true, false));
+    socket.on('error', (err: NodeJS.ErrnoException) => finish(true, false, err.code ?? err.message));
     socket.on('close', () => finish(true, false));
     const timer = setTimeout(() => finish(false, true), timeoutMs);
     socket.once('connect', () => {
