@@ -4,6 +4,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { SIDECAR_MEMORY_LIMIT_MIB } from '../../operator/resources/route-deployment.ts';
 import { Kube } from '../harness/kind/kube.ts';
+import { deploymentOfPod } from './support/pod-owner.ts';
 import { writeResult } from './support/results.ts';
 import { CLIENT_POD, deploy, inCluster, namespaceFor, oauthClient, route, usersSecret } from './support/workloads.ts';
 
@@ -25,19 +26,21 @@ interface Sample {
   readonly [key: string]: { workingSetMiB: number; cpuMillicores: number };
 }
 
-/** Pods are named after their Deployment plus random suffixes; the table keys on the Deployment. */
-function owner(pod: string): string {
-  return pod.replace(/-[a-z0-9]{8,10}-[a-z0-9]{5}$/, '');
+/** The pods' labels by namespace/name: the table keys on the Deployment, named from pod-template-hash. */
+async function podLabels(): Promise<Map<string, Record<string, string>>> {
+  const list = await kube.json<{ items: Array<{ metadata: { name: string; namespace: string; labels?: Record<string, string> } }> }>(['get', 'pods', '--all-namespaces']);
+  return new Map(list.items.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p.metadata.labels ?? {}]));
 }
 
 async function sample(): Promise<Sample> {
   const summary = JSON.parse(await kube.kubectl(['get', '--raw', `/api/v1/nodes/${ctx.node}/proxy/stats/summary`])) as Summary;
+  const labels = await podLabels();
   const out: Record<string, { workingSetMiB: number; cpuMillicores: number }> = {};
   for (const pod of summary.pods) {
     const namespace = pod.podRef.namespace === ctx.releaseNamespace ? 'release' : pod.podRef.namespace === ns ? 'route' : undefined;
     if (namespace === undefined) continue;
     for (const c of pod.containers ?? []) {
-      const key = `${owner(pod.podRef.name)}/${c.name}`;
+      const key = `${deploymentOfPod(pod.podRef.name, labels.get(`${pod.podRef.namespace}/${pod.podRef.name}`))}/${c.name}`;
       const cur = { workingSetMiB: (c.memory?.workingSetBytes ?? 0) / 1048576, cpuMillicores: (c.cpu?.usageNanoCores ?? 0) / 1e6 };
       const prev = out[key];
       // Two pods of one Deployment: keep the larger of each figure.
