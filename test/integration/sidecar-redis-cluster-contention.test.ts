@@ -2,8 +2,9 @@
 // cluster; 60 connections hammer 24 users for over 5 s. The users' buckets lie on every shard, and
 // eight slots hold three users each, so a turn's takes of different users batch into one call.
 // For every user, admitted requests never exceed the token-bucket bound for the time Redis spent
-// deciding that user (first to last admitted take), and fall short of it by at most one; the shards ran fewer script calls
-// than there were decisions (batches formed).
+// deciding that user (first to last admitted take), and fall short of it by at most one plus what
+// the full bucket could not hold before the load began; the shards ran fewer script calls than
+// there were decisions (batches formed).
 import { performance } from 'node:perf_hooks';
 import type { Cluster, Redis } from 'ioredis';
 import { Pool } from 'undici';
@@ -52,7 +53,7 @@ const it = test
   );
 
 describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections', () => {
-  it('every user: admitted <= bound and >= bound - 1; batches formed on every shard', async ({ sidecars, redisClusterClient: cluster, redisClusterNodes: nodes, slotOwner: owner }) => {
+  it('every user: admitted <= bound and >= bound - 1 (less the tokens a full bucket lost before the load); batches formed on every shard', async ({ sidecars, redisClusterClient: cluster, redisClusterNodes: nodes, slotOwner: owner }) => {
     const all = users(8, 3, (slot) => owner.get(slot) as number);
     expect(new Set(all.map((u) => owner.get(keySlot(bucketKey(u))))).size).toBe(3);
     const pools = sidecars.map((s) => new Pool(s.url, { connections: 20 }));
@@ -70,6 +71,11 @@ describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections'
     const other: number[] = [];
     let limited = 0;
     const callsBefore = await Promise.all(nodes.map(scriptCalls));
+    // Redis time as the load begins: a bucket left full since its first take overflowed until then
+    // (a slow machine takes longer over the 24 lone requests), and those tokens were never there
+    // to take.
+    const [sec, usec] = await (nodes[0] as Redis).time();
+    const loadStartUs = Number(sec) * 1e6 + Number(usec);
     const until = performance.now() + 5500;
     let n = 0;
     await Promise.all(
@@ -97,7 +103,8 @@ describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections'
       // Tokens available between the user's first and last admitting decision.
       const bound = Math.floor((rule.burstCapacity * 1e6 + rule.replenishRate * spanUs) / 1e6 / rule.requestedTokens);
       expect(admitted.get(u), u).toBeLessThanOrEqual(bound);
-      expect(admitted.get(u), u).toBeGreaterThanOrEqual(bound - 1);
+      const overflowTokens = Math.max(0, (rule.replenishRate * (loadStartUs - (firstUs[i] as number))) / 1e6 - rule.requestedTokens);
+      expect(admitted.get(u), u).toBeGreaterThanOrEqual(bound - 1 - Math.ceil(overflowTokens / rule.requestedTokens));
     }
     // Every shard decided, in fewer calls than decisions: takes of one slot shared calls.
     const decisions = [...admitted.values()].reduce((a, b) => a + b) - all.length + limited;
