@@ -23,6 +23,7 @@ import { operatorMarkdown, runOperatorBench, type OperatorBenchResult } from './
 import { redisCostMarkdown, runRedisCostBench } from './redis-cost.ts';
 import { runSignInFloodBench, signInFloodMarkdown } from './signin-flood.ts';
 import { writeSummary } from './summary.ts';
+import { allocMarkdown, runAllocBench } from './tools/alloc.ts';
 import { runTailBench, tailMarkdown } from './tools/tail.ts';
 import { runTokenBench, tokenMarkdown } from './token.ts';
 
@@ -66,6 +67,7 @@ const tools: Record<string, Suite> = {
   'container-memory': { run: runContainerMemoryBench, markdown: containerMemoryMarkdown as (r: never) => string },
   'batch-window': { run: runBatchWindowBench, markdown: batchWindowMarkdown as (r: never) => string },
   tail: { run: runTailBench, markdown: tailMarkdown as (r: never) => string },
+  alloc: { run: runAllocBench, markdown: allocMarkdown as (r: never) => string },
 };
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
