@@ -10,9 +10,13 @@
 // exactly those of separate calls at the same Redis time. Grouping per slot keeps that: every
 // bucket of a take lives in the take's slot, so two takes of one bucket are always in one group,
 // in arrival order. docs/capacity.md has what the grouping gives on a Cluster.
+// The command timeout is the store's own: one timer for all the calls in flight, armed for the
+// oldest one's deadline. ioredis' commandTimeout arms a timer per command and deletes a property of
+// the command when it clears it, which turns every command object into a slow dictionary.
+import { performance } from 'node:perf_hooks';
 import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
 import { assertRule, type BucketRule, type Decision } from './bucket.ts';
-import type { BucketStore, TakeSink } from './bucket-store.ts';
+import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
 import { keySlot } from './key-slot.ts';
 import { BUCKET_FIELDS, HEAD_FIELDS, parseDecision } from './redis-reply.ts';
 import { callTakeScript, defineTakeScript, type TakeScriptClient } from './take-script.ts';
@@ -63,18 +67,33 @@ interface PendingTake {
   readonly sink: TakeSink;
 }
 
+/** A script call waiting for its reply; `batch` is emptied once it settles (nothing of it is kept). */
+interface InFlightCall {
+  batch: PendingTake[] | undefined;
+  /** performance.now() after which the call's takes fail. */
+  readonly deadline: number;
+}
+
+/** Settled calls at the front of the in-flight list kept before it is compacted. */
+const COMPACT_AFTER = 1024;
+
 export class RedisBucketStore implements BucketStore {
   readonly client: TakeScriptClient;
   readonly #prefix: string;
   readonly #maxBatch: number;
   readonly #perSlot: boolean;
+  readonly #timeoutMs: number;
   #pending: PendingTake[] = [];
   #flushScheduled = false;
+  /** Calls sent and not yet settled from index #head on, in send order (so by deadline). */
+  #inFlight: InFlightCall[] = [];
+  #head = 0;
+  #deadlineTimer: NodeJS.Timeout | undefined;
 
   constructor(options: RedisStoreOptions) {
     const maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH;
+    this.#timeoutMs = options.commandTimeoutMs ?? 50;
     const common: RedisOptions = {
-      commandTimeout: options.commandTimeoutMs ?? 50,
       connectTimeout: options.connectTimeoutMs ?? 2000,
       // Fail fast while disconnected instead of queueing: the caller's policy decides.
       enableOfflineQueue: false,
@@ -183,11 +202,16 @@ export class RedisBucketStore implements BucketStore {
 
   /** Sends takes whose keys share one slot as one script call and settles each with its slice of the reply. */
   #send(batch: PendingTake[]): void {
+    const call: InFlightCall = { batch, deadline: performance.now() + this.#timeoutMs };
+    this.#inFlight.push(call);
+    if (this.#deadlineTimer === undefined) this.#armDeadline(this.#timeoutMs);
     callTakeScript(this.client, batch).then(
       (fields) => {
+        const takes = this.#settle(call);
+        if (takes === undefined) return; // timed out first
         let at = HEAD_FIELDS;
-        for (let i = 0; i < batch.length; i++) {
-          const t = batch[i] as PendingTake;
+        for (let i = 0; i < takes.length; i++) {
+          const t = takes[i] as PendingTake;
           const from = at;
           at += 1 + BUCKET_FIELDS * t.rules.length;
           let decision: Decision;
@@ -201,10 +225,49 @@ export class RedisBucketStore implements BucketStore {
         }
       },
       (err: Error) => {
-        for (const t of batch) t.sink.failed(err);
+        const takes = this.#settle(call);
+        if (takes !== undefined) for (const t of takes) t.sink.failed(err);
       },
     );
   }
+
+  /** Marks a call settled and returns its takes, or undefined when it had settled already. */
+  #settle(call: InFlightCall): PendingTake[] | undefined {
+    const takes = call.batch;
+    if (takes === undefined) return undefined;
+    call.batch = undefined;
+    const calls = this.#inFlight;
+    let head = this.#head;
+    while (head < calls.length && (calls[head] as InFlightCall).batch === undefined) head++;
+    if (head === calls.length) {
+      calls.length = 0;
+      head = 0;
+    } else if (head > COMPACT_AFTER && head * 2 > calls.length) {
+      calls.splice(0, head);
+      head = 0;
+    }
+    this.#head = head;
+    return takes;
+  }
+
+  #armDeadline(ms: number): void {
+    this.#deadlineTimer = setTimeout(this.#expire, Math.max(1, ms));
+    this.#deadlineTimer.unref();
+  }
+
+  /** Fails the takes of every call past its deadline, then waits for the oldest one left. */
+  readonly #expire = (): void => {
+    this.#deadlineTimer = undefined;
+    const now = performance.now();
+    // #settle keeps #head on the oldest unsettled call.
+    for (let call = this.#inFlight[this.#head]; call !== undefined && call.deadline <= now; call = this.#inFlight[this.#head]) {
+      const takes = this.#settle(call) as PendingTake[];
+      const err = new StoreUnavailableError(`redis bucket store: no answer within ${this.#timeoutMs} ms`);
+      for (const t of takes) t.sink.failed(err);
+    }
+    const oldest = this.#inFlight[this.#head];
+    if (oldest !== undefined) this.#armDeadline(oldest.deadline - now);
+  };
 
   async ready(): Promise<void> {
     if (this.isReady()) return;
@@ -219,11 +282,13 @@ export class RedisBucketStore implements BucketStore {
     // Takes of this turn still waiting for their batch go out first: QUIT queued ahead of them
     // would fail them all (the store is retired on a Redis switch while requests are arriving).
     if (this.#pending.length > 0) this.#flush();
-    try {
-      await this.client.quit();
-    } catch {
-      this.client.disconnect();
-    }
+    // QUIT waits for the calls ahead of it: a stalled Redis gets the command timeout, then the cut
+    // (whose own close would wait for the stalled peer too, so it is not awaited).
+    let timer: NodeJS.Timeout | undefined;
+    const quit = this.client.quit().then(() => true, () => false);
+    const answered = await Promise.race([quit, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), this.#timeoutMs)))]);
+    clearTimeout(timer);
+    if (!answered) this.client.disconnect();
   }
 }
 

@@ -3,6 +3,7 @@
 // each other in arrival order, buckets stay independent, the bound holds, and a failed call fails
 // every take in it (the caller's onStoreError policy then applies to each).
 import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import type { Redis } from 'ioredis';
 import { describe, expect } from 'vitest';
 import { takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
@@ -175,6 +176,65 @@ describe('batched takes on Redis', () => {
       expect(outcomes).toEqual([['allowed 3'], ['allowed 2'], ['allowed 1'], ['allowed 0'], ['limited'], ['limited']]);
       expect(await scriptCalls(admin)).toBe(before + 1);
     });
+  });
+
+  it('a stalled call fails at the command timeout, its late reply settles nothing, and calls after it are timed from their own start', async ({ redisAdmin: admin, withStore }) => {
+    const rule: BucketRule = { replenishRate: 1, burstCapacity: 4, requestedTokens: 1 };
+    await withStore({ commandTimeoutMs: 300 }, async (store) => {
+      await store.take('warm-up-late', rule);
+      const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
+      expect(pid).toBeGreaterThan(0);
+      const settlements: { take: string; how: string; ms: number }[] = [];
+      const t0 = performance.now();
+      const ask = (take: string) =>
+        new Promise<void>((resolve) =>
+          store.takeInto(take, rule, 1, {
+            taken: () => {
+              settlements.push({ take, how: 'taken', ms: performance.now() - t0 });
+              resolve();
+            },
+            failed: (err) => {
+              settlements.push({ take, how: err instanceof StoreUnavailableError ? 'unavailable' : err.message, ms: performance.now() - t0 });
+              resolve();
+            },
+          }),
+        );
+      process.kill(pid, 'SIGSTOP');
+      let resumed = false;
+      try {
+        const first = ask('late-1');
+        // A second call 150 ms later: its own deadline is 150 ms after the first one's.
+        await new Promise((r) => setTimeout(r, 150));
+        const second = ask('late-2');
+        await Promise.all([first, second]);
+        process.kill(pid, 'SIGCONT');
+        resumed = true;
+        // Redis now answers both calls: a second settlement would land by then.
+        await store.take('after-resume', rule);
+        await new Promise((r) => setTimeout(r, 50));
+      } finally {
+        if (!resumed) process.kill(pid, 'SIGCONT');
+      }
+      expect(settlements.map((s) => `${s.take} ${s.how}`)).toEqual(['late-1 unavailable', 'late-2 unavailable']);
+      const [one, two] = settlements.map((s) => s.ms) as [number, number];
+      expect(one).toBeGreaterThanOrEqual(290);
+      expect(two - one).toBeGreaterThanOrEqual(100);
+    });
+  });
+
+  it('close() with Redis stalled returns after about the command timeout instead of waiting for QUIT', async ({ redis, redisAdmin: admin }) => {
+    const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 300 });
+    await store.ready();
+    const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
+    process.kill(pid, 'SIGSTOP');
+    try {
+      const t0 = performance.now();
+      const closed = await Promise.race([store.close().then(() => 'closed'), new Promise((r) => setTimeout(() => r('still waiting'), 1500))]);
+      expect(closed).toBe('closed');
+      expect(performance.now() - t0).toBeGreaterThanOrEqual(250);
+    } finally {
+      process.kill(pid, 'SIGCONT');
+    }
   });
 
   it('takeInto reports an invalid rule to failed() without calling Redis, and a stalled Redis to failed() with StoreUnavailableError', async ({ redisAdmin: admin, withStore }) => {
