@@ -32,7 +32,7 @@ import { fileURLToPath } from 'node:url';
 import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
 import type { SidecarConfigInput } from '../lib/config/sidecar.ts';
 import { freePort } from '../test/harness/ports.ts';
-import { startProgram, startSidecar, type RunningSidecar, type SidecarLaunch, type StartOptions } from '../test/harness/programs.ts';
+import { startProgram, startSidecar, type Program, type RunningSidecar, type SidecarLaunch, type StartOptions } from '../test/harness/programs.ts';
 import { statusFieldsKiB, statusKiB } from '../test/harness/raw-http.ts';
 import { startRedis } from '../test/harness/redis.ts';
 import { ensureWrk, runWrk, wrkErrors, type WrkResult } from './gateway-wrk.ts';
@@ -149,14 +149,14 @@ export async function startBareProxy(
   upstreamUrl: string,
   name: string,
   launch: Pick<StartOptions, 'launcher' | 'waitPortMs'> & { nodeOptions?: string; env?: Record<string, string> } = {},
-): Promise<{ url: string; pid: number | undefined; stop: () => Promise<unknown> }> {
+): Promise<{ url: string; pid: number | undefined; program: Program; stop: () => Promise<unknown> }> {
   await bundleNodeProgram(path.join(repoRoot, 'bench', 'peers', 'bare-proxy.ts'), path.join(repoRoot, BARE_PROXY_ENTRY));
   const port = await freePort();
   const { nodeOptions, env: extraEnv, ...options } = launch;
   const env: Record<string, string> = { ...SIDECAR_ENV, ...extraEnv, PORT: String(port), UPSTREAM_URL: upstreamUrl };
   addNodeOptions(env, nodeOptions);
   const p = await startProgram({ entry: BARE_PROXY_ENTRY, env, waitPort: port, name, ...options });
-  return { url: `http://127.0.0.1:${port}`, pid: p.child.pid, stop: () => p.stop() };
+  return { url: `http://127.0.0.1:${port}`, pid: p.child.pid, program: p, stop: () => p.stop() };
 }
 
 /** Appends V8/Node flags to `env`'s NODE_OPTIONS (after the deployed ones, so a later flag wins). */

@@ -10,8 +10,9 @@
 // estimates to a few per cent, the smaller per-function figures rougher.
 // `node bench/run.ts alloc` writes bench/results/alloc.{md,json}.
 import os from 'node:os';
+import { connectInspector, type AllocationNode } from '../../test/harness/inspector.ts';
 import { freePort } from '../../test/harness/ports.ts';
-import { startProgram } from '../../test/harness/programs.ts';
+import { startProgram, type Program } from '../../test/harness/programs.ts';
 import { startRedis } from '../../test/harness/redis.ts';
 import { BARE_PROXY_DESCRIPTION, startBareProxy, startBenchSidecar } from '../gateway.ts';
 import { ensureLoadgen, runRate } from '../loadgen.ts';
@@ -21,13 +22,6 @@ const SECONDS = Number(process.env['BENCH_ALLOC_SECONDS'] ?? 10);
 const INTERVAL = Number(process.env['BENCH_ALLOC_INTERVAL'] ?? 1024);
 const WARMUP_S = 5;
 const TOP = 12;
-
-/** A node of V8's sampling heap profile (HeapProfiler.SamplingHeapProfile). */
-export interface AllocationNode {
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
-  readonly selfSize: number;
-  readonly children: readonly AllocationNode[];
-}
 
 export interface AllocationFold {
   readonly bytesPerRequest: number;
@@ -64,37 +58,6 @@ export function foldAllocations(head: AllocationNode, requests: number, top = TO
   };
 }
 
-/** The Chrome DevTools Protocol over the inspector's WebSocket: one call at a time is enough here. */
-async function inspector(port: number): Promise<{ call: (method: string, params?: object) => Promise<unknown>; close: () => void }> {
-  const targets = (await (await fetch(`http://127.0.0.1:${port}/json/list`)).json()) as { webSocketDebuggerUrl: string }[];
-  const url = targets[0]?.webSocketDebuggerUrl;
-  if (url === undefined) throw new Error(`no inspector target on port ${port}`);
-  const ws = new WebSocket(url);
-  await new Promise((resolve, reject) => {
-    ws.addEventListener('open', resolve, { once: true });
-    ws.addEventListener('error', () => reject(new Error(`inspector WebSocket ${url} failed`)), { once: true });
-  });
-  let id = 0;
-  const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
-  ws.addEventListener('message', (e) => {
-    const m = JSON.parse(String(e.data)) as { id?: number; result?: unknown; error?: { message: string } };
-    const w = m.id === undefined ? undefined : waiting.get(m.id);
-    if (w === undefined) return;
-    waiting.delete(m.id as number);
-    if (m.error !== undefined) w.reject(new Error(m.error.message));
-    else w.resolve(m.result);
-  });
-  return {
-    call: (method, params = {}) =>
-      new Promise((resolve, reject) => {
-        const i = ++id;
-        waiting.set(i, { resolve, reject });
-        ws.send(JSON.stringify({ id: i, method, params }));
-      }),
-    close: () => ws.close(),
-  };
-}
-
 export interface AllocRun extends AllocationFold {
   readonly target: string;
   readonly description: string;
@@ -119,14 +82,14 @@ export async function runAllocBench(log: (line: string) => void = console.log): 
   const userPort = await freePort();
   const user = await startProgram({ entry: 'services/user-service/main.ts', env: { PORT: String(userPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, waitPort: userPort, name: 'bench-alloc-user-service' });
   const userUrl = `http://127.0.0.1:${userPort}`;
-  const targets: { name: string; description: string; start: (nodeOptions: string) => Promise<{ url: string; stop: () => Promise<unknown> }> }[] = [
+  const targets: { name: string; description: string; start: (nodeOptions: string) => Promise<{ url: string; program: Program; stop: () => Promise<unknown> }> }[] = [
     { name: 'bare-proxy', description: BARE_PROXY_DESCRIPTION, start: (nodeOptions) => startBareProxy(userUrl, 'bench-alloc-bare-proxy', { nodeOptions }) },
     ...(['memory', 'redis'] as const).map((store) => ({
       name: `sidecar-${store}`,
       description: `Portcullis sidecar as deployed, ${store === 'redis' ? 'Redis' : 'in-memory'} token bucket`,
       start: async (nodeOptions: string) => {
         const s = await startBenchSidecar(userUrl, store === 'redis' ? redis.url : undefined, `bench-alloc-sidecar-${store}`, 'deployed', { nodeOptions });
-        return { url: s.url, stop: () => s.program.stop() };
+        return { url: s.url, program: s.program, stop: () => s.program.stop() };
       },
     })),
   ];
@@ -139,17 +102,14 @@ export async function runAllocBench(log: (line: string) => void = console.log): 
       try {
         const url = `${front.url}/healthcheck/ready`;
         await runRate({ url, rate: RATE, durationS: WARMUP_S, connections: 50, headers });
-        const cdp = await inspector(inspectPort);
+        const inspector = await connectInspector(front.program);
         try {
-          await cdp.call('HeapProfiler.enable');
-          await cdp.call('HeapProfiler.startSampling', { samplingInterval: INTERVAL, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
-          const lg = await runRate({ url, rate: RATE, durationS: SECONDS, connections: 50, headers });
-          const { profile } = (await cdp.call('HeapProfiler.stopSampling')) as { profile: { head: AllocationNode } };
-          const fold = foldAllocations(profile.head, lg.completed);
+          const { result: lg, head } = await inspector.sampleAllocations(INTERVAL, () => runRate({ url, rate: RATE, durationS: SECONDS, connections: 50, headers }));
+          const fold = foldAllocations(head, lg.completed);
           runs.push({ target: t.name, description: t.description, requests: lg.completed, errors: lg.errors, ...fold });
           log(`  ${t.name}: ${fold.bytesPerRequest} bytes allocated per request over ${lg.completed} requests`);
         } finally {
-          cdp.close();
+          inspector.close();
         }
       } finally {
         await front.stop();

@@ -1,13 +1,26 @@
 // A minimal Chrome DevTools Protocol client for a child process started with `--inspect`: lets a
 // test force a full GC in the child and read its V8 heap, without any test-only code in the
-// program itself (Node 24's global WebSocket; HeapProfiler.collectGarbage, Runtime.getHeapUsage).
+// program itself (Node 24's global WebSocket; HeapProfiler.collectGarbage, Runtime.getHeapUsage),
+// and sample what it allocates (HeapProfiler.startSampling/stopSampling).
 import type { Program } from './programs.ts';
+
+/** A node of V8's sampling heap profile (HeapProfiler.SamplingHeapProfile). */
+export interface AllocationNode {
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+  readonly selfSize: number;
+  readonly children: readonly AllocationNode[];
+}
 
 export interface Inspector {
   /** Forces full GCs in the child, then returns its V8 heap used, bytes. */
   heapUsedAfterGc(): Promise<number>;
   /** The child's process.getActiveResourcesInfo() counted by kind (sockets, timers, watchers). */
   activeResources(): Promise<Record<string, number>>;
+  /**
+   * Samples the child's allocations (one sample per `intervalBytes` on average) while `during`
+   * runs, garbage included: the samples of objects the GC collected are kept.
+   */
+  sampleAllocations<T>(intervalBytes: number, during: () => Promise<T>): Promise<{ result: T; head: AllocationNode }>;
   close(): void;
 }
 
@@ -51,6 +64,13 @@ export async function connectInspector(program: Program): Promise<Inspector> {
       const counts: Record<string, number> = {};
       if (Array.isArray(kinds)) for (const k of kinds) counts[String(k)] = (counts[String(k)] ?? 0) + 1;
       return counts;
+    },
+    async sampleAllocations(intervalBytes, during) {
+      await call('HeapProfiler.enable');
+      await call('HeapProfiler.startSampling', { samplingInterval: intervalBytes, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      const result = await during();
+      const { profile } = (await call('HeapProfiler.stopSampling')) as { profile: { head: AllocationNode } };
+      return { result, head: profile.head };
     },
     close: () => ws.close(),
   };

@@ -1,7 +1,8 @@
 // The allocation tool's fold of a sampling heap profile: self bytes per function (one entry for a
 // function met on several paths), the total, both per request answered.
 import { describe, expect, it } from 'vitest';
-import { foldAllocations, type AllocationNode } from '../../bench/tools/alloc.ts';
+import { foldAllocations } from '../../bench/tools/alloc.ts';
+import type { AllocationNode } from '../harness/inspector.ts';
 
 const node = (functionName: string, url: string, lineNumber: number, selfSize: number, children: AllocationNode[] = []): AllocationNode => ({
   callFrame: { functionName, url, lineNumber },
