@@ -7,7 +7,7 @@ import { Pool } from 'undici';
 import { buildAdminServer } from './admin.ts';
 import { parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
 import { SidecarMetrics } from './metrics.ts';
-import { isLingering, problemTypes, writeSocketProblem } from './problem.ts';
+import { problemTypes, writeSocketProblem } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
 import { resolveRedisConfig } from './redis-url-file.ts';
 import { requestBodyTimeout } from './request-body-timeout.ts';
@@ -114,12 +114,8 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   const upgrades = new UpgradeProxy({ logger: log, runtime: () => runtime, registry: metrics.registry });
   proxyServer.on('upgrade', upgrades.handle);
   proxyServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
-    // The parser repeats its error for each further chunk of a refused request: already answered.
-    if (isLingering(socket)) return;
-    if (!socket.writable) {
-      socket.destroy(err);
-      return;
-    }
+    // writeSocketProblem answers a socket once (the parser repeats its error for each further
+    // chunk of a refused request) and destroys one that can no longer be written.
     // Keep Node's own statuses for the two errors that have one (408 and 431); 400 otherwise
     // (e.g. a control character other than tab in USER-ID, which Node's parser refuses itself).
     // Still a problem+json body, like every other error of the gateway.

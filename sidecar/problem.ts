@@ -39,17 +39,12 @@ export function sendProblem(res: ServerResponse, problem: Problem, headers: stri
 /** How long a refused socket's further input is read and dropped before it is destroyed, ms. */
 const LINGER_MS = 2000;
 
-/** Sockets that got their answer and are being drained before the close. */
-const lingering = new WeakSet<Duplex>();
-
 /**
- * True when the socket already got its problem and is draining. Node's parser keeps consuming a
- * refused socket and reports the same error again with the next chunk; answering that by
- * destroying the socket resets it with input unread, and the client loses the first answer.
+ * Sockets that got their answer and are being drained before the close. Node's parser keeps
+ * consuming a refused socket and reports the same error again with the next chunk; answering that
+ * by destroying the socket would reset it with input unread, and the client lose the first answer.
  */
-export function isLingering(socket: Duplex): boolean {
-  return lingering.has(socket);
-}
+const lingering = new WeakSet<Duplex>();
 
 /**
  * Writes a complete HTTP/1.1 response to a socket that left the HTTP parser, then closes it.
