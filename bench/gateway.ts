@@ -377,6 +377,34 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     };
   });
 
+  const { ratios, ratioRanges, goals } = gatewayGoals(scenarios, rounds, offered);
+
+  return {
+    suite: 'gateway',
+    startedAt,
+    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadavgAtStart, loadavgAtEnd: os.loadavg() },
+    load: {
+      saturation: `wrk (Debian), ${connections} connections, 1 thread`,
+      fixedRate: `bench/loadgen (Go, open model), ${offered} req/s, ${connections} connections`,
+      connections,
+      durationS,
+      warmupS,
+      rounds,
+    },
+    scenarios,
+    ratios,
+    ratioRanges,
+    goals,
+  };
+}
+
+const load = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
+
+/**
+ * The per-round ratios between the fronts (median, and the lowest and highest round) and the goals
+ * judged from them, for the scenarios of one run of `rounds` rounds at a fixed rate of `offered`.
+ */
+export function gatewayGoals(scenarios: readonly GatewayScenarioResult[], rounds: number, offered: number): Pick<GatewayBenchResult, 'ratios' | 'goals'> & { ratioRanges: Record<string, [number, number]> } {
   // Per-round ratios, then their median.
   const byName = new Map(scenarios.map((s) => [s.name, s]));
   const ratioRanges: Record<string, [number, number]> = {};
@@ -415,6 +443,34 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   const tn = ratios['throughput sidecar-redis/nginx'];
   if (tn !== undefined) goals.push({ name: 'throughput vs nginx', goal: '>= 0.5x', measured: `${tn}x${spread('throughput sidecar-redis/nginx')}`, met: tn >= 0.5 });
   if (addedP99 !== undefined) goals.push({ name: `p99 added over direct at ${offered} req/s (half saturation)`, goal: '< 2 ms', measured: `${addedP99} ms`, met: addedP99 < 2 });
+  // The sidecar against the floor of any Node proxy, as deployed (Redis store): CPU per request at
+  // saturation and at the fixed rate, and the p99 each adds over direct in the same rounds.
+  const cpuFixed = (s: GatewayScenarioResult, i: number) => s.rounds.fixedRate[i]?.cpuUsPerRequest;
+  const directRounds = byName.get('direct')?.rounds.fixedRate ?? [];
+  const p99Added = (s: GatewayScenarioResult, i: number) => {
+    const r = s.rounds.fixedRate[i];
+    const d = directRounds[i];
+    // A round where the front added nothing measurable gives no ratio.
+    return r === undefined || d === undefined || r.p99Ms <= d.p99Ms ? undefined : r.p99Ms - d.p99Ms;
+  };
+  for (const [label, pick] of [
+    ['CPU per request at saturation', cpuPer],
+    [`CPU per request at ${offered} req/s`, cpuFixed],
+    [`p99 added over direct at ${offered} req/s`, p99Added],
+  ] as const) {
+    const name = `sidecar-redis/bare-proxy ${label}`;
+    const x = ratio('sidecar-redis', 'bare-proxy', pick, name);
+    if (x === undefined) continue;
+    ratios[name] = x;
+    const mem = ratio('sidecar-memory', 'bare-proxy', pick, `sidecar-memory/bare-proxy ${label}`);
+    if (mem !== undefined) ratios[`sidecar-memory/bare-proxy ${label}`] = mem;
+    goals.push({
+      name: `sidecar ${label}, over the bare Node proxy's`,
+      goal: '<= 1.15x',
+      measured: `${x}x${spread(name)}${mem === undefined ? '' : `; memory store ${mem}x${spread(`sidecar-memory/bare-proxy ${label}`)}`}`,
+      met: x <= 1.15,
+    });
+  }
   const heavier = [byName.get('sidecar-redis'), byName.get('sidecar-memory')].reduce((a, b) => ((b?.peakRssMiB ?? 0) > (a?.peakRssMiB ?? 0) ? b : a));
   const rss = heavier?.peakRssMiB ?? 0;
   if (rss > 0) {
@@ -423,33 +479,15 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     goals.push({ name: 'sidecar peak RSS under load (as deployed)', goal: '< 100 MB', measured: `${rss} MiB${parts}`, met: rss * 1.048576 < 100 });
   }
 
-  return {
-    suite: 'gateway',
-    startedAt,
-    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadavgAtStart, loadavgAtEnd: os.loadavg() },
-    load: {
-      saturation: `wrk (Debian), ${connections} connections, 1 thread`,
-      fixedRate: `bench/loadgen (Go, open model), ${offered} req/s, ${connections} connections`,
-      connections,
-      durationS,
-      warmupS,
-      rounds,
-    },
-    scenarios,
-    ratios,
-    ratioRanges,
-    goals,
-  };
+  return { ratios, ratioRanges, goals };
 }
-
-const load = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
 
 export function gatewayMarkdown(result: GatewayBenchResult): string {
   const lat = (l: Latency) => `${l.p50} / ${l.p99} / ${l.p999}`;
   const rows = result.scenarios.map(
     (s) =>
       `| ${s.name} | ${s.description} | ${s.saturation.requestsPerSecond} | ${lat(s.saturation.latencyMs)} | ${s.saturation.cpuUsPerRequest} | ` +
-      `${s.fixedRate.achieved} | ${lat(s.fixedRate.latencyMs)} | ${s.fixedRate.p99AddedMs ?? '-'} | ${Math.round((s.fixedRate.waitingForCpu ?? 0) * 100)} % | ` +
+      `${s.fixedRate.achieved} | ${lat(s.fixedRate.latencyMs)} | ${s.fixedRate.cpuUsPerRequest} | ${s.fixedRate.p99AddedMs ?? '-'} | ${Math.round((s.fixedRate.waitingForCpu ?? 0) * 100)} % | ` +
       `${s.peakRssMiB} | ${s.sampledPeak === undefined ? '?' : `${s.sampledPeak.anonMiB} + ${s.sampledPeak.fileMiB}`} | ${s.saturation.errors + s.fixedRate.errors} |`,
   );
   return [
@@ -457,8 +495,8 @@ export function gatewayMarkdown(result: GatewayBenchResult): string {
       `median of ${result.load.rounds} interleaved rounds of ${result.load.durationS} s per load (order rotated each round); saturation: ${result.load.saturation}; ` +
       `fixed rate: ${result.load.fixedRate}; load average ${load(result.machine.loadavgAtStart)} at start, ${load(result.machine.loadavgAtEnd)} at end.`,
     '',
-    '| target | what | saturation req/s | p50 / p99 / p99.9 ms | CPU µs/req | fixed-rate req/s | p50 / p99 / p99.9 ms | p99 added over direct, ms | waiting for a CPU (fixed rate) | peak RSS MiB | largest sample: private + file MiB | errors |',
-    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
+    '| target | what | saturation req/s | p50 / p99 / p99.9 ms | CPU µs/req | fixed-rate req/s | p50 / p99 / p99.9 ms | CPU µs/req | p99 added over direct, ms | waiting for a CPU (fixed rate) | peak RSS MiB | largest sample: private + file MiB | errors |',
+    '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
     `Ratios (median of per-round ratios, lowest-highest round in brackets): ${Object.entries(result.ratios)

@@ -10,7 +10,8 @@
 //               instructions per request (bench/tools/instructions.ts countInstructions).
 //   fixed rate  (--rate N) bench/loadgen (Go, open model) at N req/s, A and B alternating in the
 //               same number of rounds: p50, p99 and p99.9 latency of each, median over the rounds,
-//               and the per-round B - A difference of p99 (for the p99 goal's "before and after").
+//               the per-round B - A difference of p99 (for the p99 goal's "before and after"), and CPU
+//               per request at that rate (B/A per round).
 //   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind [--callgrind-runs N]] [--store redis|memory] [--env NAME=VALUE ...]
 // --store memory runs both with the in-memory bucket, which takes the Redis batching out of the
 // count (how many takes share a script call depends on timing). It still moves between runs on a
@@ -96,6 +97,8 @@ interface Latency {
   readonly p50: number;
   readonly p99: number;
   readonly p999: number;
+  /** The sidecar's CPU per completed request at this rate, µs. */
+  readonly cpu: number;
   readonly errors: number;
 }
 
@@ -168,13 +171,17 @@ try {
           a,
           b,
           async (s) => {
+            const pid = s.program.child.pid;
+            const cpu0 = cpuUs(pid);
             const lg = await runRate({ url: `${s.url}/healthcheck/ready`, rate, durationS, connections: 50, headers });
-            return { p50: lg.latencyUs.p50 / 1000, p99: lg.latencyUs.p99 / 1000, p999: lg.latencyUs.p999 / 1000, errors: lg.errors };
+            const cpu = (cpuUs(pid) - cpu0) / Math.max(1, lg.completed);
+            return { p50: lg.latencyUs.p50 / 1000, p99: lg.latencyUs.p99 / 1000, p999: lg.latencyUs.p999 / 1000, cpu, errors: lg.errors };
           },
           (r, la, lb) =>
-            console.log(`rate round ${r}: p99 A ${la.p99.toFixed(2)} ms, B ${lb.p99.toFixed(2)} ms${la.errors + lb.errors > 0 ? `; errors A ${la.errors}, B ${lb.errors}` : ''}`),
+            console.log(`rate round ${r}: p99 A ${la.p99.toFixed(2)} ms, B ${lb.p99.toFixed(2)} ms; CPU A ${la.cpu.toFixed(1)} µs, B ${lb.cpu.toFixed(1)} µs per request${la.errors + lb.errors > 0 ? `; errors A ${la.errors}, B ${lb.errors}` : ''}`),
         );
   const p99Diff = perRound(latency, (la, lb) => lb.p99 - la.p99);
+  const rateCpuRatio = perRound(latency, (la, lb) => lb.cpu / la.cpu);
   const peakMiB = [a, b].map((s) => statusKiB(s.program.child.pid as number, 'VmHWM') / 1024);
   await a.program.stop();
   await b.program.stop();
@@ -189,7 +196,7 @@ try {
     `| peak RSS (VmHWM), MiB | ${peakMiB[0]?.toFixed(1)} | ${peakMiB[1]?.toFixed(1)} | ${r2((peakMiB[1] as number) / (peakMiB[0] as number))} (whole run) |`,
   );
   if (rate !== undefined) {
-    const col = (i: 0 | 1, k: 'p50' | 'p99' | 'p999') => median(latency[i].map((l) => l[k])).toFixed(2);
+    const col = (i: 0 | 1, k: 'p50' | 'p99' | 'p999' | 'cpu') => median(latency[i].map((l) => l[k])).toFixed(k === 'cpu' ? 1 : 2);
     lines.push(
       '',
       `Fixed rate: bench/loadgen, ${rate} req/s, 50 connections, ${rounds} rounds of ${durationS} s per bundle, alternating; latency in ms, median over the rounds.`,
@@ -199,6 +206,7 @@ try {
       `| p50 | ${col(0, 'p50')} | ${col(1, 'p50')} | |`,
       `| p99 | ${col(0, 'p99')} | ${col(1, 'p99')} | ${spread(p99Diff)} |`,
       `| p99.9 | ${col(0, 'p999')} | ${col(1, 'p999')} | |`,
+      `| CPU µs per request | ${col(0, 'cpu')} | ${col(1, 'cpu')} | B/A ${spread(rateCpuRatio)} |`,
     );
   }
   if (values.callgrind) {

@@ -12,10 +12,10 @@ import { decodeBucketValue, encodeBucketValue } from '../../lib/token-bucket/buc
 import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket/redis-store.ts';
 import { test } from '../harness/fixtures.ts';
 
-/** EVALSHA calls Redis has executed so far. */
-async function scriptCalls(admin: Redis): Promise<number> {
+/** EVALSHA (or with `command`, other) calls Redis has executed so far. */
+async function scriptCalls(admin: Redis, command = 'evalsha'): Promise<number> {
   const stats = await admin.info('commandstats');
-  const m = /cmdstat_evalsha:calls=(\d+)/.exec(stats);
+  const m = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats);
   return m === null ? 0 : Number(m[1]);
 }
 
@@ -108,6 +108,26 @@ describe('batched takes on Redis', () => {
       const one = (calls[1] as string[]).slice(2);
       expect(one.slice(0, 1 + 5)).toEqual(['5', ...Array.from({ length: 5 }, () => 'portcullis:bucket:v2:{group-a-alone}')]);
       expect(one.slice(6)).toEqual(['', '1', '1', '1', '10', '2', '20000']);
+    });
+  });
+
+  it('after SCRIPT FLUSH (a Redis that lost its scripts: a restart without persistence, a failover) the next batch is decided, none failed, and buckets keep their state', async ({ redisAdmin: admin, withStore }) => {
+    const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 1 };
+    await withStore({ commandTimeoutMs: 5000 }, async (store) => {
+      const first = await Promise.all(Array.from({ length: 6 }, () => store.take('flushed', rule)));
+      expect(first.map((d) => d.allowed)).toEqual(Array(6).fill(true));
+      for (let round = 0; round < 2; round++) {
+        await admin.script('FLUSH');
+        const evals = await scriptCalls(admin, 'eval');
+        // EVALSHA on the same connection now gets NOSCRIPT; the store must send the script again.
+        const results = await Promise.allSettled(Array.from({ length: 4 }, () => store.take('flushed', rule)));
+        expect(await scriptCalls(admin, 'eval')).toBe(evals + 1);
+        expect(results.map((r) => r.status)).toEqual(Array(4).fill('fulfilled'));
+        const allowed = results.filter((r) => r.status === 'fulfilled' && r.value.allowed).length;
+        // 10 tokens: 6 taken before, so 4 of the first 4 after the flush and none of the next 4
+        // (well under one token refills while the test runs).
+        expect(allowed).toBe(round === 0 ? 4 : 0);
+      }
     });
   });
 

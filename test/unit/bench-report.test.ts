@@ -6,7 +6,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { containerMemoryMarkdown, type ContainerMemoryBenchResult, type ContainerMemoryRun } from '../../bench/tools/container-memory.ts';
-import { gatewayMarkdown, rotated, rssSplitKiB, type GatewayBenchResult } from '../../bench/gateway.ts';
+import { gatewayGoals, gatewayMarkdown, rotated, rssSplitKiB, type GatewayBenchResult, type GatewayScenarioResult } from '../../bench/gateway.ts';
 import { callgrindTotal, instructionRatios, instructionsMarkdown, type InstructionsBenchResult, type InstructionsRun } from '../../bench/tools/instructions.ts';
 import { headline } from '../../bench/summary.ts';
 
@@ -112,6 +112,48 @@ describe('bench report', () => {
     const md = gatewayMarkdown(result);
     expect(md).toContain('throughput sidecar-redis/node-peer = 1.51 [1.05-1.85]; throughput nginx/direct = 0.6.');
     expect(md).toContain('median of 7 interleaved rounds of 4 s per load (order rotated each round)');
+  });
+
+  it('judges the sidecar against the bare proxy per round: CPU at saturation and at the fixed rate, p99 added over direct', () => {
+    const lat = { p50: 0, p99: 0, p999: 0, max: 0 };
+    const front = (name: string, satCpu: number[], fixedCpu: number[], p99: number[]): GatewayScenarioResult => ({
+      name,
+      description: name,
+      saturation: { requestsPerSecond: 1000, latencyMs: lat, cpuUsPerRequest: 0, errors: 0 },
+      fixedRate: { offered: 6800, achieved: 6800, latencyMs: lat, cpuUsPerRequest: 0, waitingForCpu: 0, errors: 0 },
+      peakRssMiB: 0,
+      rounds: {
+        saturation: satCpu.map((cpuUsPerRequest) => ({ requestsPerSecond: 1000, p50Ms: 1, p99Ms: 2, p999Ms: 3, cpuUsPerRequest })),
+        fixedRate: fixedCpu.map((cpuUsPerRequest, i) => ({ achieved: 6800, p50Ms: 1, p99Ms: p99[i] as number, p999Ms: 20, cpuUsPerRequest, waitingForCpu: 0 })),
+      },
+    });
+    const { goals, ratios, ratioRanges } = gatewayGoals(
+      [
+        front('direct', [20, 20, 20], [30, 30, 30], [1.5, 1.5, 1.5]),
+        front('bare-proxy', [60, 60, 64], [100, 100, 100], [3.5, 3, 1.4]),
+        front('sidecar-redis', [70, 72, 80], [100, 110, 105], [4.5, 3, 12]),
+        front('sidecar-memory', [66, 63, 64], [101, 99, 100], [3.5, 3.75, 2]),
+      ],
+      3,
+      6800,
+    );
+    const goal = (name: string) => goals.find((g) => g.name === name);
+    // 70/60, 72/60, 80/64: 1.17, 1.2, 1.25.
+    expect(goal("sidecar CPU per request at saturation, over the bare Node proxy's")).toEqual({
+      name: "sidecar CPU per request at saturation, over the bare Node proxy's",
+      goal: '<= 1.15x',
+      measured: '1.2x (rounds 1.17-1.25); memory store 1.05x (rounds 1-1.1)',
+      met: false,
+    });
+    // 1, 1.1, 1.05.
+    expect(goal("sidecar CPU per request at 6800 req/s, over the bare Node proxy's")).toMatchObject({ measured: '1.05x (rounds 1-1.1); memory store 1x (rounds 0.99-1.01)', met: true });
+    // Added over direct: sidecar 3, 1.5, 10.5; bare proxy 2, 1.5 and nothing in round 3 (below direct), which gives no ratio.
+    expect(ratios["sidecar-redis/bare-proxy p99 added over direct at 6800 req/s"]).toBe(1.25);
+    expect(ratioRanges["sidecar-redis/bare-proxy p99 added over direct at 6800 req/s"]).toEqual([1, 1.5]);
+    expect(goal("sidecar p99 added over direct at 6800 req/s, over the bare Node proxy's")?.met).toBe(false);
+    // Without the bare proxy in the run there is nothing to judge these goals by.
+    const alone = gatewayGoals([front('direct', [20], [30], [1.5]), front('sidecar-redis', [70], [100], [4])], 1, 6800);
+    expect(alone.goals.filter((g) => g.name.includes('bare Node proxy'))).toEqual([]);
   });
 
   it('splits a live process resident set into anonymous and file pages', () => {
