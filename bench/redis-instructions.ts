@@ -16,7 +16,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import type { BucketRule } from '../lib/token-bucket/bucket.ts';
-import { callTakeScript, defineTakeScript, type ScriptTake, type TakeScriptClient } from '../lib/token-bucket/take-script.ts';
+import { callTakeScript, type ScriptTake } from '../lib/token-bucket/take-script.ts';
 import { freePort, waitForPort } from '../test/harness/ports.ts';
 import { callgrindTotal, valgrindVersion } from './tools/instructions.ts';
 
@@ -56,7 +56,7 @@ function takesFor(rule: BucketRule, from: number, count: number): ScriptTake[] {
 }
 
 /** Runs `work` against a fresh redis-server under callgrind and answers the process's total instructions. */
-async function instructionsOf(work: (client: TakeScriptClient) => Promise<void>): Promise<number> {
+async function instructionsOf(work: (client: Redis) => Promise<void>): Promise<number> {
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-redis-ir-'));
   const out = path.join(dir, 'callgrind.out');
   const port = await freePort();
@@ -68,7 +68,7 @@ async function instructionsOf(work: (client: TakeScriptClient) => Promise<void>)
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   try {
     await waitForPort(port, 60_000);
-    const client = defineTakeScript(new Redis({ port, host: '127.0.0.1', commandTimeout: 120_000, maxRetriesPerRequest: 0 }));
+    const client = new Redis({ port, host: '127.0.0.1', commandTimeout: 120_000, maxRetriesPerRequest: 0 });
     await client.ping();
     await work(client);
     await client.call('SHUTDOWN', 'NOSAVE').catch(() => undefined);
@@ -83,7 +83,7 @@ async function instructionsOf(work: (client: TakeScriptClient) => Promise<void>)
   }
 }
 
-async function warmUp(client: TakeScriptClient): Promise<number> {
+async function warmUp(client: Redis): Promise<number> {
   // Every user's refusing bucket drained and admitting bucket created, and the script cached.
   let now = START_US;
   for (const rule of [REFUSING, ADMITTING]) {
@@ -92,7 +92,7 @@ async function warmUp(client: TakeScriptClient): Promise<number> {
   return now;
 }
 
-async function measured(client: TakeScriptClient, now: number, rule: BucketRule, calls: Calls, decisions: Case): Promise<void> {
+async function measured(client: Redis, now: number, rule: BucketRule, calls: Calls, decisions: Case): Promise<void> {
   const expected = decisions === 'admitted' ? '1' : '0';
   const check = (fields: string[]): void => {
     // The head (the call's time), then per take: allowed, micro-tokens.

@@ -14,12 +14,12 @@
 // oldest one's deadline. ioredis' commandTimeout arms a timer per command and deletes a property of
 // the command when it clears it, which turns every command object into a slow dictionary.
 import { performance } from 'node:perf_hooks';
-import { Cluster, Redis, type ClusterNode, type RedisOptions } from 'ioredis';
+import { Cluster, Redis, type ClusterNode, type Pipeline, type RedisOptions } from 'ioredis';
 import { assertRule, type BucketRule, type Decision } from './bucket.ts';
 import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
 import { keySlot } from './key-slot.ts';
 import { BUCKET_FIELDS, HEAD_FIELDS, parseDecision } from './redis-reply.ts';
-import { callTakeScript, defineTakeScript, type TakeScriptClient } from './take-script.ts';
+import { sendTakeScript, type ScriptReply, type ScriptTarget } from './take-script.ts';
 
 /**
  * Version of the bucket keys' layout, between the prefix and the hash tag. v2: one string per
@@ -50,8 +50,9 @@ export interface RedisStoreOptions {
   readonly connectTimeoutMs?: number;
   /**
    * Takes per turn sent at once at most (default 128): one script call on a single node or
-   * Sentinel, one per slot on a Cluster. 1 turns batching off: one call per take, auto-pipelined
-   * by ioredis.
+   * Sentinel, one per slot on a Cluster. 1 turns batching off: one call per take; on a single node
+   * or Sentinel the calls of one tick leave in one write (a pipeline), as ioredis' auto-pipelining
+   * would send them.
    */
   readonly maxBatch?: number;
 }
@@ -67,28 +68,66 @@ interface PendingTake {
   readonly sink: TakeSink;
 }
 
-/** A script call waiting for its reply; `batch` is emptied once it settles (nothing of it is kept). */
-interface InFlightCall {
+/**
+ * A script call waiting for its reply: it hands each take its slice of the reply, or the call's
+ * failure, unless the call was settled already (timed out). One object per call, no closures.
+ */
+class InFlightCall implements ScriptReply {
+  /** The call's takes; emptied once it settles (nothing of it is kept). */
   batch: PendingTake[] | undefined;
   /** performance.now() after which the call's takes fail. */
   readonly deadline: number;
+  /** The call sent after this one (a list in send order, so by deadline: no array to grow and trim). */
+  next: InFlightCall | undefined;
+  /** Marks this call settled in its store and returns its takes, or undefined when it had settled already. */
+  readonly #settle: (call: InFlightCall) => PendingTake[] | undefined;
+
+  constructor(batch: PendingTake[], deadline: number, settle: (call: InFlightCall) => PendingTake[] | undefined) {
+    this.batch = batch;
+    this.deadline = deadline;
+    this.next = undefined;
+    this.#settle = settle;
+  }
+
+  replied(fields: string[]): void {
+    const takes = this.#settle(this);
+    if (takes === undefined) return; // timed out first
+    let at = HEAD_FIELDS;
+    for (let i = 0; i < takes.length; i++) {
+      const t = takes[i] as PendingTake;
+      const from = at;
+      at += 1 + BUCKET_FIELDS * t.rules.length;
+      let decision: Decision;
+      try {
+        decision = parseDecision(fields, from, t.rules, t.costs);
+      } catch (err) {
+        t.sink.failed(err as Error);
+        continue;
+      }
+      t.sink.taken(decision);
+    }
+  }
+
+  failed(err: Error): void {
+    const takes = this.#settle(this);
+    if (takes !== undefined) for (const t of takes) t.sink.failed(err);
+  }
 }
 
-/** Settled calls at the front of the in-flight list kept before it is compacted. */
-const COMPACT_AFTER = 1024;
-
 export class RedisBucketStore implements BucketStore {
-  readonly client: TakeScriptClient;
+  readonly client: Redis | Cluster;
   readonly #prefix: string;
   readonly #maxBatch: number;
   readonly #perSlot: boolean;
   readonly #timeoutMs: number;
   #pending: PendingTake[] = [];
   #flushScheduled = false;
-  /** Calls sent and not yet settled from index #head on, in send order (so by deadline). */
-  #inFlight: InFlightCall[] = [];
-  #head = 0;
+  /** The oldest call not settled yet, and the newest call sent; settled calls after the oldest stay in the list until it passes them. */
+  #oldest: InFlightCall | undefined;
+  #newest: InFlightCall | undefined;
   #deadlineTimer: NodeJS.Timeout | undefined;
+  /** Batching off on one node: the pipeline collecting this tick's calls, until it is sent. */
+  #tickPipeline: Pipeline | undefined;
 
   constructor(options: RedisStoreOptions) {
     const maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH;
@@ -98,8 +137,6 @@ export class RedisBucketStore implements BucketStore {
       // Fail fast while disconnected instead of queueing: the caller's policy decides.
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      // Batched takes are already one command per turn; without batching, ioredis pipelines.
-      enableAutoPipelining: maxBatch === 1,
       // Reconnect quickly and forever: limiting resumes within ~0.5 s of Redis returning.
       retryStrategy: (times) => Math.min(50 * times, 500),
       ...(options.password !== undefined ? { password: options.password } : {}),
@@ -109,11 +146,6 @@ export class RedisBucketStore implements BucketStore {
       const nodes: ClusterNode[] = options.cluster.nodes.map((n) => ({ host: n.host, port: n.port }));
       client = new Cluster(nodes, {
         enableOfflineQueue: false,
-        // No auto-pipelining on a Cluster: ioredis picks a command's pipeline (and so its node) by
-        // the slot of its first argument, which for this script is the key count, not a key; calls
-        // for different nodes in one turn then share a pipeline and all fail. Sent one by one,
-        // each call is routed by its keys.
-        enableAutoPipelining: false,
         clusterRetryStrategy: (times) => Math.min(50 * times, 500),
         redisOptions: common,
       });
@@ -130,7 +162,7 @@ export class RedisBucketStore implements BucketStore {
     // Errors surface through rejected takes and the caller's metrics; without a listener ioredis
     // would print every reconnect attempt.
     client.on('error', () => {});
-    this.client = defineTakeScript(client);
+    this.client = client;
     this.#prefix = options.keyPrefix ?? 'portcullis:bucket:';
     this.#maxBatch = maxBatch;
     this.#perSlot = options.cluster !== undefined;
@@ -202,53 +234,46 @@ export class RedisBucketStore implements BucketStore {
 
   /** Sends takes whose keys share one slot as one script call and settles each with its slice of the reply. */
   #send(batch: PendingTake[]): void {
-    const call: InFlightCall = { batch, deadline: performance.now() + this.#timeoutMs };
-    this.#inFlight.push(call);
+    const call = new InFlightCall(batch, performance.now() + this.#timeoutMs, this.#settle);
+    if (this.#newest === undefined) this.#oldest = call;
+    else this.#newest.next = call;
+    this.#newest = call;
     if (this.#deadlineTimer === undefined) this.#armDeadline(this.#timeoutMs);
-    callTakeScript(this.client, batch).then(
-      (fields) => {
-        const takes = this.#settle(call);
-        if (takes === undefined) return; // timed out first
-        let at = HEAD_FIELDS;
-        for (let i = 0; i < takes.length; i++) {
-          const t = takes[i] as PendingTake;
-          const from = at;
-          at += 1 + BUCKET_FIELDS * t.rules.length;
-          let decision: Decision;
-          try {
-            decision = parseDecision(fields, from, t.rules, t.costs);
-          } catch (err) {
-            t.sink.failed(err as Error);
-            continue;
-          }
-          t.sink.taken(decision);
-        }
-      },
-      (err: Error) => {
-        const takes = this.#settle(call);
-        if (takes !== undefined) for (const t of takes) t.sink.failed(err);
-      },
-    );
+    sendTakeScript(this.client, this.#target(), batch, undefined, call);
+  }
+
+  /**
+   * Where a call goes: the client, or with batching off on one node this tick's pipeline (sent on
+   * the next tick, so the tick's calls share one write). A Cluster sends each call alone, routed by
+   * its own keys: a pipeline there must keep to one slot.
+   */
+  #target(): ScriptTarget {
+    if (this.#maxBatch !== 1 || this.#perSlot) return this.client;
+    let pipeline = this.#tickPipeline;
+    if (pipeline === undefined) {
+      const created = this.client.pipeline() as Pipeline;
+      pipeline = created;
+      this.#tickPipeline = created;
+      process.nextTick(() => {
+        this.#tickPipeline = undefined;
+        // Each call's own promise carries its reply or error to its takes.
+        created.exec().catch(() => {});
+      });
+    }
+    return pipeline;
   }
 
   /** Marks a call settled and returns its takes, or undefined when it had settled already. */
-  #settle(call: InFlightCall): PendingTake[] | undefined {
+  readonly #settle = (call: InFlightCall): PendingTake[] | undefined => {
     const takes = call.batch;
     if (takes === undefined) return undefined;
     call.batch = undefined;
-    const calls = this.#inFlight;
-    let head = this.#head;
-    while (head < calls.length && (calls[head] as InFlightCall).batch === undefined) head++;
-    if (head === calls.length) {
-      calls.length = 0;
-      head = 0;
-    } else if (head > COMPACT_AFTER && head * 2 > calls.length) {
-      calls.splice(0, head);
-      head = 0;
-    }
-    this.#head = head;
+    let oldest = this.#oldest;
+    while (oldest !== undefined && oldest.batch === undefined) oldest = oldest.next;
+    this.#oldest = oldest;
+    if (oldest === undefined) this.#newest = undefined;
     return takes;
-  }
+  };
 
   #armDeadline(ms: number): void {
     this.#deadlineTimer = setTimeout(this.#expire, Math.max(1, ms));
@@ -259,13 +284,11 @@ export class RedisBucketStore implements BucketStore {
   readonly #expire = (): void => {
     this.#deadlineTimer = undefined;
     const now = performance.now();
-    // #settle keeps #head on the oldest unsettled call.
-    for (let call = this.#inFlight[this.#head]; call !== undefined && call.deadline <= now; call = this.#inFlight[this.#head]) {
-      const takes = this.#settle(call) as PendingTake[];
-      const err = new StoreUnavailableError(`redis bucket store: no answer within ${this.#timeoutMs} ms`);
-      for (const t of takes) t.sink.failed(err);
+    // #settle keeps #oldest on the oldest unsettled call.
+    for (let call = this.#oldest; call !== undefined && call.deadline <= now; call = this.#oldest) {
+      call.failed(new StoreUnavailableError(`redis bucket store: no answer within ${this.#timeoutMs} ms`));
     }
-    const oldest = this.#inFlight[this.#head];
+    const oldest = this.#oldest;
     if (oldest !== undefined) this.#armDeadline(oldest.deadline - now);
   };
 

@@ -9,14 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bucketTtlMs, takeAllUs, takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import type { RawTake } from '../../lib/token-bucket/redis-reply.ts';
-import { defineTakeScript, runTakes, type ScriptTake, type TakeScriptClient } from '../../lib/token-bucket/take-script.ts';
+import { runTakes, type ScriptTake } from '../../lib/token-bucket/take-script.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 
 describe('pure token bucket vs the Redis Lua script', () => {
   let redis: RedisServer;
   let admin: Redis;
   /** The script as the Redis store calls it, on its own connection. */
-  let client: TakeScriptClient;
+  let client: Redis;
   /** Redis key of bucket `i` of a take whose first bucket is `key`. */
   const bucketKey = (key: string, i = 0) => (i === 0 ? key : `${key}:${i}`);
   /** One script call for `takes` (at `nowUs`, else Redis TIME): the first take's answer. */
@@ -28,7 +28,7 @@ describe('pure token bucket vs the Redis Lua script', () => {
   beforeAll(async () => {
     redis = await startRedis();
     admin = new Redis(redis.url);
-    client = defineTakeScript(new Redis(redis.url));
+    client = new Redis(redis.url);
   });
   afterAll(async () => {
     admin.disconnect();

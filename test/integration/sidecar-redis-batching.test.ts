@@ -143,13 +143,26 @@ describe('batched takes on Redis', () => {
     });
   });
 
-  it('maxBatch 1 sends one call per take', async ({ redisAdmin: admin, withStore }) => {
+  it('maxBatch 1 sends one call per take, the calls of one tick in one write', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 5000, maxBatch: 1 }, async (store) => {
       await store.take('warm-up-3', rule);
       const before = await scriptCalls(admin);
-      await Promise.all(Array.from({ length: 12 }, (_, i) => store.take(`single-${i}`, rule)));
+      const stream = (store.client as Redis).stream;
+      const write = stream.write;
+      let writes = 0;
+      stream.write = function (this: typeof stream, ...args: Parameters<typeof write>) {
+        writes++;
+        return write.apply(this, args);
+      } as typeof write;
+      try {
+        const decisions = await Promise.all(Array.from({ length: 12 }, (_, i) => store.take(`single-${i}`, rule)));
+        expect(decisions.every((d) => d.allowed && d.remaining === 99)).toBe(true);
+      } finally {
+        stream.write = write;
+      }
       expect(await scriptCalls(admin)).toBe(before + 12);
+      expect(writes).toBe(1);
     });
   });
 

@@ -11,7 +11,7 @@ import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { keySlot } from '../../lib/token-bucket/key-slot.ts';
 import type { RawTake } from '../../lib/token-bucket/redis-reply.ts';
 import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket/redis-store.ts';
-import { defineTakeScript, runTakes } from '../../lib/token-bucket/take-script.ts';
+import { runTakes } from '../../lib/token-bucket/take-script.ts';
 import { test } from '../harness/fixtures.ts';
 
 /** EVALSHA calls one node has run so far. */
@@ -122,7 +122,7 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
 
   it('Lua on the cluster equals the pure function: random turns of single and multi-limit takes over users on every shard', async ({ redisCluster: redis, redisClusterClient: cluster, userOnShard }) => {
     // The script as the store calls it, one call per slot of a turn, at the test's clock.
-    const client = defineTakeScript(new Cluster(redis.seeds));
+    const client = new Cluster(redis.seeds);
     const keyOf = (user: string, i = 0) => (i === 0 ? `eq:{${user}}` : `eq:{${user}}:${i}`);
     let run = 0;
     const limitArb = fc.record({ replenishRate: fc.integer({ min: 1, max: 500 }), burstCapacity: fc.integer({ min: 1, max: 500 }) });

@@ -122,6 +122,7 @@ describe('bench report', () => {
       saturation: { requestsPerSecond: 1000, latencyMs: lat, cpuUsPerRequest: 0, errors: 0 },
       fixedRate: { offered: 6800, achieved: 6800, latencyMs: lat, cpuUsPerRequest: 0, waitingForCpu: 0, errors: 0 },
       peakRssMiB: 0,
+      sampledPeak: { rssMiB: 0, anonMiB: 0, fileMiB: 0 },
       rounds: {
         saturation: satCpu.map((cpuUsPerRequest) => ({ requestsPerSecond: 1000, p50Ms: 1, p99Ms: 2, p999Ms: 3, cpuUsPerRequest })),
         fixedRate: fixedCpu.map((cpuUsPerRequest, i) => ({ achieved: 6800, p50Ms: 1, p99Ms: p99[i] as number, p999Ms: 20, cpuUsPerRequest, waitingForCpu: 0 })),
