@@ -1,8 +1,9 @@
 // The Node peer of the gateway benchmark: the usual way to build this gateway on Node, fastify with
 // @fastify/http-proxy (undici underneath, keep-alive) and @fastify/rate-limit with its Redis store
 // (a fixed-window INCR + PEXPIRE Lua script), keyed by the USER-ID header like the sidecar.
-// Given the same ioredis settings as the sidecar's store (auto-pipelining on), so the comparison is
-// of the designs, not of client tuning. Configured by env: PORT, UPSTREAM_URL, REDIS_URL (unset =
+// Its ioredis runs with auto-pipelining on (the commands of one tick in one write, the nearest
+// ioredis setting to the sidecar's batching), so the comparison is of the designs, not of client
+// tuning. Configured by env: PORT, UPSTREAM_URL, REDIS_URL (unset =
 // the plugin's in-memory store), MAX (requests per window), WINDOW_MS.
 //
 // With JWT_JWKS_URL set it does the sidecar's jwt key source instead: @fastify/jwt verifies the

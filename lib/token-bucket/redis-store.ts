@@ -1,4 +1,4 @@
-// Redis BucketStore: one atomic Lua script (EVALSHA through ioredis defineCommand) per batch of
+// Redis BucketStore: one atomic Lua script (EVALSHA, encoded in take-script.ts) per batch of
 // takes, one string key per bucket (16 bytes: micro-tokens and µs, see token-bucket.lua),
 // hash-tagged so each bucket lives in one Redis Cluster slot, time from Redis TIME (every sidecar
 // shares one clock), written with its TTL only when a take is admitted, a short command timeout.
