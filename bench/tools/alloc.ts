@@ -10,6 +10,7 @@
 // estimates to a few per cent, the smaller per-function figures rougher.
 // `node bench/run.ts alloc` writes bench/results/alloc.{md,json}.
 import os from 'node:os';
+import { Redis } from 'ioredis';
 import { connectInspector, type AllocationNode } from '../../test/harness/inspector.ts';
 import { freePort } from '../../test/harness/ports.ts';
 import { startProgram, type Program } from '../../test/harness/programs.ts';
@@ -63,6 +64,8 @@ export interface AllocRun extends AllocationFold {
   readonly description: string;
   readonly requests: number;
   readonly errors: number;
+  /** Script calls Redis ran per request answered (the Redis sidecar): the fewer takes share a call, the more the call's own objects weigh per request. */
+  readonly redisCallsPerRequest?: number;
 }
 
 export interface AllocBenchResult {
@@ -82,6 +85,7 @@ export async function runAllocBench(log: (line: string) => void = console.log): 
   const userPort = await freePort();
   const user = await startProgram({ entry: 'services/user-service/main.ts', env: { PORT: String(userPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, waitPort: userPort, name: 'bench-alloc-user-service' });
   const userUrl = `http://127.0.0.1:${userPort}`;
+  const admin = new Redis(redis.url);
   const targets: { name: string; description: string; start: (nodeOptions: string) => Promise<{ url: string; program: Program; stop: () => Promise<unknown> }> }[] = [
     { name: 'bare-proxy', description: BARE_PROXY_DESCRIPTION, start: (nodeOptions) => startBareProxy(userUrl, 'bench-alloc-bare-proxy', { nodeOptions }) },
     ...(['memory', 'redis'] as const).map((store) => ({
@@ -104,9 +108,12 @@ export async function runAllocBench(log: (line: string) => void = console.log): 
         await runRate({ url, rate: RATE, durationS: WARMUP_S, connections: 50, headers });
         const inspector = await connectInspector(front.program);
         try {
+          const callsBefore = await scriptCalls(admin);
           const { result: lg, head } = await inspector.sampleAllocations(INTERVAL, () => runRate({ url, rate: RATE, durationS: SECONDS, connections: 50, headers }));
+          const calls = (await scriptCalls(admin)) - callsBefore;
           const fold = foldAllocations(head, lg.completed);
-          runs.push({ target: t.name, description: t.description, requests: lg.completed, errors: lg.errors, ...fold });
+          const perRequest = t.name === 'sidecar-redis' && lg.completed > 0 ? { redisCallsPerRequest: Math.round((calls / lg.completed) * 1000) / 1000 } : {};
+          runs.push({ target: t.name, description: t.description, requests: lg.completed, errors: lg.errors, ...fold, ...perRequest });
           log(`  ${t.name}: ${fold.bytesPerRequest} bytes allocated per request over ${lg.completed} requests`);
         } finally {
           inspector.close();
@@ -116,6 +123,7 @@ export async function runAllocBench(log: (line: string) => void = console.log): 
       }
     }
   } finally {
+    admin.disconnect();
     await user.stop();
     await redis.stop();
   }
@@ -127,9 +135,9 @@ export function allocMarkdown(r: AllocBenchResult): string {
   return [
     `Allocation per request, ${r.startedAt}: ${r.machine}; bench/loadgen at ${r.rate} req/s, 50 connections, ${r.seconds} s per target after ${WARMUP_S} s of warm-up; V8's sampling heap profiler (one sample per ${r.samplingIntervalBytes} bytes on average) keeping the samples of objects already collected: everything allocated on the JavaScript heap, garbage included.`,
     '',
-    '| target | what | requests | bytes allocated per request | / bare-proxy | errors |',
-    '|---|---|---:|---:|---:|---:|',
-    ...r.runs.map((x) => `| ${x.target} | ${x.description} | ${x.requests} | ${x.bytesPerRequest} | ${bare === undefined ? '-' : `${(x.bytesPerRequest / bare).toFixed(2)}x`} | ${x.errors} |`),
+    '| target | what | requests | bytes allocated per request | / bare-proxy | Redis script calls per request | errors |',
+    '|---|---|---:|---:|---:|---:|---:|',
+    ...r.runs.map((x) => `| ${x.target} | ${x.description} | ${x.requests} | ${x.bytesPerRequest} | ${bare === undefined ? '-' : `${(x.bytesPerRequest / bare).toFixed(2)}x`} | ${x.redisCallsPerRequest ?? '-'} | ${x.errors} |`),
     '',
     ...r.runs.flatMap((x) => [
       `${x.target}, the functions that allocated most themselves (bytes per request):`,
@@ -140,6 +148,14 @@ export function allocMarkdown(r: AllocBenchResult): string {
       '',
     ]),
   ].join('\n').trimEnd();
+}
+
+/** Script calls (EVALSHA and EVAL) Redis has run so far. */
+async function scriptCalls(admin: Redis): Promise<number> {
+  const stats = await admin.info('commandstats');
+  let calls = 0;
+  for (const m of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(m[1]);
+  return calls;
 }
 
 if (import.meta.main) console.log(allocMarkdown(await runAllocBench()));
