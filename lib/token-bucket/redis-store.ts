@@ -249,17 +249,15 @@ export class RedisBucketStore implements BucketStore {
    */
   #target(): ScriptTarget {
     if (this.#maxBatch !== 1 || this.#perSlot) return this.client;
-    let pipeline = this.#tickPipeline;
-    if (pipeline === undefined) {
-      const created = this.client.pipeline() as Pipeline;
-      pipeline = created;
-      this.#tickPipeline = created;
-      process.nextTick(() => {
-        this.#tickPipeline = undefined;
-        // Each call's own promise carries its reply or error to its takes.
-        created.exec().catch(() => {});
-      });
-    }
+    const open = this.#tickPipeline;
+    if (open !== undefined) return open;
+    const pipeline = this.client.pipeline() as Pipeline;
+    this.#tickPipeline = pipeline;
+    process.nextTick(() => {
+      this.#tickPipeline = undefined;
+      // Each call's own promise carries its reply or error to its takes.
+      pipeline.exec().catch(() => {});
+    });
     return pipeline;
   }
 
