@@ -45,14 +45,14 @@ interface EncodedGroup {
 /**
  * Each group's encoded arguments, made once, by its first rule (rule objects live as long as the
  * config they come from; take() makes new rule and cost lists for every call, so the lists cannot
- * be the key). A group of the same first rule with other costs replaces the entry.
+ * be the key). A group of the same first rule with other limits or costs replaces the entry.
  */
 const encodedGroups = new WeakMap<BucketRule, EncodedGroup>();
 
 function encodeGroup(take: ScriptTake): EncodedGroup {
   const first = take.rules[0] as BucketRule;
   const known = encodedGroups.get(first);
-  if (known !== undefined && sameGroup(known, take)) return known;
+  if (known !== undefined && sameLimits(known, take)) return known;
   let wire = bulk(String(take.rules.length));
   for (let i = 0; i < take.rules.length; i++) {
     const rule = take.rules[i] as BucketRule;
@@ -61,15 +61,6 @@ function encodeGroup(take: ScriptTake): EncodedGroup {
   const group = { rules: take.rules, costs: take.costs, wire, args: 1 + 4 * take.rules.length };
   encodedGroups.set(first, group);
   return group;
-}
-
-/** Whether `take` charges exactly the group's rules (the same objects) the same costs. */
-function sameGroup(group: EncodedGroup, take: ScriptTake): boolean {
-  if (group.rules === take.rules && group.costs === take.costs) return true;
-  const n = take.rules.length;
-  if (group.rules.length !== n) return false;
-  for (let i = 0; i < n; i++) if (group.rules[i] !== take.rules[i] || group.costs[i] !== take.costs[i]) return false;
-  return true;
 }
 
 /** One batch as the script's arguments after the script (numkeys, keys, ARGV), and what its reply must hold. */
@@ -204,8 +195,11 @@ function groupOf(groups: ScriptTake[], take: ScriptTake): number {
   return groups.length;
 }
 
-/** Whether two takes charge the same limits the same costs (the same arrays, or equal values: take() makes new ones). */
-function sameLimits(a: ScriptTake, b: ScriptTake): boolean {
+/**
+ * Whether two takes charge the same limits the same costs (the same arrays, or equal values: take()
+ * makes new ones), and so send the same group of arguments (the key TTL follows from the limits).
+ */
+function sameLimits(a: Pick<ScriptTake, 'rules' | 'costs'>, b: Pick<ScriptTake, 'rules' | 'costs'>): boolean {
   if (a.rules === b.rules && a.costs === b.costs) return true;
   const n = a.rules.length;
   if (b.rules.length !== n) return false;
