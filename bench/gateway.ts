@@ -428,7 +428,8 @@ export function gatewayGoals(scenarios: readonly GatewayScenarioResult[], rounds
   for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct'], ['bare-proxy', 'direct'], ['bare-proxy', 'node-peer'], ['sidecar-redis', 'bare-proxy'], ['sidecar-redis-source', 'node-peer'], ['sidecar-redis', 'sidecar-redis-source']] as const) {
     const x = ratio(a, b, rps, `throughput ${a}/${b}`);
     if (x !== undefined) ratios[`throughput ${a}/${b}`] = x;
-    if (b === 'direct') continue;
+    // Against the bare proxy, CPU per request is one of the goal rows below (sidecar over floor).
+    if (b === 'direct' || b === 'bare-proxy') continue;
     const c = ratio(b, a, cpuPer, `cpu-efficiency ${a}/${b}`); // higher is better for a: b's CPU per request over a's
     if (c !== undefined) ratios[`cpu-efficiency ${a}/${b}`] = c;
   }

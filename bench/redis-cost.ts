@@ -206,6 +206,12 @@ export async function commandStats(admin: Redis): Promise<{ usec: number; topLev
   return { usec, topLevelCalls, calls };
 }
 
+/** Script calls Redis has run so far (EVALSHA and EVAL). */
+export async function scriptCalls(admin: Redis): Promise<number> {
+  const { calls } = await commandStats(admin);
+  return (calls['evalsha'] ?? 0) + (calls['eval'] ?? 0);
+}
+
 async function run(url: string, admin: Redis, approach: Approach, mode: 'light' | 'saturated', log: (line: string) => void): Promise<RedisCostRow> {
   const { decide, close } = await approach.open(url);
   const total = mode === 'light' ? LIGHT_DECISIONS : SATURATED_DECISIONS;

@@ -17,6 +17,7 @@ import { startProgram, type Program } from '../../test/harness/programs.ts';
 import { startRedis } from '../../test/harness/redis.ts';
 import { BARE_PROXY_DESCRIPTION, startBareProxy, startBenchSidecar } from '../gateway.ts';
 import { ensureLoadgen, runRate } from '../loadgen.ts';
+import { scriptCalls } from '../redis-cost.ts';
 
 const RATE = Number(process.env['BENCH_ALLOC_RATE'] ?? 4000);
 const SECONDS = Number(process.env['BENCH_ALLOC_SECONDS'] ?? 10);
@@ -148,14 +149,6 @@ export function allocMarkdown(r: AllocBenchResult): string {
       '',
     ]),
   ].join('\n').trimEnd();
-}
-
-/** Script calls (EVALSHA and EVAL) Redis has run so far. */
-async function scriptCalls(admin: Redis): Promise<number> {
-  const stats = await admin.info('commandstats');
-  let calls = 0;
-  for (const m of stats.matchAll(/cmdstat_(?:evalsha|eval):calls=(\d+)/g)) calls += Number(m[1]);
-  return calls;
 }
 
 if (import.meta.main) console.log(allocMarkdown(await runAllocBench()));

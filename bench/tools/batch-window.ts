@@ -27,7 +27,7 @@ import type { BucketRule, Decision } from '../../lib/token-bucket/bucket.ts';
 import type { BucketStore, TakeSink } from '../../lib/token-bucket/bucket-store.ts';
 import { RedisBucketStore } from '../../lib/token-bucket/redis-store.ts';
 import { startRedis } from '../../test/harness/redis.ts';
-import { commandStats, redisCpuUs } from '../redis-cost.ts';
+import { redisCpuUs, scriptCalls } from '../redis-cost.ts';
 
 const RATES = (process.env['BENCH_BATCH_WINDOW_RATES'] ?? '500,2000,10000').split(',').map(Number).filter((n) => n > 0);
 const SECONDS = Number(process.env['BENCH_BATCH_WINDOW_SECONDS'] ?? 3);
@@ -231,12 +231,6 @@ const median = (xs: number[]) => {
   return s.length === 0 ? 0 : ((s[(s.length - 1) >> 1] as number) + (s[s.length >> 1] as number)) / 2;
 };
 const quantile = (sorted: Float64Array, q: number) => (sorted.length === 0 ? 0 : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number));
-
-/** Script calls so far (EVALSHA and EVAL, INFO commandstats). */
-async function scriptCalls(admin: Redis): Promise<number> {
-  const { calls } = await commandStats(admin);
-  return (calls['evalsha'] ?? 0) + (calls['eval'] ?? 0);
-}
 
 interface Bench {
   readonly admin: Redis;

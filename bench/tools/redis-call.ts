@@ -16,9 +16,10 @@ import { fileURLToPath } from 'node:url';
 import os from 'node:os';
 import v8 from 'node:v8';
 import { Redis } from 'ioredis';
-import type { BucketRule, Decision } from '../../lib/token-bucket/bucket.ts';
+import { bucketTtlMs, type BucketRule, type Decision } from '../../lib/token-bucket/bucket.ts';
 import { RedisBucketStore } from '../../lib/token-bucket/redis-store.ts';
 import { startRedis } from '../../test/harness/redis.ts';
+import { median } from '../gateway.ts';
 
 const gc = (globalThis as { gc?: () => void }).gc;
 if (gc === undefined) {
@@ -28,7 +29,6 @@ if (gc === undefined) {
 }
 
 const rule: BucketRule = { replenishRate: 1_000_000, burstCapacity: 1_000_000, requestedTokens: 1 };
-const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 
 const redis = await startRedis();
 const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 1000 });
@@ -59,7 +59,7 @@ socket.on('data', (chunk: string) => {
   waiting = undefined;
   w?.(reply);
 });
-const args = ['EVALSHA', sha, '1', store.keyOf('one-user'), '', '1', '1', String(rule.replenishRate), String(rule.burstCapacity), '1', '2000'];
+const args = ['EVALSHA', sha, '1', store.keyOf('one-user'), '', '1', '1', String(rule.replenishRate), String(rule.burstCapacity), '1', String(bucketTtlMs(rule))];
 const viaSocket = (): Promise<string> =>
   new Promise((resolve) => {
     waiting = resolve;
