@@ -24,6 +24,7 @@ import { redisCostMarkdown, runRedisCostBench } from './redis-cost.ts';
 import { runSignInFloodBench, signInFloodMarkdown } from './signin-flood.ts';
 import { writeSummary } from './summary.ts';
 import { allocMarkdown, runAllocBench } from './tools/alloc.ts';
+import { runSyscallsBench, syscallsMarkdown } from './tools/syscalls.ts';
 import { runTailBench, tailMarkdown } from './tools/tail.ts';
 import { runTokenBench, tokenMarkdown } from './token.ts';
 
@@ -68,6 +69,7 @@ const tools: Record<string, Suite> = {
   'batch-window': { run: runBatchWindowBench, markdown: batchWindowMarkdown as (r: never) => string },
   tail: { run: runTailBench, markdown: tailMarkdown as (r: never) => string },
   alloc: { run: runAllocBench, markdown: allocMarkdown as (r: never) => string },
+  syscalls: { run: runSyscallsBench, markdown: syscallsMarkdown as (r: never) => string },
 };
 
 const benchDir = path.dirname(fileURLToPath(import.meta.url));

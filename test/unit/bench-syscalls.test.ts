@@ -1,0 +1,48 @@
+// The system-call tool's pure parts: reading perf's counts, the medians, the Redis store's share.
+import { describe, expect, it } from 'vitest';
+import { parsePerfStat, summarizeSyscalls, syscallsMarkdown, type SyscallsBenchResult, type SyscallsPoint } from '../../bench/tools/syscalls.ts';
+
+describe('system calls per request', () => {
+  it('reads perf stat -x output: every call as `all`, named calls by name, an uncounted event left out (unknown, not 0)', () => {
+    const stderr = [
+      '120345,,raw_syscalls:sys_enter,5012345678,100.00,,',
+      '20001,,syscalls:sys_enter_read,5012345678,100.00,,',
+      '<not counted>,,syscalls:sys_enter_writev,0,0.00,,',
+      '<not supported>,,syscalls:sys_enter_epoll_pwait2,0,0.00,,',
+      '',
+      'garbage line',
+    ].join('\n');
+    const counts = parsePerfStat(stderr);
+    expect(Object.fromEntries(counts)).toEqual({ all: 120345, read: 20001 });
+  });
+
+  it('takes the median of each figure per target and rate, and the script calls only where Redis decided', () => {
+    const point = (target: SyscallsPoint['target'], round: number, all: number, extra: Partial<SyscallsPoint> = {}): SyscallsPoint => ({
+      target, rate: 2000, round, requests: 10000, perRequest: { all, write: all / 6 }, userUsPerRequest: all * 10, systemUsPerRequest: all * 5, ...extra,
+    });
+    const rows = summarizeSyscalls([
+      point('bare-proxy', 0, 6), point('bare-proxy', 1, 7), point('bare-proxy', 2, 6.5),
+      point('sidecar-redis', 0, 9, { scriptCallsPerRequest: 0.7 }), point('sidecar-redis', 1, 8, { scriptCallsPerRequest: 0.8 }), point('sidecar-redis', 2, 10, { scriptCallsPerRequest: 0.75 }),
+    ]);
+    expect(rows.map((r) => [r.target, r.perRequest['all'], r.userUsPerRequest, r.scriptCallsPerRequest])).toEqual([
+      ['bare-proxy', 6.5, 65, undefined],
+      ['sidecar-redis', 9, 90, 0.75],
+    ]);
+  });
+
+  it('charges the Redis sidecar\'s calls over the memory sidecar\'s to its script calls', () => {
+    const row = (target: SyscallsPoint['target'], all: number, epoll: number, user: number, calls?: number) => ({
+      target, rate: 2000, perRequest: { all, epoll_pwait: epoll }, userUsPerRequest: user, systemUsPerRequest: 50, ...(calls === undefined ? {} : { scriptCallsPerRequest: calls }),
+    });
+    const result: SyscallsBenchResult = {
+      suite: 'syscalls', startedAt: '2026-11-27T00:00:00.000Z', machine: '2 CPUs (test)', node: 'v24', rounds: 3, seconds: 5, points: [],
+      rows: [row('bare-proxy', 6.3, 2.2, 90), row('sidecar-memory', 6.4, 2.2, 95), row('sidecar-redis', 9.4, 3.7, 115, 0.75)],
+    };
+    const md = syscallsMarkdown(result);
+    expect(md).toContain('the Redis sidecar: 0.75 script calls per request');
+    // (9.4 - 6.4) / 0.75 = 4 system calls, (3.7 - 2.2) / 0.75 = 2 epoll waits, (115 - 95) / 0.75 = 26.67 µs per script call.
+    expect(md).toContain('| system calls | 6.30 | 6.40 | 9.40 | 4.00 |');
+    expect(md).toContain('| `epoll_pwait` | 2.20 | 2.20 | 3.70 | 2.00 |');
+    expect(md).toContain('| user CPU µs | 90.0 | 95.0 | 115.0 | 26.67 |');
+  });
+});
