@@ -182,10 +182,13 @@ export async function runSyscallsBench(log: (line: string) => void = console.log
           let counted = 0;
           const callsBefore = await scriptCalls(admin);
           const counts = await countSyscalls(pid, async () => {
-            counted = (await drive(t.url, rate)).completed;
+            const lg = await drive(t.url, rate);
+            // A failed or dropped request would make the per-request figures of this window wrong.
+            if (lg.errors + lg.dropped > 0 || lg.completed === 0) throw new Error(`${t.name} at ${rate}/s under perf: ${lg.completed} answered, ${lg.errors} errors, ${lg.dropped} dropped`);
+            counted = lg.completed;
           });
           const calls = (await scriptCalls(admin)) - callsBefore;
-          if (timed.errors + timed.dropped > 0) throw new Error(`${t.name} at ${rate}/s: ${timed.errors} errors, ${timed.dropped} dropped`);
+          if (timed.errors + timed.dropped > 0 || timed.completed === 0) throw new Error(`${t.name} at ${rate}/s: ${timed.completed} answered, ${timed.errors} errors, ${timed.dropped} dropped`);
           const point: SyscallsPoint = {
             target: t.name,
             rate,
