@@ -172,13 +172,19 @@ function sidecarEnv(): Record<string, string> {
 
 /** user+system CPU time of a process so far, in µs (Linux /proc; 0 elsewhere). */
 export function cpuUs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
+  const { user, system } = cpuSplitUs(pid);
+  return user + system;
+}
+
+/** User and system CPU of a process so far (all its threads), µs; zero when it is gone. */
+export function cpuSplitUs(pid: number | undefined): { user: number; system: number } {
+  if (pid === undefined) return { user: 0, system: 0 };
   try {
     const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    const ticks = Number(fields[11]) + Number(fields[12]); // utime, stime (fields 14, 15)
-    return (ticks * 1e6) / 100; // USER_HZ is 100 on Linux
+    // utime, stime (fields 14, 15) in ticks; USER_HZ is 100 on Linux
+    return { user: (Number(fields[11]) * 1e6) / 100, system: (Number(fields[12]) * 1e6) / 100 };
   } catch {
-    return 0;
+    return { user: 0, system: 0 };
   }
 }
 

@@ -11,13 +11,12 @@
 // batch more work per wake-up and lower its count). Needs perf (Debian's linux-perf, installed on
 // demand) and root for tracepoints; where they cannot be counted the tool says so and stops.
 import { execFileSync, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { Redis } from 'ioredis';
 import { freePort } from '../../test/harness/ports.ts';
 import { startProgram } from '../../test/harness/programs.ts';
 import { startRedis } from '../../test/harness/redis.ts';
-import { median, startBareProxy, startBenchSidecar } from '../gateway.ts';
+import { cpuSplitUs, median, startBareProxy, startBenchSidecar } from '../gateway.ts';
 import { ensureLoadgen, runRate } from '../loadgen.ts';
 import { scriptCalls } from '../redis-cost.ts';
 
@@ -40,12 +39,6 @@ export function parsePerfStat(stderr: string): Map<string, number> {
     else if (event.startsWith('syscalls:sys_enter_')) counts.set(event.slice('syscalls:sys_enter_'.length), Number(value));
   }
   return counts;
-}
-
-/** User and system CPU of a process so far (all its threads), µs; /proc/PID/stat fields 14 and 15. */
-function cpuSplitUs(pid: number): { user: number; system: number } {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-  return { user: (Number(fields[11]) * 1e6) / 100, system: (Number(fields[12]) * 1e6) / 100 };
 }
 
 /** Counts the syscall tracepoints of process `pid` (every thread) while `during` runs. */
