@@ -27,6 +27,7 @@ import type { BucketRule, Decision } from '../../lib/token-bucket/bucket.ts';
 import type { BucketStore, TakeSink } from '../../lib/token-bucket/bucket-store.ts';
 import { RedisBucketStore } from '../../lib/token-bucket/redis-store.ts';
 import { startRedis } from '../../test/harness/redis.ts';
+import { median } from '../gateway.ts';
 import { redisCpuUs, scriptCalls } from '../redis-cost.ts';
 
 const RATES = (process.env['BENCH_BATCH_WINDOW_RATES'] ?? '500,2000,10000').split(',').map(Number).filter((n) => n > 0);
@@ -226,10 +227,6 @@ export interface BatchWindowBenchResult {
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length === 0 ? 0 : ((s[(s.length - 1) >> 1] as number) + (s[s.length >> 1] as number)) / 2;
-};
 const quantile = (sorted: Float64Array, q: number) => (sorted.length === 0 ? 0 : (sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] as number));
 
 interface Bench {

@@ -74,15 +74,8 @@ export interface SyscallsPoint {
   readonly scriptCallsPerRequest?: number;
 }
 
-export interface SyscallsRow {
-  readonly target: Target;
-  readonly rate: number;
-  /** Medians over the rounds. */
-  readonly perRequest: Record<string, number>;
-  readonly userUsPerRequest: number;
-  readonly systemUsPerRequest: number;
-  readonly scriptCallsPerRequest?: number;
-}
+/** A target at one rate: the median over the rounds of every figure. */
+export type SyscallsRow = Omit<SyscallsPoint, 'round' | 'requests'>;
 
 export interface SyscallsBenchResult {
   readonly suite: 'syscalls';
@@ -228,18 +221,20 @@ export function syscallsMarkdown(r: SyscallsBenchResult): string {
     const names = ['all', ...NAMED_SYSCALLS].filter((n) => rows.some((x) => (x.perRequest[n] ?? 0) >= 0.01));
     const redis = rows.find((x) => x.target === 'sidecar-redis');
     const memory = rows.find((x) => x.target === 'sidecar-memory');
-    out.push('', `**${rate} req/s**${redis?.scriptCallsPerRequest === undefined ? '' : ` (the Redis sidecar: ${redis.scriptCallsPerRequest} script calls per request)`}`, '');
-    out.push(`| per request | ${rows.map((x) => x.target).join(' | ')} |${redis !== undefined && memory !== undefined ? ' Redis store\'s share per script call |' : ''}`);
-    out.push(`|---|${rows.map(() => '---:').join('|')}|${redis !== undefined && memory !== undefined ? '---:|' : ''}`);
-    const perCall = (a: number, b: number) => (redis?.scriptCallsPerRequest ? round2((a - b) / redis.scriptCallsPerRequest).toFixed(2) : '-');
+    const calls = redis?.scriptCallsPerRequest;
+    // The store's share per script call: the Redis sidecar's figure over the memory sidecar's, per call (a column only when both ran).
+    const both = redis !== undefined && memory !== undefined;
+    const share = (pick: (x: SyscallsRow) => number): string =>
+      !both ? '' : ` ${calls ? round2((pick(redis) - pick(memory)) / calls).toFixed(2) : '-'} |`;
+    out.push('', `**${rate} req/s**${calls === undefined ? '' : ` (the Redis sidecar: ${calls} script calls per request)`}`, '');
+    out.push(`| per request | ${rows.map((x) => x.target).join(' | ')} |${both ? ' Redis store\'s share per script call |' : ''}`);
+    out.push(`|---|${rows.map(() => '---:').join('|')}|${both ? '---:|' : ''}`);
     for (const n of names) {
-      const label = n === 'all' ? 'system calls' : `\`${n}\``;
-      const share = redis !== undefined && memory !== undefined ? ` ${perCall(redis.perRequest[n] ?? 0, memory.perRequest[n] ?? 0)} |` : '';
-      out.push(`| ${label} | ${rows.map((x) => (x.perRequest[n] ?? 0).toFixed(2)).join(' | ')} |${share}`);
+      const pick = (x: SyscallsRow) => x.perRequest[n] ?? 0;
+      out.push(`| ${n === 'all' ? 'system calls' : `\`${n}\``} | ${rows.map((x) => pick(x).toFixed(2)).join(' | ')} |${share(pick)}`);
     }
     for (const [label, pick] of [['user CPU µs', (x: SyscallsRow) => x.userUsPerRequest], ['system CPU µs', (x: SyscallsRow) => x.systemUsPerRequest]] as const) {
-      const share = redis !== undefined && memory !== undefined ? ` ${perCall(pick(redis), pick(memory))} |` : '';
-      out.push(`| ${label} | ${rows.map((x) => pick(x).toFixed(1)).join(' | ')} |${share}`);
+      out.push(`| ${label} | ${rows.map((x) => pick(x).toFixed(1)).join(' | ')} |${share(pick)}`);
     }
   }
   return out.join('\n');
