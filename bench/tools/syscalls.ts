@@ -11,6 +11,7 @@
 // batch more work per wake-up and lower its count). Needs perf (Debian's linux-perf, installed on
 // demand) and root for tracepoints; where they cannot be counted the tool says so and stops.
 import { execFileSync, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import { Redis } from 'ioredis';
 import { freePort } from '../../test/harness/ports.ts';
@@ -70,6 +71,8 @@ export interface SyscallsPoint {
   readonly perRequest: Record<string, number>;
   readonly userUsPerRequest: number;
   readonly systemUsPerRequest: number;
+  /** Times the event loop's thread went to sleep (voluntary context switches), each one wake-up to pay. */
+  readonly sleepsPerRequest: number;
   /** Redis sidecar only: script calls Redis ran per request. */
   readonly scriptCallsPerRequest?: number;
 }
@@ -82,6 +85,8 @@ export interface SyscallsBenchResult {
   readonly startedAt: string;
   readonly machine: string;
   readonly node: string;
+  /** What one system call costs on this machine: ns per `process.ppid` read (a getppid, no work in the kernel). */
+  readonly syscallNs: number;
   readonly rounds: number;
   readonly seconds: number;
   readonly points: SyscallsPoint[];
@@ -105,12 +110,42 @@ export function summarizeSyscalls(points: readonly SyscallsPoint[]): SyscallsRow
         perRequest: Object.fromEntries(names.map((n) => [n, round2(median(mine.map((p) => p.perRequest[n] ?? 0)))])),
         userUsPerRequest: round2(median(mine.map((p) => p.userUsPerRequest))),
         systemUsPerRequest: round2(median(mine.map((p) => p.systemUsPerRequest))),
+        sleepsPerRequest: round2(median(mine.map((p) => p.sleepsPerRequest))),
         ...(calls.length > 0 ? { scriptCallsPerRequest: Math.round(median(calls) * 1000) / 1000 } : {}),
       });
     }
   }
   return rows;
 }
+
+/**
+ * The price of entering and leaving the kernel here, which turns the counts into time: `process.ppid`
+ * makes a getppid call on every read, and the kernel does no work for it. Median of 5 rounds.
+ */
+export function syscallNs(calls = 200_000): number {
+  const rounds: number[] = [];
+  let sink = 0;
+  for (let round = 0; round < 5; round++) {
+    const start = process.hrtime.bigint();
+    for (let i = 0; i < calls; i++) sink += process.ppid;
+    rounds.push(Number(process.hrtime.bigint() - start) / calls);
+  }
+  if (sink <= 0) throw new Error('process.ppid read as 0');
+  return Math.round(median(rounds));
+}
+
+/** The context switches so far in a /proc/PID/status text: voluntary (the thread slept) and not (it was preempted). */
+export function parseContextSwitches(status: string): { voluntary: number; involuntary: number } {
+  const field = (name: string): number => {
+    const m = new RegExp(`^${name}:\\s*(\\d+)$`, 'm').exec(status);
+    if (m === null) throw new Error(`no ${name} in the process status`);
+    return Number(m[1]);
+  };
+  return { voluntary: field('voluntary_ctxt_switches'), involuntary: field('nonvoluntary_ctxt_switches') };
+}
+
+/** The event loop's sleeps so far: the voluntary context switches of the process's main thread. */
+const sleeps = (pid: number): number => parseContextSwitches(readFileSync(`/proc/${pid}/status`, 'utf8')).voluntary;
 
 /** Installs perf from Debian when it is missing; throws with the reason when it cannot count tracepoints. */
 function ensurePerf(): void {
@@ -163,8 +198,10 @@ export async function runSyscallsBench(log: (line: string) => void = console.log
           const pid = t.pid;
           if (pid === undefined) throw new Error(`${t.name} has no pid`);
           const cpuBefore = cpuSplitUs(pid);
+          const sleepsBefore = sleeps(pid);
           const timed = await drive(t.url, rate);
           const cpuAfter = cpuSplitUs(pid);
+          const sleepsAfter = sleeps(pid);
           let counted = 0;
           const callsBefore = await scriptCalls(admin);
           const counts = await countSyscalls(pid, async () => {
@@ -183,10 +220,11 @@ export async function runSyscallsBench(log: (line: string) => void = console.log
             perRequest: Object.fromEntries([...counts].map(([n, v]) => [n, v / counted])),
             userUsPerRequest: (cpuAfter.user - cpuBefore.user) / timed.completed,
             systemUsPerRequest: (cpuAfter.system - cpuBefore.system) / timed.completed,
+            sleepsPerRequest: (sleepsAfter - sleepsBefore) / timed.completed,
             ...(t.name === 'sidecar-redis' ? { scriptCallsPerRequest: calls / counted } : {}),
           };
           points.push(point);
-          log(`  round ${round + 1} ${rate}/s ${t.name}: ${round2(point.perRequest['all'] ?? 0)} system calls per request, CPU ${round2(point.userUsPerRequest)} user + ${round2(point.systemUsPerRequest)} system µs${point.scriptCallsPerRequest === undefined ? '' : `, ${round2(point.scriptCallsPerRequest)} script calls`}`);
+          log(`  round ${round + 1} ${rate}/s ${t.name}: ${round2(point.perRequest['all'] ?? 0)} system calls per request, CPU ${round2(point.userUsPerRequest)} user + ${round2(point.systemUsPerRequest)} system µs, ${round2(point.sleepsPerRequest)} sleeps${point.scriptCallsPerRequest === undefined ? '' : `, ${round2(point.scriptCallsPerRequest)} script calls`}`);
         }
       }
     }
@@ -201,6 +239,7 @@ export async function runSyscallsBench(log: (line: string) => void = console.log
     startedAt,
     machine: `${os.cpus().length} CPUs (${os.cpus()[0]?.model ?? 'unknown'})`,
     node: process.version,
+    syscallNs: syscallNs(),
     rounds,
     seconds,
     points,
@@ -213,7 +252,7 @@ export function syscallsMarkdown(r: SyscallsBenchResult): string {
   const out = [
     '### System calls per request',
     '',
-    `${r.startedAt}: ${r.machine}, Node ${r.node}. The bare proxy and both sidecars as deployed behind one user service (and one redis-server), bench/loadgen at a fixed rate over 50 connections; ` +
+    `${r.startedAt}: ${r.machine}, Node ${r.node}; one system call costs ${r.syscallNs} ns here (a getppid from Node, which the kernel answers without work). The bare proxy and both sidecars as deployed behind one user service (and one redis-server), bench/loadgen at a fixed rate over 50 connections; ` +
       `system calls of every thread of the front process counted by the kernel's tracepoints (perf stat), CPU from /proc in a window of its own; median of ${r.rounds} rounds of ${r.seconds} s per target and rate, the order rotated each round.`,
   ];
   for (const rate of rates) {
@@ -233,6 +272,8 @@ export function syscallsMarkdown(r: SyscallsBenchResult): string {
       const pick = (x: SyscallsRow) => x.perRequest[n] ?? 0;
       out.push(`| ${n === 'all' ? 'system calls' : `\`${n}\``} | ${rows.map((x) => pick(x).toFixed(2)).join(' | ')} |${share(pick)}`);
     }
+    const slept = (x: SyscallsRow) => x.sleepsPerRequest;
+    out.push(`| sleeps of the event loop (each a wake-up) | ${rows.map((x) => slept(x).toFixed(2)).join(' | ')} |${share(slept)}`);
     for (const [label, pick] of [['user CPU µs', (x: SyscallsRow) => x.userUsPerRequest], ['system CPU µs', (x: SyscallsRow) => x.systemUsPerRequest]] as const) {
       out.push(`| ${label} | ${rows.map((x) => pick(x).toFixed(1)).join(' | ')} |${share(pick)}`);
     }
