@@ -85,7 +85,8 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   const initial = override(deps.config);
   // The redis settings the current store was built from, urlFile resolved to the URL it held.
   let storeRedis = resolveRedisConfig(initial.redis);
-  const first = createBucketStore(storeRedis, deps.now);
+  const countLocalRefusal = () => metrics.localRefusals.inc();
+  const first = createBucketStore(storeRedis, deps.now, countLocalRefusal);
   let storeKind = first.kind;
   let runtime = buildRouteRuntime(initial, first.store, createPool(initial), metrics.forRoute(initial.route.id, first.kind), jwtKeySource(initial, undefined));
   let shuttingDown = false;
@@ -150,7 +151,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     let kind = storeKind;
     const nextRedis = resolveRedisConfig(next.redis);
     if (!same(nextRedis, storeRedis)) {
-      const created = createBucketStore(nextRedis, deps.now);
+      const created = createBucketStore(nextRedis, deps.now, countLocalRefusal);
       // Switch once the new store answers (at most its connect timeout), so that new requests
       // are not refused by onStoreError while it connects; the old store serves until then.
       const connected = await readyWithin(created.store, nextRedis?.connectTimeoutMs ?? 0);

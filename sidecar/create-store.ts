@@ -11,7 +11,14 @@ export interface StoreChoice {
   readonly kind: 'memory' | 'redis';
 }
 
-export function createBucketStore(redis: RedisConfig | undefined, now: () => number): StoreChoice {
+/**
+ * Keys whose last refusal the Redis store remembers, to refuse the same take again without a call
+ * while its bucket cannot have refilled (ADR 0015): ~150 bytes each, so at most ~1.5 MiB.
+ */
+const LOCAL_REFUSAL_KEYS = 10_000;
+
+/** `onRefusedLocally` counts the takes the Redis store refuses without a call. */
+export function createBucketStore(redis: RedisConfig | undefined, now: () => number, onRefusedLocally?: () => void): StoreChoice {
   if (redis === undefined) return { store: new MemoryBucketStore({ now }), kind: 'memory' };
   const password = redis.passwordFile === undefined ? undefined : readFileSync(redis.passwordFile, 'utf8').trim();
   return {
@@ -24,6 +31,8 @@ export function createBucketStore(redis: RedisConfig | undefined, now: () => num
       keyPrefix: redis.keyPrefix,
       commandTimeoutMs: redis.commandTimeoutMs,
       connectTimeoutMs: redis.connectTimeoutMs,
+      localRefusals: LOCAL_REFUSAL_KEYS,
+      ...(onRefusedLocally !== undefined ? { onRefusedLocally } : {}),
     }),
   };
 }

@@ -44,6 +44,11 @@ export class SidecarMetrics {
     labelNames: ['route', 'store'] as const,
     registers: [this.registry],
   });
+  readonly localRefusals = new Counter({
+    name: 'portcullis_sidecar_store_local_refusals_total',
+    help: 'Takes the sidecar refused without asking Redis: Redis had refused the same take moments before, and its bucket cannot have refilled since (also counted as limited decisions)',
+    registers: [this.registry],
+  });
   readonly storeDuration = new HotHistogram({
     name: 'portcullis_sidecar_store_duration_seconds',
     help: 'Time for one limiter decision from the store, seconds',

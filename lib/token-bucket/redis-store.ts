@@ -10,12 +10,15 @@
 // exactly those of separate calls at the same Redis time. Grouping per slot keeps that: every
 // bucket of a take lives in the take's slot, so two takes of one bucket are always in one group,
 // in arrival order. docs/capacity.md has what the grouping gives on a Cluster.
+// Refusals answered here (optional, `localRefusals`): a take Redis refused leaves its bucket short
+// of the cost for a time the reply fixes, since no replica ever adds tokens, only takes them; until
+// then the same take is refused without a call, as Redis would refuse it (ADR 0015).
 // The command timeout is the store's own: one timer for all the calls in flight, armed for the
 // oldest one's deadline. ioredis' commandTimeout arms a timer per command and deletes a property of
 // the command when it clears it, which turns every command object into a slow dictionary.
 import { performance } from 'node:perf_hooks';
 import { Cluster, Redis, type ClusterNode, type Pipeline, type RedisOptions } from 'ioredis';
-import { assertRule, type BucketRule, type Decision } from './bucket.ts';
+import { assertRule, combineDecisions, MICRO, toDecision, type BucketRule, type Decision } from './bucket.ts';
 import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
 import { keySlot } from './key-slot.ts';
 import { BUCKET_FIELDS, HEAD_FIELDS, parseDecision } from './redis-reply.ts';
@@ -55,6 +58,30 @@ export interface RedisStoreOptions {
    * would send them.
    */
   readonly maxBatch?: number;
+  /**
+   * Keys whose refusal is remembered at most (default 0: off). While a bucket Redis found short
+   * of a take's cost cannot have refilled to it, counted on this process's monotonic clock from
+   * the moment the call left, the same take (same limits and costs) is refused here without a
+   * call. The oldest key is forgotten first when the limit is reached.
+   */
+  readonly localRefusals?: number;
+  /** Called for every take refused here without a call (a metric). */
+  readonly onRefusedLocally?: () => void;
+}
+
+/** Shortest wait worth remembering, µs: a refill due sooner is asked of Redis again. */
+const MIN_REMEMBERED_WAIT_US = 1000;
+
+/** A take Redis refused: its buckets as Redis decided, and how long one of them stays short. */
+interface Refusal {
+  readonly rules: readonly BucketRule[];
+  readonly costs: readonly number[];
+  /** Each bucket's micro-tokens at the decision, in the rules' order. */
+  readonly tokens: readonly number[];
+  /** performance.now() when the call left; Redis decided later, so no bucket held more since. */
+  readonly sentMs: number;
+  /** µs after sentMs before which some bucket cannot hold its cost, even refilled all along. */
+  readonly waitUs: number;
 }
 
 /** A take waiting for its turn's batch, and where its decision goes. */
@@ -75,18 +102,30 @@ interface PendingTake {
 class InFlightCall implements ScriptReply {
   /** The call's takes; emptied once it settles (nothing of it is kept). */
   batch: PendingTake[] | undefined;
+  /** performance.now() when the call left. */
+  readonly sentMs: number;
   /** performance.now() after which the call's takes fail. */
   readonly deadline: number;
   /** The call sent after this one (a list in send order, so by deadline: no array to grow and trim). */
   next: InFlightCall | undefined;
   /** Marks this call settled in its store and returns its takes, or undefined when it had settled already. */
   readonly #settle: (call: InFlightCall) => PendingTake[] | undefined;
+  /** Remembers a refused take's reply, when the store answers refusals itself. */
+  readonly #refused: ((take: PendingTake, fields: readonly string[], at: number, sentMs: number) => void) | undefined;
 
-  constructor(batch: PendingTake[], deadline: number, settle: (call: InFlightCall) => PendingTake[] | undefined) {
+  constructor(
+    batch: PendingTake[],
+    sentMs: number,
+    deadline: number,
+    settle: (call: InFlightCall) => PendingTake[] | undefined,
+    refused: ((take: PendingTake, fields: readonly string[], at: number, sentMs: number) => void) | undefined,
+  ) {
     this.batch = batch;
+    this.sentMs = sentMs;
     this.deadline = deadline;
     this.next = undefined;
     this.#settle = settle;
+    this.#refused = refused;
   }
 
   replied(fields: string[]): void {
@@ -104,6 +143,7 @@ class InFlightCall implements ScriptReply {
         t.sink.failed(err as Error);
         continue;
       }
+      if (!decision.allowed && this.#refused !== undefined) this.#refused(t, fields, from, this.sentMs);
       t.sink.taken(decision);
     }
   }
@@ -128,6 +168,10 @@ export class RedisBucketStore implements BucketStore {
   #deadlineTimer: NodeJS.Timeout | undefined;
   /** Batching off on one node: the pipeline collecting this tick's calls, until it is sent. */
   #tickPipeline: Pipeline | undefined;
+  /** Refused takes by Redis key, oldest first; undefined when refusals always go to Redis. */
+  readonly #refusals: Map<string, Refusal> | undefined;
+  readonly #maxRefusals: number;
+  readonly #onRefusedLocally: () => void;
 
   constructor(options: RedisStoreOptions) {
     const maxBatch = options.maxBatch ?? DEFAULT_MAX_BATCH;
@@ -166,6 +210,9 @@ export class RedisBucketStore implements BucketStore {
     this.#prefix = options.keyPrefix ?? 'portcullis:bucket:';
     this.#maxBatch = maxBatch;
     this.#perSlot = options.cluster !== undefined;
+    this.#maxRefusals = options.localRefusals ?? 0;
+    this.#refusals = this.#maxRefusals > 0 ? new Map() : undefined;
+    this.#onRefusedLocally = options.onRefusedLocally ?? (() => {});
   }
 
   /**
@@ -195,6 +242,19 @@ export class RedisBucketStore implements BucketStore {
       return;
     }
     const redisKey = this.keyOf(key);
+    if (this.#refusals !== undefined) {
+      const known = this.#refusals.get(redisKey);
+      if (known !== undefined) {
+        // Rounded up: a later moment can only find more tokens, so the refusal stays certain.
+        const elapsedUs = Math.ceil((performance.now() - known.sentMs) * 1000);
+        if (elapsedUs < known.waitUs && sameTake(known, rules, costs)) {
+          this.#onRefusedLocally();
+          sink.taken(refusalAfter(known, elapsedUs));
+          return;
+        }
+        this.#refusals.delete(redisKey);
+      }
+    }
     this.#enqueue({ key: redisKey, slot: this.#slotOf(redisKey), rules, costs, sink });
   }
 
@@ -234,7 +294,8 @@ export class RedisBucketStore implements BucketStore {
 
   /** Sends takes whose keys share one slot as one script call and settles each with its slice of the reply. */
   #send(batch: PendingTake[]): void {
-    const call = new InFlightCall(batch, performance.now() + this.#timeoutMs, this.#settle);
+    const now = performance.now();
+    const call = new InFlightCall(batch, now, now + this.#timeoutMs, this.#settle, this.#refusals === undefined ? undefined : this.#remember);
     if (this.#newest === undefined) this.#oldest = call;
     else this.#newest.next = call;
     this.#newest = call;
@@ -271,6 +332,29 @@ export class RedisBucketStore implements BucketStore {
     this.#oldest = oldest;
     if (oldest === undefined) this.#newest = undefined;
     return takes;
+  };
+
+  /**
+   * Keeps a refusal Redis decided: its buckets' micro-tokens at the decision and how long after the
+   * call left one of them stays short of its cost refilled at its full rate all along (no replica
+   * adds tokens, so none can hold more). Too short a wait is not kept.
+   */
+  readonly #remember = (take: PendingTake, fields: readonly string[], at: number, sentMs: number): void => {
+    const refusals = this.#refusals;
+    if (refusals === undefined) return;
+    const tokens: number[] = [];
+    let waitUs = 0;
+    for (let i = 0; i < take.rules.length; i++) {
+      // parseDecision checked every field of this slice already.
+      const microTokens = Number(fields[at + 1 + BUCKET_FIELDS * i]);
+      const need = (take.costs[i] as number) * MICRO;
+      tokens.push(microTokens);
+      if (microTokens < need) waitUs = Math.max(waitUs, Math.ceil((need - microTokens) / (take.rules[i] as BucketRule).replenishRate));
+    }
+    if (waitUs < MIN_REMEMBERED_WAIT_US) return;
+    refusals.delete(take.key);
+    if (refusals.size >= this.#maxRefusals) refusals.delete(refusals.keys().next().value as string);
+    refusals.set(take.key, { rules: take.rules, costs: take.costs, tokens, sentMs, waitUs });
   };
 
   #armDeadline(ms: number): void {
@@ -311,6 +395,32 @@ export class RedisBucketStore implements BucketStore {
     clearTimeout(timer);
     if (!answered) this.client.disconnect();
   }
+}
+
+/**
+ * A remembered refusal `elapsedUs` after its call left: every bucket refilled at its full rate
+ * since Redis decided, the most it can hold now; the decision bucket.ts gives for those tokens.
+ */
+export function refusalAfter(known: Pick<Refusal, 'rules' | 'costs' | 'tokens'>, elapsedUs: number): Decision {
+  const decisions: Decision[] = [];
+  for (let i = 0; i < known.rules.length; i++) {
+    const rule = known.rules[i] as BucketRule;
+    const tokens = Math.min(rule.burstCapacity * MICRO, (known.tokens[i] as number) + elapsedUs * rule.replenishRate);
+    decisions.push(toDecision(false, tokens, rule, known.costs[i] as number));
+  }
+  return combineDecisions(decisions);
+}
+
+/** True when a take asks what a remembered one asked: the same limits and costs (the same arrays, on the sidecar's path). */
+function sameTake(known: Pick<Refusal, 'rules' | 'costs'>, rules: readonly BucketRule[], costs: readonly number[]): boolean {
+  if (known.rules === rules && known.costs === costs) return true;
+  if (known.rules.length !== rules.length) return false;
+  for (let i = 0; i < rules.length; i++) {
+    const a = known.rules[i] as BucketRule;
+    const b = rules[i] as BucketRule;
+    if (a.replenishRate !== b.replenishRate || a.burstCapacity !== b.burstCapacity || known.costs[i] !== costs[i]) return false;
+  }
+  return true;
 }
 
 /** Why a take cannot be asked (a RangeError), or undefined. */

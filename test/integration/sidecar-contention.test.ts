@@ -2,9 +2,10 @@
 // connections hammer one key for over 5 s. Admitted requests never exceed the token-bucket bound
 // for the time Redis actually spent deciding (from the first to the last admitted take, the times
 // their states were written with), and fall short of it by at most one. The same holds for a rule
-// with two limits: every bucket stays within its own bound, the tighter one is reached.
+// with two limits: every bucket stays within its own bound, the tighter one is reached. Most
+// refusals are answered by the sidecars without a Redis call (the Redis store's local refusals).
 import { performance } from 'node:perf_hooks';
-import { Pool } from 'undici';
+import { Pool, request } from 'undici';
 import { describe, expect } from 'vitest';
 import type { BucketRule } from '../../lib/token-bucket/bucket.ts';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
@@ -49,6 +50,14 @@ async function hammer(sidecars: readonly RunningSidecar[], key: string, ms: numb
   };
 }
 
+/** portcullis_sidecar_store_local_refusals_total of one sidecar. */
+async function localRefusals(sidecar: RunningSidecar): Promise<number> {
+  const text = await (await request(`http://127.0.0.1:${sidecar.adminPort}/metrics`)).body.text();
+  const m = /^portcullis_sidecar_store_local_refusals_total (\d+)$/m.exec(text);
+  expect(m, 'local refusals metric').not.toBeNull();
+  return Number(m?.[1]);
+}
+
 const it = test
   .extend('sidecars', { scope: 'file' }, ({ start, userService, redis }) =>
     start.sidecars(3, {
@@ -85,6 +94,12 @@ describe('three sidecars, one Redis, one key, 60 connections', () => {
     const bound = Math.floor((rule.burstCapacity * 1e6 + rule.replenishRate * (lastUs - firstUs)) / 1e6 / rule.requestedTokens);
     expect(admitted).toBeLessThanOrEqual(bound);
     expect(admitted).toBeGreaterThanOrEqual(bound - 1);
+    // Most refusals never reached Redis: each sidecar answered a refused key itself until its
+    // bucket could have refilled (and the bound above held all the same).
+    const local = await Promise.all(sidecars.map((s) => localRefusals(s)));
+    expect(local.every((n) => n > 0)).toBe(true);
+    expect(local.reduce((a, b) => a + b)).toBeGreaterThan(limited / 2);
+    expect(local.reduce((a, b) => a + b)).toBeLessThanOrEqual(limited);
   });
 
   it('a rule with two limits: no bucket admits past its own bound, and the tighter bound is reached', async ({ sidecars, stored }) => {
