@@ -12,7 +12,11 @@
 //               same number of rounds: p50, p99 and p99.9 latency of each, median over the rounds,
 //               the per-round B - A difference of p99 (for the p99 goal's "before and after"), and CPU
 //               per request at that rate (B/A per round).
-//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind [--callgrind-runs N]] [--store redis|memory] [--env NAME=VALUE ...]
+//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind [--callgrind-runs N]] [--store redis|memory] [--flood] [--env NAME=VALUE ...]
+// --flood gives the one user a limit of 100 a second (burst 100) instead of one nobody reaches, so
+// nearly every request is refused: what a user flooding past the limit costs. With the Redis store
+// the tables also give redis-server's CPU per request (INFO cpu; A and B share the server and take
+// turns).
 // --store memory runs both with the in-memory bucket, which takes the Redis batching out of the
 // count (how many takes share a script call depends on timing). It still moves between runs on a
 // shared VM (docs/performance.md, "How the figures are made"): compare several --callgrind-runs.
@@ -32,7 +36,9 @@ import { freePort } from '../../test/harness/ports.ts';
 import { startProgram, startSidecar, type RunningSidecar } from '../../test/harness/programs.ts';
 import { statusKiB } from '../../test/harness/raw-http.ts';
 import { startRedis } from '../../test/harness/redis.ts';
+import { Redis } from 'ioredis';
 import { cpuUs, unreachable } from '../gateway.ts';
+import { redisCpuUs } from '../redis-cost.ts';
 import { ensureWrk, runWrk } from '../gateway-wrk.ts';
 import { countInstructions } from './instructions.ts';
 import { ensureLoadgen, runRate } from '../loadgen.ts';
@@ -48,6 +54,7 @@ const { values } = parseArgs({
     rate: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
     store: { type: 'string', default: 'redis' },
+    flood: { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -99,6 +106,8 @@ interface Latency {
   readonly p999: number;
   /** The sidecar's CPU per completed request at this rate, µs. */
   readonly cpu: number;
+  /** redis-server's CPU per completed request, µs (0 with the memory store). */
+  readonly redisCpu: number;
   readonly errors: number;
 }
 
@@ -138,12 +147,16 @@ const user = await startProgram({ entry: 'services/user-service/main.ts', env: {
 const config = {
   upstream: { url: `http://127.0.0.1:${userPort}` },
   route: { id: 'bench', path: '/**' },
-  limiter: unreachable,
+  limiter: values.flood ? { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 } : unreachable,
   ...(values.store === 'redis' ? { redis: { url: redis.url, commandTimeoutMs: 1000 } } : {}),
   logLevel: 'warn' as const,
 };
 const headers = { 'USER-ID': 'bench-user' };
-const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}; ${values.store} store; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
+const withRedis = values.store === 'redis';
+const admin = withRedis ? new Redis(redis.url) : undefined;
+/** redis-server's CPU so far, µs (0 with the memory store). */
+const redisCpu = async (): Promise<number> => (admin === undefined ? 0 : redisCpuUs(admin));
+const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}; ${values.store} store${values.flood ? ', a flood past a limit of 100/s' : ''}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
 try {
   const start = (entry: string, env: Record<string, string>, name: string, launcher?: string[]): Promise<RunningSidecar> =>
     startSidecar(config, { name, entry: path.relative(repoRoot, entry), env, ...(launcher !== undefined ? { launcher, waitPortMs: 180_000 } : {}) });
@@ -152,14 +165,17 @@ try {
   const measure = async (s: RunningSidecar) => {
     const pid = s.program.child.pid;
     const cpu0 = cpuUs(pid);
+    const redis0 = await redisCpu();
     const w = await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS, headers });
-    return { rps: w.requests / (w.durationUs / 1e6), cpu: (cpuUs(pid) - cpu0) / Math.max(1, w.requests) };
+    const requests = Math.max(1, w.requests);
+    return { rps: w.requests / (w.durationUs / 1e6), cpu: (cpuUs(pid) - cpu0) / requests, redisCpu: ((await redisCpu()) - redis0) / requests };
   };
   // Warm-up: V8 tiers code up by use.
   if (rounds > 0) for (const s of [a, b]) await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS: 5, headers });
   const sat = await alternate(a, b, measure, (r, ga, gb) =>
-    console.log(`round ${r}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs`),
+    console.log(`round ${r}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs${withRedis ? `; Redis A ${ga.redisCpu.toFixed(1)} µs, B ${gb.redisCpu.toFixed(1)} µs` : ''}`),
   );
+  const redisSat = sat.map((side) => side.map((g) => g.redisCpu)) as [number[], number[]];
   const rps = sat.map((side) => side.map((g) => g.rps)) as [number[], number[]];
   const cpu = sat.map((side) => side.map((g) => g.cpu)) as [number[], number[]];
   const ratioRps = perRound(rps, (ga, gb) => gb / ga);
@@ -173,9 +189,11 @@ try {
           async (s) => {
             const pid = s.program.child.pid;
             const cpu0 = cpuUs(pid);
+            const redis0 = await redisCpu();
             const lg = await runRate({ url: `${s.url}/healthcheck/ready`, rate, durationS, connections: 50, headers });
             const cpu = (cpuUs(pid) - cpu0) / Math.max(1, lg.completed);
-            return { p50: lg.latencyUs.p50 / 1000, p99: lg.latencyUs.p99 / 1000, p999: lg.latencyUs.p999 / 1000, cpu, errors: lg.errors };
+            const redisCpuPerRequest = ((await redisCpu()) - redis0) / Math.max(1, lg.completed);
+            return { p50: lg.latencyUs.p50 / 1000, p99: lg.latencyUs.p99 / 1000, p999: lg.latencyUs.p999 / 1000, cpu, redisCpu: redisCpuPerRequest, errors: lg.errors };
           },
           (r, la, lb) =>
             console.log(`rate round ${r}: p99 A ${la.p99.toFixed(2)} ms, B ${lb.p99.toFixed(2)} ms; CPU A ${la.cpu.toFixed(1)} µs, B ${lb.cpu.toFixed(1)} µs per request${la.errors + lb.errors > 0 ? `; errors A ${la.errors}, B ${lb.errors}` : ''}`),
@@ -193,10 +211,11 @@ try {
     '|---|---:|---:|---:|',
     `| requests/s | ${Math.round(median(rps[0]))} | ${Math.round(median(rps[1]))} | ${spread(ratioRps)} |`,
     `| CPU µs per request | ${median(cpu[0]).toFixed(1)} | ${median(cpu[1]).toFixed(1)} | ${spread(ratioCpu)} |`,
+    ...(withRedis ? [`| redis-server CPU µs per request | ${median(redisSat[0]).toFixed(2)} | ${median(redisSat[1]).toFixed(2)} | ${spread(perRound(redisSat, (ga, gb) => gb / Math.max(ga, 1e-9)))} |`] : []),
     `| peak RSS (VmHWM), MiB | ${peakMiB[0]?.toFixed(1)} | ${peakMiB[1]?.toFixed(1)} | ${r2((peakMiB[1] as number) / (peakMiB[0] as number))} (whole run) |`,
   );
   if (rate !== undefined) {
-    const col = (i: 0 | 1, k: 'p50' | 'p99' | 'p999' | 'cpu') => median(latency[i].map((l) => l[k])).toFixed(k === 'cpu' ? 1 : 2);
+    const col = (i: 0 | 1, k: 'p50' | 'p99' | 'p999' | 'cpu' | 'redisCpu') => median(latency[i].map((l) => l[k])).toFixed(k === 'cpu' ? 1 : 2);
     lines.push(
       '',
       `Fixed rate: bench/loadgen, ${rate} req/s, 50 connections, ${rounds} rounds of ${durationS} s per bundle, alternating; latency in ms, median over the rounds.`,
@@ -207,6 +226,7 @@ try {
       `| p99 | ${col(0, 'p99')} | ${col(1, 'p99')} | ${spread(p99Diff)} |`,
       `| p99.9 | ${col(0, 'p999')} | ${col(1, 'p999')} | |`,
       `| CPU µs per request | ${col(0, 'cpu')} | ${col(1, 'cpu')} | B/A ${spread(rateCpuRatio)} |`,
+      ...(withRedis ? [`| redis-server CPU µs per request | ${col(0, 'redisCpu')} | ${col(1, 'redisCpu')} | |`] : []),
     );
   }
   if (values.callgrind) {
@@ -236,6 +256,7 @@ try {
     );
   }
 } finally {
+  admin?.disconnect();
   await user.stop();
   await redis.stop();
   rmSync(work, { recursive: true, force: true });
