@@ -269,8 +269,8 @@ export class RedisBucketStore implements BucketStore {
   /**
    * A local refusal is answered after the turn's I/O, as a Redis reply would be, not inside the
    * caller: answered from within node:http's 'request' event, before the parser has finished the
-   * request, a response costs the server more (a flood at saturation: 0.82x the CPU per request
-   * and 1.2x the requests per second once answered this way).
+   * request, a response costs the server more (a flood at saturation: 0.83x the CPU per request
+   * and 1.19x the requests per second once answered this way; bench/results/local-refusals-ab.md).
    */
   #answerLater(sink: TakeSink, decision: Decision): void {
     this.#dueSinks.push(sink);
