@@ -245,7 +245,8 @@ export class RedisBucketStore implements BucketStore {
       return;
     }
     const redisKey = this.keyOf(key);
-    if (this.#refusals !== undefined) {
+    // An empty memory is the common case: no key to hash.
+    if (this.#refusals !== undefined && this.#refusals.size > 0) {
       const known = this.#refusals.get(redisKey);
       if (known !== undefined) {
         // Rounded up: a later moment can only find more tokens, so the refusal stays certain.
