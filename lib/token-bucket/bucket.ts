@@ -145,6 +145,12 @@ export function take(
   return takeUs(state, rule, Math.round(nowMs * 1000), cost);
 }
 
+/** µs until a bucket holding `microTokens` holds `cost` tokens (ceil); 0 when it already does. */
+export function refillWaitUs(microTokens: number, rule: BucketRule, cost: number): number {
+  const need = cost * MICRO;
+  return microTokens >= need ? 0 : Math.ceil((need - microTokens) / rule.replenishRate);
+}
+
 /**
  * One bucket's public decision from the take's outcome and the micro-tokens the bucket holds after
  * it (shared with the Redis store, whose script answers just these). The waits are exact in µs,
@@ -152,10 +158,8 @@ export function take(
  * bucket held its cost and another refused), reset until it is full.
  */
 export function toDecision(allowed: boolean, microTokens: number, rule: BucketRule, cost: number): Decision {
-  const rate = rule.replenishRate;
-  const need = cost * MICRO;
-  const retryAfterUs = allowed || microTokens >= need ? 0 : Math.ceil((need - microTokens) / rate);
-  const resetUs = Math.ceil((rule.burstCapacity * MICRO - microTokens) / rate);
+  const retryAfterUs = allowed ? 0 : refillWaitUs(microTokens, rule, cost);
+  const resetUs = Math.ceil((rule.burstCapacity * MICRO - microTokens) / rule.replenishRate);
   return {
     allowed,
     remaining: Math.floor(microTokens / MICRO),

@@ -18,7 +18,7 @@
 // the command when it clears it, which turns every command object into a slow dictionary.
 import { performance } from 'node:perf_hooks';
 import { Cluster, Redis, type ClusterNode, type Pipeline, type RedisOptions } from 'ioredis';
-import { assertRule, combineDecisions, MICRO, toDecision, type BucketRule, type Decision } from './bucket.ts';
+import { assertRule, combineDecisions, MICRO, refillWaitUs, toDecision, type BucketRule, type Decision } from './bucket.ts';
 import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
 import { keySlot } from './key-slot.ts';
 import { BUCKET_FIELDS, HEAD_FIELDS, parseDecision } from './redis-reply.ts';
@@ -95,6 +95,9 @@ interface PendingTake {
   readonly sink: TakeSink;
 }
 
+/** Keeps a take Redis refused: the take, the reply's fields and where its slice starts, when the call left. */
+type KeepRefusal = (take: PendingTake, fields: readonly string[], at: number, sentMs: number) => void;
+
 /**
  * A script call waiting for its reply: it hands each take its slice of the reply, or the call's
  * failure, unless the call was settled already (timed out). One object per call, no closures.
@@ -111,14 +114,14 @@ class InFlightCall implements ScriptReply {
   /** Marks this call settled in its store and returns its takes, or undefined when it had settled already. */
   readonly #settle: (call: InFlightCall) => PendingTake[] | undefined;
   /** Remembers a refused take's reply, when the store answers refusals itself. */
-  readonly #refused: ((take: PendingTake, fields: readonly string[], at: number, sentMs: number) => void) | undefined;
+  readonly #refused: KeepRefusal | undefined;
 
   constructor(
     batch: PendingTake[],
     sentMs: number,
     deadline: number,
     settle: (call: InFlightCall) => PendingTake[] | undefined,
-    refused: ((take: PendingTake, fields: readonly string[], at: number, sentMs: number) => void) | undefined,
+    refused: KeepRefusal | undefined,
   ) {
     this.batch = batch;
     this.sentMs = sentMs;
@@ -171,6 +174,8 @@ export class RedisBucketStore implements BucketStore {
   /** Refused takes by Redis key, oldest first; undefined when refusals always go to Redis. */
   readonly #refusals: Map<string, Refusal> | undefined;
   readonly #maxRefusals: number;
+  /** What each call is given to keep its refusals: #remember, or nothing when they always go to Redis. */
+  readonly #keepRefusal: KeepRefusal | undefined;
   readonly #onRefusedLocally: () => void;
   /** Local refusals of this turn, answered together after it (#answerLater). */
   #dueSinks: TakeSink[] = [];
@@ -215,6 +220,7 @@ export class RedisBucketStore implements BucketStore {
     this.#perSlot = options.cluster !== undefined;
     this.#maxRefusals = options.localRefusals ?? 0;
     this.#refusals = this.#maxRefusals > 0 ? new Map() : undefined;
+    this.#keepRefusal = this.#refusals === undefined ? undefined : this.#remember;
     this.#onRefusedLocally = options.onRefusedLocally ?? (() => {});
   }
 
@@ -319,7 +325,7 @@ export class RedisBucketStore implements BucketStore {
   /** Sends takes whose keys share one slot as one script call and settles each with its slice of the reply. */
   #send(batch: PendingTake[]): void {
     const now = performance.now();
-    const call = new InFlightCall(batch, now, now + this.#timeoutMs, this.#settle, this.#refusals === undefined ? undefined : this.#remember);
+    const call = new InFlightCall(batch, now, now + this.#timeoutMs, this.#settle, this.#keepRefusal);
     if (this.#newest === undefined) this.#oldest = call;
     else this.#newest.next = call;
     this.#newest = call;
@@ -363,17 +369,15 @@ export class RedisBucketStore implements BucketStore {
    * call left one of them stays short of its cost refilled at its full rate all along (no replica
    * adds tokens, so none can hold more). Too short a wait is not kept.
    */
-  readonly #remember = (take: PendingTake, fields: readonly string[], at: number, sentMs: number): void => {
-    const refusals = this.#refusals;
-    if (refusals === undefined) return;
+  readonly #remember: KeepRefusal = (take, fields, at, sentMs) => {
+    const refusals = this.#refusals as Map<string, Refusal>;
     const tokens: number[] = [];
     let waitUs = 0;
     for (let i = 0; i < take.rules.length; i++) {
       // parseDecision checked every field of this slice already.
       const microTokens = Number(fields[at + 1 + BUCKET_FIELDS * i]);
-      const need = (take.costs[i] as number) * MICRO;
       tokens.push(microTokens);
-      if (microTokens < need) waitUs = Math.max(waitUs, Math.ceil((need - microTokens) / (take.rules[i] as BucketRule).replenishRate));
+      waitUs = Math.max(waitUs, refillWaitUs(microTokens, take.rules[i] as BucketRule, take.costs[i] as number));
     }
     if (waitUs < MIN_REMEMBERED_WAIT_US) return;
     refusals.delete(take.key);
