@@ -37,7 +37,7 @@ import { startProgram, startSidecar, type RunningSidecar } from '../../test/harn
 import { statusKiB } from '../../test/harness/raw-http.ts';
 import { startRedis } from '../../test/harness/redis.ts';
 import { Redis } from 'ioredis';
-import { cpuUs, unreachable } from '../gateway.ts';
+import { cpuUs, median, unreachable } from '../gateway.ts';
 import { redisCpuUs } from '../redis-cost.ts';
 import { ensureWrk, runWrk } from '../gateway-wrk.ts';
 import { countInstructions } from './instructions.ts';
@@ -92,11 +92,6 @@ async function bundleRevision(rev: string, dir: string): Promise<string> {
   return out;
 }
 
-const median = (xs: number[]) => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-};
 const r2 = (x: number) => Math.round(x * 100) / 100;
 const spread = (xs: number[]) => `${r2(median(xs))} [${r2(Math.min(...xs))}-${r2(Math.max(...xs))}]`;
 
@@ -155,7 +150,16 @@ const headers = { 'USER-ID': 'bench-user' };
 const withRedis = values.store === 'redis';
 const admin = withRedis ? new Redis(redis.url) : undefined;
 /** redis-server's CPU so far, µs (0 with the memory store). */
-const redisCpu = async (): Promise<number> => (admin === undefined ? 0 : redisCpuUs(admin));
+const redisCpuSoFar = async (): Promise<number> => (admin === undefined ? 0 : redisCpuUs(admin));
+/** `run` on a sidecar, with the sidecar's and redis-server's CPU over it per request it answered, µs. */
+async function withCpu<T>(s: RunningSidecar, run: () => Promise<T>, answered: (result: T) => number): Promise<{ result: T; cpu: number; redisCpu: number }> {
+  const pid = s.program.child.pid;
+  const cpu0 = cpuUs(pid);
+  const redis0 = await redisCpuSoFar();
+  const result = await run();
+  const n = Math.max(1, answered(result));
+  return { result, cpu: (cpuUs(pid) - cpu0) / n, redisCpu: ((await redisCpuSoFar()) - redis0) / n };
+}
 const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}; ${values.store} store${values.flood ? ', a flood past a limit of 100/s' : ''}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
 try {
   const start = (entry: string, env: Record<string, string>, name: string, launcher?: string[]): Promise<RunningSidecar> =>
@@ -163,12 +167,8 @@ try {
   const a = await start(entryA, { ...SIDECAR_ENV }, 'ab-a');
   const b = await start(entryB, envB, 'ab-b');
   const measure = async (s: RunningSidecar) => {
-    const pid = s.program.child.pid;
-    const cpu0 = cpuUs(pid);
-    const redis0 = await redisCpu();
-    const w = await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS, headers });
-    const requests = Math.max(1, w.requests);
-    return { rps: w.requests / (w.durationUs / 1e6), cpu: (cpuUs(pid) - cpu0) / requests, redisCpu: ((await redisCpu()) - redis0) / requests };
+    const { result: w, cpu, redisCpu } = await withCpu(s, () => runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS, headers }), (r) => r.requests);
+    return { rps: w.requests / (w.durationUs / 1e6), cpu, redisCpu };
   };
   // Warm-up: V8 tiers code up by use.
   if (rounds > 0) for (const s of [a, b]) await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS: 5, headers });
@@ -187,13 +187,8 @@ try {
           a,
           b,
           async (s) => {
-            const pid = s.program.child.pid;
-            const cpu0 = cpuUs(pid);
-            const redis0 = await redisCpu();
-            const lg = await runRate({ url: `${s.url}/healthcheck/ready`, rate, durationS, connections: 50, headers });
-            const cpu = (cpuUs(pid) - cpu0) / Math.max(1, lg.completed);
-            const redisCpuPerRequest = ((await redisCpu()) - redis0) / Math.max(1, lg.completed);
-            return { p50: lg.latencyUs.p50 / 1000, p99: lg.latencyUs.p99 / 1000, p999: lg.latencyUs.p999 / 1000, cpu, redisCpu: redisCpuPerRequest, errors: lg.errors };
+            const { result: lg, cpu, redisCpu } = await withCpu(s, () => runRate({ url: `${s.url}/healthcheck/ready`, rate, durationS, connections: 50, headers }), (r) => r.completed);
+            return { p50: lg.latencyUs.p50 / 1000, p99: lg.latencyUs.p99 / 1000, p999: lg.latencyUs.p999 / 1000, cpu, redisCpu, errors: lg.errors };
           },
           (r, la, lb) =>
             console.log(`rate round ${r}: p99 A ${la.p99.toFixed(2)} ms, B ${lb.p99.toFixed(2)} ms; CPU A ${la.cpu.toFixed(1)} µs, B ${lb.cpu.toFixed(1)} µs per request${la.errors + lb.errors > 0 ? `; errors A ${la.errors}, B ${lb.errors}` : ''}`),

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import type { Redis } from 'ioredis';
 import { parse } from 'yaml';
 import { freePort, waitForPort } from './ports.ts';
 
@@ -133,4 +134,10 @@ export async function startRedisCluster(shards = 3): Promise<RedisClusterServer>
     throw err;
   }
   return { nodes, seeds: nodes.map((n) => ({ host: '127.0.0.1', port: n.port })), stop: stopAll };
+}
+
+/** Calls of `command` (EVALSHA by default: the bucket script) one redis-server has run so far (INFO commandstats). */
+export async function scriptCalls(node: Redis, command = 'evalsha'): Promise<number> {
+  const m = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(await node.info('commandstats'));
+  return m === null ? 0 : Number(m[1]);
 }

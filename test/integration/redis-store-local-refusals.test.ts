@@ -4,18 +4,12 @@
 // within 1 ms go to Redis. Several stores on one key stay exact: none admits past the bound and
 // none refuses a token the bucket held.
 import { performance } from 'node:perf_hooks';
-import type { Redis } from 'ioredis';
 import { describe, expect } from 'vitest';
 import type { BucketRule, Decision } from '../../lib/token-bucket/bucket.ts';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket/redis-store.ts';
 import { test } from '../harness/fixtures.ts';
-
-/** EVALSHA calls Redis has executed so far. */
-async function scriptCalls(admin: Redis): Promise<number> {
-  const m = /cmdstat_evalsha:calls=(\d+)/.exec(await admin.info('commandstats'));
-  return m === null ? 0 : Number(m[1]);
-}
+import { scriptCalls } from '../harness/redis.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 

@@ -11,13 +11,7 @@ import { StoreUnavailableError } from '../../lib/token-bucket/bucket-store.ts';
 import { decodeBucketValue, encodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket/redis-store.ts';
 import { test } from '../harness/fixtures.ts';
-
-/** EVALSHA (or with `command`, other) calls Redis has executed so far. */
-async function scriptCalls(admin: Redis, command = 'evalsha'): Promise<number> {
-  const stats = await admin.info('commandstats');
-  const m = new RegExp(`cmdstat_${command}:calls=(\\d+)`).exec(stats);
-  return m === null ? 0 : Number(m[1]);
-}
+import { scriptCalls } from '../harness/redis.ts';
 
 const it = test
   /** Runs body with a ready store on the file's Redis, and closes the store afterwards. */

@@ -13,12 +13,7 @@ import type { RawTake } from '../../lib/token-bucket/redis-reply.ts';
 import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket/redis-store.ts';
 import { runTakes } from '../../lib/token-bucket/take-script.ts';
 import { test } from '../harness/fixtures.ts';
-
-/** EVALSHA calls one node has run so far. */
-async function scriptCalls(node: Redis): Promise<number> {
-  const m = /cmdstat_evalsha:calls=(\d+)/.exec(await node.info('commandstats'));
-  return m === null ? 0 : Number(m[1]);
-}
+import { scriptCalls } from '../harness/redis.ts';
 
 /** Users whose bucket keys (with the default prefix, route `all`) all hash to one slot. */
 function usersSharingASlot(count: number, prefix: string): string[] {
@@ -75,9 +70,9 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
         const users = [...[0, 1, 2].flatMap((shard) => Array.from({ length: 4 }, (_, i) => userOnShard(shard, `turn-${turn}-${i}-`))), ...usersSharingASlot(3, `same-slot-${turn}-`).map((u) => `all:${u}`)];
         // Each user three times, interleaved: 45 takes, the third of each refused.
         const order = Array.from({ length: 45 }, (_, i) => users[(i * 7 + turn) % users.length] as string);
-        const before = await Promise.all(nodes.map(scriptCalls));
+        const before = await Promise.all(nodes.map((n) => scriptCalls(n)));
         const got = await Promise.all(order.map((u) => store.take(u, rule)));
-        const after = await Promise.all(nodes.map(scriptCalls));
+        const after = await Promise.all(nodes.map((n) => scriptCalls(n)));
         const slotsPerShard = [0, 0, 0];
         for (const slot of new Set(order.map((u) => keySlot(store.keyOf(u))))) slotsPerShard[owner.get(slot) as number]! += 1;
         expect(after.map((n, i) => n - (before[i] as number))).toEqual(slotsPerShard);
@@ -98,9 +93,9 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 50, requestedTokens: 1 };
     await withStore({ maxBatch: 16 }, async (store) => {
       const user = userOnShard(1, 'split-');
-      const before = await Promise.all(nodes.map(scriptCalls));
+      const before = await Promise.all(nodes.map((n) => scriptCalls(n)));
       const decisions = await Promise.all(Array.from({ length: 80 }, () => store.take(user, rule)));
-      const after = await Promise.all(nodes.map(scriptCalls));
+      const after = await Promise.all(nodes.map((n) => scriptCalls(n)));
       expect(after.map((n, i) => n - (before[i] as number))).toEqual([0, 5, 0]);
       expect(decisions.filter((d) => d.allowed).length).toBe(50);
     });
@@ -111,9 +106,9 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
     for (const maxBatch of [1, 128]) {
       await withStore({ maxBatch }, async (store) => {
         const users = [0, 1, 2].flatMap((shard) => Array.from({ length: 4 }, (_, i) => userOnShard(shard, `spread-${maxBatch}-${i}-`)));
-        const before = await Promise.all(nodes.map(scriptCalls));
+        const before = await Promise.all(nodes.map((n) => scriptCalls(n)));
         const decisions = await Promise.all(users.map((u) => store.take(u, rule)));
-        const after = await Promise.all(nodes.map(scriptCalls));
+        const after = await Promise.all(nodes.map((n) => scriptCalls(n)));
         expect(decisions.every((d) => d.allowed)).toBe(true);
         expect(after.map((n, i) => n - (before[i] as number))).toEqual([4, 4, 4]);
       });

@@ -13,17 +13,12 @@ import type { BucketRule } from '../../lib/token-bucket/bucket.ts';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { keySlot } from '../../lib/token-bucket/key-slot.ts';
 import { test } from '../harness/fixtures.ts';
+import { scriptCalls } from '../harness/redis.ts';
 
 const rule: BucketRule = { replenishRate: 10, burstCapacity: 10, requestedTokens: 1 };
 const bucketKey = (user: string) => `portcullis:bucket:v2:{all:${user}}`;
 /** µs time of a user's last admitted take, stored with its bucket. */
 const stateTimeUs = async (cluster: Cluster, user: string) => decodeBucketValue(await cluster.getBuffer(bucketKey(user)))?.updatedUs ?? Number.NaN;
-
-/** EVALSHA calls one node has run so far. */
-async function scriptCalls(node: Redis): Promise<number> {
-  const m = /cmdstat_evalsha:calls=(\d+)/.exec(await node.info('commandstats'));
-  return m === null ? 0 : Number(m[1]);
-}
 
 /** `perSlot` users in each of `slots` slots; the slots chosen so that every shard holds some. */
 function users(slots: number, perSlot: number, owner: (slot: number) => number): string[] {
@@ -70,7 +65,7 @@ describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections'
     const admitted = new Map(all.map((u) => [u, 1]));
     const other: number[] = [];
     let limited = 0;
-    const callsBefore = await Promise.all(nodes.map(scriptCalls));
+    const callsBefore = await Promise.all(nodes.map((n) => scriptCalls(n)));
     // Redis time as the load begins: a bucket left full since its first take overflowed until then
     // (a slow machine takes longer over the 24 lone requests), and those tokens were never there
     // to take.
@@ -92,7 +87,7 @@ describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections'
       ),
     );
     await Promise.all(pools.map((p) => p.close()));
-    const calls = (await Promise.all(nodes.map(scriptCalls))).map((c, i) => c - (callsBefore[i] as number));
+    const calls = (await Promise.all(nodes.map((n) => scriptCalls(n)))).map((c, i) => c - (callsBefore[i] as number));
     const lastUs = await Promise.all(all.map((u) => stateTimeUs(cluster, u)));
 
     expect(other).toEqual([]);
