@@ -1,48 +1,45 @@
 // Gateway benchmark: the sidecar side by side with its anchors, in one run.
 //   direct          the user service itself (the ceiling: no gateway)
-//   sidecar-redis   Portcullis sidecar, Redis token bucket (one EVALSHA per request), run as the
-//                   operator deploys it: the bundle (dist/sidecar/main.mjs) with the container's
-//                   environment (V8 heap caps, two malloc arenas; operator SIDECAR_ENV)
-//   sidecar-memory  the same, in-memory token bucket
 //   nginx           Debian's nginx, proxy_pass + limit_req (per instance), 1 worker
+//   sidecar-redis   Portcullis sidecar, Redis token bucket, run as the operator deploys it: the
+//                   bundle (dist/sidecar/main.mjs) with the container's environment (SIDECAR_ENV)
 //   node-peer       fastify + @fastify/http-proxy + @fastify/rate-limit with its Redis store
 //   bare-proxy      node:http + undici Pool and nothing else (the floor of any Node gateway),
 //                   bundled and run with the sidecar's environment like the sidecar
-//   sidecar-redis-source  the same Redis sidecar code run as before the bundle and heap caps
-//                   (ADR 0008): the TypeScript sources (type stripping) with V8's defaults (a
-//                   heap sized from this host's memory); the "before" of that change
-// Same upstream (one user-service process), same request (GET /healthcheck/ready with a USER-ID),
-// a limit nobody reaches (every request does the full limiter work).
+//   sidecar-memory  the sidecar with the in-memory token bucket
+//   node-peer-jwt   the Node peer verifying access tokens with @fastify/jwt + get-jwks (ES256, iss,
+//                   aud, typ; fast-jwt's cache of 10,000), keyed by the verified sub
+//   sidecar-jwt     the Redis sidecar with limiter.key jwt (ES256 against the issuer's JWKS; iss,
+//                   aud, typ at+jwt; verified tokens remembered until exp), keyed by sub
+// Same upstream (one user-service process), same request (GET /healthcheck/ready), a limit nobody
+// reaches (every request does the full limiter work), BENCH_USERS (1,000) users in turn: USER-ID:
+// user-i, or for the jwt targets Authorization: Bearer <user-i's token> (minted at start by
+// bench/lib/jwt-issuer.ts, so after the warm-up both jwt gateways verify from their caches).
 // Two loads, rounds interleaved across the targets so a busy neighbour hurts all of them alike.
 // The rounds are many and short, and each starts one target later than the last (the cyclic
-// order stays, so neighbours stay neighbours; only where a round begins moves, and no target is
-// always the first after a pause): this machine's host drifts by a third within a minute, so
-// the two targets of a compared pair should be measured seconds apart.
+// order stays, so neighbours stay neighbours): this machine's host drifts by a third within a
+// minute, so the two targets of a compared pair should be measured seconds apart.
 //   saturation  Debian's wrk, 50 connections, closed model: the most each target serves;
 //   fixed rate  bench/loadgen (Go, open model like wrk2): half of sidecar-redis' saturation
 //               throughput offered to every target, latency from the intended send time.
 // Reported per target: median requests/s, p50/p99/p99.9, CPU µs per request of the front process
 // (load-insensitive: on a shared 2-core machine it varies far less than requests/s), peak RSS.
 // Ratios are taken within each round and the median ratio is reported.
-// Bounded: BENCH_ROUNDS (7) rounds x 7 targets x 2 loads x BENCH_DURATION_S (4 s) + warm-ups.
-import { readFileSync } from 'node:fs';
+// Bounded: BENCH_ROUNDS (7) rounds x 8 targets x 2 loads x BENCH_DURATION_S (4 s) + warm-ups.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
-import type { SidecarConfigInput } from '../lib/config/sidecar.ts';
 import { freePort } from '../test/harness/ports.ts';
-import { startProgram, startSidecar, type Program, type RunningSidecar, type SidecarLaunch, type StartOptions } from '../test/harness/programs.ts';
-import { statusFieldsKiB, statusKiB } from '../test/harness/raw-http.ts';
+import { startProgram } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
-import { ensureWrk, runWrk, wrkErrors, type WrkResult } from './gateway-wrk.ts';
-import { ensureLoadgen, runRate, type LoadgenResult } from './loadgen.ts';
+import { BARE_PROXY_DESCRIPTION, nginxUnreachable, startBareProxy, startBenchSidecar, startUpstream, unreachable } from './lib/fronts.ts';
+import { startJwtIssuer } from './lib/jwt-issuer.ts';
+import { ensureLoadgen, runRate, type LoadgenResult } from './lib/loadgen.ts';
+import { cpuUs, median, peakRssMiB, r2, rotated, rssSplitKiB, runDelayMs } from './lib/measure.ts';
+import { ensureWrk, runWrk, wrkErrors, type WrkResult } from './lib/wrk.ts';
 import { ensureNginx, startNginx } from './peers/nginx.ts';
-import { bundleNodeProgram } from '../scripts/bundle.ts';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const BARE_PROXY_ENTRY = 'dist/bench/bare-proxy.mjs';
-
+const AUDIENCE = 'bench-service';
 export interface Latency {
   readonly p50: number;
   readonly p99: number;
@@ -93,7 +90,9 @@ export interface GatewayBenchResult {
   readonly suite: 'gateway';
   readonly startedAt: string;
   readonly machine: { cpus: number; model: string; node: string; loadavgAtStart: number[]; loadavgAtEnd: number[] };
-  readonly load: { saturation: string; fixedRate: string; connections: number; durationS: number; warmupS: number; rounds: number };
+  readonly load: { saturation: string; fixedRate: string; users: number; connections: number; durationS: number; warmupS: number; rounds: number };
+  /** GET /jwks.json answered over the whole run (each jwt gateway should fetch once, then cache). */
+  readonly jwksFetches: number;
   readonly scenarios: GatewayScenarioResult[];
   /** Median over rounds of the per-round ratios (same round, same conditions). */
   readonly ratios: Record<string, number>;
@@ -102,134 +101,6 @@ export interface GatewayBenchResult {
   readonly goals: { name: string; goal: string; measured: string; met: boolean }[];
 }
 
-/** The targets in the order of one round: each round starts `shift` targets later than the first. */
-export function rotated<T>(targets: readonly T[], shift: number): T[] {
-  return targets.map((_, i) => targets[(i + shift) % targets.length] as T);
-}
-
-/** A limit nobody reaches: 1e9 tokens of burst, refilled at 1e9/s. */
-export const unreachable = { replenishRate: 1_000_000_000, burstCapacity: 1_000_000_000, requestedTokens: 1 };
-/** nginx's limit_req at a rate and burst nobody reaches. */
-export const nginxUnreachable = { ratePerSecond: 1_000_000, burst: 1_000_000 } as const;
-
-/** How a sidecar process is started: as deployed (bundle + container env) or from the sources with V8's defaults. */
-type SidecarForm = 'deployed' | 'source';
-
-/** A bench sidecar in front of upstreamUrl; its limiter is `unreachable` keyed by USER-ID unless launch.limiter says otherwise. */
-export async function startBenchSidecar(
-  upstreamUrl: string,
-  redisUrl: string | undefined,
-  name: string,
-  form: SidecarForm = 'deployed',
-  launch: Pick<SidecarLaunch, 'node' | 'launcher' | 'waitPortMs'> & { limiter?: SidecarConfigInput['limiter']; nodeOptions?: string; env?: Record<string, string> } = {},
-): Promise<RunningSidecar> {
-  const { limiter = unreachable, nodeOptions, env: extraEnv, ...options } = launch;
-  const config = {
-    upstream: { url: upstreamUrl },
-    route: { id: 'bench', path: '/**' },
-    limiter,
-    ...(redisUrl !== undefined ? { redis: { url: redisUrl, commandTimeoutMs: 1000 } } : {}),
-    logLevel: 'warn' as const,
-  };
-  const env: Record<string, string> = form === 'deployed' ? { ...SIDECAR_ENV } : {};
-  Object.assign(env, extraEnv);
-  addNodeOptions(env, sidecarEnv()['NODE_OPTIONS'], nodeOptions);
-  const entry = form === 'deployed' ? SIDECAR_ENTRY : 'sidecar/main.ts';
-  return startSidecar(config, { name, entry, env, ...options });
-}
-
-export const BARE_PROXY_DESCRIPTION = 'node:http + undici Pool, no limiter, bundled and run with the sidecar\'s heap caps (floor of a Node proxy)';
-
-/**
- * The bare proxy (bench/peers/bare-proxy.ts) run as the sidecar is deployed: bundled with the same
- * options (dist/bench/bare-proxy.mjs) and started with the sidecar's environment (heap caps, malloc
- * arenas), so that its CPU, latency and memory are the floor of the sidecar's, setting for setting.
- */
-export async function startBareProxy(
-  upstreamUrl: string,
-  name: string,
-  launch: Pick<StartOptions, 'launcher' | 'waitPortMs'> & { nodeOptions?: string; env?: Record<string, string> } = {},
-): Promise<{ url: string; pid: number | undefined; program: Program; stop: () => Promise<unknown> }> {
-  await bundleNodeProgram(path.join(repoRoot, 'bench', 'peers', 'bare-proxy.ts'), path.join(repoRoot, BARE_PROXY_ENTRY));
-  const port = await freePort();
-  const { nodeOptions, env: extraEnv, ...options } = launch;
-  const env: Record<string, string> = { ...SIDECAR_ENV, ...extraEnv, PORT: String(port), UPSTREAM_URL: upstreamUrl };
-  addNodeOptions(env, nodeOptions);
-  const p = await startProgram({ entry: BARE_PROXY_ENTRY, env, waitPort: port, name, ...options });
-  return { url: `http://127.0.0.1:${port}`, pid: p.child.pid, program: p, stop: () => p.stop() };
-}
-
-/** Appends V8/Node flags to `env`'s NODE_OPTIONS (after the deployed ones, so a later flag wins). */
-function addNodeOptions(env: Record<string, string>, ...more: (string | undefined)[]): void {
-  for (const m of more) if (m !== undefined && m !== '') env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${m}`.trim();
-}
-
-/** BENCH_CPU_PROF=dir: the sidecars write V8 CPU profiles there (node --cpu-prof) on exit. */
-function sidecarEnv(): Record<string, string> {
-  const dir = process.env['BENCH_CPU_PROF'];
-  return dir === undefined || dir === '' ? {} : { NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}` };
-}
-
-/** user+system CPU time of a process so far, in µs (Linux /proc; 0 elsewhere). */
-export function cpuUs(pid: number | undefined): number {
-  const { user, system } = cpuSplitUs(pid);
-  return user + system;
-}
-
-/** User and system CPU of a process so far (all its threads), µs; zero when it is gone. */
-export function cpuSplitUs(pid: number | undefined): { user: number; system: number } {
-  if (pid === undefined) return { user: 0, system: 0 };
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
-    // utime, stime (fields 14, 15) in ticks; USER_HZ is 100 on Linux
-    return { user: (Number(fields[11]) * 1e6) / 100, system: (Number(fields[12]) * 1e6) / 100 };
-  } catch {
-    return { user: 0, system: 0 };
-  }
-}
-
-/**
- * Time a process spent runnable but waiting for a CPU so far, ms (/proc/PID/schedstat, field 2).
- * On a shared machine this is what turns into latency: a busy neighbour shows here, not in CPU time.
- */
-export function runDelayMs(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  try {
-    return Number(readFileSync(`/proc/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e6;
-  } catch {
-    return 0;
-  }
-}
-
-/** Resident set of a process now, split into anonymous and file pages, KiB (zeros when gone). */
-export function rssSplitKiB(pid: number | undefined): { rss: number; anon: number; file: number } {
-  try {
-    if (pid !== undefined) {
-      const f = statusFieldsKiB(pid, ['VmRSS', 'RssAnon', 'RssFile']);
-      return { rss: f.VmRSS, anon: f.RssAnon, file: f.RssFile };
-    }
-  } catch {
-    // the process is gone
-  }
-  return { rss: 0, anon: 0, file: 0 };
-}
-
-/** Peak resident set (VmHWM) of a process, MiB (0 when gone). */
-export function peakRssMiB(pid: number | undefined): number {
-  try {
-    return pid === undefined ? 0 : Math.round((statusKiB(pid, 'VmHWM') / 1024) * 10) / 10;
-  } catch {
-    return 0;
-  }
-}
-
-export const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  if (s.length === 0) return 0;
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
-const r2 = (x: number) => Math.round(x * 100) / 100;
 const ms = (us: number) => Math.round(us) / 1000;
 const wrkRps = (w: WrkResult) => Math.round(w.requests / (w.durationUs / 1e6));
 
@@ -237,9 +108,20 @@ interface Target {
   readonly name: string;
   readonly description: string;
   readonly base: string;
+  /** The per-user header lines the load generators send in turn (USER-ID or a bearer token). */
+  readonly headerFile: string;
   /** Processes whose CPU counts as the front's (the gateway itself; the upstream for direct). */
   readonly cpuPids: () => (number | undefined)[];
   readonly rssPids: () => (number | undefined)[];
+}
+
+/** Refuses to measure a jwt gateway that does not do the job: 401 without or with a forged token, 200 with a real one. */
+async function checkJwtGateway(name: string, base: string, token: string): Promise<void> {
+  const [head, payload, signature = ''] = token.split('.');
+  const forged = `${head}.${payload}.${signature.slice(0, 10)}${signature[10] === 'A' ? 'B' : 'A'}${signature.slice(11)}`;
+  const status = async (headers: Record<string, string>) => (await fetch(`${base}/healthcheck/ready`, { headers })).status;
+  const seen = [await status({}), await status({ authorization: `Bearer ${forged}` }), await status({ authorization: `Bearer ${token}` })];
+  if (seen.join() !== '401,401,200') throw new Error(`${name}: no token, a forged token and a valid token answered ${seen.join(', ')}, not 401, 401, 200`);
 }
 
 export async function runGatewayBench(log: (line: string) => void = console.log): Promise<GatewayBenchResult> {
@@ -250,47 +132,53 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   const rounds = Number(process.env['BENCH_ROUNDS'] ?? 7);
   const warmupS = Number(process.env['BENCH_WARMUP_S'] ?? 5); // JIT and heap settle: round 1 was ~20 % slower after 2 s
   const connections = Number(process.env['BENCH_CONNECTIONS'] ?? 50);
+  const userCount = Number(process.env['BENCH_USERS'] ?? 1000);
   const startedAt = new Date().toISOString();
   const loadavgAtStart = os.loadavg();
 
+  const users = Array.from({ length: userCount }, (_, i) => `user-${i + 1}`);
+  const issuer = await startJwtIssuer(users, AUDIENCE, Date.now());
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-bench-gateway-'));
+  const userIdFile = path.join(dir, 'user-id.txt');
+  const bearerFile = path.join(dir, 'bearer.txt');
+  writeFileSync(userIdFile, `${users.map((u) => `USER-ID: ${u}`).join('\n')}\n`);
+  writeFileSync(bearerFile, `${issuer.tokens.map((t) => `Authorization: Bearer ${t}`).join('\n')}\n`);
+
   const redis = await startRedis();
-  const userPort = await freePort();
-  const user = await startProgram({
-    entry: 'services/user-service/main.ts',
-    env: { PORT: String(userPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
-    waitPort: userPort,
-    name: 'bench-user-service',
-  });
-  const userUrl = `http://127.0.0.1:${userPort}`;
+  const upstream = await startUpstream();
+  const user = upstream.program;
+  const userUrl = upstream.url;
+  const jwt = { issuer: issuer.issuer, audience: AUDIENCE, jwksUrl: issuer.jwksUrl, claim: 'sub', algorithms: ['ES256' as const], cacheSize: 10_000 };
   const viaRedis = await startBenchSidecar(userUrl, redis.url, 'bench-sidecar-redis');
   const viaMemory = await startBenchSidecar(userUrl, undefined, 'bench-sidecar-memory');
-  const viaRedisSource = await startBenchSidecar(userUrl, redis.url, 'bench-sidecar-redis-source', 'source');
-  const nginx = await startNginx({ upstreamPort: userPort, ...nginxUnreachable });
-  const peerPort = await freePort();
-  const peer = await startProgram({
-    entry: 'bench/peers/node-peer.ts',
-    env: { PORT: String(peerPort), UPSTREAM_URL: userUrl, REDIS_URL: redis.url, MAX: String(unreachable.burstCapacity), WINDOW_MS: '1000' },
-    waitPort: peerPort,
-    name: 'bench-node-peer',
-  });
+  const viaJwt = await startBenchSidecar(userUrl, redis.url, 'bench-sidecar-jwt', { limiter: { ...unreachable, key: 'jwt', keyHeader: 'USER-ID', jwt } });
+  const nginx = await startNginx({ upstreamPort: upstream.port, ...nginxUnreachable });
+  const startPeer = async (name: string, extra: Record<string, string>) => {
+    const port = await freePort();
+    const env = { PORT: String(port), UPSTREAM_URL: userUrl, REDIS_URL: redis.url, MAX: String(unreachable.burstCapacity), WINDOW_MS: '1000', ...extra };
+    return { url: `http://127.0.0.1:${port}`, program: await startProgram({ entry: 'bench/peers/node-peer.ts', env, waitPort: port, name }) };
+  };
+  const peer = await startPeer('bench-node-peer', {});
+  const peerJwt = await startPeer('bench-node-peer-jwt', { JWT_JWKS_URL: issuer.jwksUrl, JWT_ISSUER: issuer.issuer, JWT_AUDIENCE: AUDIENCE });
   const bare = await startBareProxy(userUrl, 'bench-bare-proxy');
 
   // The order of a round (rotated from round to round): the Redis sidecar sits between the two
-  // anchors of its throughput goals, nginx and the Node peer, so that each goal's pair is measured
-  // back to back in all rounds but one.
+  // anchors of its throughput goals, nginx and the Node peer, and the jwt sidecar beside its Node
+  // peer, so that each goal's pair is measured back to back in all rounds but one.
+  const one = (name: string, description: string, base: string, pid: () => number | undefined, headerFile = userIdFile): Target => ({ name, description, base, headerFile, cpuPids: () => [pid()], rssPids: () => [pid()] });
   const targets: Target[] = [
-    { name: 'direct', description: 'user service directly (the ceiling)', base: userUrl, cpuPids: () => [user.child.pid], rssPids: () => [user.child.pid] },
-    { name: 'nginx', description: 'nginx 1.22 (Debian), proxy_pass + limit_req, 1 worker', base: nginx.url, cpuPids: () => [nginx.workerPid()], rssPids: () => [nginx.child.pid, nginx.workerPid()] },
-    { name: 'sidecar-redis', description: 'Portcullis sidecar, Redis token bucket', base: viaRedis.url, cpuPids: () => [viaRedis.program.child.pid], rssPids: () => [viaRedis.program.child.pid] },
-    { name: 'node-peer', description: 'fastify + @fastify/http-proxy + @fastify/rate-limit (Redis store)', base: `http://127.0.0.1:${peerPort}`, cpuPids: () => [peer.child.pid], rssPids: () => [peer.child.pid] },
-    { name: 'bare-proxy', description: BARE_PROXY_DESCRIPTION, base: bare.url, cpuPids: () => [bare.pid], rssPids: () => [bare.pid] },
-    { name: 'sidecar-memory', description: 'Portcullis sidecar, in-memory token bucket', base: viaMemory.url, cpuPids: () => [viaMemory.program.child.pid], rssPids: () => [viaMemory.program.child.pid] },
-    { name: 'sidecar-redis-source', description: 'the same sidecar run as before ADR 0008: TypeScript sources, V8 defaults (heap sized from the host)', base: viaRedisSource.url, cpuPids: () => [viaRedisSource.program.child.pid], rssPids: () => [viaRedisSource.program.child.pid] },
+    one('direct', 'user service directly (the ceiling)', userUrl, () => user.child.pid),
+    { ...one('nginx', 'nginx 1.22 (Debian), proxy_pass + limit_req, 1 worker', nginx.url, () => nginx.workerPid()), rssPids: () => [nginx.child.pid, nginx.workerPid()] },
+    one('sidecar-redis', 'Portcullis sidecar, Redis token bucket', viaRedis.url, () => viaRedis.program.child.pid),
+    one('node-peer', 'fastify + @fastify/http-proxy + @fastify/rate-limit (Redis store)', peer.url, () => peer.program.child.pid),
+    one('bare-proxy', BARE_PROXY_DESCRIPTION, bare.url, () => bare.pid),
+    one('sidecar-memory', 'Portcullis sidecar, in-memory token bucket', viaMemory.url, () => viaMemory.program.child.pid),
+    one('node-peer-jwt', 'the Node peer + @fastify/jwt with get-jwks (ES256, iss, aud, typ), fast-jwt cache 10,000, key sub', peerJwt.url, () => peerJwt.program.child.pid, bearerFile),
+    one('sidecar-jwt', 'Portcullis sidecar, Redis token bucket, key jwt (ES256, iss, aud, typ), cache 10,000, key sub', viaJwt.url, () => viaJwt.program.child.pid, bearerFile),
   ];
   const only = (process.env['BENCH_TARGETS'] ?? '').split(',').filter(Boolean);
   const chosen = only.length > 0 ? targets.filter((t) => only.includes(t.name)) : targets;
   const cpu = (t: Target) => t.cpuPids().reduce((s: number, p) => s + cpuUs(p), 0);
-  const headers = { 'USER-ID': 'bench-user' };
   const sat = new Map<string, { wrk: WrkResult; cpuUsPerRequest: number }[]>(chosen.map((t) => [t.name, []]));
   const fixed = new Map<string, { lg: LoadgenResult; cpuUsPerRequest: number; waitingForCpu: number }[]>(chosen.map((t) => [t.name, []]));
   const waiting = (t: Target) => t.cpuPids().reduce((s: number, p) => s + runDelayMs(p), 0);
@@ -307,12 +195,13 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     }
   }, 250);
   try {
-    for (const t of chosen) await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads: 1, durationS: warmupS, headers });
+    for (const t of chosen.filter((x) => x.headerFile === bearerFile)) await checkJwtGateway(t.name, t.base, issuer.tokens[0] ?? '');
+    for (const t of chosen) await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads: 1, durationS: warmupS, rotateHeaderFile: t.headerFile });
     log(`saturation: wrk, ${connections} connections, ${rounds} interleaved rounds of ${durationS} s, order rotated each round`);
     for (let round = 1; round <= rounds; round++) {
       for (const t of rotated(chosen, round - 1)) {
         const before = cpu(t);
-        const wrk = await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads: 1, durationS, headers });
+        const wrk = await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads: 1, durationS, rotateHeaderFile: t.headerFile });
         const cpuUsPerRequest = Math.round(((cpu(t) - before) / Math.max(1, wrk.requests)) * 10) / 10;
         sat.get(t.name)?.push({ wrk, cpuUsPerRequest });
         log(`  round ${round} ${t.name}: ${wrkRps(wrk)} req/s, p50 ${ms(wrk.latencyUs.p50)} ms, p99 ${ms(wrk.latencyUs.p99)} ms, ${cpuUsPerRequest} µs CPU/request, load ${os.loadavg()[0]?.toFixed(1)}`);
@@ -325,7 +214,7 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
       for (const t of rotated(chosen, round - 1)) {
         const before = cpu(t);
         const waitedBefore = waiting(t);
-        const lg = await runRate({ url: `${t.base}/healthcheck/ready`, rate: offered, durationS, connections, headers });
+        const lg = await runRate({ url: `${t.base}/healthcheck/ready`, rate: offered, durationS, connections, rotateHeaderFile: t.headerFile });
         const cpuUsPerRequest = Math.round(((cpu(t) - before) / Math.max(1, lg.completed)) * 10) / 10;
         const waitingForCpu = Math.round(((waiting(t) - waitedBefore) / Math.max(1, lg.elapsedUs / 1000)) * 100) / 100;
         fixed.get(t.name)?.push({ lg, cpuUsPerRequest, waitingForCpu });
@@ -338,9 +227,11 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     for (const t of chosen) peakRss.set(t.name, Math.round(t.rssPids().reduce((s: number, p) => s + peakRssMiB(p), 0) * 10) / 10);
   } finally {
     clearInterval(sampler);
-    await Promise.allSettled([viaRedis.program.stop(), viaMemory.program.stop(), viaRedisSource.program.stop(), nginx.stop(), peer.stop(), bare.stop()]);
+    await Promise.allSettled([viaRedis.program.stop(), viaMemory.program.stop(), viaJwt.program.stop(), nginx.stop(), peer.program.stop(), peerJwt.program.stop(), bare.stop()]);
     await user.stop();
     await redis.stop();
+    await issuer.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 
   const scenarios: GatewayScenarioResult[] = chosen.map((t) => {
@@ -390,13 +281,15 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     startedAt,
     machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadavgAtStart, loadavgAtEnd: os.loadavg() },
     load: {
-      saturation: `wrk (Debian), ${connections} connections, 1 thread`,
-      fixedRate: `bench/loadgen (Go, open model), ${offered} req/s, ${connections} connections`,
+      saturation: `wrk (Debian), ${connections} connections, 1 thread, ${userCount} users in turn`,
+      fixedRate: `bench/loadgen (Go, open model), ${offered} req/s, ${connections} connections, ${userCount} users in turn`,
+      users: userCount,
       connections,
       durationS,
       warmupS,
       rounds,
     },
+    jwksFetches: issuer.jwksFetches(),
     scenarios,
     ratios,
     ratioRanges,
@@ -431,7 +324,7 @@ export function gatewayGoals(scenarios: readonly GatewayScenarioResult[], rounds
   const rps = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.requestsPerSecond;
   const cpuPer = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.cpuUsPerRequest;
   const ratios: Record<string, number> = {};
-  for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct'], ['bare-proxy', 'direct'], ['bare-proxy', 'node-peer'], ['sidecar-redis', 'bare-proxy'], ['sidecar-redis-source', 'node-peer'], ['sidecar-redis', 'sidecar-redis-source']] as const) {
+  for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct'], ['bare-proxy', 'direct'], ['bare-proxy', 'node-peer'], ['sidecar-redis', 'bare-proxy'], ['sidecar-jwt', 'node-peer-jwt'], ['sidecar-jwt', 'sidecar-redis'], ['node-peer-jwt', 'node-peer']] as const) {
     const x = ratio(a, b, rps, `throughput ${a}/${b}`);
     if (x !== undefined) ratios[`throughput ${a}/${b}`] = x;
     // Against the bare proxy, CPU per request is one of the goal rows below (sidecar over floor).
@@ -439,6 +332,7 @@ export function gatewayGoals(scenarios: readonly GatewayScenarioResult[], rounds
     const c = ratio(b, a, cpuPer, `cpu-efficiency ${a}/${b}`); // higher is better for a: b's CPU per request over a's
     if (c !== undefined) ratios[`cpu-efficiency ${a}/${b}`] = c;
   }
+  const tj = ratios['throughput sidecar-jwt/node-peer-jwt'];
   const addedP99 = byName.get('sidecar-redis')?.fixedRate.p99AddedMs;
   const goals: GatewayBenchResult['goals'] = [];
   const spread = (name: string) => {
@@ -449,6 +343,7 @@ export function gatewayGoals(scenarios: readonly GatewayScenarioResult[], rounds
   if (tp !== undefined) goals.push({ name: 'throughput vs Node peer', goal: '>= 1.5x', measured: `${tp}x${spread('throughput sidecar-redis/node-peer')}`, met: tp >= 1.5 });
   const tn = ratios['throughput sidecar-redis/nginx'];
   if (tn !== undefined) goals.push({ name: 'throughput vs nginx', goal: '>= 0.5x', measured: `${tn}x${spread('throughput sidecar-redis/nginx')}`, met: tn >= 0.5 });
+  if (tj !== undefined) goals.push({ name: 'jwt key: throughput vs the Node peer verifying the same tokens', goal: '>= 1.5x', measured: `${tj}x${spread('throughput sidecar-jwt/node-peer-jwt')}`, met: tj >= 1.5 });
   if (addedP99 !== undefined) goals.push({ name: `p99 added over direct at ${offered} req/s (half saturation)`, goal: '< 2 ms', measured: `${addedP99} ms`, met: addedP99 < 2 });
   // The sidecar against the floor of any Node proxy, as deployed (Redis store): CPU per request at
   // saturation and at the fixed rate, and the p99 each adds over direct in the same rounds.
@@ -500,7 +395,7 @@ export function gatewayMarkdown(result: GatewayBenchResult): string {
   return [
     `Gateway, ${result.startedAt}: ${result.machine.cpus} CPUs (${result.machine.model}), Node ${result.machine.node}; ` +
       `median of ${result.load.rounds} interleaved rounds of ${result.load.durationS} s per load (order rotated each round); saturation: ${result.load.saturation}; ` +
-      `fixed rate: ${result.load.fixedRate}; load average ${load(result.machine.loadavgAtStart)} at start, ${load(result.machine.loadavgAtEnd)} at end.`,
+      `fixed rate: ${result.load.fixedRate}; JWKS fetched ${result.jwksFetches} times; load average ${load(result.machine.loadavgAtStart)} at start, ${load(result.machine.loadavgAtEnd)} at end.`,
     '',
     '| target | what | saturation req/s | p50 / p99 / p99.9 ms | CPU µs/req | fixed-rate req/s | p50 / p99 / p99.9 ms | CPU µs/req | p99 added over direct, ms | waiting for a CPU (fixed rate) | peak RSS MiB | largest sample: private + file MiB | errors |',
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',

@@ -20,7 +20,7 @@ import { parseAllDocuments } from 'yaml';
 import { quantityOf } from '../operator/resources/container-resources.ts';
 import { k8sTools } from '../test/harness/k8s/cluster.ts';
 import { auditEvents, eventually, metricValue, startOperator, startOperatorEnv, type AuditEvent } from '../test/k8s/operator-env.ts';
-import { makeCgroup } from './tools/container-memory.ts';
+import { makeCgroup } from './lib/cgroup.ts';
 
 const NS = 'bench';
 const repoRoot = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');

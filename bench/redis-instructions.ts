@@ -18,7 +18,7 @@ import { Redis } from 'ioredis';
 import type { BucketRule } from '../lib/token-bucket/bucket.ts';
 import { callTakeScript, type ScriptTake } from '../lib/token-bucket/take-script.ts';
 import { freePort, waitForPort } from '../test/harness/ports.ts';
-import { callgrindTotal, valgrindVersion } from './tools/instructions.ts';
+import { callgrindTotal, valgrindVersion } from './lib/callgrind.ts';
 
 const USERS = 1000;
 const MEASURED = Number(process.env['BENCH_REDIS_IR_TAKES'] ?? 12_800);

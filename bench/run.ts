@@ -1,31 +1,20 @@
 // `make bench`: runs the benchmark suites side by side with their anchors and writes
 // bench/results/<suite>.json and <suite>.md (the latest run; git history keeps earlier ones), then
 // bench/results/summary.md (every suite's table, with the goals) and bench/results/chart.svg.
-// It writes nothing outside bench/results/ (bench/README.md says how to read the results).
+// It writes nothing outside bench/results/ and dist/ (bench/README.md says how to read the results).
 // `node bench/run.ts [suite ...]` runs only the named suites (the summary still covers the latest
-// results of every suite). Add a suite by adding it to the registry below. The sidecar is bundled
-// from the current sources first, so a suite never measures a stale or missing dist/sidecar.
+// results of every suite). Add a suite by adding it to the registry below. Every program is
+// bundled from the current sources first (as `make bundles` does), so a suite never measures a
+// stale or missing dist/<program>/main.mjs, also from a fresh clone.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SIDECAR_ENTRY } from '../operator/resources/route-deployment.ts';
-import { bundleSidecar } from '../scripts/bundle.ts';
-import { accuracyMarkdown, runAccuracyBench } from './accuracy.ts';
-import { authFloodMarkdown, runAuthFloodBench } from './auth-flood.ts';
-import { authMarkdown, runAuthBench } from './auth.ts';
-import { batchWindowMarkdown, runBatchWindowBench } from './tools/batch-window.ts';
-import { containerMemoryMarkdown, runContainerMemoryBench } from './tools/container-memory.ts';
-import { gatewayJwtMarkdown, runGatewayJwtBench } from './gateway-jwt.ts';
+import { BUNDLED_PROGRAMS, bundleProgram, type BundledProgram } from '../scripts/bundle.ts';
 import { gatewayMarkdown, runGatewayBench } from './gateway.ts';
-import { instructionsMarkdown, runInstructionsBench } from './tools/instructions.ts';
 import { operatorMarkdown, runOperatorBench, type OperatorBenchResult } from './operator.ts';
 import { redisCostMarkdown, runRedisCostBench } from './redis-cost.ts';
-import { runSignInFloodBench, signInFloodMarkdown } from './signin-flood.ts';
 import { writeSummary } from './summary.ts';
-import { allocMarkdown, runAllocBench } from './tools/alloc.ts';
-import { runSyscallsBench, syscallsMarkdown } from './tools/syscalls.ts';
-import { runTailBench, tailMarkdown } from './tools/tail.ts';
 import { runTokenBench, tokenMarkdown } from './token.ts';
 
 interface Suite {
@@ -42,12 +31,7 @@ const operatorSizes = (process.env['BENCH_OPERATOR_ROUTES'] ?? '200,1000').split
 
 const suites: Record<string, Suite> = {
   gateway: { run: runGatewayBench, markdown: gatewayMarkdown as (r: never) => string },
-  'gateway-jwt': { run: runGatewayJwtBench, markdown: gatewayJwtMarkdown as (r: never) => string },
-  accuracy: { run: runAccuracyBench, markdown: accuracyMarkdown as (r: never) => string },
   token: { run: runTokenBench, markdown: tokenMarkdown as (r: never) => string },
-  auth: { run: runAuthBench, markdown: authMarkdown as (r: never) => string },
-  'auth-flood': { run: runAuthFloodBench, markdown: authFloodMarkdown as (r: never) => string },
-  'signin-flood': { run: runSignInFloodBench, markdown: signInFloodMarkdown as (r: never) => string },
   'redis-cost': { run: runRedisCostBench, markdown: redisCostMarkdown as (r: never) => string },
   'operator-scale': {
     run: async (log): Promise<OperatorSuiteResult> => {
@@ -62,29 +46,19 @@ const suites: Record<string, Suite> = {
   },
 };
 
-/** Measurements of the optimisation work, run only when named (bench/tools/README.md says when). */
-const tools: Record<string, Suite> = {
-  instructions: { run: runInstructionsBench, markdown: instructionsMarkdown as (r: never) => string },
-  'container-memory': { run: runContainerMemoryBench, markdown: containerMemoryMarkdown as (r: never) => string },
-  'batch-window': { run: runBatchWindowBench, markdown: batchWindowMarkdown as (r: never) => string },
-  tail: { run: runTailBench, markdown: tailMarkdown as (r: never) => string },
-  alloc: { run: runAllocBench, markdown: allocMarkdown as (r: never) => string },
-  syscalls: { run: runSyscallsBench, markdown: syscallsMarkdown as (r: never) => string },
-};
-
 const benchDir = path.dirname(fileURLToPath(import.meta.url));
 const resultsDir = path.join(benchDir, 'results');
 const repoRoot = path.join(benchDir, '..');
 const wanted = process.argv.slice(2);
-const unknown = wanted.filter((n) => !(n in suites) && !(n in tools));
+const unknown = wanted.filter((n) => !(n in suites));
 if (unknown.length > 0) {
-  console.error(`unknown suite(s): ${unknown.join(', ')}; known: ${[...Object.keys(suites), ...Object.keys(tools)].join(', ')}`);
+  console.error(`unknown suite(s): ${unknown.join(', ')}; known: ${Object.keys(suites).join(', ')}`);
   process.exit(2);
 }
 
 mkdirSync(resultsDir, { recursive: true });
-await bundleSidecar(repoRoot, path.join(repoRoot, path.dirname(SIDECAR_ENTRY)));
-const selected = wanted.length === 0 ? Object.entries(suites) : Object.entries({ ...suites, ...tools }).filter(([name]) => wanted.includes(name));
+for (const program of Object.keys(BUNDLED_PROGRAMS) as BundledProgram[]) await bundleProgram(repoRoot, program, path.join(repoRoot, 'dist', program));
+const selected = wanted.length === 0 ? Object.entries(suites) : Object.entries(suites).filter(([name]) => wanted.includes(name));
 for (const [name, suite] of selected) {
   console.log(`== bench: ${name} (load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
   const result = await suite.run((line) => console.log(line));

@@ -3,11 +3,7 @@
 // hand: no chart library). Nothing outside the results folder is written.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { AccuracyBenchResult } from './accuracy.ts';
-import type { ContainerMemoryBenchResult } from './tools/container-memory.ts';
-import type { GatewayJwtBenchResult } from './gateway-jwt.ts';
 import type { GatewayBenchResult } from './gateway.ts';
-import type { InstructionsBenchResult } from './tools/instructions.ts';
 import type { OperatorBenchResult } from './operator.ts';
 import type { TokenBenchResult } from './token.ts';
 
@@ -20,11 +16,7 @@ function read<T>(dir: string, name: string, current: (x: Record<string, unknown>
 }
 
 const isGateway = (x: Record<string, unknown>) => Array.isArray(x['goals']) && Array.isArray(x['scenarios']);
-const isGatewayJwt = (x: Record<string, unknown>) => x['suite'] === 'gateway-jwt' && Array.isArray(x['scenarios']);
-const isAccuracy = (x: Record<string, unknown>) => Array.isArray(x['limiters']);
 const isToken = (x: Record<string, unknown>) => Array.isArray(x['servers']);
-const isContainerMemory = (x: Record<string, unknown>) => x['suite'] === 'container-memory' && Array.isArray(x['runs']);
-const isInstructions = (x: Record<string, unknown>) => x['suite'] === 'instructions' && Array.isArray(x['runs']);
 const isOperatorScale = (x: Record<string, unknown>) => Array.isArray(x['runs']);
 
 const loadavg = (xs: number[] | undefined) => (xs ?? []).map((x) => x.toFixed(1)).join(' ');
@@ -32,7 +24,6 @@ const loadavg = (xs: number[] | undefined) => (xs ?? []).map((x) => x.toFixed(1)
 /** The headline rows: each performance goal (docs/performance.md) with its measured figure, and the context rows that explain them. */
 export function headline(dir: string): string {
   const g = read<GatewayBenchResult>(dir, 'gateway', isGateway);
-  const a = read<AccuracyBenchResult>(dir, 'accuracy', isAccuracy);
   const t = read<TokenBenchResult>(dir, 'token', isToken);
   const o = read<{ runs: OperatorBenchResult[] }>(dir, 'operator-scale', isOperatorScale);
   const rows: string[] = [];
@@ -67,52 +58,10 @@ export function headline(dir: string): string {
     if (c !== undefined) rows.push(`| gateway: CPU per request, Node peer / sidecar-redis | - | ${c}x | - |`);
     const cn = g.ratios['cpu-efficiency sidecar-redis/nginx'];
     if (cn !== undefined) rows.push(`| gateway: CPU per request, nginx / sidecar-redis | - | ${cn}x | - |`);
-  }
-  const j = read<GatewayJwtBenchResult>(dir, 'gateway-jwt', isGatewayJwt);
-  if (j !== undefined) {
-    for (const goal of j.goals) rows.push(`| gateway: ${goal.name} | ${goal.goal} | ${goal.measured} | ${goal.met ? 'yes' : '**no**'} |`);
-    const s = (n: string) => j.scenarios.find((x) => x.name === n);
-    const figures = ['sidecar-jwt', 'sidecar-header', 'node-peer-jwt', 'node-peer-jwt-documented'].flatMap((n) => {
-      const x = s(n);
-      return x === undefined ? [] : [`${n} ${x.saturation.requestsPerSecond} req/s${x.fixedRate === undefined ? '' : `, p99 ${x.fixedRate.latencyMs.p99} ms`}`];
-    });
-    const jh = j.ratios['throughput sidecar-jwt/sidecar-header'];
-    const jc = j.ratios['cpu-efficiency sidecar-jwt/node-peer-jwt'];
-    if (jc !== undefined) rows.push(`| gateway: CPU per request, jwt Node peer / jwt sidecar (moves far less than requests/s with the machine's load) | - | ${jc}x | - |`);
-    if (jh !== undefined) rows.push(`| gateway: jwt key throughput / header key, same sidecar (context; p99 at a fixed ${s('sidecar-jwt')?.fixedRate?.offered ?? '?'} req/s) | - | ${jh}x (${figures.join('; ')}) | - |`);
-  }
-  const ins = read<InstructionsBenchResult>(dir, 'instructions', isInstructions);
-  if (ins?.notRun !== undefined) rows.push(`| gateway: instructions per request (callgrind) | - | **not run on this machine**: ${ins.notRun} | - |`);
-  const insSidecar = ins?.runs.find((r) => r.target === 'sidecar-redis')?.instructionsPerRequest;
-  if (insSidecar !== undefined) {
-    const others = ['node-peer', 'nginx', 'bare-proxy', 'sidecar-memory'].flatMap((n) => {
-      const x = ins?.ratios[`${n}/sidecar-redis`];
-      // A front that failed requests under callgrind also counted its error handling: say so.
-      const errors = ins?.runs.find((r) => r.target === n)?.errors ?? 0;
-      return x === undefined ? [] : [`${n} ${x}x${errors > 0 ? ` (with ${errors} failed requests)` : ''}`];
-    });
-    rows.push(
-      `| gateway: user-space instructions per request (callgrind: moves far less than requests/s with the machine's load; context for the throughput goals), sidecar-redis ${insSidecar.toLocaleString('en-US')}; the others / sidecar-redis | - | ${others.join(', ')} | - |`,
-    );
-  }
-  const cm = read<ContainerMemoryBenchResult>(dir, 'container-memory', isContainerMemory);
-  if (cm?.notRun !== undefined) rows.push(`| gateway: sidecar under a 100 MiB container memory limit | - | **not run on this machine**: ${cm.notRun} | - |`);
-  if (cm?.goal !== undefined) rows.push(`| gateway: ${cm.goal.name} | ${cm.goal.goal} | ${cm.goal.measured} | ${cm.goal.met ? 'yes' : '**no**'} |`);
-  const alone = cm?.runs.find((r) => r.executable === 'charged' && r.limitMiB === 100);
-  const alone160 = cm?.runs.find((r) => r.executable === 'charged' && r.limitMiB === 160);
-  if (alone !== undefined) {
-    rows.push(
-      `| gateway: the same, node executable charged to the container (one Node pod alone on a node; context) | - | ${alone.requestsPerSecond} req/s, ${alone.majorFaults} major faults at 100 MiB` +
-        `${alone160 === undefined ? '' : `; ${alone160.requestsPerSecond} req/s, ${alone160.majorFaults} major faults at 160 MiB`} | - |`,
-    );
-  }
-  if (a !== undefined) {
-    for (const l of a.limiters) {
-      rows.push(
-        `| accuracy: ${l.name} over-admission (admitted - exact bound), ${a.setup.processes} processes, ${a.setup.connections} connections, one key | <= 0 | ` +
-          `${l.median.overAdmitted} (${l.median.admitted} admitted, bound ${l.median.bound}); most in any 1 s: ${l.median.maxInAnySecondAfterFirst} | ${l.median.overAdmitted <= 0 ? 'yes' : '**no**'} |`,
-      );
-    }
+    const jc = g.ratios['cpu-efficiency sidecar-jwt/node-peer-jwt'];
+    if (jc !== undefined) rows.push(`| gateway: CPU per request, jwt Node peer / jwt sidecar | - | ${jc}x | - |`);
+    const jh = g.ratios['throughput sidecar-jwt/sidecar-redis'];
+    if (jh !== undefined) rows.push(`| gateway: jwt key throughput / header key, same sidecar (context) | - | ${jh}x | - |`);
   }
   if (t !== undefined) {
     const p = t.servers.find((x) => x.name === 'portcullis');
@@ -124,7 +73,7 @@ export function headline(dir: string): string {
       rows.push(`| operator: ${r.routes} RateLimitRoutes converged | - | ${(r.convergenceMs / 1000).toFixed(1)} s, ${r.requests.perRoute} requests/route, no-op resync writes ${r.noopResync.writes}, peak RSS ${r.memoryMiB.peakRss} MiB | - |`);
     }
   }
-  const when = [g?.startedAt, a?.startedAt, t?.startedAt].filter(Boolean).join(', ');
+  const when = [g?.startedAt, t?.startedAt].filter(Boolean).join(', ');
   return [
     `Latest \`make bench\` (${when}; load average at the gateway run's start ${loadavg(g?.machine.loadavgAtStart)}, end ${loadavg(g?.machine.loadavgAtEnd)}; 2 shared cores, so ratios from the same interleaved run count, not absolute numbers):`,
     '',
@@ -184,7 +133,7 @@ export function chartSvg(dir: string): string {
 /** Writes summary.md and chart.svg into `dir` (bench/results/) and nothing else; returns what it wrote. */
 export function writeSummary(dir: string): string[] {
   const head = headline(dir);
-  const sections = ['gateway', 'gateway-jwt', 'instructions', 'container-memory', 'accuracy', 'token', 'auth', 'auth-flood', 'signin-flood', 'redis-cost', 'batch-window', 'operator-scale']
+  const sections = ['gateway', 'token', 'redis-cost', 'operator-scale']
     .filter((n) => existsSync(path.join(dir, `${n}.md`)))
     .map((n) => readFileSync(path.join(dir, `${n}.md`), 'utf8').trim());
   writeFileSync(path.join(dir, 'summary.md'), `${[head, '', '![benchmark chart](chart.svg)', '', ...sections.flatMap((s) => [s, ''])].join('\n')}`);

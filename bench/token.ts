@@ -18,8 +18,8 @@ import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
 import { authorize, browser, type Browserish } from '../test/integration/auth-flow.ts';
 import { AUDIENCE, AUTH_SERVER_AS_DEPLOYED, SECRETS, startStack } from '../test/integration/auth-stack.ts';
-import { cpuUs, median, peakRssMiB } from './gateway.ts';
-import { ensureLoadgen, runList, type LoadgenResult } from './loadgen.ts';
+import { cpuUs, median, peakRssMiB } from './lib/measure.ts';
+import { ensureLoadgen, runList, type LoadgenResult } from './lib/loadgen.ts';
 
 export interface TokenServerResult {
   readonly name: string;

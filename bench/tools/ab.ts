@@ -7,12 +7,18 @@
 //               median [lowest-highest], and each one's peak RSS. This host drifts within a
 //               minute; adjacent runs agree.
 //   callgrind   (--callgrind) each bundle alone under callgrind, warmed up by request count,
-//               instructions per request (bench/tools/instructions.ts countInstructions).
+//               instructions per request (bench/lib/callgrind.ts): the CPU figure that repeats
+//               on a shared VM.
+//   allocation  (--alloc) each bundle alone at a fixed rate (--rate, else 4,000 req/s) with V8's
+//               sampling heap profiler on (through the inspector, keeping the samples of objects
+//               already collected: everything allocated, garbage included) and --trace-gc:
+//               bytes allocated per request, and scavenges and major GCs per 1,000 requests.
+//               A sample stands for 1,024 bytes on average: totals move by a few per cent.
 //   fixed rate  (--rate N) bench/loadgen (Go, open model) at N req/s, A and B alternating in the
 //               same number of rounds: p50, p99 and p99.9 latency of each, median over the rounds,
 //               the per-round B - A difference of p99 (for the p99 goal's "before and after"), and CPU
 //               per request at that rate (B/A per round).
-//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind [--callgrind-runs N]] [--store redis|memory] [--flood] [--env NAME=VALUE ...]
+//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind [--callgrind-runs N]] [--alloc] [--store redis|memory] [--flood] [--env NAME=VALUE ...]
 // --flood gives the one user a limit of 100 a second (burst 100) instead of one nobody reaches, so
 // nearly every request is refused: what a user flooding past the limit costs. With the Redis store
 // the tables also give redis-server's CPU per request (INFO cpu; A and B share the server and take
@@ -20,7 +26,8 @@
 // --store memory runs both with the in-memory bucket, which takes the Redis batching out of the
 // count (how many takes share a script call depends on timing). It still moves between runs on a
 // shared VM (docs/performance.md, "How the figures are made"): compare several --callgrind-runs.
-// --rounds 0 skips the wall clock.
+// --rounds 0 skips the wall clock. Run it once with no change (A against A) to see this machine's
+// noise before reading a difference.
 // --env (repeatable) sets B's environment only, over SIDECAR_ENV (to A/B a runtime setting on the
 // same code: --base HEAD).
 // Prints a Markdown table; writes nothing to bench/results (quote it in docs/performance.md).
@@ -32,16 +39,18 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { SIDECAR_ENV } from '../../operator/resources/route-deployment.ts';
 import { bundleSidecar, type bundleNodeProgram } from '../../scripts/bundle.ts';
+import { connectInspector, type AllocationNode } from '../../test/harness/inspector.ts';
 import { freePort } from '../../test/harness/ports.ts';
-import { startProgram, startSidecar, type RunningSidecar } from '../../test/harness/programs.ts';
+import { startSidecar, type Program, type RunningSidecar } from '../../test/harness/programs.ts';
 import { statusKiB } from '../../test/harness/raw-http.ts';
 import { startRedis } from '../../test/harness/redis.ts';
 import { Redis } from 'ioredis';
-import { cpuUs, median, unreachable } from '../gateway.ts';
-import { redisCpuUs } from '../redis-cost.ts';
-import { ensureWrk, runWrk } from '../gateway-wrk.ts';
-import { countInstructions } from './instructions.ts';
-import { ensureLoadgen, runRate } from '../loadgen.ts';
+import { countInstructions } from '../lib/callgrind.ts';
+import { startUpstream, unreachable, withNodeOptions } from '../lib/fronts.ts';
+import { ensureLoadgen, runRate } from '../lib/loadgen.ts';
+import { cpuUs, median, r2 } from '../lib/measure.ts';
+import { redisCpuUs } from '../lib/redis-info.ts';
+import { ensureWrk, runWrk } from '../lib/wrk.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const { values } = parseArgs({
@@ -51,6 +60,7 @@ const { values } = parseArgs({
     duration: { type: 'string', default: '5' },
     callgrind: { type: 'boolean', default: false },
     'callgrind-runs': { type: 'string', default: '1' },
+    alloc: { type: 'boolean', default: false },
     rate: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
     store: { type: 'string', default: 'redis' },
@@ -67,7 +77,7 @@ const callgrindRuns = Number(values['callgrind-runs']);
 if (!(Number.isInteger(callgrindRuns) && callgrindRuns >= 1)) throw new Error(`--callgrind-runs must be a whole number from 1, got ${values['callgrind-runs']}`);
 const rate = values.rate === undefined ? undefined : Number(values.rate);
 if (rate !== undefined && !(rate > 0)) throw new Error(`--rate must be a positive number of requests per second, got ${values.rate}`);
-if (rounds === 0 && (rate !== undefined || !values.callgrind)) throw new Error('--rounds 0 leaves only --callgrind to measure (--rate runs in rounds too)');
+if (rounds === 0 && (rate !== undefined || !(values.callgrind || values.alloc))) throw new Error('--rounds 0 leaves only --callgrind and --alloc to measure (--rate runs in rounds too)');
 const extraEnv = Object.fromEntries(values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
 const envB: Record<string, string> = { ...SIDECAR_ENV, ...extraEnv };
 
@@ -92,7 +102,6 @@ async function bundleRevision(rev: string, dir: string): Promise<string> {
   return out;
 }
 
-const r2 = (x: number) => Math.round(x * 100) / 100;
 const spread = (xs: number[]) => `${r2(median(xs))} [${r2(Math.min(...xs))}-${r2(Math.max(...xs))}]`;
 
 interface Latency {
@@ -129,18 +138,50 @@ async function alternate<S, T>(
 /** f(A's, B's) of each round. */
 const perRound = <T>([xa, xb]: [T[], T[]], f: (ga: T, gb: T) => number): number[] => xa.map((ga, r) => f(ga, xb[r] as T));
 
+/** Bytes a V8 sampling heap profile allocated in all, garbage included. */
+function allocatedBytes(head: AllocationNode): number {
+  let total = 0;
+  const pending: AllocationNode[] = [head];
+  for (let n = pending.pop(); n !== undefined; n = pending.pop()) {
+    total += n.selfSize;
+    pending.push(...n.children);
+  }
+  return total;
+}
+
+/** GC lines (--trace-gc) a program has printed so far, by kind. */
+function gcCounts(p: Program): { scavenges: number; majors: number } {
+  return { scavenges: p.lines.filter((l) => / Scavenge /.test(l)).length, majors: p.lines.filter((l) => / Mark-Compact /.test(l)).length };
+}
+
+/** Bytes allocated per request and GCs per 1,000 requests of a sidecar started with --inspect and --trace-gc, at `perSecond`. */
+async function allocation(s: RunningSidecar, perSecond: number): Promise<{ bytes: number; scavenges: number; majors: number }> {
+  const url = `${s.url}/healthcheck/ready`;
+  await runRate({ url, rate: perSecond, durationS: 5, connections: 50, headers });
+  const inspector = await connectInspector(s.program);
+  try {
+    const before = gcCounts(s.program);
+    const { result: lg, head } = await inspector.sampleAllocations(1024, () => runRate({ url, rate: perSecond, durationS: 10, connections: 50, headers }));
+    const after = gcCounts(s.program);
+    const n = Math.max(1, lg.completed);
+    return { bytes: Math.round(allocatedBytes(head) / n), scavenges: r2(((after.scavenges - before.scavenges) * 1000) / n), majors: r2(((after.majors - before.majors) * 1000) / n) };
+  } finally {
+    inspector.close();
+  }
+}
+
 const work = mkdtempSync(path.join(os.tmpdir(), 'portcullis-ab-'));
 const entryA = await bundleRevision(values.base, work);
 const entryB = path.join(work, 'b', 'main.mjs');
 await bundleSidecar(repoRoot, path.dirname(entryB));
 ensureWrk();
-if (rate !== undefined) ensureLoadgen();
+if (rate !== undefined || values.alloc) ensureLoadgen();
 
 const redis = await startRedis();
-const userPort = await freePort();
-const user = await startProgram({ entry: 'services/user-service/main.ts', env: { PORT: String(userPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, waitPort: userPort, name: 'ab-user-service' });
+const upstream = await startUpstream('ab-user-service');
+const user = upstream.program;
 const config = {
-  upstream: { url: `http://127.0.0.1:${userPort}` },
+  upstream: { url: upstream.url },
   route: { id: 'bench', path: '/**' },
   limiter: values.flood ? { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 } : unreachable,
   ...(values.store === 'redis' ? { redis: { url: redis.url, commandTimeoutMs: 1000 } } : {}),
@@ -233,7 +274,7 @@ try {
       async ({ name, entry, env }) => {
         const s = await start(entry, env, `ab-callgrind-${name}`, ['valgrind', '--tool=callgrind', `--callgrind-out-file=${path.join(outDir, `${name}.%p`)}`]);
         try {
-          const c = await countInstructions({ name, pid: s.program.child.pid as number, url: `${s.url}/healthcheck/ready`, outDir, warmupRequests: 50_000, durationS: 60, log: console.log });
+          const c = await countInstructions({ name, pid: s.program.child.pid as number, url: `${s.url}/healthcheck/ready`, outDir, warmupRequests: 50_000, durationS: 60, headers, log: console.log });
           if (c.errors > 0) console.log(`callgrind ${name}: ${c.errors} errors`);
           return c.instructionsPerRequest;
         } finally {
@@ -248,6 +289,36 @@ try {
       '',
       `callgrind (alone, 50,000 requests of warm-up, 60 s counted, ${callgrindRuns} run${callgrindRuns === 1 ? '' : 's'} of each, alternating): ` +
         `A ${each(counts[0])}, B ${each(counts[1])} instructions per request (B/A of the medians ${r2(median(counts[1]) / median(counts[0]))}).`,
+    );
+  }
+  if (values.alloc) {
+    const allocRate = rate ?? 4000;
+    const allocs = await alternate(
+      { name: 'a', entry: entryA, env: { ...SIDECAR_ENV } },
+      { name: 'b', entry: entryB, env: envB },
+      async ({ name, entry, env }) => {
+        // --trace-gc is not allowed in NODE_OPTIONS: it goes on node's command line.
+        const traceGc = ['sh', '-c', 'exec "$0" --trace-gc "$@"'];
+        const s = await start(entry, withNodeOptions({ ...env }, `--inspect=127.0.0.1:${await freePort()}`), `ab-alloc-${name}`, traceGc);
+        try {
+          return await allocation(s, allocRate);
+        } finally {
+          await s.program.stop();
+        }
+      },
+      (run, x, y) => console.log(`alloc run ${run}: A ${x.bytes}, B ${y.bytes} bytes per request; scavenges per 1,000 requests A ${x.scavenges}, B ${y.scavenges}`),
+      callgrindRuns,
+    );
+    const col = (i: 0 | 1, k: 'bytes' | 'scavenges' | 'majors') => allocs[i].map((x) => x[k]).join(', ');
+    lines.push(
+      '',
+      `Allocation: each bundle alone at ${allocRate} req/s (bench/loadgen), 5 s of warm-up, 10 s sampled, ${callgrindRuns} run${callgrindRuns === 1 ? '' : 's'} of each, alternating.`,
+      '',
+      '| | A | B | B/A of the medians |',
+      '|---|---:|---:|---:|',
+      `| bytes allocated per request | ${col(0, 'bytes')} | ${col(1, 'bytes')} | ${r2(median(allocs[1].map((x) => x.bytes)) / median(allocs[0].map((x) => x.bytes)))} |`,
+      `| scavenges per 1,000 requests | ${col(0, 'scavenges')} | ${col(1, 'scavenges')} | |`,
+      `| major GCs per 1,000 requests | ${col(0, 'majors')} | ${col(1, 'majors')} | |`,
     );
   }
 } finally {

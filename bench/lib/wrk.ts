@@ -20,7 +20,7 @@ export interface WrkOptions {
   readonly threads: number;
   readonly durationS: number;
   readonly headers?: Readonly<Record<string, string>>;
-  /** A file of 'Name: value' lines: request i sends line i mod n as well (gateway-wrk.lua). */
+  /** A file of 'Name: value' lines: request i sends line i mod n as well (wrk.lua). */
   readonly rotateHeaderFile?: string;
 }
 
@@ -30,7 +30,7 @@ export function wrkErrors(w: WrkResult): number {
 }
 
 export function ensureWrk(): void {
-  execFileSync(path.join(here, '..', 'scripts', 'ensure-system-deps.sh'), ['wrk:wrk'], { stdio: 'inherit' });
+  execFileSync(path.join(here, '..', '..', 'scripts', 'ensure-system-deps.sh'), ['wrk:wrk'], { stdio: 'inherit' });
 }
 
 export function runWrk(options: WrkOptions): Promise<WrkResult> {
@@ -39,7 +39,7 @@ export function runWrk(options: WrkOptions): Promise<WrkResult> {
     '-c', String(options.connections),
     '-d', `${options.durationS}s`,
     '--timeout', '5s',
-    '-s', path.join(here, 'gateway-wrk.lua'),
+    '-s', path.join(here, 'wrk.lua'),
   ];
   for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}: ${value}`);
   args.push(options.url);

@@ -7,7 +7,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const source = path.join(path.dirname(fileURLToPath(import.meta.url)), 'loadgen');
+const source = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', 'loadgen');
 
 export interface LoadgenResult {
   readonly mode: 'rate' | 'list';
