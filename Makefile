@@ -50,8 +50,11 @@ test-k8s: deps k8s-tools ## Operator, CRDs and chart against a real kube-apiserv
 test-e2e: deps system-deps ## As users run it: images from the Dockerfiles, a kind cluster, helm install, the e2e (KEEP_CLUSTER=1 keeps it)
 	@echo "== tier: e2e"; $(VITEST) --project e2e
 
-soak: deps system-deps bundles ## The 10-minute soak and fault run (writes a report)
-	@SOAK_SECONDS=600 $(VITEST) --project integration test/integration/soak
+soak: deps system-deps bundles ## The 10-minute soak with faults, outside the tiers (SOAK_SECONDS=600; report in test-results/soak-report.json)
+	@SOAK_SECONDS=$${SOAK_SECONDS:-600} $(NODE) scripts/soak.ts
+
+audit: deps ## npm audit of the runtime dependencies: fails on a high or critical advisory (needs the registry)
+	@npm audit --omit=dev --audit-level=high
 
 ##@ Code
 lint: deps ## ESLint
@@ -61,7 +64,7 @@ typecheck: deps ## tsc --noEmit (strict)
 	@$(NODE) node_modules/typescript/bin/tsc --noEmit -p tsconfig.json
 
 build: typecheck bundles ## Typecheck, and bundle the programs that ship as bundles
-	@echo "build: typecheck passed; sidecar, operator and auth server bundled; the examples run as TypeScript on $$($(NODE) --version)"
+	@echo "build: typecheck passed; every program bundled into dist/<program>/main.mjs, as its image runs it (node $$($(NODE) --version))"
 
 bundles: deps ## Bundle every program as its image runs it: dist/<program>/main.mjs (esbuild)
 	@$(NODE) scripts/build-programs.ts
@@ -72,7 +75,7 @@ crds: deps ## Generate crds/*.yaml and the chart's CRDs from operator/api
 check-generated: deps ## Fail when crds/ or the chart's CRDs are out of date
 	@$(NODE) scripts/gen-crds.ts --check
 
-bench: deps system-deps k8s-tools ## Benchmarks side by side with their anchors (bench/results/, bench/README.md)
+bench: deps system-deps k8s-tools ## Benchmarks side by side with their anchors; bundles every program first (bench/results/, bench/README.md)
 	@$(NODE) bench/run.ts
 
 bench-operator: deps k8s-tools ## Operator: 200 RateLimitRoutes at once on a real API server (bench/results/operator.*)
@@ -105,4 +108,4 @@ node_modules/.installed: package.json package-lock.json
 system-deps: ## Debian packages the tiers need (redis-server, chromium; docker.io, debootstrap, jq for the e2e tier)
 	@scripts/ensure-system-deps.sh redis-server:redis-server chromium:chromium dockerd:docker.io debootstrap:debootstrap jq:jq
 
-.PHONY: help run test test-unit test-integration test-browser test-k8s soak lint typecheck build bundles crds check-generated bench bench-operator k8s-tools images deploy e2e-kind test-e2e deps system-deps
+.PHONY: help run test test-unit test-integration test-browser test-k8s soak audit lint typecheck build bundles crds check-generated bench bench-operator k8s-tools images deploy e2e-kind test-e2e deps system-deps

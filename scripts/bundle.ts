@@ -30,8 +30,8 @@ export function bundleEntry(program: BundledProgram): string {
   return `dist/${program}/main.mjs`;
 }
 
-/** The Redis token-bucket store reads its Lua script from beside itself (new URL(..., import.meta.url)). */
-const LUA_SOURCE = 'lib/token-bucket/redis-store.ts';
+/** The Redis token-bucket script's caller reads it from beside itself (new URL('./token-bucket.lua', import.meta.url)). */
+const LUA_SOURCE = 'lib/token-bucket/take-script.ts';
 const LUA_SCRIPT = 'lib/token-bucket/token-bucket.lua';
 
 /** Bundles `entry` into `outfile`; answers the bundle's size in bytes and the repository files it holds. */
