@@ -150,7 +150,7 @@ const toMiB = (bytes: number | undefined) => Number(((bytes ?? 0) / MiB).toFixed
   const sidecarConfig = (route: string, policy: 'allow' | 'deny', spring: boolean): Omit<SidecarConfigInput, 'listen' | 'admin'> => ({
     upstream: { url: `http://127.0.0.1:${upstreamPort}`, timeoutMs: 3000, connectTimeoutMs: 1000 },
     route: { id: route },
-    limiter: { ...RULE, onStoreError: policy, headers: { spec: true, draft: false, spring } },
+    limiter: { ...RULE, onStoreError: policy, headers: { fields: true, draft: false, spring } },
     // A generous command timeout: fsync-always Redis on a shared 2-core machine can be slow, and a
     // timeout while Redis is up would fail open (this suite counts that as over-admission).
     redis: { url: redis.url, commandTimeoutMs: 1000, connectTimeoutMs: 1000 },
@@ -395,7 +395,7 @@ const toMiB = (bytes: number | undefined) => Number(((bytes ?? 0) / MiB).toFixed
           faults.push('upstream restart');
         } else {
           springOnA = !springOnA;
-          allowA.write({ ...allowA.config, limiter: { ...RULE, onStoreError: 'allow', headers: { spec: true, draft: false, spring: springOnA } } });
+          allowA.write({ ...allowA.config, limiter: { ...RULE, onStoreError: 'allow', headers: { fields: true, draft: false, spring: springOnA } } });
           configChanges.push({ at: now(), spring: springOnA });
           faults.push(`sidecar config change (spring headers ${springOnA ? 'on' : 'off'})`);
         }

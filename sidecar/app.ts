@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
 import { buildAdminServer } from './admin.ts';
-import { parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
+import { deprecatedOptions, parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
 import { SidecarMetrics } from './metrics.ts';
 import { problemTypes, writeSocketProblem } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
@@ -83,6 +83,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   const metrics = deps.metrics ?? new SidecarMetrics();
   const override = deps.override ?? ((c: SidecarConfig) => c);
   const initial = override(deps.config);
+  for (const message of deprecatedOptions(initial)) log.warn(message);
   // The redis settings the current store was built from, urlFile resolved to the URL it held.
   let storeRedis = resolveRedisConfig(initial.redis);
   const countLocalRefusal = () => metrics.localRefusals.inc();
@@ -147,6 +148,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   /** Applies `config`, or re-applies the running one (re-reading the files it names). */
   const applyNow = async (config: SidecarConfig | undefined): Promise<void> => {
     const next = override(config ?? runtime.config);
+    if (config !== undefined) for (const message of deprecatedOptions(next)) log.warn(message);
     let store = runtime.store;
     let kind = storeKind;
     const nextRedis = resolveRedisConfig(next.redis);

@@ -1,7 +1,7 @@
 // Rate-limit response header sets, a registry selected per route. All counts are tokens; times
 // are whole seconds rounded up. Each set is made once per rule and config, so what does not depend
 // on the decision (the policies, their names, the limits' numbers) is rendered once, not for every
-// response. With several limits on a rule, the single-policy sets (spec, spring) describe the
+// response. With several limits on a rule, the single-policy sets (fields, spring) describe the
 // most constraining bucket (the decision's own fields) and the draft set lists every policy.
 import type { BucketRule, Decision } from '../lib/token-bucket/bucket.ts';
 
@@ -29,8 +29,8 @@ export type HeaderSet = (decision: Decision, out: string[]) => void;
 const seconds = (ms: number) => String(Math.ceil(ms / 1000));
 
 export const headerSets = {
-  /** The specification's RateLimit-Limit, -Remaining, -Reset, -Used. */
-  spec: (): HeaderSet => (d, out) => {
+  /** RateLimit-Limit, -Remaining, -Reset, -Used, one header each. */
+  fields: (): HeaderSet => (d, out) => {
     out.push(
       'ratelimit-limit', String(d.limit),
       'ratelimit-remaining', String(d.remaining),

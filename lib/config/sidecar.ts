@@ -68,11 +68,20 @@ export const routeSchema = z
 
 export const headerSetsSchema = z
   .strictObject({
-    spec: z.boolean().default(true).describe('RateLimit-Limit, -Remaining, -Reset, -Used (the specification)'),
+    fields: z.boolean().optional().describe('RateLimit-Limit, -Remaining, -Reset and -Used, one header each (the form most clients read); true when omitted'),
+    spec: z.boolean().optional().describe('Deprecated: the former name of fields'),
     draft: z.boolean().default(true).describe('IETF httpapi draft-10 RateLimit-Policy and RateLimit structured fields'),
     spring: z.boolean().default(false).describe('Spring Cloud Gateway X-RateLimit-* headers'),
   })
+  .refine((h) => h.fields === undefined || h.spec === undefined, { message: 'spec is the former name of fields: set fields only', path: ['spec'] })
+  // The old name still works; `renamedFrom` lets the sidecar log that it should be changed.
+  .transform(({ fields, spec, ...sets }) => ({ fields: fields ?? spec ?? true, ...sets, ...(spec !== undefined ? { renamedFrom: 'spec' as const } : {}) }))
   .describe('Rate-limit header sets sent on responses');
+
+/** Deprecated option names `config` uses, each with the message its log line gives (empty when none). */
+export function deprecatedOptions(config: { limiter: { headers: { renamedFrom?: 'spec' } } }): string[] {
+  return config.limiter.headers.renamedFrom === 'spec' ? ['limiter.headers.spec is deprecated: rename it to limiter.headers.fields (same meaning)'] : [];
+}
 
 /** Most token buckets one rule may carry (every one is read and written in the same atomic call). */
 export const MAX_LIMITS_PER_RULE = 4;
@@ -176,7 +185,7 @@ export const limiterSchema = z
       .enum(['allow', 'deny'])
       .default('allow')
       .describe('When the store is down or slow: allow (fail open) or deny (503 problem+json)'),
-    headers: headerSetsSchema.default({ spec: true, draft: true, spring: false }),
+    headers: headerSetsSchema.default({ fields: true, draft: true, spring: false }),
   })
   .refine((l) => (l.rules === undefined) !== (l.replenishRate === undefined && l.burstCapacity === undefined && l.requestedTokens === undefined), {
     message: 'set either rules or the single-limit form (replenishRate, burstCapacity, requestedTokens), not both',
@@ -191,7 +200,7 @@ export const limiterSchema = z
   })
   .refine((l) => l.rules === undefined || new Set(l.rules.map((r) => r.name)).size === l.rules.length, { message: 'rule names must be unique', path: ['rules'] })
   .refine((l) => (l.key === 'jwt') === (l.jwt !== undefined), { message: 'jwt settings are required with key jwt, and only then', path: ['jwt'] })
-  .describe('Token-bucket limiter of the route (the specification\'s RequestRateLimiter filter)');
+  .describe('Token-bucket limiter of the route (replenish rate, burst capacity and requested tokens per request, as in Spring Cloud Gateway\'s RequestRateLimiter)');
 
 /** A redis:// or rediss:// URL (also what a `redis.urlFile` must hold). */
 export const REDIS_URL = /^rediss?:\/\//;

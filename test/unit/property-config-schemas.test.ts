@@ -57,7 +57,7 @@ const sidecarDoc: Json = {
     keyHeader: 'USER-ID',
     onMissingKey: { status: 400 },
     onStoreError: 'allow',
-    headers: { spec: true, draft: true, spring: false },
+    headers: { fields: true, draft: true, spring: false },
   },
   redis: { url: 'redis://127.0.0.1:6379', passwordFile: '/etc/redis/password', keyPrefix: 'p:', commandTimeoutMs: 50, connectTimeoutMs: 2000 },
   shutdownGraceMs: 10000,

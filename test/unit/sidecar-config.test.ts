@@ -2,7 +2,7 @@
 // name the field.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { ConfigError, parseSidecarConfig, parseSidecarConfigText, sidecarConfigSchema } from '../../lib/config/sidecar.ts';
+import { ConfigError, deprecatedOptions, parseSidecarConfig, parseSidecarConfigText, sidecarConfigSchema } from '../../lib/config/sidecar.ts';
 
 const minimal = {
   upstream: { url: 'http://127.0.0.1:8081' },
@@ -16,8 +16,18 @@ describe('sidecar config', () => {
     expect(c.listen.port).toBe(8080);
     expect(c.admin.port).toBe(9090);
     expect(c.route.path).toBe('/**');
-    expect(c.limiter).toMatchObject({ keyHeader: 'USER-ID', onMissingKey: { status: 400 }, onStoreError: 'allow', headers: { spec: true, draft: true, spring: false } });
+    expect(c.limiter).toMatchObject({ keyHeader: 'USER-ID', onMissingKey: { status: 400 }, onStoreError: 'allow', headers: { fields: true, draft: true, spring: false } });
     expect(c.redis).toBeUndefined();
+  });
+
+  it('limiter.headers.spec, the former name of fields, still works and is reported as deprecated', () => {
+    const withOld = (spec: boolean) => parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, headers: { spec } } });
+    expect(withOld(false).limiter.headers).toMatchObject({ fields: false, draft: true });
+    expect(withOld(true).limiter.headers).toMatchObject({ fields: true });
+    expect(deprecatedOptions(withOld(false))).toEqual([expect.stringContaining('rename it to limiter.headers.fields')]);
+    expect(deprecatedOptions(parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, headers: { fields: false } } }))).toEqual([]);
+    expect(deprecatedOptions(parseSidecarConfig(minimal))).toEqual([]);
+    expect(() => parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, headers: { spec: true, fields: false } } })).toThrow(/limiter\.headers\.spec: spec is the former name of fields/);
   });
 
   it('listen.requestTimeoutMs: an idle request-body timeout, 60 s by default, 0 disables, never negative', () => {

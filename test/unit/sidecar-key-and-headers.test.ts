@@ -23,7 +23,7 @@ describe('USER-ID key rules', () => {
 describe('rate-limit header sets', () => {
   const decision: Decision = { allowed: true, remaining: 42, limit: 100, cost: 3, retryAfterMs: 0, resetMs: 2900 };
   const ctx = { policyName: 'all', limits: [{ replenishRate: 20, burstCapacity: 100, requestedTokens: 3 }] };
-  const render = (enabled: { spec: boolean; draft: boolean; spring: boolean }) => {
+  const render = (enabled: { fields: boolean; draft: boolean; spring: boolean }) => {
     const out: string[] = [];
     composeHeaderSets(enabled, ctx)(decision, out);
     const map: Record<string, string> = {};
@@ -32,7 +32,7 @@ describe('rate-limit header sets', () => {
   };
 
   it('the specification set (tokens; seconds rounded up)', () => {
-    expect(render({ spec: true, draft: false, spring: false })).toEqual({
+    expect(render({ fields: true, draft: false, spring: false })).toEqual({
       'ratelimit-limit': '100',
       'ratelimit-remaining': '42',
       'ratelimit-reset': '3',
@@ -40,13 +40,13 @@ describe('rate-limit header sets', () => {
     });
   });
   it('the IETF draft-10 structured fields', () => {
-    expect(render({ spec: false, draft: true, spring: false })).toEqual({
+    expect(render({ fields: false, draft: true, spring: false })).toEqual({
       'ratelimit-policy': '"all";q=100;w=5',
       ratelimit: '"all";r=42;t=3',
     });
   });
   it("Spring Cloud Gateway's X-RateLimit-* set", () => {
-    expect(render({ spec: false, draft: false, spring: true })).toEqual({
+    expect(render({ fields: false, draft: false, spring: true })).toEqual({
       'x-ratelimit-remaining': '42',
       'x-ratelimit-replenish-rate': '20',
       'x-ratelimit-burst-capacity': '100',
@@ -54,6 +54,6 @@ describe('rate-limit header sets', () => {
     });
   });
   it('none', () => {
-    expect(render({ spec: false, draft: false, spring: false })).toEqual({});
+    expect(render({ fields: false, draft: false, spring: false })).toEqual({});
   });
 });
