@@ -4,8 +4,9 @@ import tseslint from 'typescript-eslint';
 
 // What each program may import: its own folder and lib/ (code shared between programs: the token
 // bucket, the config contracts the operator renders and the programs read, web helpers). Tests,
-// benchmarks and scripts may import anything. A relative import that climbs out of a folder into a
-// name below is refused; the folder names are unique in the tree, so the check needs no resolver.
+// benchmarks and scripts may import anything, except that no test imports a benchmark. A
+// relative import that climbs out of a folder into a name below is refused; the folder names are
+// unique in the tree, so the check needs no resolver.
 const OTHERS = ['operator', 'sidecar', 'services', 'auth-server', 'user-service', 'demo-client', 'scripts', 'test', 'bench'];
 function boundary(folder, own) {
   const names = OTHERS.filter((n) => !own.includes(n)).join('|');
@@ -51,4 +52,11 @@ export default tseslint.config(
   boundary('services/auth-server', ['auth-server']),
   boundary('services/user-service', ['user-service']),
   boundary('services/demo-client', ['demo-client']),
+  // Benchmarks use the test harness; no test depends on a benchmark.
+  {
+    files: ['test/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', { patterns: [{ regex: '^(\\.\\./)+bench(/|$)', message: 'tests never import bench/: move what both need into test/harness.' }] }],
+    },
+  },
 );

@@ -25,6 +25,13 @@ describe('import boundaries between programs', () => {
   });
 
   it.each([
+    ['test/unit/x.ts', "import { median } from '../../bench/lib/measure.ts';"],
+    ['test/integration/x.ts', "import { runGatewayBench } from '../../bench/gateway.ts';"],
+  ])('%s may not import %s', async (file, code) => {
+    expect(await boundaryErrors(file, code)).toEqual([expect.stringContaining('tests never import bench/')]);
+  });
+
+  it.each([
     ['operator/resources/x.ts', "import { parseSidecarConfig } from '../../lib/config/sidecar.ts';"],
     ['services/auth-server/x.ts', "import { take } from '../../lib/token-bucket/bucket.ts';"],
     ['sidecar/x.ts', "import { buildApp } from './app.ts';"],
