@@ -9,7 +9,7 @@
 //   callgrind   (--callgrind) each bundle alone under callgrind, warmed up by request count,
 //               instructions per request (bench/lib/callgrind.ts): the CPU figure that repeats
 //               on a shared VM.
-//   allocation  (--alloc) each bundle alone at a fixed rate (--rate, else 4,000 req/s) with V8's
+//   allocation  (--alloc) each bundle alone at a fixed rate (--alloc-rate, 4,000 req/s) with V8's
 //               sampling heap profiler on (through the inspector, keeping the samples of objects
 //               already collected: everything allocated, garbage included) and --trace-gc:
 //               bytes allocated per request, and scavenges and major GCs per 1,000 requests.
@@ -18,7 +18,7 @@
 //               same number of rounds: p50, p99 and p99.9 latency of each, median over the rounds,
 //               the per-round B - A difference of p99 (for the p99 goal's "before and after"), and CPU
 //               per request at that rate (B/A per round).
-//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind [--callgrind-runs N]] [--alloc] [--store redis|memory] [--flood] [--env NAME=VALUE ...]
+//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind [--callgrind-runs N]] [--alloc [--alloc-rate N]] [--store redis|memory] [--flood] [--env NAME=VALUE ...]
 // --flood gives the one user a limit of 100 a second (burst 100) instead of one nobody reaches, so
 // nearly every request is refused: what a user flooding past the limit costs. With the Redis store
 // the tables also give redis-server's CPU per request (INFO cpu; A and B share the server and take
@@ -61,6 +61,7 @@ const { values } = parseArgs({
     callgrind: { type: 'boolean', default: false },
     'callgrind-runs': { type: 'string', default: '1' },
     alloc: { type: 'boolean', default: false },
+    'alloc-rate': { type: 'string', default: '4000' },
     rate: { type: 'string' },
     env: { type: 'string', multiple: true, default: [] },
     store: { type: 'string', default: 'redis' },
@@ -292,7 +293,8 @@ try {
     );
   }
   if (values.alloc) {
-    const allocRate = rate ?? 4000;
+    const allocRate = Number(values['alloc-rate']);
+    if (!(allocRate > 0)) throw new Error(`--alloc-rate must be a positive number of requests per second, got ${values['alloc-rate']}`);
     const allocs = await alternate(
       { name: 'a', entry: entryA, env: { ...SIDECAR_ENV } },
       { name: 'b', entry: entryB, env: envB },
