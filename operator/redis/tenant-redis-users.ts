@@ -77,3 +77,19 @@ export function createTenantRedisUsers(onReplayError: (err: Error) => void = () 
     },
   };
 }
+
+/**
+ * What goes into a namespace's Redis Secret, base64 as Secret data: the URL of the namespace's own
+ * user, made sure of first; without `users` (tenant users turned off) or an admin password, the
+ * operator's URL as it is.
+ */
+export async function namespaceRedisUrlData(users: TenantRedisUsers | undefined, adminUrlBase64: string, namespace: string, purpose: TenantPurpose): Promise<string> {
+  if (users === undefined) return adminUrlBase64;
+  const own = await users.grant(Buffer.from(adminUrlBase64, 'base64').toString('utf8'), namespace, purpose);
+  return own === undefined ? adminUrlBase64 : Buffer.from(own, 'utf8').toString('base64');
+}
+
+/** Deletes the namespace's user of the Redis the (base64) admin URL names. */
+export async function releaseNamespaceRedisUser(users: TenantRedisUsers | undefined, adminUrlBase64: string, namespace: string, purpose: TenantPurpose): Promise<void> {
+  if (users !== undefined) await users.revoke(Buffer.from(adminUrlBase64, 'base64').toString('utf8'), namespace, purpose);
+}

@@ -93,7 +93,7 @@ describe('the rendered pods run', () => {
     const admin = new Redis(redis.url);
     try {
       const key = 'spec-scenario-user';
-      const bucketKey = `portcullis:bucket:v2:{all:${key}}`;
+      const bucketKey = `portcullis:bucket:${NS}:v2:{all:${key}}`;
       const redisNowUs = async () => {
         const [s, us] = await admin.time();
         return Number(s) * 1_000_000 + Number(us);

@@ -206,9 +206,11 @@ describe('what the operator renders', () => {
     expect(authEnv.find((e) => e['name'] === 'REDIS_URL')).toEqual({ name: 'REDIS_URL', valueFrom: { secretKeyRef: { name: 'portcullis-auth-redis', key: 'url' } } });
   });
 
-  it("the route's copy is owned by the route and its sidecar limits in the password-protected Redis", async () => {
+  it("the route's Secret is owned by the route, names its namespace's own Redis user, and its sidecar limits in the password-protected Redis", async () => {
     const copy = (await kget(env.cluster, ['-n', NS, 'secret', 'lim-redis'])) as Obj;
-    expect(decode(copy['data']['url'])).toBe(limiterRedis.url);
+    const url = new URL(decode(copy['data']['url']));
+    expect(`${url.host}${decodeURIComponent(url.username)}`).toBe(`127.0.0.1:${limiterRedis.port}portcullis-bucket-${NS}`);
+    expect(decode(copy['data']['url'])).not.toContain(LIMITER_PASSWORD);
     expect(copy['metadata']['ownerReferences']).toEqual([expect.objectContaining({ kind: 'RateLimitRoute', name: 'lim', controller: true })]);
     await pods.runPod('lim');
     await eventually('sidecar ready', async () => (await fetch(`http://127.0.0.1:${ports.admin}/readyz`)).status === 200);
@@ -216,7 +218,7 @@ describe('what the operator renders', () => {
     expect([await get(), await get(), await get()]).toEqual([200, 200, 429]);
     const admin = new Redis(limiterRedis.url);
     try {
-      expect(await admin.exists('portcullis:bucket:v2:{lim:u1}')).toBe(1);
+      expect(await admin.exists(`portcullis:bucket:${NS}:v2:{lim:u1}`)).toBe(1);
     } finally {
       admin.disconnect();
     }

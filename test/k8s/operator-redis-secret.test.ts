@@ -54,7 +54,7 @@ const events = async (name: string) => {
 const bucketIn = async (url: string, user: string) => {
   const client = new Redis(url);
   try {
-    return await client.exists(`portcullis:bucket:v2:{lim:${user}}`);
+    return await client.exists(`portcullis:bucket:${NS}:v2:{lim:${user}}`);
   } finally {
     client.disconnect();
   }
