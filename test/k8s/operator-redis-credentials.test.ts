@@ -105,6 +105,7 @@ spec:
     PORTCULLIS_AUTH_REDIS_URL: '',
     PORTCULLIS_DEFAULT_REDIS_SECRET: 'redis-credentials/redis-url',
     PORTCULLIS_AUTH_REDIS_SECRET: 'redis-credentials/auth-redis-url',
+    PORTCULLIS_REDIS_TENANT_USERS: 'true',
   });
   operator = await startOperator(env, 'op-redis-credentials', {
     ...redisSettings,
