@@ -94,9 +94,10 @@ export function sidecarConfigFor(route: RateLimitRoute, settings: ResourceSettin
   // Bucket keys carry the namespace: a same-named route elsewhere never shares a bucket, and the
   // namespace's Redis user may touch only these keys (lib/tenancy).
   const keyPrefix = bucketKeyPrefix(route.metadata.namespace ?? 'default');
-  if (redisUrl !== undefined) config.redis = { url: redisUrl, keyPrefix };
+  // Client keys (user ids, API keys) are stored hashed: a copy of Redis reveals none.
+  if (redisUrl !== undefined) config.redis = { url: redisUrl, keyPrefix, hashKeys: true };
   // A URL from a Secret (it may carry a password): the Deployment mounts the key at this path.
-  if (fromSecret) config.redis = { urlFile: SIDECAR_REDIS_URL_FILE, keyPrefix };
+  if (fromSecret) config.redis = { urlFile: SIDECAR_REDIS_URL_FILE, keyPrefix, hashKeys: true };
   return config;
 }
 

@@ -1,6 +1,7 @@
 // Same-named routes of two namespaces on one Redis, each sidecar run from the config the operator
 // renders for its route. Before, bucket keys were `route + user` whatever the namespace: a team
-// naming its route like another team's shared, drained or refilled that team's buckets.
+// naming its route like another team's shared, drained or refilled that team's buckets, and every
+// user id or API key stood in Redis as it was.
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
@@ -29,8 +30,8 @@ async function twoTeams(start: Starter, urls: (redisUrl: string) => Promise<Reco
   // team-b's route holds 10,000,000 tokens: before, one request of its refilled team-a's bucket.
   const victim = await start.sidecar(renderedFor('team-a', 3, url['team-a'], user.url), { name: 'sidecar-team-a' });
   const attacker = await start.sidecar(renderedFor('team-b', 10_000_000, url['team-b'], user.url), { name: 'sidecar-team-b' });
-  const send = async (s: { url: string }) => (await request(`${s.url}/healthcheck/ready`, { headers: { 'user-id': 'u1' } })).statusCode;
-  return { victim: () => send(victim), attacker: () => send(attacker) };
+  const send = async (s: { url: string }, key = 'u1') => (await request(`${s.url}/healthcheck/ready`, { headers: { 'user-id': key } })).statusCode;
+  return { victim: (key?: string) => send(victim, key), attacker: () => send(attacker), admin: start.redisClient(redis.url) };
 }
 
 describe.each([
@@ -55,5 +56,14 @@ describe.each([
     expect(await s.victim()).toBe(429);
     // And team-a's empty bucket never throttled team-b.
     expect([await s.attacker(), await s.attacker()]).toEqual([200, 200]);
+  });
+
+  it('stores no client key: bucket keys hold an HMAC of route, rule and key under the namespace prefix', async () => {
+    const apiKey = 'sk-live-4f9a2c7e1b';
+    expect(await s.victim(apiKey)).toBe(200);
+    const keys = await s.admin.keys('*');
+    expect(keys.filter((k) => k.includes(apiKey))).toEqual([]);
+    expect(keys.length).toBe(3);
+    for (const k of keys) expect(k).toMatch(/^portcullis:bucket:team-[ab]:v2:\{[A-Za-z0-9_-]{22}\}$/);
   });
 });

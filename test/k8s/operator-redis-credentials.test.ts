@@ -7,6 +7,7 @@
 // local processes against redis-servers that require the passwords).
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { hashBucketKey, keyHashSecretOf } from '../../lib/token-bucket/key-hash.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { hashPassword } from '../../lib/config/auth-server.ts';
@@ -219,7 +220,8 @@ describe('what the operator renders', () => {
     expect([await get(), await get(), await get()]).toEqual([200, 200, 429]);
     const admin = new Redis(limiterRedis.url);
     try {
-      expect(await admin.exists(`portcullis:bucket:${NS}:v2:{lim:u1}`)).toBe(1);
+      // Under the namespace's prefix, the user id hashed with a secret from the namespace's own password.
+      expect(await admin.exists(`portcullis:bucket:${NS}:v2:{${hashBucketKey(keyHashSecretOf(decodeURIComponent(url.password)), 'lim:u1')}}`)).toBe(1);
     } finally {
       admin.disconnect();
     }

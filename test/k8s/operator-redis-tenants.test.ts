@@ -5,6 +5,7 @@
 // admin commands; same-named routes keep separate buckets; the last route or client of a
 // namespace takes its Redis user with it.
 import { Redis } from 'ioredis';
+import { hashBucketKey, keyHashSecretOf } from '../../lib/token-bucket/key-hash.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/ports.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
@@ -142,7 +143,7 @@ describe('two namespaces sharing the Redis instances', () => {
 
   it('same-named routes in two namespaces keep separate buckets: draining team-a\'s leaves team-b\'s full', async () => {
     const get = async () => (await fetch(`http://127.0.0.1:${ports.sidecar}/healthcheck/ready`, { headers: { 'USER-ID': 'u1' } })).status;
-    await admin(limiterRedis).del('portcullis:bucket:team-b:v2:{api:u1}');
+    await admin(limiterRedis).del('portcullis:bucket:team-b:v2:{api:u1}'); // the previous test's stand-in
     const statuses: Record<string, number[]> = {};
     for (const team of TEAMS) {
       // One team's pod at a time: both listen on the operator's sidecar ports.
@@ -156,7 +157,11 @@ describe('two namespaces sharing the Redis instances', () => {
       }
     }
     expect(statuses).toEqual({ 'team-a': [200, 200, 429], 'team-b': [200, 200, 429] });
-    expect(await admin(limiterRedis).exists('portcullis:bucket:team-a:v2:{api:u1}', 'portcullis:bucket:team-b:v2:{api:u1}')).toBe(2);
+    // Each under its namespace's prefix, the user id hashed with a secret from that namespace's password.
+    const keys = (await admin(limiterRedis).keys('portcullis:bucket:*')).sort();
+    expect(keys.filter((k) => k.includes('{api:u1}'))).toEqual([]);
+    const expected = await Promise.all(TEAMS.map(async (team) => `portcullis:bucket:${team}:v2:{${hashBucketKey(keyHashSecretOf(decodeURIComponent(new URL((await teamClient(team, 'api-redis')).url).password)), 'api:u1')}}`));
+    expect(keys).toEqual(expect.arrayContaining(expected));
   });
 
   it("deleting a namespace's last route and last OAuthClient deletes its Redis users; the other namespace keeps its own", async () => {
