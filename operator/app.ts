@@ -1,6 +1,7 @@
 // Composition of the operator from injected parts (buildOperator never reads env or listens):
 // shared informers, the three controllers, the event -> key mappings, the manager.
 import type { Logger } from 'pino';
+import type { TenantRedisUsers } from './redis/tenant-redis-users.ts';
 import { AuthServerReconciler } from './controllers/auth-server-reconciler.ts';
 import { OAuthClientReconciler } from './controllers/oauth-client-reconciler.ts';
 import { RateLimitRouteReconciler } from './controllers/rate-limit-route-reconciler.ts';
@@ -30,6 +31,8 @@ export interface OperatorDeps {
   /** Leader-election identity. */
   identity: string;
   onLeadershipLost?: () => void;
+  /** The namespaces' own Redis users (operator/redis/); unset: Redis URLs are copied as they are. */
+  redisUsers?: TenantRedisUsers;
 }
 
 export interface Operator {
@@ -78,7 +81,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const routes = new Controller(
     {
       ...controllerOptions,
-      reconciler: new RateLimitRouteReconciler({ applier, caches: informers, settings, clock, events, client, log: log.child({ controller: 'ratelimitroute' }) }),
+      reconciler: new RateLimitRouteReconciler({ applier, caches: informers, settings, clock, events, client, redisUsers: deps.redisUsers, log: log.child({ controller: 'ratelimitroute' }) }),
       keys: () => informers.routes.list().map(keyOf),
     },
     clock,
@@ -99,7 +102,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
     {
       ...controllerOptions,
       workers: Math.min(2, config.PORTCULLIS_WORKERS),
-      reconciler: new AuthServerReconciler({ client, applier, caches: informers, settings, clock, events, log: log.child({ controller: 'auth-server' }) }),
+      reconciler: new AuthServerReconciler({ client, applier, caches: informers, settings, clock, events, redisUsers: deps.redisUsers, log: log.child({ controller: 'auth-server' }) }),
       keys: () => {
         const ns = new Set<string>();
         for (const c of informers.clients.list()) if (c.metadata.namespace !== undefined) ns.add(c.metadata.namespace);

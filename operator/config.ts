@@ -75,6 +75,11 @@ export const operatorConfigSchema = z
       "Instead of PORTCULLIS_DEFAULT_REDIS_URL: name/key of the Secret (in the operator's namespace) holding the URL; copied beside each route that needs it",
     ),
     PORTCULLIS_AUTH_REDIS_SECRET: secretKey.describe('Instead of PORTCULLIS_AUTH_REDIS_URL: name/key of the Secret holding the URL; copied beside each auth server'),
+    PORTCULLIS_REDIS_TENANT_USERS: boolish
+      .default(true)
+      .describe(
+        "With the *_REDIS_SECRET settings: each namespace gets its own Redis ACL user (Redis >= 7), held to its namespace's keys, and only that user's URL; the Secret's URL is the admin credential and never leaves the operator's namespace. false: the URL is copied as it is (one trusted team only)",
+      ),
     PORTCULLIS_ISSUER_URL: z.string().min(1).default('http://portcullis-auth-server.{namespace}.svc').describe('{namespace} is replaced'),
     PORTCULLIS_USERS_SECRET: z.string().min(1).default('portcullis-auth-users'),
     PORTCULLIS_USERS_SECRET_KEY: z.string().min(1).default('users.json'),

@@ -9,6 +9,7 @@ import { systemClock } from './runtime/clock.ts';
 import { createHealthServer } from './runtime/health-server.ts';
 import { createHttpKubeClient } from './runtime/http-kube-client.ts';
 import { createMetrics } from './runtime/metrics.ts';
+import { createTenantRedisUsers } from './redis/tenant-redis-users.ts';
 
 export const FIELD_MANAGER = 'portcullis-operator';
 
@@ -29,9 +30,15 @@ const metrics = createMetrics();
 const client = createHttpKubeClient(kubeConfig, { fieldManager: FIELD_MANAGER, onRequest: (r) => metrics.recordRequest(r) });
 const identity = leaderIdentity(config);
 
+// The namespaces' own Redis users, made with the admin URL of the operator's Redis Secrets.
+const redisUsers = config.PORTCULLIS_REDIS_TENANT_USERS
+  ? createTenantRedisUsers((err) => log.warn({ err: err.message }, 'could not set a namespace Redis user again after a reconnect'))
+  : undefined;
+
 let shuttingDown = false;
 const { manager } = buildOperator({
   client,
+  redisUsers,
   clock: systemClock,
   log,
   metrics,
@@ -62,6 +69,7 @@ async function shutdown(signal: string): Promise<void> {
   force.unref();
   try {
     await manager.stop();
+    await redisUsers?.close();
     await new Promise<void>((resolve) => health.close(() => resolve()));
     log.info('stopped');
     process.exit(0);

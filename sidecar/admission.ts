@@ -52,7 +52,7 @@ export function refuseTarget(rt: RouteRuntime, url: string, path: string): Probl
   }
   if (!rt.match(path)) {
     rt.metrics.outcome.no_route.inc();
-    return { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No route matches this path (route ${rt.routeId} serves ${rt.config.route.path}).` };
+    return { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: 'No route matches this path.' };
   }
   return undefined;
 }
@@ -62,7 +62,7 @@ export function ruleFor(rt: RouteRuntime, method: string, path: string): RuleRun
   const rule = selectRule(rt, method, path);
   if (rule !== undefined || rt.unmatched === 'forward') return rule;
   rt.metrics.outcome.no_route.inc();
-  return { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No rule of route ${rt.routeId} applies to ${method} requests on this path.` };
+  return { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No rule of this route applies to ${method} requests on this path.` };
 }
 
 const refused = (problem: Problem, headers: string[] = []): Verdict => ({ admitted: false, problem, headers });
@@ -174,7 +174,8 @@ export class Admission {
           type: problemTypes.rateLimited,
           title: 'Too Many Requests',
           status: 429,
-          detail: `Rate limit of route ${rt.routeId}${rule.bucketPrefix === `${rt.routeId}:` ? '' : ` (rule ${rule.name})`} reached; retry in ${retryAfterS} s.`,
+          // No route or rule name: the client sees the policy's opaque name only (route-runtime.ts).
+          detail: `Rate limit reached; retry in ${retryAfterS} s.`,
           retryAfterMs: decision.retryAfterMs,
         },
         rateHeaders,

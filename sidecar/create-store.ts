@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { RedisConfig } from '../lib/config/sidecar.ts';
 import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
 import { MemoryBucketStore } from '../lib/token-bucket/memory-store.ts';
+import { keyHashSecretOf } from '../lib/token-bucket/key-hash.ts';
 import { RedisBucketStore } from '../lib/token-bucket/redis-store.ts';
 
 export interface StoreChoice {
@@ -22,6 +23,7 @@ const LOCAL_REFUSAL_KEYS = 10_000;
 export function createBucketStore(redis: RedisConfig | undefined, now: () => number, onRefusedLocally?: () => void): StoreChoice {
   if (redis === undefined) return { store: new MemoryBucketStore({ now }), kind: 'memory' };
   const password = redis.passwordFile === undefined ? undefined : readFileSync(redis.passwordFile, 'utf8').trim();
+  const keyHashSecret = redis.hashKeys ? keyHashSecretFor(redis, password) : undefined;
   return {
     kind: 'redis',
     store: new RedisBucketStore({
@@ -30,10 +32,16 @@ export function createBucketStore(redis: RedisConfig | undefined, now: () => num
       ...(redis.cluster !== undefined ? { cluster: redis.cluster } : {}),
       ...(password !== undefined ? { password } : {}),
       keyPrefix: redis.keyPrefix,
+      ...(keyHashSecret !== undefined ? { keyHashSecret } : {}),
       commandTimeoutMs: redis.commandTimeoutMs,
       connectTimeoutMs: redis.connectTimeoutMs,
       localRefusals: LOCAL_REFUSAL_KEYS,
       ...(onRefusedLocally !== undefined ? { onRefusedLocally } : {}),
     }),
   };
+}
+
+/** The Redis password (passwordFile, else the URL's) keys the bucket-key HMAC (key-hash.ts). */
+function keyHashSecretFor(redis: RedisConfig, password: string | undefined): string {
+  return keyHashSecretOf(password ?? (redis.url === undefined ? '' : decodeURIComponent(new URL(redis.url).password)));
 }

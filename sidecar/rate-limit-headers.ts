@@ -6,7 +6,7 @@
 import type { BucketRule, Decision } from '../lib/token-bucket/bucket.ts';
 
 export interface HeaderContext {
-  /** Policy name: the route id, or `<route id>/<rule>` for a rule of a route with rules. */
+  /** Policy name as clients see it (route-runtime.ts policyName): never the route's or rule's name. */
   readonly policyName: string;
   /** The rule's limits (one or more), in order. */
   readonly limits: readonly BucketRule[];

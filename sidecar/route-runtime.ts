@@ -65,10 +65,19 @@ export function limiterRules(limiter: LimiterConfig): NonNullable<LimiterConfig[
   ];
 }
 
+/**
+ * The policy name clients see in RateLimit-Policy: `default` for the single-limit form, `rule<n>`
+ * for the n-th rule (from 1). Never the route's or a rule's name, which are the team's
+ * internals (and, with a shared Redis, once told an attacker which buckets to aim at).
+ */
+export function policyName(single: boolean, index: number): string {
+  return single ? DEFAULT_RULE : `rule${index + 1}`;
+}
+
 export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, upstream: Pool, metrics: RouteMetrics, jwt?: JwtKeySource): RouteRuntime {
   const { limiter, route } = config;
   const single = limiter.rules === undefined;
-  const rules = limiterRules(limiter).map((r): RuleRuntime => {
+  const rules = limiterRules(limiter).map((r, index): RuleRuntime => {
     const limits = r.limits.map((l): BucketRule => ({ replenishRate: l.replenishRate, burstCapacity: l.burstCapacity, requestedTokens: l.requestedTokens }));
     const enforce = r.enforce ?? limiter.enforce;
     return {
@@ -79,7 +88,7 @@ export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, ups
       costs: limits.map((l) => l.requestedTokens),
       bucketPrefix: single ? `${route.id}:` : `${route.id}:${r.name}:`,
       enforce,
-      rateHeaders: composeHeaderSets(limiter.headers, { policyName: single ? route.id : `${route.id}/${r.name}`, limits }),
+      rateHeaders: composeHeaderSets(limiter.headers, { policyName: policyName(single, index), limits }),
       metrics: metrics.forRule(r.name, !enforce),
     };
   });

@@ -35,6 +35,11 @@ export const authServerConfigSchema = z.object({
     .describe('Path of the private signing JWKS (signingKeysFileSchema); unset: one key generated at start'),
   AUTH_SIGNING_ALG: z.enum(['ES256', 'RS256']).default('ES256').describe('Algorithm of the key generated at start'),
   REDIS_URL: z.string().min(1).optional().describe('Codes, consents, refresh tokens and throttles in Redis when set'),
+  AUTH_NAMESPACE: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a namespace name (RFC 1123 label)')
+    .default('default')
+    .describe('Namespace this server serves: every Redis key starts with portcullis:auth:<namespace>:, so servers of two namespaces sharing a Redis never see each other\'s state'),
   AUTH_AUDIENCE: z
     .string()
     .min(1)

@@ -223,6 +223,10 @@ export const redisSchema = z
     cluster: z.strictObject({ nodes: z.array(hostPort).min(1).describe('Seed nodes') }).optional().describe('Redis Cluster'),
     passwordFile: z.string().min(1).optional().describe('File holding the Redis password (a mounted Secret)'),
     keyPrefix: z.string().default('portcullis:bucket:').describe('Prefix of every bucket key'),
+    hashKeys: z
+      .boolean()
+      .default(false)
+      .describe("Bucket keys hold an HMAC of the route, rule and client key (keyed with the Redis password) instead of the client key itself, so Redis holds no user id or API key; a new password starts every bucket afresh"),
     commandTimeoutMs: z.number().int().positive().default(50).describe('Longest wait for one limiter decision (ms); then onStoreError'),
     connectTimeoutMs: z.number().int().positive().default(2000).describe('Longest wait to connect (ms)'),
   })

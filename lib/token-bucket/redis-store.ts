@@ -20,6 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { Cluster, Redis, type ClusterNode, type Pipeline, type RedisOptions } from 'ioredis';
 import { assertRule, combineDecisions, MICRO, refillWaitUs, toDecision, type BucketRule, type Decision } from './bucket.ts';
 import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
+import { hashBucketKey } from './key-hash.ts';
 import { keySlot } from './key-slot.ts';
 import { BUCKET_FIELDS, HEAD_FIELDS, parseDecision } from './redis-reply.ts';
 import { sendTakeScript, type ScriptReply, type ScriptTarget } from './take-script.ts';
@@ -47,6 +48,12 @@ export interface RedisStoreOptions {
   readonly password?: string;
   /** Prefix of every bucket key, e.g. `portcullis:bucket:`. */
   readonly keyPrefix?: string;
+  /**
+   * Set: a bucket's key holds an HMAC-SHA256 of the take's key (route, rule and client key) with
+   * this secret, 128 bits in base64url, instead of the key itself, so a copy of Redis holds no user
+   * id or API key. Unset: the key as it is.
+   */
+  readonly keyHashSecret?: string;
   /** Longest wait for one take, ms; then the take rejects with StoreUnavailableError. */
   readonly commandTimeoutMs?: number;
   /** Longest wait to connect, ms. */
@@ -160,6 +167,8 @@ class InFlightCall implements ScriptReply {
 export class RedisBucketStore implements BucketStore {
   readonly client: Redis | Cluster;
   readonly #prefix: string;
+  /** The take key -> what goes in its hash tag (an HMAC with keyHashSecret); undefined: the key itself. */
+  readonly #hashed: ((key: string) => string) | undefined;
   readonly #maxBatch: number;
   readonly #perSlot: boolean;
   readonly #timeoutMs: number;
@@ -216,6 +225,8 @@ export class RedisBucketStore implements BucketStore {
     client.on('error', () => {});
     this.client = client;
     this.#prefix = options.keyPrefix ?? 'portcullis:bucket:';
+    const secret = options.keyHashSecret;
+    this.#hashed = secret === undefined ? undefined : (key) => hashBucketKey(secret, key);
     this.#maxBatch = maxBatch;
     this.#perSlot = options.cluster !== undefined;
     this.#maxRefusals = options.localRefusals ?? 0;
@@ -229,7 +240,9 @@ export class RedisBucketStore implements BucketStore {
    * others (one hash tag: every bucket of a take lives in one Cluster slot, as one script call needs).
    */
   keyOf(key: string, index = 0): string {
-    return index === 0 ? `${this.#prefix}${KEY_LAYOUT}{${key}}` : `${this.#prefix}${KEY_LAYOUT}{${key}}:${index}`;
+    // Hashed once per take: the hash is the whole hash tag, so every bucket of a take stays in one slot.
+    const tag = this.#hashed === undefined ? key : this.#hashed(key);
+    return index === 0 ? `${this.#prefix}${KEY_LAYOUT}{${tag}}` : `${this.#prefix}${KEY_LAYOUT}{${tag}}:${index}`;
   }
 
   take(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<Decision> {

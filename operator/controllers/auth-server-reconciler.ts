@@ -12,6 +12,7 @@ import { clientRegistrySecret, type RegisteredOAuthClient } from '../resources/c
 import { controllerOf } from '../resources/metadata.ts';
 import { AUTH_REDIS_SECRET, authRedisSecret, secretKeyData } from '../resources/redis-url-secret.ts';
 import { credentialsOf } from '../resources/oauth-client-secret.ts';
+import { namespaceRedisUrlData, releaseNamespaceRedisUser, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
 import type { ResourceSettings } from '../resources/settings.ts';
 import { planSigningKeys, signingKeysSecret, signingKeysStateOf, type SigningKeysState } from '../resources/signing-keys-secret.ts';
 import type { Applier } from '../runtime/applier.ts';
@@ -43,6 +44,8 @@ export interface AuthServerReconcilerDeps {
   log: Logger;
   /** Warnings on the OAuthClients of the namespace (e.g. the users Secret is missing). */
   events?: EventRecorder<EventReason>;
+  /** The namespaces' own Redis users: the auth server's Redis Secret names its namespace's user (operator/redis/). */
+  redisUsers?: TenantRedisUsers;
 }
 
 export class AuthServerReconciler implements Reconciler {
@@ -154,8 +157,9 @@ export class AuthServerReconciler implements Reconciler {
       if (stale !== undefined) await this.#d.applier.remove(stale);
       return;
     }
-    const data = secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
-    if (data !== undefined) {
+    const adminData = secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
+    if (adminData !== undefined) {
+      const data = await namespaceRedisUrlData(this.#d.redisUsers, adminData, namespace, 'auth');
       await this.#d.applier.apply(authRedisSecret(namespace, owners, data), this.#d.caches.secrets);
       return;
     }
@@ -191,6 +195,12 @@ export class AuthServerReconciler implements Reconciler {
       if (obj === undefined) continue;
       await client.delete(type, namespace, obj.metadata.name, obj.metadata.uid);
       this.#d.log.info({ namespace, kind: obj.kind, name: obj.metadata.name }, 'deleted auth-server object: no OAuthClient left');
+    }
+    // The namespace's Redis user goes with its last OAuthClient.
+    const source = this.#d.settings.authRedisUrl === undefined ? this.#d.settings.authRedisSecret : undefined;
+    if (this.#d.redisUsers !== undefined && source !== undefined) {
+      const adminData = secretKeyData(await client.get(resourceTypes.secret, source.namespace, source.name), source.key);
+      if (adminData !== undefined) await releaseNamespaceRedisUser(this.#d.redisUsers, adminData, namespace, 'auth');
     }
   }
 }

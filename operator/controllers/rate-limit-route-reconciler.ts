@@ -15,6 +15,7 @@ import { injectionService } from '../resources/route-injection.ts';
 import { routeService } from '../resources/route-service.ts';
 import { routeRedisSecret, routeRedisSecretName, secretKeyData } from '../resources/redis-url-secret.ts';
 import { usesDefaultRedisSecret } from '../resources/route-redis.ts';
+import { namespaceRedisUrlData, releaseNamespaceRedisUser, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
 import type { ResourceSettings } from '../resources/settings.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
@@ -55,6 +56,11 @@ export interface RateLimitRouteReconcilerDeps {
    * default Redis Secret (in its own namespace, which it may not watch).
    */
   client: KubeClient;
+  /**
+   * The namespaces' own Redis users (operator/redis/): the route's copy of the default Redis
+   * Secret names its namespace's user, never the admin credential. Unset: the URL is copied as it is.
+   */
+  redisUsers?: TenantRedisUsers;
 }
 
 export class RateLimitRouteReconciler implements Reconciler {
@@ -70,7 +76,10 @@ export class RateLimitRouteReconciler implements Reconciler {
   async reconcile(key: string): Promise<ReconcileResult> {
     const { namespace, name } = splitKey(key);
     const raw = this.#d.caches.routes.get(namespace, name);
-    if (raw === undefined) return {};
+    if (raw === undefined) {
+      await this.#releaseRedisUser(namespace);
+      return {};
+    }
     if (raw.metadata.deletionTimestamp !== undefined) {
       const removedFrom = await this.#injection.finalize(raw);
       if (removedFrom !== undefined) this.#d.events.event(raw, 'Normal', EventReasons.SidecarRemoved, `removed the sidecar from Deployment ${removedFrom}`);
@@ -102,9 +111,13 @@ export class RateLimitRouteReconciler implements Reconciler {
       teamDeployment = prepared.deployment;
     }
 
-    // The default Redis Secret, copied beside the route (pods reference Secrets of their namespace only).
+    // The default Redis, as the namespace's own user, in a Secret beside the route (pods reference
+    // Secrets of their namespace only).
     const source = usesDefaultRedisSecret(route, this.#d.settings) ? this.#d.settings.defaultRedisSecret : undefined;
-    const redisUrlData = source === undefined ? undefined : secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
+    const adminUrlData = source === undefined ? undefined : secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
+    const redisUrlData = adminUrlData === undefined ? undefined : await namespaceRedisUrlData(this.#d.redisUsers, adminUrlData, route.metadata.namespace ?? 'default', 'bucket');
+    // The route left the default Redis (its copy is still there): its namespace's user may go.
+    if (source === undefined && this.#d.caches.secrets.get(namespace, routeRedisSecretName(name)) !== undefined) await this.#releaseRedisUser(namespace);
 
     let children: Array<[KubeObject, Informer]>;
     let configText = '';
@@ -251,6 +264,19 @@ export class RateLimitRouteReconciler implements Reconciler {
       EventReasons.AuthServerMissing,
       `spec.limiter.key is jwt without an issuer, so it trusts the Portcullis auth server of namespace ${namespace}, which runs only while an OAuthClient exists there: until one does (or spec.limiter.key.issuer names another issuer) the sidecars cannot fetch signing keys and answer 503`,
     );
+  }
+
+  /** No route of the namespace left on the default Redis: its user there goes. */
+  async #releaseRedisUser(namespace: string | undefined): Promise<void> {
+    const source = this.#d.settings.defaultRedisSecret;
+    if (this.#d.redisUsers === undefined || source === undefined || namespace === undefined) return;
+    const onDefault = this.#d.caches.routes.list(namespace).some((r) => {
+      const parsed = rateLimitRouteSchema.safeParse(r);
+      return r.metadata.deletionTimestamp === undefined && parsed.success && usesDefaultRedisSecret(parsed.data, this.#d.settings);
+    });
+    if (onDefault) return;
+    const adminUrlData = secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
+    if (adminUrlData !== undefined) await releaseNamespaceRedisUser(this.#d.redisUsers, adminUrlData, namespace, 'bucket');
   }
 
   async #invalid(raw: KubeObject, message: string): Promise<void> {

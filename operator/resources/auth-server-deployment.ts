@@ -71,6 +71,8 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
     { name: 'PORT', value: String(settings.authServerPort) },
     { name: 'AUTH_METRICS_PORT', value: String(AUTH_SERVER_METRICS_PORT) },
     { name: 'AUTH_ISSUER', value: issuerFor(namespace, settings) },
+    // Its Redis keys start with the namespace (lib/tenancy), the only keys its Redis user may touch.
+    { name: 'AUTH_NAMESPACE', value: namespace },
     { name: 'AUTH_AUDIENCE', value: AUTH_SERVER_AUDIENCE },
     { name: 'AUTH_CLIENTS_FILE', value: authServerFiles.clients },
     { name: 'AUTH_USERS_FILE', value: authServerFiles.users },

@@ -13,6 +13,7 @@ import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
 import { routeConfigMapName, SIDECAR_CONFIG_KEY, SIDECAR_REDIS_URL_FILE } from './route-names.ts';
 import { routeSidecarPorts } from './route-ports.ts';
 import { usesDefaultRedisSecret } from './route-redis.ts';
+import { bucketKeyPrefix } from '../../lib/tenancy/tenant-keys.ts';
 import { AUTH_SERVER_AUDIENCE, AUTH_SERVER_JWKS_PATH, type ResourceSettings } from './settings.ts';
 
 type SidecarLimiter = SidecarConfigInput['limiter'];
@@ -90,9 +91,13 @@ export function sidecarConfigFor(route: RateLimitRoute, settings: ResourceSettin
     route: { id: route.metadata.name, path: spec.path },
     limiter: limiterFor(route, settings),
   };
-  if (redisUrl !== undefined) config.redis = { url: redisUrl };
+  // Bucket keys carry the namespace: a same-named route elsewhere never shares a bucket, and the
+  // namespace's Redis user may touch only these keys (lib/tenancy).
+  const keyPrefix = bucketKeyPrefix(route.metadata.namespace ?? 'default');
+  // Client keys (user ids, API keys) are stored hashed: a copy of Redis reveals none.
+  if (redisUrl !== undefined) config.redis = { url: redisUrl, keyPrefix, hashKeys: true };
   // A URL from a Secret (it may carry a password): the Deployment mounts the key at this path.
-  if (fromSecret) config.redis = { urlFile: SIDECAR_REDIS_URL_FILE };
+  if (fromSecret) config.redis = { urlFile: SIDECAR_REDIS_URL_FILE, keyPrefix, hashKeys: true };
   return config;
 }
 

@@ -54,7 +54,7 @@ if (config.AUTH_KEYS_FILE !== undefined) {
   log.warn({ kid: generated.keys[0]?.kid }, 'AUTH_KEYS_FILE not set: signing with a key generated at start (single replica only)');
 }
 
-const { stores: rawStores, buckets: rawBuckets } = await createStores(config.REDIS_URL, now, (err) =>
+const { stores: rawStores, buckets: rawBuckets } = await createStores(config.REDIS_URL, config.AUTH_NAMESPACE, now, (err) =>
   // The message only: an ioredis error can carry command arguments.
   log.warn({ err: err.message }, 'redis connection error; requests needing state answer 503 until it returns'),
 );

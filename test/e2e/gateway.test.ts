@@ -69,8 +69,8 @@ describe('RateLimitRoute 1/10/2 on a real cluster', () => {
       expect(r.body).toBe('OK');
       expect(r.headers['ratelimit-limit']).toBe('10');
       expect(Number(r.headers['ratelimit-remaining'])).toBeGreaterThanOrEqual(0);
-      expect(r.headers['ratelimit-policy']).toMatch(/^"all";q=10;w=\d+$/);
-      expect(r.headers['ratelimit']).toMatch(/^"all";r=\d+;t=\d+$/);
+      expect(r.headers['ratelimit-policy']).toMatch(/^"default";q=10;w=\d+$/);
+      expect(r.headers['ratelimit']).toMatch(/^"default";r=\d+;t=\d+$/);
     }
     for (const r of limited) {
       expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);

@@ -148,7 +148,7 @@ describe('OAuthClient and the code flow on a real cluster', () => {
     expect(statuses.filter((s) => s === 200).length).toBeLessThanOrEqual(3 + Math.ceil(elapsedS));
     expect(statuses.filter((s) => s !== 200 && s !== 429)).toEqual([]);
     expect(statuses).toContain(429);
-    expect(policy).toBe('"api-jwt/me";q=3;w=3');
+    expect(policy).toBe('"rule1";q=3;w=3');
     const anonymous = await fetch(`${jwtGateway.url}/me`, { headers: { 'USER-ID': 'alice' } });
     expect(anonymous.status).toBe(401);
     expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');

@@ -42,19 +42,19 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
     return Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
   };
 
-  it('the first rule matching path and method decides; each rule has its own buckets and names its policy', async () => {
+  it('the first rule matching path and method decides; each rule has its own buckets and an opaque policy name (no route or rule name reaches clients)', async () => {
     const a = await send('/api/search/books', 'ann');
     expect(a.status).not.toBe(429);
-    expect(a.headers['ratelimit-policy']).toBe('"rules/search";q=200;w=200');
+    expect(a.headers['ratelimit-policy']).toBe('"rule1";q=200;w=200');
     expect((await send('/api/search/books', 'ann', 'POST')).status).not.toBe(429);
     const refused = await send('/api/search/films', 'ann');
     expect(refused.status).toBe(429);
     expect(refused.headers['content-type']).toBe('application/problem+json');
-    expect(JSON.parse(refused.body)).toMatchObject({ status: 429, detail: expect.stringContaining('rule search') });
+    expect(JSON.parse(refused.body)).toMatchObject({ status: 429, detail: expect.stringMatching(/^Rate limit reached; retry in \d+ s\.$/) });
     // DELETE is not a search method: the next rule (api) decides, with its own fresh buckets.
     const other = await send('/api/search/books', 'ann', 'DELETE');
     expect(other.status).not.toBe(429);
-    expect(other.headers['ratelimit-policy']).toBe('"rules/api/0";q=200;w=200, "rules/api/1";q=1000;w=1000');
+    expect(other.headers['ratelimit-policy']).toBe('"rule2/0";q=200;w=200, "rule2/1";q=1000;w=1000');
     // Another user has buckets of their own.
     expect((await send('/api/search/books', 'bea')).status).not.toBe(429);
   });
@@ -63,13 +63,13 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
     const remaining = (h: Record<string, string | string[] | undefined>) => String(h['ratelimit']);
     const first = await send('/api/items', 'cid');
     expect(first.status).not.toBe(429);
-    expect(remaining(first.headers)).toBe('"rules/api/0";r=100;t=100, "rules/api/1";r=900;t=100');
+    expect(remaining(first.headers)).toBe('"rule2/0";r=100;t=100, "rule2/1";r=900;t=100');
     await send('/api/items', 'cid');
     for (let i = 0; i < 3; i++) {
       const refused = await send('/api/items', 'cid');
       expect(refused.status).toBe(429);
       // The second bucket still holds 800 (8 requests): refusals took nothing from it.
-      expect(remaining(refused.headers)).toBe('"rules/api/0";r=0;t=200, "rules/api/1";r=800;t=200');
+      expect(remaining(refused.headers)).toBe('"rule2/0";r=0;t=200, "rule2/1";r=800;t=200');
       expect(refused.headers['retry-after']).toBe('100');
       // The single-policy headers describe the bucket that refused.
       expect(refused.headers['ratelimit-limit']).toBe('200');
@@ -94,7 +94,7 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
     for (let i = 0; i < 3; i++) {
       const res = await send('/healthcheck/ready', 'dan');
       statuses.push(res.status);
-      expect(res.headers['ratelimit']).toBe('"rules/health";r=0;t=100');
+      expect(res.headers['ratelimit']).toBe('"rule3";r=0;t=100');
       expect(res.headers['retry-after']).toBeUndefined();
     }
     expect(statuses).toEqual([200, 200, 200]);
@@ -114,7 +114,7 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
     const refused = await send('/elsewhere', 'eve');
     expect(refused.status).toBe(404);
     expect(refused.headers['content-type']).toBe('application/problem+json');
-    expect(JSON.parse(refused.body)).toMatchObject({ type: 'urn:portcullis:problem:no-route', detail: 'No rule of route rules applies to GET requests on this path.' });
+    expect(JSON.parse(refused.body)).toMatchObject({ type: 'urn:portcullis:problem:no-route', detail: 'No rule of this route applies to GET requests on this path.' });
   });
 
   it('hot reload keeps the buckets of rules whose names stay, also when their limits change; a renamed rule starts afresh', async () => {
@@ -129,14 +129,14 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
     await sidecar.program.waitForLine(/"burstCapacity":300.*config reloaded/, 10_000);
     const kept = await send('/api/search/x', 'fay');
     expect(kept.status).toBe(429);
-    expect(kept.headers['ratelimit']).toBe('"rules/search";r=0;t=300');
-    expect((await send('/api/search/x', 'gus')).headers['ratelimit']).toBe('"rules/search";r=200;t=100');
+    expect(kept.headers['ratelimit']).toBe('"rule1";r=0;t=300');
+    expect((await send('/api/search/x', 'gus')).headers['ratelimit']).toBe('"rule1";r=200;t=100');
     // Renamed: new buckets.
     sidecar.write({ ...base, limiter: { rules: [{ ...limiter.rules![0]!, name: 'find' }] } });
     await sidecar.program.waitForLine(/"name":"find".*config reloaded/, 10_000);
     const fresh = await send('/api/search/x', 'fay');
     expect(fresh.status).not.toBe(429);
-    expect(fresh.headers['ratelimit']).toBe('"rules/find";r=100;t=100');
+    expect(fresh.headers['ratelimit']).toBe('"rule1";r=100;t=100');
     sidecar.write(base);
     await sidecar.program.waitForLine(/"name":"search".*config reloaded/, 10_000);
   });

@@ -251,7 +251,7 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
           ws.once('error', reject);
         });
       const { ws, res } = await open('/chat');
-      expect(res.headers['ratelimit-policy']).toBe('"wsjwt/chat";q=10;w=10');
+      expect(res.headers['ratelimit-policy']).toBe('"rule2";q=10;w=10');
       expect(upgradeHeaders.at(-1)?.['user-id']).toBe('grace');
       ws.close();
       await closed(ws);

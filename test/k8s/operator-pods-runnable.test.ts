@@ -6,6 +6,7 @@
 import { performance } from 'node:perf_hooks';
 import { decodeProtectedHeader } from 'jose';
 import { Redis } from 'ioredis';
+import { hashBucketKey, keyHashSecretOf } from '../../lib/token-bucket/key-hash.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashPassword } from '../../lib/config/auth-server.ts';
 import { take, takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
@@ -93,7 +94,7 @@ describe('the rendered pods run', () => {
     const admin = new Redis(redis.url);
     try {
       const key = 'spec-scenario-user';
-      const bucketKey = `portcullis:bucket:v2:{all:${key}}`;
+      const bucketKey = `portcullis:bucket:${NS}:v2:{${hashBucketKey(keyHashSecretOf(''), `all:${key}`)}}`;
       const redisNowUs = async () => {
         const [s, us] = await admin.time();
         return Number(s) * 1_000_000 + Number(us);

@@ -7,6 +7,7 @@
 // local processes against redis-servers that require the passwords).
 import { createHash } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { hashBucketKey, keyHashSecretOf } from '../../lib/token-bucket/key-hash.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { hashPassword } from '../../lib/config/auth-server.ts';
@@ -105,6 +106,7 @@ spec:
     PORTCULLIS_AUTH_REDIS_URL: '',
     PORTCULLIS_DEFAULT_REDIS_SECRET: 'redis-credentials/redis-url',
     PORTCULLIS_AUTH_REDIS_SECRET: 'redis-credentials/auth-redis-url',
+    PORTCULLIS_REDIS_TENANT_USERS: 'true',
   });
   operator = await startOperator(env, 'op-redis-credentials', {
     ...redisSettings,
@@ -206,9 +208,11 @@ describe('what the operator renders', () => {
     expect(authEnv.find((e) => e['name'] === 'REDIS_URL')).toEqual({ name: 'REDIS_URL', valueFrom: { secretKeyRef: { name: 'portcullis-auth-redis', key: 'url' } } });
   });
 
-  it("the route's copy is owned by the route and its sidecar limits in the password-protected Redis", async () => {
+  it("the route's Secret is owned by the route, names its namespace's own Redis user, and its sidecar limits in the password-protected Redis", async () => {
     const copy = (await kget(env.cluster, ['-n', NS, 'secret', 'lim-redis'])) as Obj;
-    expect(decode(copy['data']['url'])).toBe(limiterRedis.url);
+    const url = new URL(decode(copy['data']['url']));
+    expect(`${url.host}${decodeURIComponent(url.username)}`).toBe(`127.0.0.1:${limiterRedis.port}portcullis-bucket-${NS}`);
+    expect(decode(copy['data']['url'])).not.toContain(LIMITER_PASSWORD);
     expect(copy['metadata']['ownerReferences']).toEqual([expect.objectContaining({ kind: 'RateLimitRoute', name: 'lim', controller: true })]);
     await pods.runPod('lim');
     await eventually('sidecar ready', async () => (await fetch(`http://127.0.0.1:${ports.admin}/readyz`)).status === 200);
@@ -216,7 +220,8 @@ describe('what the operator renders', () => {
     expect([await get(), await get(), await get()]).toEqual([200, 200, 429]);
     const admin = new Redis(limiterRedis.url);
     try {
-      expect(await admin.exists('portcullis:bucket:v2:{lim:u1}')).toBe(1);
+      // Under the namespace's prefix, the user id hashed with a secret from the namespace's own password.
+      expect(await admin.exists(`portcullis:bucket:${NS}:v2:{${hashBucketKey(keyHashSecretOf(decodeURIComponent(url.password)), 'lim:u1')}}`)).toBe(1);
     } finally {
       admin.disconnect();
     }

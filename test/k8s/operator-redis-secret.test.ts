@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { Redis } from 'ioredis';
+import { hashBucketKey, keyHashSecretOf } from '../../lib/token-bucket/key-hash.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/ports.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
@@ -54,7 +55,7 @@ const events = async (name: string) => {
 const bucketIn = async (url: string, user: string) => {
   const client = new Redis(url);
   try {
-    return await client.exists(`portcullis:bucket:v2:{lim:${user}}`);
+    return await client.exists(`portcullis:bucket:${NS}:v2:{${hashBucketKey(keyHashSecretOf(decodeURIComponent(new URL(url).password)), `lim:${user}`)}}`);
   } finally {
     client.disconnect();
   }

@@ -189,6 +189,26 @@ describe('auth server app', () => {
     expect(res.statusCode).toBe(403);
   });
 
+  it("revoking a client id this server does not register is refused and touches no store (another namespace's client, or none)", async () => {
+    const first = await s.get('/consents');
+    if (first.body.includes('manage the applications')) await s.post('/consents/sign-in', { csrf: field(first.body, 'csrf'), username: 'alice', password: 'wonderland' });
+    const list = await s.get('/consents');
+    const revoke = vi.spyOn(s.ctx.stores.consents, 'revoke');
+    const families = vi.spyOn(s.ctx.stores.refresh, 'familiesOf');
+    try {
+      for (const clientId of ['other-teams-app', 'never-registered']) {
+        const res = await s.post('/consents/revoke', { csrf: field(list.body, 'csrf'), client_id: clientId });
+        expect(res.statusCode).toBe(400);
+        expect(res.body).toContain('not registered here');
+      }
+      expect(revoke).not.toHaveBeenCalled();
+      expect(families).not.toHaveBeenCalled();
+    } finally {
+      revoke.mockRestore();
+      families.mockRestore();
+    }
+  });
+
   it('an interaction expires with its TTL', async () => {
     const page = await s.get(`/auth?${new URLSearchParams({ client_id: 'app', redirect_uri: REDIRECT, response_type: 'code' })}`);
     s.advance(600_001);

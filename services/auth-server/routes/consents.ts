@@ -95,6 +95,12 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
       const user = s.ix.user;
       const clientId = form.data.client_id;
       if (user === undefined || clientId === undefined) throw new PageError(400, 'Request refused', 'Sign in first.');
+      // Only this server's registered clients: an id from elsewhere names state that is not this
+      // server's to change, and an unknown one would only write an empty record.
+      if (ctx.directory.client(clientId) === undefined) {
+        request.log.info({ user, client_id: clientId }, 'consent revocation refused: client not registered');
+        throw new PageError(400, 'Request refused', 'That application is not registered here.');
+      }
       await ctx.stores.consents.revoke(user, clientId);
       for (const familyId of await ctx.stores.refresh.familiesOf(user, clientId)) await revokeFamily(ctx, familyId);
       request.log.info({ user, client_id: clientId }, 'consent revoked');

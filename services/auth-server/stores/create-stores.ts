@@ -7,6 +7,7 @@ import type { BucketStore } from '../../../lib/token-bucket/bucket-store.ts';
 import { createMemoryStores } from './memory.ts';
 import { createRedisStores } from './redis.ts';
 import type { AuthStores } from './types.ts';
+import { authKeyPrefix } from '../../../lib/tenancy/tenant-keys.ts';
 
 export interface CreatedStores {
   readonly stores: AuthStores;
@@ -18,6 +19,7 @@ export type RedisErrorListener = (err: Error) => void;
 
 export async function createStores(
   redisUrl: string | undefined,
+  namespace: string,
   now: () => number,
   onRedisError: RedisErrorListener,
 ): Promise<CreatedStores> {
@@ -35,7 +37,9 @@ export async function createStores(
   // Without a listener ioredis prints "Unhandled error event" to stderr, outside the JSON logs.
   redis.on('error', onRedisError);
   await redis.connect();
-  const buckets = new RedisBucketStore({ url: redisUrl, keyPrefix: 'portcullis:signin:', commandTimeoutMs: 200 });
+  // Every key under the namespace's prefix (lib/tenancy): the namespace's Redis user may touch no other.
+  const prefix = authKeyPrefix(namespace);
+  const buckets = new RedisBucketStore({ url: redisUrl, keyPrefix: `${prefix}signin:`, commandTimeoutMs: 200 });
   await buckets.ready();
-  return { stores: createRedisStores(redis), buckets };
+  return { stores: createRedisStores(redis, prefix), buckets };
 }

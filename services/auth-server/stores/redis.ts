@@ -124,7 +124,8 @@ function withScripts(redis: Redis): Redis & AuthScripts {
   return redis as Redis & AuthScripts;
 }
 
-export function createRedisStores(client: Redis, prefix = 'portcullis:auth:'): AuthStores {
+/** `prefix`: the namespace's (lib/tenancy authKeyPrefix); every key the stores touch starts with it. */
+export function createRedisStores(client: Redis, prefix: string): AuthStores {
   const redis = withScripts(client);
   const k = {
     interaction: (id: string) => `${prefix}ix:${id}`,
