@@ -22,8 +22,6 @@ const other = namespaceFor('netpol-other');
 const outside = namespaceFor('netpol-outside');
 const limiter = { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 };
 const APP_PORT = 8081;
-/** The sidecar's proxy port in the team's pods (the operator's default; the app's 8081 does not collide). */
-const SIDECAR_PORT = 8080;
 const FORGED_LABELS = { 'portcullis.dev/sidecar': 'true', 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/managed-by': 'portcullis-operator' };
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
@@ -99,6 +97,8 @@ async function podIp(namespace: string, selector: string, containers: number): P
 }
 
 let appIp = '';
+/** The injected sidecar's proxy port in the team's pods (container port rlr-http). */
+let sidecarPort = 0;
 let webIp = '';
 let webClusterIp = '';
 
@@ -113,6 +113,8 @@ beforeAll(async () => {
   await kube.wait(other, ['pod', 'labelled'], 'condition=Ready', 180);
   await kube.wait(outside, ['pod', 'forger'], 'condition=Ready', 180);
   appIp = await podIp(team, 'app=app', 2);
+  const injected = (await kube.json<Obj>(['-n', team, 'get', 'deployment', 'app']))['spec']['template']['spec']['containers'] as Obj[];
+  sidecarPort = (injected.flatMap((c) => (c['ports'] ?? []) as Obj[]).find((p) => p['name'] === 'rlr-http')?.['containerPort'] as number | undefined) ?? 0;
   webIp = await podIp(team, 'app=web', 1);
   webClusterIp = (await kube.json<Obj>(['-n', team, 'get', 'service', 'web']))['spec']['clusterIP'] as string;
 }, 600_000);
@@ -124,7 +126,8 @@ afterAll(async () => {
 describe(`NetworkPolicies, enforced by ${ctx.networkPolicyEnforcer}`, () => {
   it("targetRef: another namespace's pod reaches the route and the sidecar port, never the app's own port on the pod IP", async () => {
     expect(await connectFrom(other, CLIENT_POD, `injected.${team}.svc.cluster.local`, 80, '/healthcheck/ready')).toEqual({ outcome: 'connected', status: 200 });
-    expect(await connectFrom(other, CLIENT_POD, appIp, SIDECAR_PORT, '/healthcheck/ready')).toEqual({ outcome: 'connected', status: 200 });
+    expect(sidecarPort).not.toBe(APP_PORT);
+    expect(await connectFrom(other, CLIENT_POD, appIp, sidecarPort, '/healthcheck/ready')).toEqual({ outcome: 'connected', status: 200 });
     await settlesOn('the app port refused', blocked, () => connectFrom(other, CLIENT_POD, appIp, APP_PORT));
     // Same namespace too: the policy admits any source on the sidecar ports only.
     await settlesOn('the app port refused within the namespace', blocked, () => connectFrom(team, CLIENT_POD, appIp, APP_PORT));
