@@ -92,6 +92,11 @@ export const operatorConfigSchema = z
     PORTCULLIS_AUTH_SERVER_REPLICAS: z.coerce.number().int().min(1).max(20).default(2).describe('With Redis; without, always 1'),
     PORTCULLIS_SHUTDOWN_GRACE_MS: ms(20_000).describe('Longest wait for reconciles in flight on SIGTERM (ms)'),
     PORTCULLIS_ROUTE_NETWORK_POLICY: boolish.default(true).describe("A NetworkPolicy per route admitting only the sidecar's ports (needs a CNI that enforces policies)"),
+    PORTCULLIS_JWKS_ALLOWED_HOSTS: z
+      .string()
+      .default('')
+      .transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s !== ''))
+      .describe("Comma-separated host names a route's own jwt issuer may publish its keys at; empty: any"),
     PORTCULLIS_PRIORITY_CLASS_NAME: optionalString
       .refine((v) => v === undefined || dnsSubdomain.safeParse(v).success, 'a PriorityClass name (DNS-1123 subdomain)')
       .describe("PriorityClass of route and auth-server pods (a route's spec.priorityClassName wins); empty: none"),
@@ -197,6 +202,7 @@ export function resourceSettings(config: OperatorConfig): ResourceSettings {
     accessTokenTtlSeconds: config.PORTCULLIS_ACCESS_TOKEN_TTL_SECONDS,
     signingKeyRotationMs: Math.round(config.PORTCULLIS_SIGNING_KEY_ROTATION_HOURS * 3600_000),
     routeNetworkPolicy: config.PORTCULLIS_ROUTE_NETWORK_POLICY,
+    jwksAllowedHosts: config.PORTCULLIS_JWKS_ALLOWED_HOSTS,
     priorityClassName: config.PORTCULLIS_PRIORITY_CLASS_NAME,
     sidecarResources: config.PORTCULLIS_SIDECAR_RESOURCES,
     authServerResources: config.PORTCULLIS_AUTH_SERVER_RESOURCES,

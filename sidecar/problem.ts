@@ -22,6 +22,7 @@ export const problemTypes = {
   storeUnavailable: 'urn:portcullis:problem:limiter-unavailable',
   upstreamUnavailable: 'urn:portcullis:problem:upstream-unavailable',
   upstreamTimeout: 'urn:portcullis:problem:upstream-timeout',
+  loopDetected: 'urn:portcullis:problem:loop-detected',
 } as const;
 
 /** Writes the problem; `headers` is a flat [name, value, ...] list of extra headers. */

@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { Admission, isRule, refuseTarget, ruleFor, targetPath, type KeyOutcome } from './admission.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
+import { hopLimitProblem } from './hop-limit.ts';
 import { problemTypes, sendProblem } from './problem.ts';
 import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime, RuleRuntime } from './route-runtime.ts';
@@ -74,7 +75,13 @@ export class GatewayProxy {
       sendProblem(res, badTarget);
       return;
     }
-    const { forward, key, authorization, hostCount, hasBody } = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
+    const { forward, key, authorization, hostCount, hasBody, hops } = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
+    const loop = hopLimitProblem(hops);
+    if (loop !== undefined) {
+      this.#log.warn({ hops, path }, 'proxy: forwarding loop, request refused');
+      sendProblem(res, loop);
+      return;
+    }
     const admission = this.#exchanges.admission;
     const badHost = admission.refuseHost(rt, hostCount);
     if (badHost !== undefined) {

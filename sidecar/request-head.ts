@@ -1,10 +1,11 @@
 // One pass over a request's raw headers, for plain requests and Upgrade requests alike: the limit
 // key (the key header, or the bearer token in jwt mode), whether a body follows, and the headers to
 // send upstream: hop-by-hop ones dropped with those Connection names (RFC 9110 section 7.6.1),
-// X-Forwarded-For/-Proto/-Host added. In jwt mode the client's key header is never forwarded: the
+// X-Forwarded-For/-Proto/-Host added, Portcullis-Hops counted up (hop-limit.ts). In jwt mode the client's key header is never forwarded: the
 // verified claim replaces it.
 import type { IncomingMessage } from 'node:http';
 import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
+import { HOPS_HEADER, parseHops } from './hop-limit.ts';
 
 export interface RequestHead {
   readonly forward: string[];
@@ -17,6 +18,8 @@ export interface RequestHead {
   readonly hasBody: boolean;
   /** The Upgrade header's values, joined; undefined when absent. */
   readonly upgrade: string | undefined;
+  /** Portcullis gateways the request passed before this one (its Portcullis-Hops header). */
+  readonly hops: number;
 }
 
 export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: boolean): RequestHead {
@@ -32,6 +35,7 @@ export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: bo
   let sawHost = false;
   let host: string | undefined;
   let hostCount = 0;
+  let hops = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
@@ -66,6 +70,9 @@ export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: bo
         host = value;
         hostCount++;
         break;
+      case HOPS_HEADER:
+        hops = Math.max(hops, parseHops(value));
+        continue;
     }
     forward.push(name, value);
   }
@@ -74,5 +81,6 @@ export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: bo
   forward.push('x-forwarded-for', xff === undefined ? (socket.remoteAddress ?? '') : `${xff}, ${socket.remoteAddress ?? ''}`);
   if (!sawProto) forward.push('x-forwarded-proto', 'encrypted' in socket && socket.encrypted === true ? 'https' : 'http');
   if (!sawHost && host !== undefined) forward.push('x-forwarded-host', host);
-  return { forward, key, authorization, hostCount, hasBody, upgrade };
+  forward.push(HOPS_HEADER, String(hops + 1));
+  return { forward, key, authorization, hostCount, hasBody, upgrade, hops };
 }

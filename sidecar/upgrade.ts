@@ -11,6 +11,7 @@ import type { Duplex } from 'node:stream';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { Admission, refuseTarget, targetPath } from './admission.ts';
+import { hopLimitProblem } from './hop-limit.ts';
 import { problemTypes, writeSocketProblem } from './problem.ts';
 import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime } from './route-runtime.ts';
@@ -89,7 +90,13 @@ export class UpgradeProxy {
       writeSocketProblem(socket, badTarget);
       return;
     }
-    const { forward, key, authorization, hostCount, upgrade } = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
+    const { forward, key, authorization, hostCount, upgrade, hops } = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
+    const loop = hopLimitProblem(hops);
+    if (loop !== undefined) {
+      this.#log.warn({ hops, path }, 'upgrade: forwarding loop, request refused');
+      writeSocketProblem(socket, loop);
+      return;
+    }
     // This hop passes the Upgrade on: the one hop-by-hop header pair an upgrade keeps.
     forward.push('connection', 'Upgrade', 'upgrade', upgrade ?? '');
     // One take per upgrade, like one request: the tunnel's messages are not metered.

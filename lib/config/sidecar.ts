@@ -146,8 +146,23 @@ export const jwtKeySchema = z
       .default(30_000)
       .describe('Least time between two JWKS fetches triggered by an unknown key id (ms)'),
     jwksTimeoutMs: z.number().int().positive().default(2000).describe('Longest wait for the JWKS (ms); then 503'),
+    jwksAllowedHosts: z
+      .array(z.string().min(1).max(253))
+      .max(64)
+      .optional()
+      .describe("Host names jwksUrl may point at (the platform's list of key publishers); unset: any. The sidecar fetches nothing else, so a route cannot aim its fetches at an internal address"),
+  })
+  .refine((j) => j.jwksAllowedHosts === undefined || jwksHostAllowed(j.jwksUrl, j.jwksAllowedHosts), {
+    message: 'the host of jwksUrl is not in jwksAllowedHosts',
+    path: ['jwksUrl'],
   })
   .describe('Verification of the Authorization: Bearer access token when the key source is jwt');
+
+/** Whether the URL's host name (no port; case-insensitive) is one of `hosts`. */
+export function jwksHostAllowed(url: string, hosts: readonly string[]): boolean {
+  const host = new URL(url).hostname.toLowerCase();
+  return hosts.some((h) => h.toLowerCase() === host);
+}
 
 export const limiterSchema = z
   .strictObject({

@@ -115,10 +115,14 @@ export const OAUTH_CLIENT_PLURAL = 'oauthclients';
 export const CLIENT_ID_KEY = 'client_id';
 export const CLIENT_SECRET_KEY = 'client_secret';
 
+/** The name becomes label values of its children (app.kubernetes.io/instance, portcullis.dev/oauth-client), which hold 63 characters at most. */
+export const OAUTH_CLIENT_NAME_MAX = 63;
+export const OAUTH_CLIENT_NAME_RULE = `name must be at most ${OAUTH_CLIENT_NAME_MAX} characters: it is a label value of the client's Secret`;
+
 export const oauthClientSchema = z.object({
   apiVersion: z.literal(API_VERSION),
   kind: z.literal(OAUTH_CLIENT_KIND),
-  metadata: objectMetaSchema,
+  metadata: objectMetaSchema.refine((m) => m.name.length <= OAUTH_CLIENT_NAME_MAX, { message: OAUTH_CLIENT_NAME_RULE, path: ['name'] }),
   spec: oauthClientSpecSchema,
   status: oauthClientStatusSchema.optional(),
 });
@@ -134,6 +138,7 @@ export const oauthClientCrd: CrdSource = {
     'OAuthClient registers a client application with the Portcullis authorization server. The operator generates its client id and secret into a Secret (keys client_id, client_secret) and adds it to the client registry.',
   spec: oauthClientSpecSchema,
   status: oauthClientStatusSchema,
+  rootValidations: [{ rule: `self.metadata.name.size() <= ${OAUTH_CLIENT_NAME_MAX}`, message: OAUTH_CLIENT_NAME_RULE }],
   printerColumns: [
     { name: 'Display', type: 'string', jsonPath: '.spec.displayName', description: 'Shown on the consent page' },
     { name: 'Client ID', type: 'string', jsonPath: '.status.clientId', description: 'Generated client_id' },

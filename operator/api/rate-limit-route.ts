@@ -142,6 +142,8 @@ export const targetRefSchema = z
 export type TargetRef = z.infer<typeof targetRefSchema>;
 
 export const WORKLOAD_RULE = 'set exactly one of target, upstream and targetRef';
+/** The route's own Service forwards to the gateway pods: as its upstream, every request would loop through them. */
+export const UPSTREAM_SELF_RULE = "spec.upstream.service cannot be the route's own Service (it has the route's name): the gateway would forward to itself";
 /** A transition rule (CEL only: zod never sees the old object): the injected sidecar is removed only when the route is deleted. */
 export const TARGET_REF_IMMUTABLE_RULE = 'targetRef cannot be added, removed or renamed; create a new RateLimitRoute';
 
@@ -196,6 +198,19 @@ export const rateLimitRouteSpecSchema = z
       })
       .optional()
       .describe('Settings of the rate-limiting sidecar container of each pod.'),
+    networkPolicy: z
+      .strictObject({
+        enabled: z
+          .boolean()
+          .default(true)
+          .describe(
+            "false: no NetworkPolicy for this route, so whatever the route protects is reachable around the limiter again (a target's or targetRef's own port on the pod IP, the upstream Service's pods directly). Only the operator's setting (Helm value routes.networkPolicy.enabled) can turn it off for every route.",
+          ),
+      })
+      .optional()
+      .describe(
+        "NetworkPolicies that keep the limiter from being walked around, on by default: the route's pods (its own, or a targetRef Deployment's pods once they run the sidecar) admit ingress only on the sidecar's proxy and admin ports, and with upstream the pods the upstream Service selects admit ingress only from the route's gateway pods. They take effect only where the cluster's CNI enforces NetworkPolicies.",
+      ),
     priorityClassName: dnsSubdomain
       .optional()
       .describe("PriorityClass of the route's pods; omit for the operator default (Helm value priorityClassName)."),
@@ -225,13 +240,15 @@ export type RateLimitRouteStatus = z.infer<typeof rateLimitRouteStatusSchema>;
 export const RATE_LIMIT_ROUTE_KIND = 'RateLimitRoute';
 export const RATE_LIMIT_ROUTE_PLURAL = 'ratelimitroutes';
 
-export const rateLimitRouteSchema = z.object({
-  apiVersion: z.literal(API_VERSION),
-  kind: z.literal(RATE_LIMIT_ROUTE_KIND),
-  metadata: objectMetaSchema,
-  spec: rateLimitRouteSpecSchema,
-  status: rateLimitRouteStatusSchema.optional(),
-});
+export const rateLimitRouteSchema = z
+  .object({
+    apiVersion: z.literal(API_VERSION),
+    kind: z.literal(RATE_LIMIT_ROUTE_KIND),
+    metadata: objectMetaSchema,
+    spec: rateLimitRouteSpecSchema,
+    status: rateLimitRouteStatusSchema.optional(),
+  })
+  .refine((r) => r.spec.upstream === undefined || r.spec.upstream.service.name !== r.metadata.name, { message: UPSTREAM_SELF_RULE, path: ['spec', 'upstream', 'service', 'name'] });
 export type RateLimitRoute = z.infer<typeof rateLimitRouteSchema>;
 
 export const rateLimitRouteCrd: CrdSource = {
@@ -246,6 +263,7 @@ export const rateLimitRouteCrd: CrdSource = {
   status: rateLimitRouteStatusSchema,
   scale: { specReplicasPath: '.spec.target.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
   rootValidations: [
+    { rule: '!has(self.spec.upstream) || self.spec.upstream.service.name != self.metadata.name', message: UPSTREAM_SELF_RULE },
     {
       rule: "self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
       message: 'name must be a DNS-1035 label (lower case, starts with a letter, at most 63 characters): it names the route Service and Deployment',

@@ -17,6 +17,8 @@ export const Reasons = {
   Conflict: 'Conflict',
   /** Route: spec.targetRef names a Deployment that is missing or cannot take the sidecar (message says why). */
   TargetRefInvalid: 'TargetRefInvalid',
+  /** Route: spec.upstream names a Service the route does not forward to (an ExternalName); nothing written. */
+  UpstreamInvalid: 'UpstreamInvalid',
   /** OAuthClient: its Secret exists and the client registry lists it. */
   Registered: 'Registered',
   /** OAuthClient: the Secret exists; the registry does not list the client yet. */
@@ -37,6 +39,8 @@ export const EventReasons = {
   SidecarRemoved: 'SidecarRemoved',
   /** Route: spec.redis.secretRef, or the operator's default Redis Secret, names a Secret or key that does not exist. */
   RedisSecretMissing: 'RedisSecretMissing',
+  /** Route: spec.upstream's Service is missing or has no selector, so no NetworkPolicy covers its pods. */
+  UpstreamUnprotected: 'UpstreamUnprotected',
   /** Route: a jwt key without an issuer of its own, and no auth server runs in the namespace. */
   AuthServerMissing: 'AuthServerMissing',
   /** OAuthClient: client_id and client_secret generated into its Secret. */

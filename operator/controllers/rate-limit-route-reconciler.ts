@@ -7,9 +7,9 @@ import { routeConfigMap } from '../resources/route-config-map.ts';
 import { AUTH_SERVER_NAME } from '../resources/auth-server-names.ts';
 import { controllerOf } from '../resources/metadata.ts';
 import { routeDeployment, routeSelectorLabels } from '../resources/route-deployment.ts';
-import { routeNetworkPolicy } from '../resources/route-network-policy.ts';
+import { routeNetworkPolicy, routeWantsNetworkPolicy, upstreamNetworkPolicy } from '../resources/route-network-policy.ts';
 import { routePodDisruptionBudget } from '../resources/route-pod-disruption-budget.ts';
-import { routeNetworkPolicyName, routePodDisruptionBudgetName, routeServiceName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route-names.ts';
+import { routeNetworkPolicyName, routePodDisruptionBudgetName, routeServiceName, routeUpstreamNetworkPolicyName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route-names.ts';
 import { deploymentReplicas, labelSelectorString, routeReplicas, selectorString } from '../resources/route-scale.ts';
 import { injectionService } from '../resources/route-injection.ts';
 import { routeService } from '../resources/route-service.ts';
@@ -31,6 +31,7 @@ import { EventReasons, Reasons, readyStatus, type EventReason, type ReadyState }
 import { SidecarInjection, TARGET_REF_POLL_MS } from './sidecar-injection.ts';
 import { deploymentReadiness } from './deployment-readiness.ts';
 import { describeIssues } from './spec-issues.ts';
+import { readUpstreamService, UPSTREAM_POLL_MS } from './upstream-service.ts';
 
 export interface RateLimitRouteCaches {
   routes: Informer;
@@ -111,6 +112,14 @@ export class RateLimitRouteReconciler implements Reconciler {
       teamDeployment = prepared.deployment;
     }
 
+    // spec.upstream: the Service it names, read live (its selector, its type).
+    const upstream = await readUpstreamService(this.#d.client, route);
+    if (upstream?.kind === 'refused') {
+      this.#d.events.event(raw, 'Warning', EventReasons.UpstreamInvalid, upstream.message);
+      await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.UpstreamInvalid, message: upstream.message }, undefined);
+      return { requeueAfterMs: TARGET_REF_POLL_MS };
+    }
+
     // The default Redis, as the namespace's own user, in a Secret beside the route (pods reference
     // Secrets of their namespace only).
     const source = usesDefaultRedisSecret(route, this.#d.settings) ? this.#d.settings.defaultRedisSecret : undefined;
@@ -141,13 +150,18 @@ export class RateLimitRouteReconciler implements Reconciler {
       // First of all: new pods must find it.
       if (redisUrlData !== undefined) children.unshift([routeRedisSecret(route, redisUrlData), secrets]);
       else if (source === undefined) stale.push([routeRedisSecretName(name), secrets]);
-      // The team's pods are theirs to protect: no policy or budget over pods the route does not run.
-      if (teamDeployment !== undefined) stale.push([routeNetworkPolicyName(name), networkPolicies], [routePodDisruptionBudgetName(name), podDisruptionBudgets]);
-      else if (this.#d.settings.routeNetworkPolicy) children.push([routeNetworkPolicy(route, this.#d.settings), networkPolicies]);
+      // Around the limiter: the sidecar's pods (the route's or the team's) open only the sidecar
+      // ports, the upstream's pods only to the gateway. An upstream Service gone or without a
+      // selector keeps the policy it had: its pods may still be there.
+      const policies = routeWantsNetworkPolicy(route, this.#d.settings);
+      if (policies) children.push([routeNetworkPolicy(route, this.#d.settings), networkPolicies]);
       else stale.push([routeNetworkPolicyName(name), networkPolicies]);
+      if (policies && upstream?.kind === 'selector') children.push([upstreamNetworkPolicy(route, upstream.selector), networkPolicies]);
+      else if (!policies || upstream === undefined) stale.push([routeUpstreamNetworkPolicyName(name), networkPolicies]);
+      // The team's pods are theirs to keep available: no budget over pods the route does not run.
       const budget = teamDeployment === undefined ? routePodDisruptionBudget(route) : undefined;
       if (budget !== undefined) children.push([budget, podDisruptionBudgets]);
-      else if (teamDeployment === undefined) stale.push([routePodDisruptionBudgetName(name), podDisruptionBudgets]);
+      else stale.push([routePodDisruptionBudgetName(name), podDisruptionBudgets]);
     } catch (err) {
       if (err instanceof InvalidSpecError) {
         await this.#invalid(raw, err.message);
@@ -202,6 +216,7 @@ export class RateLimitRouteReconciler implements Reconciler {
       this.#d.events.event(raw, 'Normal', EventReasons.Deleted, `deleted ${deleted.join(', ')}`);
     }
 
+    if (upstream?.kind === 'unprotected' && routeWantsNetworkPolicy(route, this.#d.settings)) this.#d.events.event(raw, 'Warning', EventReasons.UpstreamUnprotected, upstream.message);
     await this.#checkRedisSecret(raw, route);
     this.#checkJwtIssuer(raw, route);
     if (source !== undefined && redisUrlData === undefined) {
@@ -214,7 +229,9 @@ export class RateLimitRouteReconciler implements Reconciler {
       : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
     await this.#writeStatus(raw, route, state, readiness, teamDeployment);
     // The team's Deployment wakes no informer: its rollout is polled.
-    return teamDeployment !== undefined && !readiness.ready ? { requeueAfterMs: TARGET_REF_POLL_MS } : {};
+    if (teamDeployment !== undefined && !readiness.ready) return { requeueAfterMs: TARGET_REF_POLL_MS };
+    // Nor does the upstream Service: one that is not there yet, or lacks a selector, is looked at again.
+    return upstream?.kind === 'unprotected' ? { requeueAfterMs: UPSTREAM_POLL_MS } : {};
   }
 
   /**

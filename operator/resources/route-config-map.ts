@@ -46,7 +46,9 @@ export function jwtKeyFor(key: LimiterKey, namespace: string, settings: Resource
     own === undefined
       ? `http://${AUTH_SERVER_NAME}.${namespace}.svc${settings.servicePort === 80 ? '' : `:${settings.servicePort}`}${AUTH_SERVER_JWKS_PATH}`
       : (own.jwksUrl ?? `${own.url.replace(/\/+$/, '')}${AUTH_SERVER_JWKS_PATH}`);
-  return present({ issuer, audience: key.audience ?? AUTH_SERVER_AUDIENCE, jwksUrl, claim: key.claim });
+  // A key publisher the route names is held to the platform's list (the namespace's own auth server is not).
+  const allowed = own !== undefined && settings.jwksAllowedHosts.length > 0 ? [...settings.jwksAllowedHosts] : undefined;
+  return present({ issuer, audience: key.audience ?? AUTH_SERVER_AUDIENCE, jwksUrl, claim: key.claim, jwksAllowedHosts: allowed });
 }
 
 function limiterFor(route: RateLimitRoute, settings: ResourceSettings): SidecarLimiter {

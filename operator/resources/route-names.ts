@@ -14,6 +14,11 @@ export function routeNetworkPolicyName(route: string): string {
   return route;
 }
 
+/** spec.upstream: the policy over the upstream Service's pods. A dot, which no route name has, so no route's own policy is named so. */
+export function routeUpstreamNetworkPolicyName(route: string): string {
+  return `${route}.upstream`;
+}
+
 export function routePodDisruptionBudgetName(route: string): string {
   return route;
 }

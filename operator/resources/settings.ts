@@ -53,6 +53,11 @@ export interface ResourceSettings {
    * is reachable too), and one per auth server admitting only its HTTP and metrics ports.
    */
   routeNetworkPolicy: boolean;
+  /**
+   * Host names a route's own jwt issuer may publish its keys at (its sidecars fetch them); empty:
+   * any. The namespace's auth server is always allowed.
+   */
+  jwksAllowedHosts: readonly string[];
   /** PriorityClass of route and auth-server pods (a route's spec.priorityClassName wins); undefined: none. */
   priorityClassName: string | undefined;
   /** The sidecar container's resources unless a route sets spec.sidecar.resources. */
@@ -78,6 +83,7 @@ export const defaultResourceSettings: ResourceSettings = {
   accessTokenTtlSeconds: 300,
   signingKeyRotationMs: 30 * 24 * 3600_000,
   routeNetworkPolicy: true,
+  jwksAllowedHosts: [],
   priorityClassName: undefined,
   sidecarResources: DEFAULT_SIDECAR_RESOURCES,
   authServerResources: DEFAULT_AUTH_SERVER_RESOURCES,

@@ -56,7 +56,13 @@ function standInCrd(kind: 'ServiceMonitor' | 'PodMonitor', plural: string, endpo
                 spec: {
                   type: 'object',
                   required: ['selector'],
-                  properties: { selector, namespaceSelector, [endpointsField]: { type: 'array', items: endpoint }, jobLabel: { type: 'string' } },
+                  properties: {
+                    selector,
+                    namespaceSelector,
+                    [endpointsField]: { type: 'array', items: endpoint },
+                    jobLabel: { type: 'string' },
+                    ...Object.fromEntries(['sampleLimit', 'labelLimit', 'targetLimit'].map((f) => [f, { type: 'integer', format: 'int64' }])),
+                  },
                 },
               },
             },
@@ -150,14 +156,18 @@ describe('the chart with monitoring', () => {
         { sourceLabels: ['__meta_kubernetes_pod_label_portcullis_dev_route'], targetLabel: 'portcullis_route', action: 'replace' },
       ],
     });
+    // Bounded: a tenant can label any pod of its own like a sidecar.
+    const limits = { sampleLimit: 5000, labelLimit: 32, targetLimit: 1000 };
     expect(sidecars?.spec).toEqual({
       selector: { matchLabels: { 'portcullis.dev/sidecar': 'true' } },
       namespaceSelector: { any: true },
+      ...limits,
       podMetricsEndpoints: [sidecarEndpoint('admin', 'sidecar'), sidecarEndpoint('rlr-admin', 'portcullis-sidecar')],
     });
     expect(auth?.spec).toEqual({
       selector: { matchLabels: { 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/component': 'auth-server', 'app.kubernetes.io/managed-by': 'portcullis-operator' } },
       namespaceSelector: { any: true },
+      ...limits,
       podMetricsEndpoints: [{ port: 'metrics', path: '/metrics', interval: '30s', scrapeTimeout: '10s' }],
     });
 

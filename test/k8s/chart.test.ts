@@ -173,6 +173,23 @@ describe('the Helm chart', () => {
     expect(kinds(off.stdout).filter((o) => o.startsWith('NetworkPolicy/'))).toEqual([`NetworkPolicy/${NS}/portcullis-operator`]);
   });
 
+  it("admits Redis clients only from namespaces a tenant cannot forge into: the operator's watchNamespaces by name, or a platform-set selector", async () => {
+    type Policy = { spec: { ingress: { from: { namespaceSelector: Record<string, unknown> }[] }[] } };
+    const namespaceSelectors = async (args: string[]) => {
+      const res = await template(args);
+      expect(res.code, res.stderr).toBe(0);
+      const docs = parseAllDocuments(res.stdout).map((d) => d.toJS() as ({ kind?: string; metadata?: { name?: string } } & Policy) | null);
+      const applied = await cluster.kubectl(['apply', '--dry-run=server', '-f', '-'], { input: res.stdout });
+      expect(applied.code, applied.stderr).toBe(0);
+      return ['redis', 'auth-redis'].map((c) => docs.find((d) => d?.kind === 'NetworkPolicy' && d.metadata?.name === `portcullis-${c}`)?.spec.ingress[0]?.from[0]?.namespaceSelector);
+    };
+    const byName = { matchExpressions: [{ key: 'kubernetes.io/metadata.name', operator: 'In', values: ['team-a', 'team-b'] }] };
+    expect(await namespaceSelectors(['--set', 'operator.watchNamespaces={team-a,team-b}'])).toEqual([byName, byName]);
+    const platform = { matchLabels: { 'portcullis.dev/gateway': 'allowed' } };
+    expect(await namespaceSelectors(['--set', 'operator.watchNamespaces={team-a}', '--set', 'redis.networkPolicy.namespaceSelector.matchLabels.portcullis\\.dev/gateway=allowed'])).toEqual([platform, platform]);
+    expect(await namespaceSelectors([])).toEqual([{}, {}]);
+  });
+
   it('runs the auth Redis with noeviction, the limiter Redis with volatile-ttl, maxmemory at 3/4 of the memory limit', async () => {
     const redisArgs = async (args: string[], component: 'redis' | 'auth-redis') => {
       const res = await template(args);

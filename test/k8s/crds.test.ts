@@ -6,6 +6,7 @@ import {
   INSECURE_REDIRECT_URI_RULE,
   KEY_JWT_FIELDS_RULE,
   LIMITER_FORM_RULE,
+  OAUTH_CLIENT_NAME_RULE,
   REDIRECT_URI_RULE,
   REDIS_URL_CREDENTIALS_RULE,
   REQUESTED_TOKENS_RULE,
@@ -226,6 +227,14 @@ describe('the CRDs on a real API server', () => {
     const lab = client('lab-app', ['http://app.example.com/cb']);
     const allowed = await apply({ ...lab, spec: { ...lab.spec, allowInsecureRedirectUris: true, resourceServer: true } });
     expect(allowed.code, allowed.stderr).toBe(0);
+  });
+
+  it('reject an OAuthClient name longer than a label value (its Secret carries it as one)', async () => {
+    const ok = await apply(client('c'.repeat(63), ['https://a.example/cb']));
+    expect(ok.code, ok.stderr).toBe(0);
+    const res = await apply(client('c'.repeat(64), ['https://a.example/cb']));
+    expect(res.code).not.toBe(0);
+    expect(res.stderr).toContain(OAUTH_CLIENT_NAME_RULE);
   });
 
   it('reject duplicate redirect URIs and unknown grant types', async () => {

@@ -92,9 +92,8 @@ describe('spec.targetRef: into an existing Deployment', () => {
     const svc = client.peek(resourceTypes.service, 'team-a', 'all') as Obj;
     expect(svc['spec']['selector']).toEqual({ app: 'web' });
     expect(svc['spec']['ports'].map((p: Obj) => p['targetPort'])).toEqual(['rlr-http', 'rlr-admin']);
-    // No Deployment, NetworkPolicy or budget of the route's own.
+    // No Deployment or budget of the route's own (its NetworkPolicy: operator-route-network-policy.test.ts).
     expect(client.peek(resourceTypes.deployment, 'team-a', 'all')).toBeUndefined();
-    expect(client.peek(resourceTypes.networkPolicy, 'team-a', 'all')).toBeUndefined();
     expect(client.peek(resourceTypes.podDisruptionBudget, 'team-a', 'all')).toBeUndefined();
   });
 

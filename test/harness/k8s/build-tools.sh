@@ -12,6 +12,8 @@
 #   kind                      (go install sigs.k8s.io/kind)
 #   crictl                    (go install sigs.k8s.io/cri-tools/cmd/crictl)
 #   coredns, pause            (the small modules in ../kind/coredns and ../kind/pause)
+#   kube-router               (go install github.com/cloudnativelabs/kube-router/v2/cmd/kube-router:
+#                             the NetworkPolicy enforcer of the offline kind cluster)
 # Cache: ${PORTCULLIS_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/portcullis/k8s}/<tool>-<version>/bin
 # A tool whose cache directory is complete is not rebuilt: with everything cached this is a no-op
 # that takes well under a second. Versions live in versions.env.
@@ -35,6 +37,7 @@ kube_score_dir="$cache_root/kube-score-$KUBE_SCORE_VERSION"
 kind_dir="$cache_root/kind-$KIND_VERSION"
 crictl_dir="$cache_root/crictl-$CRICTL_VERSION"
 coredns_dir="$cache_root/coredns-$COREDNS_VERSION"
+kube_router_dir="$cache_root/kube-router-$KUBE_ROUTER_VERSION"
 pause_dir="$cache_root/pause-$(sha256sum "$here/../kind/pause/main.go" | cut -c1-12)"
 K8S_COMMANDS=(kube-apiserver kubectl kubelet kubeadm kube-controller-manager kube-scheduler kube-proxy)
 
@@ -62,6 +65,7 @@ print_env() {
     echo "CRICTL=$crictl_dir/bin/crictl"
     echo "COREDNS=$coredns_dir/bin/coredns"
     echo "PAUSE=$pause_dir/bin/pause"
+    echo "KUBE_ROUTER=$kube_router_dir/bin/kube-router"
   fi
 }
 
@@ -75,7 +79,7 @@ k8s_complete() {
 
 all_cached() {
   k8s_complete && complete "$etcd_dir" && complete "$helm_dir" && complete "$kube_score_dir" || return 1
-  [ "$node" = 0 ] || { complete "$kind_dir" && complete "$crictl_dir" && complete "$coredns_dir" && complete "$pause_dir"; }
+  [ "$node" = 0 ] || { complete "$kind_dir" && complete "$crictl_dir" && complete "$coredns_dir" && complete "$pause_dir" && complete "$kube_router_dir"; }
 }
 
 # cluster.ts makes its certificates with openssl (a Debian package; installed when missing).
@@ -215,6 +219,8 @@ if [ "$node" = 1 ]; then
   go_install crictl "$crictl_dir" "-s -w" "sigs.k8s.io/cri-tools/cmd/crictl@$CRICTL_VERSION"
   build_wrapper coredns "$here/../kind/coredns" "$coredns_dir" "-s -w" .
   build_wrapper pause "$here/../kind/pause" "$pause_dir" "-s -w" .
+  go_install kube-router "$kube_router_dir" "-s -w -X github.com/cloudnativelabs/kube-router/v2/pkg/version.Version=$KUBE_ROUTER_VERSION" \
+    "github.com/cloudnativelabs/kube-router/v2/cmd/kube-router@$KUBE_ROUTER_VERSION"
 fi
 
 "$k8s_dir/bin/kube-apiserver" --version >&2

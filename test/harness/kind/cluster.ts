@@ -211,11 +211,13 @@ export async function provision(): Promise<Provisioned> {
         });
       }
       const node = `${cluster}-control-plane`;
+      const kubectl = need('KUBECTL');
+      // NetworkPolicies are enforced: by kindnetd on stock kind, offline by kube-router's firewall.
+      if (images === 'offline') await timed(timings, 'kube-router (NetworkPolicy enforcer)', () => installKubeRouter(kubectl, kubeconfig, env));
       await timed(timings, 'kind load images', async () => {
         for (const image of [...built.map((i) => i.name), REDIS_IMAGE]) await run(kind, ['load', 'docker-image', image, '--name', cluster], { env });
       });
 
-      const kubectl = need('KUBECTL');
       const helm = need('HELM');
       const release = 'portcullis';
       const releaseNamespace = 'portcullis-system';
@@ -244,6 +246,10 @@ export async function provision(): Promise<Provisioned> {
             'images.pullPolicy=IfNotPresent',
             '--set',
             `auth.issuerUrl=http://127.0.0.1:${issuerPort}`,
+            // The bundled Redis admits clients only from namespaces the platform labelled (every
+            // namespace the tests create carries it, Kube.createNamespace), as a platform would.
+            '--set-string',
+            'redis.networkPolicy.namespaceSelector.matchLabels.portcullis\\.dev/e2e=true',
           ],
           { env },
         );
@@ -261,6 +267,7 @@ export async function provision(): Promise<Provisioned> {
         helm,
         kind,
         kubernetesVersion,
+        networkPolicyEnforcer: images === 'offline' ? 'kube-router' : 'kindnetd',
         releaseNamespace,
         release,
         tag,
@@ -298,6 +305,20 @@ function kindConfig(offline: boolean): string {
     lines.push('kubeadmConfigPatches:', '- |', '  kind: KubeletConfiguration', '  failCgroupV1: false');
   }
   return `${lines.join('\n')}\n`;
+}
+
+/** kube-router's firewall as a DaemonSet (kube-router.yaml; its image is preloaded in the offline node image). */
+async function installKubeRouter(kubectl: string, kubeconfig: string, env: NodeJS.ProcessEnv): Promise<void> {
+  const version = parseEnvLines(readFileSync(path.join(REPO, 'test/harness/k8s/versions.env'), 'utf8'))['KUBE_ROUTER_VERSION'];
+  if (version === undefined) throw new Error('test/harness/k8s/versions.env has no KUBE_ROUTER_VERSION');
+  const manifest = readFileSync(path.join(HERE, 'kube-router.yaml'), 'utf8').replaceAll('KUBE_ROUTER_VERSION', version);
+  await run(kubectl, ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], { env, input: manifest });
+  try {
+    await run(kubectl, ['--kubeconfig', kubeconfig, '-n', 'kube-system', 'rollout', 'status', 'daemonset/kube-router', '--timeout=180s'], { env });
+  } catch (err) {
+    const logs = await run(kubectl, ['--kubeconfig', kubeconfig, '-n', 'kube-system', 'logs', 'daemonset/kube-router', '--tail=40'], { env }).catch((e: unknown) => String(e));
+    throw new Error(`kube-router did not become ready.\n${String(err)}\n--- kube-router (last lines) ---\n${logs}`);
+  }
 }
 
 async function kubeletTail(env: NodeJS.ProcessEnv, node: string): Promise<string> {

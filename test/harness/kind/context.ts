@@ -26,6 +26,8 @@ export interface E2eContext {
   readonly helm: string;
   readonly kind: string;
   readonly kubernetesVersion: string;
+  /** What enforces NetworkPolicies: kube-router's firewall on the offline node, kindnetd on stock kind. */
+  readonly networkPolicyEnforcer: 'kube-router' | 'kindnetd';
   /** Namespace of the helm release (operator, bundled Redis). */
   readonly releaseNamespace: string;
   readonly release: string;

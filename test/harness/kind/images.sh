@@ -6,7 +6,8 @@
 #                        (what `kind build node-image` makes, without its downloads): a kind base
 #                        image from a Debian root filesystem and kind's own files, the Kubernetes
 #                        commands, and every image kubeadm pulls, built from the cached binaries
-#                        and pinned in the node's containerd. Prints the tag.
+#                        and pinned in the node's containerd, plus kube-router (the NetworkPolicy
+#                        enforcer, kube-router.yaml). Prints the tag.
 #   images.sh rootfs     only the two Debian root filesystems the others start from
 #   images.sh standins   node:24-bookworm-slim and redis:7-alpine, the public base images the
 #                        project's Dockerfiles and chart use, made locally under the same names.
@@ -38,8 +39,8 @@ timed() { local t=$SECONDS; "$@"; log "$1 took $((SECONDS - t)) s"; }
 # Debian packages of a kind node (systemd as init, containerd and runc, CNI plugins, iptables for
 # kube-proxy, the tools kubeadm's preflight and kind's entrypoint call).
 NODE_PACKAGES=systemd,systemd-sysv,dbus,containerd,runc,containernetworking-plugins,iptables,nftables,iproute2,ethtool,util-linux,mount,kmod,libseccomp2,pigz,conntrack,ca-certificates,jq,procps,curl,e2fsprogs,socat,ebtables,ipset,less
-# The recipe's fingerprint: a change to this script or its files makes new image tags.
-recipe="$(cat "${BASH_SOURCE[0]}" "$here/node/"* | sha256sum | cut -c1-10)"
+# The recipe's fingerprint: a change to this script or its files (or kube-router's version) makes new image tags.
+recipe="$({ cat "${BASH_SOURCE[0]}" "$here/node/"*; echo "$KUBE_ROUTER_VERSION"; } | sha256sum | cut -c1-10)"
 # The stand-ins start from a small root filesystem (Debian's minbase and CA certificates), so that
 # their sizes are close to the public images they stand in for.
 SLIM_PACKAGES=ca-certificates,libssl3
@@ -50,6 +51,8 @@ BASE_IMAGE="portcullis-kind/base:bookworm-$recipe"
 # kind's entrypoint, then systemd; ours first (node/entrypoint.sh: host-wide settings stay).
 NODE_ENTRYPOINT='[ "/kind/bin/portcullis-entrypoint.sh", "/usr/local/bin/entrypoint", "/sbin/init" ]'
 NODE_IMAGE="portcullis-kind/node:$KUBERNETES_VERSION-$recipe"
+# Inside the node only (never pulled): the name kube-router.yaml's DaemonSet runs.
+KUBE_ROUTER_IMAGE="portcullis-kind/kube-router:$KUBE_ROUTER_VERSION"
 
 # The Debian archive apt uses here (enabled .list/.sources files only).
 apt_mirror() {
@@ -154,6 +157,13 @@ make_node_image() {
   docker cp "$KUBERNETES_BIN/kube-proxy" "$c:/usr/local/bin/kube-proxy"
   docker commit --change 'ENTRYPOINT ["/usr/local/bin/kube-proxy"]' "$c" "$(want kube-proxy)" >/dev/null
   docker rm "$c" >/dev/null
+  # The NetworkPolicy enforcer (kube-router.yaml runs it): its firewall drives the node's iptables
+  # and ipset, so the same base image plus the binary, preloaded like kubeadm's images.
+  c="$(docker create "$BASE_IMAGE")"
+  docker cp "$KUBE_ROUTER" "$c:/usr/local/bin/kube-router"
+  docker commit --change 'ENTRYPOINT ["/usr/local/bin/kube-router"]' "$c" "$KUBE_ROUTER_IMAGE" >/dev/null
+  docker rm "$c" >/dev/null
+  images+=("$KUBE_ROUTER_IMAGE")
 
   name="portcullis-node-build-$$"
   docker run -d --name "$name" --privileged --entrypoint=sleep "$BASE_IMAGE" infinity >/dev/null
