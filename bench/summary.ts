@@ -3,7 +3,7 @@
 // hand: no chart library). Nothing outside the results folder is written.
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import type { GatewayBenchResult } from './gateway.ts';
+import type { GatewayBenchResult } from './gateway-report.ts';
 import type { OperatorBenchResult } from './operator.ts';
 import type { TokenBenchResult } from './token.ts';
 
