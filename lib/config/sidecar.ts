@@ -63,6 +63,14 @@ export const routeSchema = z
       .startsWith('/')
       .default('/**')
       .describe('Ant-style path pattern: `?` one character, `*` within a segment, `**` any number of segments'),
+    mergeSlashes: z
+      .boolean()
+      .default(true)
+      .describe('Merge runs of / in the request path into one before matching, and forward the merged path; false keeps them (for an upstream that tells /a//b from /a/b) but still refuses a path starting with //'),
+    caseInsensitivePaths: z
+      .boolean()
+      .default(false)
+      .describe('Match the route and rule path patterns without regard to letter case, for an upstream whose routing ignores case; the path is forwarded as sent'),
   })
   .describe('The single route this sidecar serves');
 
