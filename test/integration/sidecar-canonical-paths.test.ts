@@ -5,8 +5,11 @@
 // strict rule for it and a loose rule for the rest. Every variant of a strict target (dot-segments,
 // escapes, `#`, `//`, backslash, case, HEAD) is sent as raw bytes; whenever the upstream's strict
 // handler ran, the client must have been charged to the strict rule (its RateLimit-Policy), and
-// whatever the sidecar refuses is a 400 problem+json that reached no upstream.
+// whatever the sidecar refuses is a 400 problem+json that reached no upstream. An upgrade gets the
+// same canonical target.
+import type { IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
@@ -193,5 +196,38 @@ describe.each(kinds)('$name behind the sidecar', (kind) => {
     const res = await send(['HEAD', (kind.variants[0] as Variant)[1]]);
     expect(kind.strictRan(res)).toBe(true);
     expect(chargedRules(res)).toEqual(['strict']);
+  });
+});
+
+describe('upgrades behind the sidecar', () => {
+  const stack = perDescribe(async (start) => {
+    const redis = await start.redis();
+    /** Target and USER-ID lines of every upgrade the upstream received. */
+    const upgrades: { url: string | undefined; userId: string[] }[] = [];
+    const upstream = await start.upstream((_req, res) => res.writeHead(404).end());
+    upstream.server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
+      upgrades.push({ url: req.url, userId: req.headersDistinct['user-id'] ?? [] });
+      socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+    });
+    const sidecar = await start.sidecar(
+      { upstream: { url: upstream.url }, route: { id: 'paths' }, limiter: { ...apiLimiter, onStoreError: 'deny' }, redis: { url: redis.url, commandTimeoutMs: 5000 } },
+      { name: 'sidecar-paths-upgrade' },
+    );
+    return { sidecar, upgrades };
+  });
+
+  const upgrade = (target: string, userLines = 'USER-ID: alice\r\n') =>
+    rawRequest(stack.sidecar.port, `GET ${target} HTTP/1.1\r\nHost: upstream.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n${userLines}\r\n`);
+
+  it('an upgrade is matched and forwarded with the same canonical target and one identity', async () => {
+    const res = await upgrade('/api/x/../%61dmin/./ws?room=1', 'USER-ID: alice\r\nUSER-ID: bob\r\nUSER_ID: mallory\r\n');
+    expect(res.status).toBe(101);
+    expect(chargedRules(res)).toEqual(['strict']);
+    expect(stack.upgrades.at(-1)).toEqual({ url: '/api/admin/ws?room=1', userId: ['alice'] });
+    const before = stack.upgrades.length;
+    const refused = await upgrade('/api/loose#/../admin/ws');
+    expect(refused.status).toBe(400);
+    expect(refused.headers.get('content-type')).toBe('application/problem+json');
+    expect(stack.upgrades.length).toBe(before);
   });
 });
