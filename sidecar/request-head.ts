@@ -23,7 +23,9 @@ export interface RequestHead {
 export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: boolean): RequestHead {
   const raw = req.rawHeaders;
   const keyLength = keyHeader.length;
-  const keyCgi = keyHeader.includes('_') ? keyHeader.replaceAll('_', '-') : keyHeader;
+  const keyCgi = keyHeader.replaceAll('_', '-');
+  // Only a name with `_`, or any name when the key header has one, can fold into it under CGI.
+  const keyFolds = keyCgi !== keyHeader;
   const forward: string[] = [];
   let key: string | undefined;
   let authorization: string | undefined;
@@ -39,7 +41,7 @@ export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: bo
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
     const lower = name.toLowerCase();
-    if (name.length === keyLength && (lower === keyHeader || lower.replaceAll('_', '-') === keyCgi)) {
+    if (name.length === keyLength && (lower === keyHeader || ((keyFolds || lower.includes('_')) && lower.replaceAll('_', '-') === keyCgi))) {
       if (!jwt && key === undefined && lower === keyHeader) key = value;
       continue;
     }
