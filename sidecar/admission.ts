@@ -7,7 +7,7 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Decision } from '../lib/token-bucket/bucket.ts';
-import { canonicalTarget, targetRejectionDetail } from './canonical-target.ts';
+import { canonicalTarget, targetRejectionDetail } from '../lib/web/canonical-target.ts';
 import type { JwtKeyResult } from './jwt-key.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import { selectRule, type RouteRuntime, type RuleRuntime } from './route-runtime.ts';
@@ -46,7 +46,7 @@ export const targetPath = (url: string): string => {
 };
 
 /**
- * The target a request is matched on and forwarded with (canonical, sidecar/canonical-target.ts),
+ * The target a request is matched on and forwarded with (canonical, lib/web/canonical-target.ts),
  * or its refusal (not origin-form, not canonicalisable, or outside the route), before any header
  * is read.
  */

@@ -1,6 +1,6 @@
 // Ant-style path patterns (the specification's `/**` predicate): `?` one character, `*` any
 // characters within one segment, `**` as a whole segment any number of segments (also none).
-// Matching works on the canonical request path (sidecar/canonical-target.ts: no dot-segments, no
+// Matching works on the canonical request path (lib/web/canonical-target.ts: no dot-segments, no
 // escaped unreserved characters), exactly as it is forwarded.
 
 export type PathMatcher = (path: string) => boolean;

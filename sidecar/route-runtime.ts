@@ -5,7 +5,7 @@ import type { BucketRule } from '../lib/token-bucket/bucket.ts';
 import type { LimiterConfig, SidecarConfig } from '../lib/config/sidecar.ts';
 import type { JwtKeySource } from './jwt-key.ts';
 import type { RouteMetrics, RuleMetrics } from './metrics.ts';
-import type { PathSettings } from './canonical-target.ts';
+import type { PathSettings } from '../lib/web/canonical-target.ts';
 import { compilePathPattern, type PathMatcher } from './path-pattern.ts';
 import { composeHeaderSets, type HeaderSet } from './rate-limit-headers.ts';
 import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
@@ -39,7 +39,7 @@ export interface RouteRuntime {
   readonly config: SidecarConfig;
   readonly routeId: string;
   readonly match: PathMatcher;
-  /** How the request path is made canonical before matching (sidecar/canonical-target.ts). */
+  /** How the request path is made canonical before matching (lib/web/canonical-target.ts). */
   readonly paths: PathSettings;
   /** In order; the first match decides. */
   readonly rules: readonly RuleRuntime[];

@@ -1,8 +1,8 @@
-// The canonical request target (sidecar/canonical-target.ts): one form that rule matching and the
+// The canonical request target (lib/web/canonical-target.ts): one form that rule matching and the
 // upstream both see, or a refusal. Each row is a variant that once reached some upstream's strict
 // handler outside the strict rule.
 import { describe, expect, it } from 'vitest';
-import { canonicalTarget, type TargetRejection } from '../../sidecar/canonical-target.ts';
+import { canonicalTarget, type TargetRejection } from '../../lib/web/canonical-target.ts';
 
 const merge = { mergeSlashes: true };
 const keep = { mergeSlashes: false };

@@ -109,3 +109,18 @@ function decodeUnreserved(segment: string): string | TargetRefusal {
   }
   return out + segment.slice(from);
 }
+
+/**
+ * Why a path pattern (lib/config/sidecar.ts) could never match as written, or undefined: requests
+ * are matched in canonical form, so a pattern must be canonical too (`/api/%61dmin/**` would
+ * match nothing; `/api/admin/**` is what was meant).
+ */
+export function patternProblem(pattern: string): string | undefined {
+  // `?` is a one-character wildcard in a pattern, not the start of a query.
+  const probe = pattern.replaceAll('?', 'a');
+  const canonical = canonicalTarget(probe, { mergeSlashes: true });
+  if (typeof canonical !== 'string') return `requests are matched in canonical form, so this pattern could never match: ${targetRejectionDetail[canonical.rejected]}`;
+  if (canonical === probe) return undefined;
+  const hint = pattern.includes('?') ? '' : `: write ${canonical}`;
+  return `requests are matched in canonical form (escapes of letters, digits and -._~ decoded, hex in upper case, dot-segments resolved, // merged), so this pattern could never match as written${hint}`;
+}
