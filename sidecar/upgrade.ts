@@ -101,7 +101,7 @@ export class UpgradeProxy {
       return;
     }
     const { outcome, rateHeaders } = verdict;
-    // The service reads exactly the identity charged, once (as in proxy.ts); none when no rule applied.
+    // The service reads exactly the identity charged, once, as in proxy.ts (no rule: the first sent, header key only).
     const identity = verdict.key ?? (rt.jwt === undefined ? key : undefined);
     if (identity !== undefined) forward.push(rt.config.limiter.keyHeader, rt.jwt === undefined ? identity : claimHeaderValue(identity));
     // The client may have gone while the store decided.
