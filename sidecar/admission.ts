@@ -1,12 +1,13 @@
 // What the gateway decides before it forwards anything, shared by plain requests (proxy.ts) and
-// HTTP upgrades (upgrade.ts) so that both follow the same rules: origin-form target, the route's
-// path pattern, exactly one Host, the first rule matching the method and path, a valid key (the
+// HTTP upgrades (upgrade.ts) so that both follow the same rules: origin-form target made canonical,
+// the route's path pattern, exactly one Host, the first rule matching the method and path, a valid key (the
 // key header, or a claim of a verified access token), ONE take from the rule's buckets, the
 // onStoreError policy, shadow mode, and the same outcome metrics. The callers only differ in how
 // they write a refusal (a response object or a raw socket).
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Decision } from '../lib/token-bucket/bucket.ts';
+import { canonicalTarget, targetRejectionDetail } from '../lib/web/canonical-target.ts';
 import type { JwtKeyResult } from './jwt-key.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import { selectRule, type RouteRuntime, type RuleRuntime } from './route-runtime.ts';
@@ -44,17 +45,26 @@ export const targetPath = (url: string): string => {
   return q < 0 ? url : url.slice(0, q);
 };
 
-/** A refusal of the request target (not origin-form, or outside the route), before any header is read; `path` is targetPath(url). */
-export function refuseTarget(rt: RouteRuntime, url: string, path: string): Problem | undefined {
+/**
+ * The target a request is matched on and forwarded with (canonical, lib/web/canonical-target.ts),
+ * or its refusal (not origin-form, not canonicalisable, or outside the route), before any header
+ * is read.
+ */
+export function admitTarget(rt: RouteRuntime, url: string): string | Problem {
   if (url.charCodeAt(0) !== 47 /* '/' */) {
     rt.metrics.outcome.bad_request.inc();
     return { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'Only origin-form request targets are accepted.' };
   }
-  if (!rt.match(path)) {
+  const target = canonicalTarget(url, rt.paths);
+  if (typeof target !== 'string') {
+    rt.metrics.outcome.bad_request.inc();
+    return { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: targetRejectionDetail[target.rejected] };
+  }
+  if (!rt.match(targetPath(target))) {
     rt.metrics.outcome.no_route.inc();
     return { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: 'No route matches this path.' };
   }
-  return undefined;
+  return target;
 }
 
 /** The rule for a request: a rule, `undefined` to forward unlimited, or a refusal (no rule and unmatched: refuse). */

@@ -86,7 +86,8 @@ export class JwtKeySource {
       return failure(err);
     }
     const key = payload[c.claim];
-    if (typeof key !== 'string' || rejectKey(key) !== undefined) {
+    // A lone surrogate has no UTF-8 form, so it could not be forwarded (user-key.ts claimHeaderValue).
+    if (typeof key !== 'string' || rejectKey(key) !== undefined || !key.isWellFormed()) {
       return { ok: false, reason: 'invalid', detail: `The access token has no usable ${c.claim} claim.` };
     }
     const expiresMs = (payload['exp'] as number) * 1000;

@@ -1,12 +1,12 @@
 // Ant-style path patterns (the specification's `/**` predicate): `?` one character, `*` any
 // characters within one segment, `**` as a whole segment any number of segments (also none).
-// Matching works on the raw request path (before `?`), exactly as it is forwarded.
+// Matching works on the canonical request path (lib/web/canonical-target.ts: no dot-segments, no
+// escaped unreserved characters), exactly as it is forwarded.
 
 export type PathMatcher = (path: string) => boolean;
 
-const dotSegment = /(?:^|\/)(?:\.|%2e){1,2}(?:\/|$)/i;
-
-export function compilePathPattern(pattern: string): PathMatcher {
+/** `caseInsensitive`: letters match in either case (an upstream whose routing ignores case). */
+export function compilePathPattern(pattern: string, caseInsensitive = false): PathMatcher {
   if (!pattern.startsWith('/')) throw new Error(`path pattern must start with '/': ${pattern}`);
   if (pattern === '/**') return () => true;
   let source = '^';
@@ -24,7 +24,6 @@ export function compilePathPattern(pattern: string): PathMatcher {
     }
   }
   source += '$';
-  const re = new RegExp(source);
-  // A dot-segment could step outside the pattern once the upstream normalises the path.
-  return (path) => re.test(path) && !dotSegment.test(path);
+  const re = new RegExp(source, caseInsensitive ? 'i' : '');
+  return (path) => re.test(path);
 }

@@ -5,12 +5,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { Admission, isRule, refuseTarget, ruleFor, targetPath, type KeyOutcome } from './admission.ts';
+import { Admission, admitTarget, isRule, ruleFor, targetPath, type KeyOutcome } from './admission.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
 import { hopLimitProblem } from './hop-limit.ts';
 import { problemTypes, sendProblem } from './problem.ts';
 import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime, RuleRuntime } from './route-runtime.ts';
+import { claimHeaderValue } from './user-key.ts';
 
 export interface ProxyOptions {
   readonly logger: Logger;
@@ -68,13 +69,14 @@ export class GatewayProxy {
 
   /** Refuses a bad target or head at once; otherwise asks the rule's buckets with the forwarded head. */
   #start(exchange: Exchange, req: IncomingMessage, res: ServerResponse, rt: RouteRuntime): void {
-    const url = req.url ?? '';
-    const path = targetPath(url);
-    const badTarget = refuseTarget(rt, url, path);
-    if (badTarget !== undefined) {
-      sendProblem(res, badTarget);
+    const target = admitTarget(rt, req.url ?? '');
+    if (typeof target !== 'string') {
+      sendProblem(res, target);
       return;
     }
+    // Forwarded as matched (exchange.ts sends req.url): the upstream routes what the rule was chosen for.
+    req.url = target;
+    const path = targetPath(target);
     const { forward, key, authorization, hostCount, hasBody, hops } = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
     const loop = hopLimitProblem(hops);
     if (loop !== undefined) {
@@ -96,6 +98,8 @@ export class GatewayProxy {
 
     // No rule applies and unmatched requests are forwarded: no key is needed, nothing is taken.
     if (rule === undefined) {
+      // Header key: the service still reads one identity, the first sent (jwt: none was verified).
+      if (key !== undefined) forward.push(rt.config.limiter.keyHeader, key);
       exchange.forwardUnlimited(forward, hasBody);
       return;
     }
@@ -118,8 +122,8 @@ export class GatewayProxy {
       sendProblem(res, outcome.problem, outcome.headers);
       return;
     }
-    // jwt: the service behind learns the verified identity under the key header.
-    if (rt.jwt !== undefined) forward.push(rt.config.limiter.keyHeader, outcome);
+    // The service reads exactly the identity charged, once (jwt: the verified claim, encoded).
+    forward.push(rt.config.limiter.keyHeader, rt.jwt === undefined ? outcome : claimHeaderValue(outcome));
     exchange.ask(rule, outcome, forward, hasBody);
   }
 }

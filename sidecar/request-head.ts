@@ -1,15 +1,17 @@
 // One pass over a request's raw headers, for plain requests and Upgrade requests alike: the limit
 // key (the key header, or the bearer token in jwt mode), whether a body follows, and the headers to
 // send upstream: hop-by-hop ones dropped with those Connection names (RFC 9110 section 7.6.1),
-// X-Forwarded-For/-Proto/-Host added, Portcullis-Hops counted up (hop-limit.ts). In jwt mode the client's key header is never forwarded: the
-// verified claim replaces it.
+// X-Forwarded-For/-Proto/-Host added, Portcullis-Hops counted up (hop-limit.ts). No key header
+// line is forwarded, nor any line whose name a CGI/WSGI server would read as the key header (`_` for
+// `-`, any case: USER_ID is HTTP_USER_ID too): the caller adds the one identity it charged
+// (sidecar/proxy.ts), so the upstream reads exactly it.
 import type { IncomingMessage } from 'node:http';
 import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
 import { HOPS_HEADER, parseHops } from './hop-limit.ts';
 
 export interface RequestHead {
   readonly forward: string[];
-  /** The first key header's value (undefined in jwt mode, or when absent). */
+  /** The first key header's value (undefined in jwt mode, or when absent); never in `forward`. */
   readonly key: string | undefined;
   readonly authorization: string | undefined;
   /** Host headers seen: more than one is a bad request. */
@@ -24,6 +26,10 @@ export interface RequestHead {
 
 export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: boolean): RequestHead {
   const raw = req.rawHeaders;
+  const keyLength = keyHeader.length;
+  const keyCgi = keyHeader.replaceAll('_', '-');
+  // Only a name with `_`, or any name when the key header has one, can fold into it under CGI.
+  const keyFolds = keyCgi !== keyHeader;
   const forward: string[] = [];
   let key: string | undefined;
   let authorization: string | undefined;
@@ -40,9 +46,9 @@ export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: bo
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
     const lower = name.toLowerCase();
-    if (lower === keyHeader) {
-      if (jwt) continue;
-      if (key === undefined) key = value;
+    if (name.length === keyLength && (lower === keyHeader || ((keyFolds || lower.includes('_')) && lower.replaceAll('_', '-') === keyCgi))) {
+      if (!jwt && key === undefined && lower === keyHeader) key = value;
+      continue;
     }
     if (dropRequest.has(lower)) {
       if (lower === 'transfer-encoding') hasBody = true;

@@ -5,6 +5,7 @@ import type { BucketRule } from '../lib/token-bucket/bucket.ts';
 import type { LimiterConfig, SidecarConfig } from '../lib/config/sidecar.ts';
 import type { JwtKeySource } from './jwt-key.ts';
 import type { RouteMetrics, RuleMetrics } from './metrics.ts';
+import type { PathSettings } from '../lib/web/canonical-target.ts';
 import { compilePathPattern, type PathMatcher } from './path-pattern.ts';
 import { composeHeaderSets, type HeaderSet } from './rate-limit-headers.ts';
 import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
@@ -38,6 +39,8 @@ export interface RouteRuntime {
   readonly config: SidecarConfig;
   readonly routeId: string;
   readonly match: PathMatcher;
+  /** How the request path is made canonical before matching (lib/web/canonical-target.ts). */
+  readonly paths: PathSettings;
   /** In order; the first match decides. */
   readonly rules: readonly RuleRuntime[];
   /** What a request no rule matches gets. */
@@ -74,6 +77,14 @@ export function policyName(single: boolean, index: number): string {
   return single ? DEFAULT_RULE : `rule${index + 1}`;
 }
 
+/** A rule's methods; HEAD goes with GET, since a server answers HEAD by running its GET handler (RFC 9110 section 9.3.2). */
+function ruleMethods(methods: readonly string[] | undefined): ReadonlySet<string> | undefined {
+  if (methods === undefined) return undefined;
+  const set = new Set(methods);
+  if (set.has('GET')) set.add('HEAD');
+  return set;
+}
+
 export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, upstream: Pool, metrics: RouteMetrics, jwt?: JwtKeySource): RouteRuntime {
   const { limiter, route } = config;
   const single = limiter.rules === undefined;
@@ -82,8 +93,8 @@ export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, ups
     const enforce = r.enforce ?? limiter.enforce;
     return {
       name: r.name,
-      matchPath: r.path === '/**' ? undefined : compilePathPattern(r.path),
-      methods: r.methods === undefined ? undefined : new Set(r.methods),
+      matchPath: r.path === '/**' ? undefined : compilePathPattern(r.path, route.caseInsensitivePaths),
+      methods: ruleMethods(r.methods),
       limits,
       costs: limits.map((l) => l.requestedTokens),
       bucketPrefix: single ? `${route.id}:` : `${route.id}:${r.name}:`,
@@ -95,7 +106,8 @@ export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, ups
   return {
     config,
     routeId: route.id,
-    match: compilePathPattern(route.path),
+    match: compilePathPattern(route.path, route.caseInsensitivePaths),
+    paths: { mergeSlashes: route.mergeSlashes },
     rules,
     unmatched: limiter.unmatched,
     keyHeader: limiter.keyHeader.toLowerCase(),

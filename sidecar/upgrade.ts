@@ -10,11 +10,12 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import { Admission, refuseTarget, targetPath } from './admission.ts';
+import { Admission, admitTarget, targetPath } from './admission.ts';
 import { hopLimitProblem } from './hop-limit.ts';
 import { problemTypes, writeSocketProblem } from './problem.ts';
 import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime } from './route-runtime.ts';
+import { claimHeaderValue } from './user-key.ts';
 
 /** After one side of a tunnel ended, the longest wait for the other to close (ms). */
 const END_GRACE_MS = 5000;
@@ -83,13 +84,14 @@ export class UpgradeProxy {
 
   async #handle(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const rt = this.#runtime();
-    const url = req.url ?? '';
-    const path = targetPath(url);
-    const badTarget = refuseTarget(rt, url, path);
-    if (badTarget !== undefined) {
-      writeSocketProblem(socket, badTarget);
+    const target = admitTarget(rt, req.url ?? '');
+    if (typeof target !== 'string') {
+      writeSocketProblem(socket, target);
       return;
     }
+    // Forwarded as matched (#forward sends req.url), like a plain request.
+    req.url = target;
+    const path = targetPath(target);
     const { forward, key, authorization, hostCount, upgrade, hops } = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
     const loop = hopLimitProblem(hops);
     if (loop !== undefined) {
@@ -106,7 +108,9 @@ export class UpgradeProxy {
       return;
     }
     const { outcome, rateHeaders } = verdict;
-    if (rt.jwt !== undefined && verdict.key !== undefined) forward.push(rt.config.limiter.keyHeader, verdict.key);
+    // The service reads exactly the identity charged, once, as in proxy.ts (no rule: the first sent, header key only).
+    const identity = verdict.key ?? (rt.jwt === undefined ? key : undefined);
+    if (identity !== undefined) forward.push(rt.config.limiter.keyHeader, rt.jwt === undefined ? identity : claimHeaderValue(identity));
     // The client may have gone while the store decided.
     if (socket.destroyed) return;
     this.#forward(req, socket, head, rt, forward, rateHeaders, outcome);

@@ -25,3 +25,17 @@ export function rejectKey(value: string | undefined): KeyRejection | undefined {
   if (controlCharacter.test(value)) return 'control-character';
   return undefined;
 }
+
+/**
+ * The key header value forwarded for a verified claim (jwt key): the claim with `%`, space and
+ * every character outside visible ASCII percent-encoded as UTF-8 (RFC 3986 section 2.1), so any
+ * claim, `ü` or `漢` included, travels as a valid field value that no hop trims or re-decodes.
+ * A plain ASCII claim is forwarded as is.
+ */
+export function claimHeaderValue(claim: string): string {
+  for (let i = 0; i < claim.length; i++) {
+    const c = claim.charCodeAt(i);
+    if (c <= 0x20 || c >= 0x7f || c === 0x25) return claim.replace(/[^!-$&-~]/gu, (ch) => encodeURIComponent(ch));
+  }
+  return claim;
+}

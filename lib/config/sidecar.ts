@@ -4,6 +4,7 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { MAX_BURST_CAPACITY } from '../token-bucket/bucket.ts';
+import { patternProblem } from '../web/canonical-target.ts';
 
 const port = z.number().int().min(0).max(65535);
 const hostPort = z.strictObject({ host: z.string().min(1), port: port.min(1) });
@@ -52,17 +53,32 @@ export const upstreamSchema = z
   })
   .describe('The service behind the sidecar');
 
+/** A path pattern, written in the canonical form requests are matched in (lib/web/canonical-target.ts). */
+const pathPattern = z
+  .string()
+  .startsWith('/')
+  .superRefine((pattern, ctx) => {
+    const problem = pattern.startsWith('/') ? patternProblem(pattern) : undefined;
+    if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+  });
+
 export const routeSchema = z
   .strictObject({
     id: z
       .string()
       .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'letters, digits, dot, dash, underscore; at most 63')
       .describe('Route id; part of every bucket key, so two routes never share a bucket'),
-    path: z
-      .string()
-      .startsWith('/')
+    path: pathPattern
       .default('/**')
-      .describe('Ant-style path pattern: `?` one character, `*` within a segment, `**` any number of segments'),
+      .describe('Ant-style path pattern: `?` one character, `*` within a segment, `**` any number of segments; matched against the canonical request path'),
+    mergeSlashes: z
+      .boolean()
+      .default(true)
+      .describe('Merge runs of / in the request path into one before matching, and forward the merged path; false keeps them (for an upstream that tells /a//b from /a/b) but still refuses a path starting with //'),
+    caseInsensitivePaths: z
+      .boolean()
+      .default(false)
+      .describe('Match the route and rule path patterns without regard to letter case, for an upstream whose routing ignores case; the path is forwarded as sent'),
   })
   .describe('The single route this sidecar serves');
 
@@ -108,11 +124,9 @@ const ruleName = z
 export const ruleSchema = z
   .strictObject({
     name: ruleName.describe('Rule name; part of its bucket keys, so a rule keeps its buckets across reloads as long as its name stays'),
-    path: z
-      .string()
-      .startsWith('/')
+    path: pathPattern
       .default('/**')
-      .describe('Ant-style path pattern the rule applies to (`?` one character, `*` within a segment, `**` any number of segments)'),
+      .describe('Ant-style path pattern the rule applies to (`?` one character, `*` within a segment, `**` any number of segments), matched against the canonical request path'),
     methods: z
       .array(z.string().regex(/^[A-Z]+$/, 'an upper-case HTTP method such as GET'))
       .min(1)

@@ -185,7 +185,17 @@ export const rateLimitRouteSpecSchema = z
       .max(1024)
       .regex(/^\//, 'must start with /')
       .default('/**')
-      .describe('Ant-style path predicate of the route, e.g. /** (every path) or /api/**. Matching paths are forwarded unchanged.'),
+      .describe(
+        'Ant-style path predicate of the route, e.g. /** (every path) or /api/**. The route and its rules match the canonical request path (escapes of unreserved characters decoded, dot-segments resolved, runs of / merged unless mergeSlashes is false), which is also the path forwarded; a target that cannot be made canonical (#, a backslash, an escaped / or \\) is refused with 400.',
+      ),
+    mergeSlashes: z
+      .boolean()
+      .optional()
+      .describe('Merge runs of / in the request path into one before matching, and forward the merged path (true when omitted). false keeps them, for a service that tells /a//b from /a/b; a path starting with // is refused either way.'),
+    caseInsensitivePaths: z
+      .boolean()
+      .optional()
+      .describe('Match the route and rule paths without regard to letter case, for a service whose routing ignores case (false when omitted). The path is forwarded as sent.'),
     limiter: limiterSchema,
     redis: redisSchema.optional(),
     sidecar: z

@@ -90,7 +90,7 @@ export function sidecarConfigFor(route: RateLimitRoute, settings: ResourceSettin
     listen: { host: '0.0.0.0', port: ports.proxy },
     admin: { host: '0.0.0.0', port: ports.admin },
     upstream: { url: upstreamUrl(route) },
-    route: { id: route.metadata.name, path: spec.path },
+    route: present({ id: route.metadata.name, path: spec.path, mergeSlashes: spec.mergeSlashes, caseInsensitivePaths: spec.caseInsensitivePaths }),
     limiter: limiterFor(route, settings),
   };
   // Bucket keys carry the namespace: a same-named route elsewhere never shares a bucket, and the

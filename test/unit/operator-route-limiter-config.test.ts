@@ -19,6 +19,14 @@ function renderedLimiter(limiter: Record<string, unknown>, s = settings): Record
 const common = { onMissingKey: { status: 400 }, onStoreError: 'allow' };
 
 describe('spec.limiter -> sidecar config', () => {
+  it('path handling: mergeSlashes and caseInsensitivePaths reach the route section when set, the sidecar defaults otherwise', () => {
+    const routeOf = (spec: Record<string, unknown>) => parseSidecarConfigText(renderSidecarConfig(route('all', spec), settings)).route;
+    expect(routeOf({})).toMatchObject({ mergeSlashes: true, caseInsensitivePaths: false });
+    expect(routeOf({ mergeSlashes: false, caseInsensitivePaths: true })).toMatchObject({ mergeSlashes: false, caseInsensitivePaths: true });
+    expect(parse(renderSidecarConfig(route('all'), settings))).toMatchObject({ route: { id: 'all', path: '/**' } });
+    expect((parse(renderSidecarConfig(route('all'), settings)) as { route: object }).route).not.toHaveProperty('mergeSlashes');
+  });
+
   it('single-limit form: the three fields as given, an absent requestedTokens stays absent (the sidecar counts 1)', () => {
     expect(renderedLimiter({ replenishRate: 2, burstCapacity: 20 })).toEqual({
       replenishRate: 2,

@@ -30,6 +30,18 @@ describe('sidecar config', () => {
     expect(() => parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, headers: { spec: true, fields: false } } })).toThrow(/limiter\.headers\.spec: spec is the former name of fields/);
   });
 
+  it('paths: slashes merged and case kept by default; a pattern must be written in the canonical form requests are matched in', () => {
+    expect(parseSidecarConfig(minimal).route).toMatchObject({ mergeSlashes: true, caseInsensitivePaths: false });
+    const rules = (path: string) => ({ ...minimal, limiter: { rules: [{ name: 'r', path, limits: [{ replenishRate: 1, burstCapacity: 1 }] }] } });
+    for (const ok of ['/api/admin/**', '/v?/x', '/files/*.txt', '/a%20b/**', '/.well-known/**']) expect(() => parseSidecarConfig(rules(ok))).not.toThrow();
+    expect(() => parseSidecarConfig(rules('/api/%61dmin/**'))).toThrow('limiter.rules.0.path: requests are matched in canonical form (escapes of letters, digits and -._~ decoded, hex in upper case, dot-segments resolved, // merged), so this pattern could never match as written: write /api/admin/**');
+    expect(() => parseSidecarConfig(rules('/api/../admin/**'))).toThrow(/write \/admin\/\*\*/);
+    expect(() => parseSidecarConfig(rules('/api//admin'))).toThrow(/write \/api\/admin/);
+    expect(() => parseSidecarConfig(rules('/a%c3%a9'))).toThrow(/write \/a%C3%A9/);
+    expect(() => parseSidecarConfig({ ...minimal, route: { id: 'all', path: '/api#x/**' } })).toThrow(/route\.path: .*could never match: The request target must not contain #/);
+    expect(() => parseSidecarConfig(rules('/api\\admin'))).toThrow(/backslash/);
+  });
+
   it('listen.requestTimeoutMs: an idle request-body timeout, 60 s by default, 0 disables, never negative', () => {
     expect(parseSidecarConfig(minimal).listen.requestTimeoutMs).toBe(60_000);
     expect(parseSidecarConfig({ ...minimal, listen: {} }).listen.requestTimeoutMs).toBe(60_000);

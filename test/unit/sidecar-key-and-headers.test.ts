@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Decision } from '../../lib/token-bucket/bucket.ts';
 import { composeHeaderSets } from '../../sidecar/rate-limit-headers.ts';
-import { MAX_KEY_BYTES, rejectKey } from '../../sidecar/user-key.ts';
+import { MAX_KEY_BYTES, claimHeaderValue, rejectKey } from '../../sidecar/user-key.ts';
 
 describe('USER-ID key rules', () => {
   it('accepts ordinary ids up to 256 bytes', () => {
@@ -17,6 +17,22 @@ describe('USER-ID key rules', () => {
     expect(rejectKey('a\tb')).toBe('control-character');
     expect(rejectKey('a\x7fb')).toBe('control-character');
     expect(rejectKey('a\x00')).toBe('control-character');
+  });
+});
+
+describe('a verified claim as the forwarded key header value', () => {
+  it.each([
+    ['alice', 'alice'],
+    ['auth0|5f7c8ec7c33c6c004bbafe82', 'auth0|5f7c8ec7c33c6c004bbafe82'],
+    ['zoë', 'zo%C3%AB'],
+    ['漢字', '%E6%BC%A2%E5%AD%97'],
+    ['😀', '%F0%9F%98%80'],
+    [' alice ', '%20alice%20'],
+    ['100%', '100%25'],
+  ])('%s is forwarded as %s, which decodes back to it', (claim, forwarded) => {
+    expect(claimHeaderValue(claim)).toBe(forwarded);
+    expect(decodeURIComponent(forwarded)).toBe(claim);
+    expect(forwarded).toMatch(/^[!-~]+$/);
   });
 });
 
