@@ -44,7 +44,7 @@ const envVarSchema = z
       .max(253)
       .regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/)
       .describe('Name of the environment variable.'),
-    value: z.string().max(32768).optional().describe('Literal value.'),
+    value: z.string().max(4096).optional().describe('Literal value (at most 4 KiB: a route stays small in every cache that holds it).'),
     valueFrom: z
       .strictObject({
         secretKeyRef: secretKeyRefSchema.optional(),
@@ -78,7 +78,7 @@ export const targetSchema = z
       .max(32)
       .optional()
       .describe('Entrypoint of the target container (optional; the image default otherwise).'),
-    args: z.array(z.string().max(4096)).max(64).optional().describe('Arguments of the target container.'),
+    args: z.array(z.string().max(1024)).max(64).optional().describe('Arguments of the target container.'),
     port: z.int().min(1).max(65535).default(8080).describe('Port the target container listens on (the sidecar forwards to it over localhost).'),
     readinessPath: z
       .string()
