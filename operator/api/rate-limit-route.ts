@@ -222,6 +222,14 @@ export const rateLimitRouteStatusSchema = z
   .describe('Observed state of the route, written by the operator.');
 export type RateLimitRouteStatus = z.infer<typeof rateLimitRouteStatusSchema>;
 
+/**
+ * Route names whose children would carry the names of the namespace's auth-server objects (its
+ * Deployment, Service and policies; `<route>-redis` its Redis Secret): the two controllers would
+ * delete and recreate each other's objects forever.
+ */
+export const RESERVED_ROUTE_NAMES = ['portcullis-auth-server', 'portcullis-auth'] as const;
+export const RESERVED_ROUTE_NAME_RULE = `the names ${RESERVED_ROUTE_NAMES.join(' and ')} are reserved for the namespace's auth server; give the RateLimitRoute another name`;
+
 export const RATE_LIMIT_ROUTE_KIND = 'RateLimitRoute';
 export const RATE_LIMIT_ROUTE_PLURAL = 'ratelimitroutes';
 
@@ -250,6 +258,7 @@ export const rateLimitRouteCrd: CrdSource = {
       rule: "self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
       message: 'name must be a DNS-1035 label (lower case, starts with a letter, at most 63 characters): it names the route Service and Deployment',
     },
+    { rule: `!(self.metadata.name in [${RESERVED_ROUTE_NAMES.map((n) => `'${n}'`).join(', ')}])`, message: RESERVED_ROUTE_NAME_RULE },
   ],
   printerColumns: [
     { name: 'Key', type: 'string', jsonPath: '.spec.limiter.key.source', description: 'Where the bucket key comes from: header or jwt' },

@@ -17,6 +17,7 @@ import { planSigningKeys, signingKeysSecret, signingKeysStateOf, type SigningKey
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { EventRecorder } from '../runtime/events.ts';
+import { CONFLICT_RETRY_MS } from './child-ownership.ts';
 import { EventReasons, type EventReason } from './conditions.ts';
 import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
 import { isConflict } from '../runtime/errors.ts';
@@ -43,6 +44,17 @@ export interface AuthServerReconcilerDeps {
   log: Logger;
   /** Warnings on the OAuthClients of the namespace (e.g. the users Secret is missing). */
   events?: EventRecorder<EventReason>;
+}
+
+/** Made by the auth-server controller: owned by OAuthClients, controlled by nothing (a route's child has its route as controller). */
+function isAuthServerObject(obj: KubeObject): boolean {
+  const refs = obj.metadata.ownerReferences ?? [];
+  return refs.every((r) => r.controller !== true) && refs.some((r) => r.kind === 'OAuthClient');
+}
+
+function describeOwner(obj: KubeObject): string {
+  const controller = obj.metadata.ownerReferences?.find((r) => r.controller === true);
+  return controller === undefined ? 'exists and is not the auth server\'s' : `is controlled by ${controller.kind} ${controller.name}`;
 }
 
 export class AuthServerReconciler implements Reconciler {
@@ -79,6 +91,13 @@ export class AuthServerReconciler implements Reconciler {
     }
 
     const owners = clients;
+    const conflicts = await this.#foreignObjects(namespace);
+    if (conflicts.length > 0) {
+      const message = `the auth server in ${namespace} cannot run: ${conflicts.join('; ')}. The operator does not take over objects it did not make for the auth server; delete or rename them`;
+      this.#d.log.warn({ namespace, conflicts }, 'auth-server objects taken by others');
+      for (const c of live) this.#d.events?.event(c, 'Warning', EventReasons.Conflict, message);
+      return { requeueAfterMs: CONFLICT_RETRY_MS };
+    }
     await this.#d.applier.apply(clientRegistrySecret(namespace, entries, owners), caches.secrets);
     const recheckInMs = await this.#ensureSigningKeys(namespace, owners);
     await this.#applyRedisSecret(namespace, owners, live);
@@ -133,7 +152,7 @@ export class AuthServerReconciler implements Reconciler {
       return;
     }
     const live = this.#d.caches.podDisruptionBudgets.get(namespace, AUTH_SERVER_NAME);
-    if (live !== undefined && (await this.#d.applier.remove(live))) this.#d.log.info({ namespace }, 'deleted auth-server PodDisruptionBudget: one replica');
+    if (live !== undefined && isAuthServerObject(live) && (await this.#d.applier.remove(live))) this.#d.log.info({ namespace }, 'deleted auth-server PodDisruptionBudget: one replica');
   }
 
   /** The pods' NetworkPolicy, unless the operator's NetworkPolicies are turned off (then the one it made goes). */
@@ -143,7 +162,7 @@ export class AuthServerReconciler implements Reconciler {
       return;
     }
     const live = this.#d.caches.networkPolicies.get(namespace, AUTH_SERVER_NAME);
-    if (live !== undefined && (await this.#d.applier.remove(live))) this.#d.log.info({ namespace }, 'deleted auth-server NetworkPolicy: NetworkPolicies are turned off');
+    if (live !== undefined && isAuthServerObject(live) && (await this.#d.applier.remove(live))) this.#d.log.info({ namespace }, 'deleted auth-server NetworkPolicy: NetworkPolicies are turned off');
   }
 
   /**
@@ -154,7 +173,7 @@ export class AuthServerReconciler implements Reconciler {
     const source = this.#d.settings.authRedisUrl === undefined ? this.#d.settings.authRedisSecret : undefined;
     if (source === undefined) {
       const stale = this.#d.caches.secrets.get(namespace, AUTH_REDIS_SECRET);
-      if (stale !== undefined) await this.#d.applier.remove(stale);
+      if (stale !== undefined && isAuthServerObject(stale)) await this.#d.applier.remove(stale);
       return;
     }
     const data = secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
@@ -179,6 +198,25 @@ export class AuthServerReconciler implements Reconciler {
     for (const c of clients) this.#d.events?.event(c, 'Warning', EventReasons.UsersSecretMissing, message);
   }
 
+  /**
+   * Objects named like the auth server's and not its own (a route's children, a team's objects):
+   * applying would take them over, and the other controller would take them back, forever. The
+   * caches answer for what a Portcullis object owns; a miss of the Deployment or Service is
+   * confirmed live (the caches never see an object nothing of Portcullis owns).
+   */
+  async #foreignObjects(namespace: string): Promise<string[]> {
+    const { caches, client } = this.#d;
+    const checks: Array<[KubeObject | undefined, ResourceType | undefined, string]> = [
+      [caches.deployments.get(namespace, AUTH_SERVER_NAME), resourceTypes.deployment, AUTH_SERVER_NAME],
+      [caches.services.get(namespace, AUTH_SERVER_NAME), resourceTypes.service, AUTH_SERVER_NAME],
+      [caches.podDisruptionBudgets.get(namespace, AUTH_SERVER_NAME), undefined, AUTH_SERVER_NAME],
+      [caches.networkPolicies.get(namespace, AUTH_SERVER_NAME), undefined, AUTH_SERVER_NAME],
+      [caches.secrets.get(namespace, AUTH_REDIS_SECRET), undefined, AUTH_REDIS_SECRET],
+    ];
+    const lives = await Promise.all(checks.map(([cached, type, name]) => (cached !== undefined || type === undefined ? cached : client.get(type, namespace, name))));
+    return lives.flatMap((obj) => (obj === undefined || isAuthServerObject(obj) ? [] : [`${obj.kind} ${obj.metadata.name} ${describeOwner(obj)}`]));
+  }
+
   async #prune(namespace: string): Promise<void> {
     const { caches, client } = this.#d;
     const objects: Array<[KubeObject | undefined, ResourceType]> = [
@@ -191,7 +229,8 @@ export class AuthServerReconciler implements Reconciler {
       [caches.secrets.get(namespace, AUTH_REDIS_SECRET), resourceTypes.secret],
     ];
     for (const [obj, type] of objects) {
-      if (obj === undefined) continue;
+      // Never a namesake the auth server did not make (a route's child is the route's to delete).
+      if (obj === undefined || !isAuthServerObject(obj)) continue;
       await client.delete(type, namespace, obj.metadata.name, obj.metadata.uid);
       this.#d.log.info({ namespace, kind: obj.kind, name: obj.metadata.name }, 'deleted auth-server object: no OAuthClient left');
     }

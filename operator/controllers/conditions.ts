@@ -17,6 +17,8 @@ export const Reasons = {
   Conflict: 'Conflict',
   /** Route: spec.targetRef names a Deployment that is missing or cannot take the sidecar (message says why). */
   TargetRefInvalid: 'TargetRefInvalid',
+  /** Route: spec.targetRef's Deployment already runs another route's sidecar (one route per Deployment). */
+  TargetRefInUse: 'TargetRefInUse',
   /** OAuthClient: its Secret exists and the client registry lists it. */
   Registered: 'Registered',
   /** OAuthClient: the Secret exists; the registry does not list the client yet. */

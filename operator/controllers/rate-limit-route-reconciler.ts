@@ -2,7 +2,7 @@
 // pure desired children -> none written while any name is taken by a foreign object -> apply
 // those that differ -> status from what was observed.
 import type { Logger } from 'pino';
-import { rateLimitRouteSchema, type RateLimitRoute } from '../api/index.ts';
+import { rateLimitRouteSchema, RESERVED_ROUTE_NAME_RULE, RESERVED_ROUTE_NAMES, type RateLimitRoute } from '../api/index.ts';
 import { routeConfigMap } from '../resources/route-config-map.ts';
 import { AUTH_SERVER_NAME } from '../resources/auth-server-names.ts';
 import { controllerOf } from '../resources/metadata.ts';
@@ -83,7 +83,8 @@ export class RateLimitRouteReconciler implements Reconciler {
       return {};
     }
     const route = parsed.data;
-    const nameProblem = serviceNameProblem(name);
+    // The API server refuses these names; a route made before that rule is refused here.
+    const nameProblem = serviceNameProblem(name) ?? ((RESERVED_ROUTE_NAMES as readonly string[]).includes(name) ? RESERVED_ROUTE_NAME_RULE : undefined);
     if (nameProblem !== undefined) {
       await this.#invalid(raw, nameProblem);
       return {};
@@ -92,11 +93,11 @@ export class RateLimitRouteReconciler implements Reconciler {
     // spec.targetRef: the team's Deployment, read live, takes the place of the route's own.
     let teamDeployment: KubeObject | undefined;
     if (route.spec.targetRef !== undefined) {
-      const prepared = await this.#injection.prepare(raw, route);
+      const prepared = await this.#injection.prepare(raw, route, (other) => this.#d.caches.routes.get(namespace, other) !== undefined);
       if (prepared.problem !== undefined) {
-        this.#d.events.event(raw, 'Warning', EventReasons.TargetRefInvalid, prepared.problem);
+        this.#d.events.event(raw, 'Warning', prepared.reason, prepared.problem);
         // No selector: the pods it would count are unknown (or not selectable) until the problem is fixed.
-        await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.TargetRefInvalid, message: prepared.problem }, undefined);
+        await this.#writeStatus(raw, route, { status: 'False', reason: prepared.reason, message: prepared.problem }, undefined);
         return { requeueAfterMs: TARGET_REF_POLL_MS };
       }
       teamDeployment = prepared.deployment;
