@@ -60,6 +60,12 @@ export class SidecarInjection {
     if (!(raw.metadata.finalizers ?? []).includes(INJECTION_FINALIZER)) return undefined;
     const name = asRecord(asRecord(raw['spec'])?.['targetRef'])?.['name'];
     let removedFrom: string | undefined;
+    // A namespace being deleted takes the Deployment with it; the operator's rights there may be
+    // gone already (its RoleBinding deleted first), so only the finalizer is let go.
+    if (await this.#namespaceTerminating(raw.metadata.namespace)) {
+      await this.#setFinalizer(raw, []);
+      return undefined;
+    }
     const live = typeof name === 'string' ? await this.#client.get(resourceTypes.deployment, raw.metadata.namespace, name) : undefined;
     // Released only when the sidecar there is this route's: the manager is shared by every route,
     // so releasing a Deployment another route injected would take that route's sidecar out.
@@ -70,6 +76,13 @@ export class SidecarInjection {
     }
     await this.#setFinalizer(raw, []);
     return removedFrom;
+  }
+
+  async #namespaceTerminating(namespace: string | undefined): Promise<boolean> {
+    if (namespace === undefined) return false;
+    // No answer (a chart without the namespaces rule): release as before.
+    const ns = await this.#client.get(resourceTypes.namespace, undefined, namespace).catch(() => undefined);
+    return ns?.metadata.deletionTimestamp !== undefined;
   }
 
   /** Server-side apply of the route's finalizers by this manager: only its own entry is added or dropped. */

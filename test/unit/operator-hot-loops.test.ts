@@ -131,3 +131,20 @@ describe("route names of the auth server's objects", () => {
     expect(events.list).toContainEqual(expect.objectContaining({ reason: 'Conflict', message: expect.stringMatching(/Deployment portcullis-auth-server is controlled by RateLimitRoute portcullis-auth-server/) }));
   });
 });
+
+describe('a targetRef route in a namespace being deleted', () => {
+  it('lets its finalizer go without touching the Deployment (the operator may have lost its rights there already)', async () => {
+    const { client, reconcile } = await routeReconciler();
+    client.put(teamDeployment());
+    client.put(refRoute('all'));
+    await reconcile('team-a/all');
+    client.put({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a', deletionTimestamp: '2026-01-01T00:00:00Z' } });
+    const live = client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all') as KubeObject;
+    client.put({ ...live, metadata: { ...live.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } });
+    const writes = client.writes('Deployment').length;
+    client.failNext('get', new Error('forbidden: the RoleBinding is gone'), 'Deployment');
+    await reconcile('team-a/all');
+    expect((client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all') as Obj)['metadata']['finalizers']).toEqual([]);
+    expect(client.writes('Deployment').length).toBe(writes);
+  });
+});
