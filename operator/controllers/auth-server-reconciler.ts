@@ -17,7 +17,6 @@ import { planSigningKeys, signingKeysSecret, signingKeysStateOf, type SigningKey
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { EventRecorder } from '../runtime/events.ts';
-import { CONFLICT_RETRY_MS } from './child-ownership.ts';
 import { EventReasons, type EventReason } from './conditions.ts';
 import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
 import { isConflict } from '../runtime/errors.ts';
@@ -96,7 +95,7 @@ export class AuthServerReconciler implements Reconciler {
       const message = `the auth server in ${namespace} cannot run: ${conflicts.join('; ')}. The operator does not take over objects it did not make for the auth server; delete or rename them`;
       this.#d.log.warn({ namespace, conflicts }, 'auth-server objects taken by others');
       for (const c of live) this.#d.events?.event(c, 'Warning', EventReasons.Conflict, message);
-      return { requeueAfterMs: CONFLICT_RETRY_MS };
+      return { waiting: true };
     }
     await this.#d.applier.apply(clientRegistrySecret(namespace, entries, owners), caches.secrets);
     const recheckInMs = await this.#ensureSigningKeys(namespace, owners);

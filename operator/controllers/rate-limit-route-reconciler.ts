@@ -25,9 +25,9 @@ import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, resourceTypeOf } from '../runtime/resource-types.ts';
-import { CONFLICT_RETRY_MS, conflictMessage, foreignObjectProblem } from './child-ownership.ts';
+import { conflictMessage, foreignObjectProblem } from './child-ownership.ts';
 import { EventReasons, Reasons, readyStatus, type EventReason, type ReadyState } from './conditions.ts';
-import { SidecarInjection, TARGET_REF_POLL_MS } from './sidecar-injection.ts';
+import { SidecarInjection } from './sidecar-injection.ts';
 import { deploymentReadiness } from './deployment-readiness.ts';
 import { describeIssues } from './spec-issues.ts';
 
@@ -98,7 +98,7 @@ export class RateLimitRouteReconciler implements Reconciler {
         this.#d.events.event(raw, 'Warning', prepared.reason, prepared.problem);
         // No selector: the pods it would count are unknown (or not selectable) until the problem is fixed.
         await this.#writeStatus(raw, route, { status: 'False', reason: prepared.reason, message: prepared.problem }, undefined);
-        return { requeueAfterMs: TARGET_REF_POLL_MS };
+        return { waiting: true };
       }
       teamDeployment = prepared.deployment;
     }
@@ -150,7 +150,7 @@ export class RateLimitRouteReconciler implements Reconciler {
       this.#d.events.event(raw, 'Warning', EventReasons.Conflict, message);
       await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.Conflict, message }, undefined, teamDeployment);
       // A foreign object carries no label the caches watch, so its deletion wakes nothing: look again.
-      return { requeueAfterMs: CONFLICT_RETRY_MS };
+      return { waiting: true };
     }
 
     const changed: string[] = [];
@@ -201,8 +201,8 @@ export class RateLimitRouteReconciler implements Reconciler {
       ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${routeServiceName(name)} forwards port ${this.#d.settings.servicePort} to the sidecars` }
       : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
     await this.#writeStatus(raw, route, state, readiness, teamDeployment);
-    // The team's Deployment wakes no informer: its rollout is polled.
-    return teamDeployment !== undefined && !readiness.ready ? { requeueAfterMs: TARGET_REF_POLL_MS } : {};
+    // The team's Deployment wakes no informer: its rollout is polled, less often as it drags on.
+    return teamDeployment !== undefined && !readiness.ready ? { waiting: true } : {};
   }
 
   /**

@@ -11,9 +11,6 @@ import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes } from '../runtime/resource-types.ts';
 import { Reasons } from './conditions.ts';
 
-/** How often a targetRef route whose Deployment is not ready (or not there) looks again, ms. */
-export const TARGET_REF_POLL_MS = 10_000;
-
 export type Prepared = { deployment: KubeObject; problem?: undefined } | { deployment?: undefined; problem: string; reason: typeof Reasons.TargetRefInvalid | typeof Reasons.TargetRefInUse };
 
 export class SidecarInjection {
