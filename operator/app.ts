@@ -8,7 +8,7 @@ import { RateLimitRouteReconciler } from './controllers/rate-limit-route-reconci
 import type { OperatorConfig } from './config.ts';
 import { leaseNamespace, resourceSettings } from './config.ts';
 import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from './resources/auth-server-names.ts';
-import { controllerOf, MANAGED_SELECTOR } from './resources/metadata.ts';
+import { controllerOf, MANAGED_SELECTOR, ownedByPortcullis } from './resources/metadata.ts';
 import { AUTH_REDIS_SECRET } from './resources/redis-url-secret.ts';
 import { Applier } from './runtime/applier.ts';
 import type { Clock } from './runtime/clock.ts';
@@ -50,11 +50,13 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const { client, clock, log, metrics, config } = deps;
   const settings = resourceSettings(config);
   const namespaces = config.PORTCULLIS_WATCH_NAMESPACES;
-  const informer = (type: ResourceType, labelSelector?: string) =>
+  // Children: the label narrows what the API server sends, the owner reference decides what is
+  // kept (anyone can set the label); Secrets and ConfigMaps are cached as metadata only.
+  const informer = (type: ResourceType, child?: { metadataOnly: boolean }) =>
     new Informer(client, clock, log, {
       type,
       namespaces,
-      labelSelector,
+      ...(child === undefined ? {} : { labelSelector: MANAGED_SELECTOR, keep: ownedByPortcullis, metadataOnly: child.metadataOnly }),
       relistIntervalMs: config.PORTCULLIS_RELIST_INTERVAL_MS,
       backoff: { baseMs: 500, maxMs: 30_000, jitter: 0.2 },
       onRestart: (reason) => metrics.informerRestarts.inc({ resource: type.plural, reason }),
@@ -62,13 +64,13 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const informers = {
     routes: informer(resourceTypes.rateLimitRoute),
     clients: informer(resourceTypes.oauthClient),
-    // Children only: everything the operator creates carries the managed-by label.
-    deployments: informer(resourceTypes.deployment, MANAGED_SELECTOR),
-    services: informer(resourceTypes.service, MANAGED_SELECTOR),
-    configMaps: informer(resourceTypes.configMap, MANAGED_SELECTOR),
-    secrets: informer(resourceTypes.secret, MANAGED_SELECTOR),
-    networkPolicies: informer(resourceTypes.networkPolicy, MANAGED_SELECTOR),
-    podDisruptionBudgets: informer(resourceTypes.podDisruptionBudget, MANAGED_SELECTOR),
+    // Children only: everything the operator creates carries the managed-by label and an owner.
+    deployments: informer(resourceTypes.deployment, { metadataOnly: false }),
+    services: informer(resourceTypes.service, { metadataOnly: false }),
+    configMaps: informer(resourceTypes.configMap, { metadataOnly: true }),
+    secrets: informer(resourceTypes.secret, { metadataOnly: true }),
+    networkPolicies: informer(resourceTypes.networkPolicy, { metadataOnly: false }),
+    podDisruptionBudgets: informer(resourceTypes.podDisruptionBudget, { metadataOnly: false }),
   };
 
   const applier = new Applier(client, metrics);

@@ -76,6 +76,13 @@ export const authServerConfigSchema = z.object({
     .optional()
     .describe('Password hashes computed at once; unset: one less than the CPU cores, at most the libuv pool size minus 2'),
   AUTH_PASSWORD_HASH_QUEUE: z.coerce.number().int().min(0).max(10_000).default(16).describe('Sign-ins waiting for a hash slot before more are refused with 503'),
+  AUTH_PASSWORD_HASH_PER_ADDRESS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(10_000)
+    .default(2)
+    .describe("Sign-ins of one client address hashing or waiting at once; more from it are refused with 503 (the address's fair share of the gate)"),
   AUTH_CLIENT_AUTH_FAILURES_BURST: z.coerce
     .number()
     .int()

@@ -44,7 +44,7 @@ const envVarSchema = z
       .max(253)
       .regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/)
       .describe('Name of the environment variable.'),
-    value: z.string().max(32768).optional().describe('Literal value.'),
+    value: z.string().max(4096).optional().describe('Literal value (at most 4 KiB: a route stays small in every cache that holds it).'),
     valueFrom: z
       .strictObject({
         secretKeyRef: secretKeyRefSchema.optional(),
@@ -78,7 +78,7 @@ export const targetSchema = z
       .max(32)
       .optional()
       .describe('Entrypoint of the target container (optional; the image default otherwise).'),
-    args: z.array(z.string().max(4096)).max(64).optional().describe('Arguments of the target container.'),
+    args: z.array(z.string().max(1024)).max(64).optional().describe('Arguments of the target container.'),
     port: z.int().min(1).max(65535).default(8080).describe('Port the target container listens on (the sidecar forwards to it over localhost).'),
     readinessPath: z
       .string()
@@ -247,6 +247,14 @@ export const rateLimitRouteStatusSchema = z
   .describe('Observed state of the route, written by the operator.');
 export type RateLimitRouteStatus = z.infer<typeof rateLimitRouteStatusSchema>;
 
+/**
+ * Route names whose children would carry the names of the namespace's auth-server objects (its
+ * Deployment, Service and policies; `<route>-redis` its Redis Secret): the two controllers would
+ * delete and recreate each other's objects forever.
+ */
+export const RESERVED_ROUTE_NAMES = ['portcullis-auth-server', 'portcullis-auth'] as const;
+export const RESERVED_ROUTE_NAME_RULE = `the names ${RESERVED_ROUTE_NAMES.join(' and ')} are reserved for the namespace's auth server; give the RateLimitRoute another name`;
+
 export const RATE_LIMIT_ROUTE_KIND = 'RateLimitRoute';
 export const RATE_LIMIT_ROUTE_PLURAL = 'ratelimitroutes';
 
@@ -278,6 +286,7 @@ export const rateLimitRouteCrd: CrdSource = {
       rule: "self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
       message: 'name must be a DNS-1035 label (lower case, starts with a letter, at most 63 characters): it names the route Service and Deployment',
     },
+    { rule: `!(self.metadata.name in [${RESERVED_ROUTE_NAMES.map((n) => `'${n}'`).join(', ')}])`, message: RESERVED_ROUTE_NAME_RULE },
   ],
   printerColumns: [
     { name: 'Key', type: 'string', jsonPath: '.spec.limiter.key.source', description: 'Where the bucket key comes from: header or jwt' },

@@ -6,9 +6,6 @@
 import { controllerOf, type Owner } from '../resources/metadata.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 
-/** How long a route whose children collide with foreign objects waits before it looks again, ms. */
-export const CONFLICT_RETRY_MS = 30_000;
-
 /** Why the live object is not this owner's to write, or undefined when it is (or does not exist). */
 export function foreignObjectProblem(live: KubeObject | undefined, owner: Owner): string | undefined {
   if (live === undefined) return undefined;
@@ -25,6 +22,6 @@ export function foreignObjectProblem(live: KubeObject | undefined, owner: Owner)
 export function conflictMessage(problems: readonly string[], namespace: string): string {
   return (
     `${problems.join('; ')}. The operator does not adopt objects it did not create, so it wrote none of the route's children and left these untouched. ` +
-    `Delete or rename them (kubectl -n ${namespace} delete <kind> <name>) or give the RateLimitRoute another name; the route looks again every ${CONFLICT_RETRY_MS / 1000} s`
+    `Delete or rename them (kubectl -n ${namespace} delete <kind> <name>) or give the RateLimitRoute another name; the route looks again after 5 s, then less often (at most every 2 min)`
   );
 }

@@ -19,6 +19,8 @@ export const Reasons = {
   TargetRefInvalid: 'TargetRefInvalid',
   /** Route: spec.upstream names a Service the route does not forward to (an ExternalName); nothing written. */
   UpstreamInvalid: 'UpstreamInvalid',
+  /** Route: spec.targetRef's Deployment already runs another route's sidecar (one route per Deployment). */
+  TargetRefInUse: 'TargetRefInUse',
   /** OAuthClient: its Secret exists and the client registry lists it. */
   Registered: 'Registered',
   /** OAuthClient: the Secret exists; the registry does not list the client yet. */

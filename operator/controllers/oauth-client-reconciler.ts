@@ -40,6 +40,8 @@ export interface OAuthClientReconcilerDeps {
 export class OAuthClientReconciler implements Reconciler {
   readonly name = 'oauthclient';
   readonly #d: OAuthClientReconcilerDeps;
+  /** Parsed registries by namespace, with the resourceVersion they were parsed from. */
+  readonly #registries = new Map<string, { resourceVersion: string; ids: Map<string, string> }>();
 
   constructor(deps: OAuthClientReconcilerDeps) {
     this.#d = deps;
@@ -58,7 +60,8 @@ export class OAuthClientReconciler implements Reconciler {
     }
     const client = parsed.data;
     const secretName = oauthClientSecretName(name);
-    const secret = this.#d.caches.secrets.get(namespace, secretName) ?? (await this.#d.client.get(resourceTypes.secret, namespace, secretName));
+    // The cache holds Secrets' metadata only: the credentials are read live.
+    const secret = await this.#d.client.get(resourceTypes.secret, namespace, secretName);
 
     const owner = secret === undefined ? undefined : controllerOf(secret, 'OAuthClient');
     if (secret !== undefined && (owner === undefined || owner.name !== name)) {
@@ -69,13 +72,28 @@ export class OAuthClientReconciler implements Reconciler {
     }
 
     const credentials = await this.#ensureSecret(raw, client, secret, owner?.uid === raw.metadata.uid);
-    const registered = registeredClientIds(this.#d.caches.secrets.get(namespace, CLIENT_REGISTRY_SECRET));
+    const registered = await this.#registered(namespace ?? 'default');
     const isRegistered = registered.get(credentials.clientId) === hashClientSecret(credentials.clientSecret);
     const state: ReadyState = isRegistered
       ? { status: 'True', reason: Reasons.Registered, message: `client ${credentials.clientId} is registered with the auth server; its credentials are in Secret ${secretName} (keys client_id, client_secret)` }
       : { status: 'False', reason: Reasons.Registering, message: `credentials are in Secret ${secretName}; waiting for the auth server's client registry (Secret ${CLIENT_REGISTRY_SECRET}) to list client ${credentials.clientId}` };
     await this.#writeStatus(raw, secretName, state, credentials.clientId);
     return {};
+  }
+
+  /**
+   * The client ids of the namespace's registry, parsed once per version of the Secret: a registry
+   * change wakes every client of the namespace, and each must not read and parse it again.
+   */
+  async #registered(namespace: string): Promise<Map<string, string>> {
+    const cached = this.#d.caches.secrets.get(namespace, CLIENT_REGISTRY_SECRET);
+    if (cached === undefined) return new Map();
+    const memo = this.#registries.get(namespace);
+    if (memo !== undefined && memo.resourceVersion === cached.metadata.resourceVersion) return memo.ids;
+    const live = await this.#d.client.get(resourceTypes.secret, namespace, CLIENT_REGISTRY_SECRET);
+    const ids = registeredClientIds(live);
+    if (live?.metadata.resourceVersion !== undefined) this.#registries.set(namespace, { resourceVersion: live.metadata.resourceVersion, ids });
+    return ids;
   }
 
   async #ensureSecret(raw: KubeObject, client: OAuthClient, secret: KubeObject | undefined, ownedByThis: boolean): Promise<ClientCredentials> {

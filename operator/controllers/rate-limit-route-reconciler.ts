@@ -2,7 +2,7 @@
 // pure desired children -> none written while any name is taken by a foreign object -> apply
 // those that differ -> status from what was observed.
 import type { Logger } from 'pino';
-import { rateLimitRouteSchema, type RateLimitRoute } from '../api/index.ts';
+import { rateLimitRouteSchema, RESERVED_ROUTE_NAME_RULE, RESERVED_ROUTE_NAMES, type RateLimitRoute } from '../api/index.ts';
 import { routeConfigMap } from '../resources/route-config-map.ts';
 import { AUTH_SERVER_NAME } from '../resources/auth-server-names.ts';
 import { controllerOf } from '../resources/metadata.ts';
@@ -26,9 +26,9 @@ import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, resourceTypeOf } from '../runtime/resource-types.ts';
-import { CONFLICT_RETRY_MS, conflictMessage, foreignObjectProblem } from './child-ownership.ts';
+import { conflictMessage, foreignObjectProblem } from './child-ownership.ts';
 import { EventReasons, Reasons, readyStatus, type EventReason, type ReadyState } from './conditions.ts';
-import { SidecarInjection, TARGET_REF_POLL_MS } from './sidecar-injection.ts';
+import { SidecarInjection } from './sidecar-injection.ts';
 import { deploymentReadiness } from './deployment-readiness.ts';
 import { describeIssues } from './spec-issues.ts';
 import { readUpstreamService, UPSTREAM_POLL_MS } from './upstream-service.ts';
@@ -93,7 +93,8 @@ export class RateLimitRouteReconciler implements Reconciler {
       return {};
     }
     const route = parsed.data;
-    const nameProblem = serviceNameProblem(name);
+    // The API server refuses these names; a route made before that rule is refused here.
+    const nameProblem = serviceNameProblem(name) ?? ((RESERVED_ROUTE_NAMES as readonly string[]).includes(name) ? RESERVED_ROUTE_NAME_RULE : undefined);
     if (nameProblem !== undefined) {
       await this.#invalid(raw, nameProblem);
       return {};
@@ -102,12 +103,12 @@ export class RateLimitRouteReconciler implements Reconciler {
     // spec.targetRef: the team's Deployment, read live, takes the place of the route's own.
     let teamDeployment: KubeObject | undefined;
     if (route.spec.targetRef !== undefined) {
-      const prepared = await this.#injection.prepare(raw, route);
+      const prepared = await this.#injection.prepare(raw, route, (other) => this.#d.caches.routes.get(namespace, other) !== undefined);
       if (prepared.problem !== undefined) {
-        this.#d.events.event(raw, 'Warning', EventReasons.TargetRefInvalid, prepared.problem);
+        this.#d.events.event(raw, 'Warning', prepared.reason, prepared.problem);
         // No selector: the pods it would count are unknown (or not selectable) until the problem is fixed.
-        await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.TargetRefInvalid, message: prepared.problem }, undefined);
-        return { requeueAfterMs: TARGET_REF_POLL_MS };
+        await this.#writeStatus(raw, route, { status: 'False', reason: prepared.reason, message: prepared.problem }, undefined);
+        return { waiting: true };
       }
       teamDeployment = prepared.deployment;
     }
@@ -117,7 +118,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     if (upstream?.kind === 'refused') {
       this.#d.events.event(raw, 'Warning', EventReasons.UpstreamInvalid, upstream.message);
       await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.UpstreamInvalid, message: upstream.message }, undefined);
-      return { requeueAfterMs: TARGET_REF_POLL_MS };
+      return { waiting: true };
     }
 
     // The default Redis, as the namespace's own user, in a Secret beside the route (pods reference
@@ -176,7 +177,7 @@ export class RateLimitRouteReconciler implements Reconciler {
       this.#d.events.event(raw, 'Warning', EventReasons.Conflict, message);
       await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.Conflict, message }, undefined, teamDeployment);
       // A foreign object carries no label the caches watch, so its deletion wakes nothing: look again.
-      return { requeueAfterMs: CONFLICT_RETRY_MS };
+      return { waiting: true };
     }
 
     const changed: string[] = [];
@@ -228,8 +229,8 @@ export class RateLimitRouteReconciler implements Reconciler {
       ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${routeServiceName(name)} forwards port ${this.#d.settings.servicePort} to the sidecars` }
       : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
     await this.#writeStatus(raw, route, state, readiness, teamDeployment);
-    // The team's Deployment wakes no informer: its rollout is polled.
-    if (teamDeployment !== undefined && !readiness.ready) return { requeueAfterMs: TARGET_REF_POLL_MS };
+    // The team's Deployment wakes no informer: its rollout is polled, less often as it drags on.
+    if (teamDeployment !== undefined && !readiness.ready) return { waiting: true };
     // Nor does the upstream Service: one that is not there yet, or lacks a selector, is looked at again.
     return upstream?.kind === 'unprotected' ? { requeueAfterMs: UPSTREAM_POLL_MS } : {};
   }

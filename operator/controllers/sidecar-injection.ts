@@ -3,17 +3,15 @@
 // route first removes exactly what was added. The team's Deployment carries no operator label, so
 // no informer sees it: each reconcile reads it live, and a route still rolling out is polled.
 import type { RateLimitRoute } from '../api/index.ts';
-import { INJECTION_FINALIZER, injectedSidecar, injectionProblem, releasedSidecar, SIDECAR_FIELD_MANAGER } from '../resources/route-injection.ts';
+import { INJECTION_FINALIZER, injectedBy, injectedSidecar, injectionProblem, releasedSidecar, SIDECAR_FIELD_MANAGER } from '../resources/route-injection.ts';
 import type { ResourceSettings } from '../resources/settings.ts';
 import { isSubset } from '../runtime/compare.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes } from '../runtime/resource-types.ts';
+import { Reasons } from './conditions.ts';
 
-/** How often a targetRef route whose Deployment is not ready (or not there) looks again, ms. */
-export const TARGET_REF_POLL_MS = 10_000;
-
-export type Prepared = { deployment: KubeObject; problem?: undefined } | { deployment?: undefined; problem: string };
+export type Prepared = { deployment: KubeObject; problem?: undefined } | { deployment?: undefined; problem: string; reason: typeof Reasons.TargetRefInvalid | typeof Reasons.TargetRefInUse };
 
 export class SidecarInjection {
   readonly #client: KubeClient;
@@ -24,15 +22,27 @@ export class SidecarInjection {
     this.#settings = settings;
   }
 
-  /** The finalizer first (nothing is added that a deletion could miss), then the team's Deployment as it is now. */
-  async prepare(raw: KubeObject, route: RateLimitRoute): Promise<Prepared> {
+  /**
+   * The finalizer first (nothing is added that a deletion could miss), then the team's Deployment
+   * as it is now. routeExists: whether a route of that name exists in the route's namespace (a
+   * sidecar label left by a route that is gone holds nothing).
+   */
+  async prepare(raw: KubeObject, route: RateLimitRoute, routeExists: (name: string) => boolean): Promise<Prepared> {
     const ref = route.spec.targetRef;
     if (ref === undefined) throw new Error('prepare needs spec.targetRef');
     if (!(raw.metadata.finalizers ?? []).includes(INJECTION_FINALIZER)) await this.#setFinalizer(raw, [INJECTION_FINALIZER]);
+    const invalid = (problem: string): Prepared => ({ problem, reason: Reasons.TargetRefInvalid });
     const live = await this.#client.get(resourceTypes.deployment, route.metadata.namespace, ref.name);
-    if (live === undefined) return { problem: `Deployment ${ref.name} (spec.targetRef) does not exist in namespace ${route.metadata.namespace ?? 'default'}; create it or fix the name` };
+    if (live === undefined) return invalid(`Deployment ${ref.name} (spec.targetRef) does not exist in namespace ${route.metadata.namespace ?? 'default'}; create it or fix the name`);
+    const holder = injectedBy(live);
+    if (holder !== undefined && holder !== route.metadata.name && routeExists(holder)) {
+      return { problem: `Deployment ${ref.name} already runs the sidecar of RateLimitRoute ${holder}; one Deployment takes one route's sidecar: delete one of the two routes`, reason: Reasons.TargetRefInUse };
+    }
+    // Another controller (a ReplicaSet's owner, a route's own Deployment, another operator) would rewrite it.
+    const controller = live.metadata.ownerReferences?.find((r) => r.controller === true);
+    if (controller !== undefined) return invalid(`Deployment ${ref.name} is controlled by ${controller.kind} ${controller.name}, which would undo the sidecar; target a Deployment nothing else controls`);
     const problem = injectionProblem(route, this.#settings, live);
-    return problem === undefined ? { deployment: live } : { problem };
+    return problem === undefined ? { deployment: live } : invalid(problem);
   }
 
   /** Adds (or updates) the sidecar unless the live Deployment already has it as desired. */
@@ -47,12 +57,29 @@ export class SidecarInjection {
     if (!(raw.metadata.finalizers ?? []).includes(INJECTION_FINALIZER)) return undefined;
     const name = asRecord(asRecord(raw['spec'])?.['targetRef'])?.['name'];
     let removedFrom: string | undefined;
-    if (typeof name === 'string' && (await this.#client.get(resourceTypes.deployment, raw.metadata.namespace, name)) !== undefined) {
+    // A namespace being deleted takes the Deployment with it; the operator's rights there may be
+    // gone already (its RoleBinding deleted first), so only the finalizer is let go.
+    if (await this.#namespaceTerminating(raw.metadata.namespace)) {
+      await this.#setFinalizer(raw, []);
+      return undefined;
+    }
+    const live = typeof name === 'string' ? await this.#client.get(resourceTypes.deployment, raw.metadata.namespace, name) : undefined;
+    // Released only when the sidecar there is this route's: the manager is shared by every route,
+    // so releasing a Deployment another route injected would take that route's sidecar out.
+    const holder = live === undefined ? undefined : injectedBy(live);
+    if (live !== undefined && typeof name === 'string' && (holder === undefined || holder === raw.metadata.name)) {
       await this.#client.apply(releasedSidecar(raw, name), undefined, SIDECAR_FIELD_MANAGER);
       removedFrom = name;
     }
     await this.#setFinalizer(raw, []);
     return removedFrom;
+  }
+
+  async #namespaceTerminating(namespace: string | undefined): Promise<boolean> {
+    if (namespace === undefined) return false;
+    // No answer (a chart without the namespaces rule): release as before.
+    const ns = await this.#client.get(resourceTypes.namespace, undefined, namespace).catch(() => undefined);
+    return ns?.metadata.deletionTimestamp !== undefined;
   }
 
   /** Server-side apply of the route's finalizers by this manager: only its own entry is added or dropped. */

@@ -7,7 +7,7 @@ import type { OAuthClient } from '../api/index.ts';
 import { clientRegistrySchema, hashClientSecret, type ClientRegistry } from '../../lib/config/auth-server.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { AUTH_SERVER_NAME, CLIENT_REGISTRY_KEY, CLIENT_REGISTRY_SECRET } from './auth-server-names.ts';
-import { base64, baseLabels, fromBase64, ownerRef } from './metadata.ts';
+import { base64, baseLabels, fromBase64, type Owner, ownerRef } from './metadata.ts';
 import type { ClientCredentials } from './oauth-client-secret.ts';
 
 export interface RegisteredOAuthClient {
@@ -34,8 +34,12 @@ export function clientRegistry(entries: readonly RegisteredOAuthClient[]): Clien
   return clientRegistrySchema.parse({ clients });
 }
 
-export function clientRegistrySecret(namespace: string, entries: readonly RegisteredOAuthClient[]): KubeObject {
-  const owners = [...entries].sort((a, b) => (a.client.metadata.name < b.client.metadata.name ? -1 : 1)).map((e) => ownerRef(e.client));
+/**
+ * owners: every OAuthClient of the namespace (registered yet or not), so that the registry always
+ * has an owner (the operator's cache keeps only owned objects); entries default to them.
+ */
+export function clientRegistrySecret(namespace: string, entries: readonly RegisteredOAuthClient[], owners: readonly Owner[] = entries.map((e) => e.client)): KubeObject {
+  const refs = [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef);
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -43,7 +47,7 @@ export function clientRegistrySecret(namespace: string, entries: readonly Regist
       name: CLIENT_REGISTRY_SECRET,
       namespace,
       labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'client-registry'),
-      ownerReferences: owners,
+      ownerReferences: refs,
     },
     type: 'Opaque',
     data: { [CLIENT_REGISTRY_KEY]: base64(`${JSON.stringify(clientRegistry(entries), null, 2)}\n`) },

@@ -1,4 +1,5 @@
 // Labels, names and owner references shared by every child object.
+import { GROUP, OAUTH_CLIENT_KIND, RATE_LIMIT_ROUTE_KIND } from '../api/index.ts';
 import type { KubeObject, OwnerReference } from '../runtime/kube-object.ts';
 
 export const MANAGED_BY = 'portcullis-operator';
@@ -48,6 +49,15 @@ export function baseLabels(name: string, instance: string, component: string): R
 export function controllerOf(child: KubeObject, kind: string): OwnerReference | undefined {
   return child.metadata.ownerReferences?.find((r) => r.controller === true && r.kind === kind);
 }
+
+/**
+ * Whether a Portcullis object (a RateLimitRoute or an OAuthClient) owns this one: what the
+ * operator's caches keep. The managed-by label alone proves nothing, anyone can set it.
+ */
+export function ownedByPortcullis(obj: KubeObject): boolean {
+  return obj.metadata.ownerReferences?.some((r) => r.apiVersion.startsWith(`${GROUP}/`) && PORTCULLIS_OWNER_KINDS.has(r.kind)) ?? false;
+}
+const PORTCULLIS_OWNER_KINDS: ReadonlySet<string> = new Set([RATE_LIMIT_ROUTE_KIND, OAUTH_CLIENT_KIND]);
 
 /** Hardened container security context: non-root, read-only root filesystem, no capabilities. */
 export const containerSecurityContext = {

@@ -79,6 +79,17 @@ export function injectedSidecar(route: RateLimitRoute, settings: ResourceSetting
   };
 }
 
+/**
+ * The route whose sidecar the Deployment's pods carry (their portcullis.dev/route label), if any.
+ * One Deployment takes one route's sidecar: two would take turns rewriting it, rolling the pods
+ * forever, and deleting one would remove the other's (both write as SIDECAR_FIELD_MANAGER).
+ */
+export function injectedBy(live: KubeObject): string | undefined {
+  const labels = asRecord(asRecord(asRecord(asRecord(live['spec'])?.['template'])?.['metadata'])?.['labels']);
+  const route = labels?.[ROUTE_LABEL];
+  return typeof route === 'string' ? route : undefined;
+}
+
 /** Applied by SIDECAR_FIELD_MANAGER, it owns nothing any more: the API server removes what it had added. */
 export function releasedSidecar(route: RateLimitRoute | KubeObject, name: string): KubeObject {
   return { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name, namespace: route.metadata.namespace } };

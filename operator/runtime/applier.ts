@@ -23,9 +23,14 @@ export function stampHash(desired: KubeObject): KubeObject {
   return { ...desired, metadata: { ...desired.metadata, annotations: { ...annotations, [APPLIED_HASH_ANNOTATION]: hash } } };
 }
 
-export function matches(desired: KubeObject, live: KubeObject | undefined): boolean {
+/**
+ * Whether live already is desired. A metadata-only copy is judged by its metadata, which holds the
+ * applied hash of the whole desired object: a change of what the operator wants is applied, an
+ * edit of the contents by someone else waits for the next change (the cache cannot see it).
+ */
+export function matches(desired: KubeObject, live: KubeObject | undefined, metadataOnly = false): boolean {
   if (live === undefined) return false;
-  return isSubset(desired, live);
+  return metadataOnly ? isSubset(desired.metadata, live.metadata) : isSubset(desired, live);
 }
 
 export class Applier {
@@ -41,7 +46,7 @@ export class Applier {
   async apply(desired: KubeObject, cache: Informer): Promise<ApplyOutcome> {
     const stamped = stampHash(desired);
     const live = cache.get(stamped.metadata.namespace, stamped.metadata.name);
-    if (live !== undefined && matches(stamped, live)) {
+    if (live !== undefined && matches(stamped, live, cache.metadataOnly)) {
       this.#metrics?.appliesSkipped.inc({ kind: desired.kind });
       return { object: live, changed: false };
     }

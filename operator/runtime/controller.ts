@@ -2,7 +2,7 @@
 // key, never an event; it is called again for the same key after an error (with backoff), after
 // requeueAfterMs, on every change of the object or one it owns, and on every periodic resync.
 import type { Logger } from 'pino';
-import type { BackoffPolicy } from './backoff.ts';
+import { backoffDelay, type BackoffPolicy } from './backoff.ts';
 import type { Clock } from './clock.ts';
 import { isNamespaceTerminating } from './errors.ts';
 import type { OperatorMetrics } from './metrics.ts';
@@ -11,7 +11,16 @@ import { WorkQueue } from './work-queue.ts';
 export interface ReconcileResult {
   /** Reconcile again after this long, ms (e.g. to rotate a key on time). */
   requeueAfterMs?: number;
+  /**
+   * Waiting on something no watched event announces (a foreign object to go, a team's rollout):
+   * look again later, less often each time (ControllerOptions.waitBackoff), so that many objects
+   * stuck for good cost the API server less and less.
+   */
+  waiting?: true;
 }
+
+/** The default waitBackoff: 5 s, doubling, at most 2 min. */
+export const WAIT_BACKOFF: BackoffPolicy = { baseMs: 5000, maxMs: 120_000, jitter: 0.1 };
 
 export interface Reconciler {
   readonly name: string;
@@ -26,6 +35,8 @@ export interface ControllerOptions {
   keys: () => string[];
   /** Re-queue every key this often, ms (0 = never). */
   resyncIntervalMs: number;
+  /** Delays of the `waiting` results of one key in a row (default WAIT_BACKOFF). */
+  waitBackoff?: BackoffPolicy;
 }
 
 export class Controller {
@@ -36,6 +47,8 @@ export class Controller {
   readonly #log: Logger;
   readonly #metrics: OperatorMetrics;
   readonly #workers: Promise<void>[] = [];
+  /** `waiting` results in a row, per key. */
+  readonly #waits = new Map<string, number>();
   #cancelResync: (() => void) | undefined;
   #stopped = false;
 
@@ -88,8 +101,13 @@ export class Controller {
       try {
         const result = await this.#o.reconciler.reconcile(key);
         this.queue.forget(key);
-        if (result.requeueAfterMs !== undefined) this.queue.addAfter(key, result.requeueAfterMs);
-        this.#metrics.reconcileTotal.inc({ controller: this.name, result: result.requeueAfterMs === undefined ? 'success' : 'requeue' });
+        const waits = result.waiting === true ? (this.#waits.get(key) ?? 0) : 0;
+        if (result.waiting === true) this.#waits.set(key, waits + 1);
+        else this.#waits.delete(key);
+        const waitMs = result.waiting === true ? backoffDelay(this.#o.waitBackoff ?? WAIT_BACKOFF, waits) : undefined;
+        const delayMs = Math.min(result.requeueAfterMs ?? Infinity, waitMs ?? Infinity);
+        if (delayMs !== Infinity) this.queue.addAfter(key, delayMs);
+        this.#metrics.reconcileTotal.inc({ controller: this.name, result: delayMs === Infinity ? 'success' : 'requeue' });
       } catch (err) {
         if (isNamespaceTerminating(err)) {
           // The namespace is being deleted and takes the object with it: done, not failed.

@@ -20,6 +20,16 @@ import type { KubeObject } from './kube-object.ts';
 import { apiVersionOf, resourcePath, resourceTypeOf, type ResourceType } from './resource-types.ts';
 
 /** Server-side apply's media type; JSON is YAML, so a JSON body with this type is an apply patch. */
+/** Accept headers asking for metadata only (falling back to whole objects on a server without it). */
+const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+const METADATA_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+/**
+ * Objects per list page: a list is read page by page (limit + continue), so that the operator
+ * never holds more than one page of whole objects it may drop (1.5 MiB each at most in etcd).
+ */
+export const LIST_PAGE_SIZE = 50;
+export const METADATA_LIST_PAGE_SIZE = 500;
+
 export const APPLY_PATCH_CONTENT_TYPE = 'application/apply-patch+yaml';
 
 export interface RequestRecord {
@@ -90,11 +100,12 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
     query: Record<string, string | undefined>,
     body?: unknown,
     contentType = 'application/json',
+    accept = 'application/json',
   ): Promise<{ status: number; json: unknown }> {
     const url = new URL(server + path);
     for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, v);
     const headers = await authenticate(url.toString(), method);
-    headers['accept'] = 'application/json';
+    headers['accept'] = accept;
     if (body !== undefined) headers['content-type'] = contentType;
     const started = performance.now();
     let status = 0;
@@ -135,11 +146,25 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
     },
 
     async list(type, opts: ListOptions = {}): Promise<ListResult> {
-      const { json } = await request('list', type.plural, HttpMethod.GET, resourcePath(type, opts.namespace), { labelSelector: opts.labelSelector });
-      const list = json as { items?: KubeObject[]; metadata?: { resourceVersion?: string } };
-      // List items carry no apiVersion/kind; put them back so that every object is self-describing.
-      const items = (list.items ?? []).map((item) => ({ ...item, apiVersion: apiVersionOf(type), kind: type.kind }));
-      return { items, resourceVersion: list.metadata?.resourceVersion ?? '' };
+      const items: KubeObject[] = [];
+      const limit = String(opts.metadataOnly === true ? METADATA_LIST_PAGE_SIZE : LIST_PAGE_SIZE);
+      const accept = opts.metadataOnly === true ? METADATA_LIST_ACCEPT : 'application/json';
+      let token: string | undefined;
+      let resourceVersion = '';
+      do {
+        const query = { labelSelector: opts.labelSelector, limit, continue: token };
+        const { json } = await request('list', type.plural, HttpMethod.GET, resourcePath(type, opts.namespace), query, undefined, undefined, accept);
+        const page = json as { items?: KubeObject[]; metadata?: { resourceVersion?: string; continue?: string } };
+        // List items carry no apiVersion/kind (metadata-only ones say PartialObjectMetadata): put
+        // the kind back so that every object is self-describing.
+        for (const item of page.items ?? []) {
+          const obj = { ...item, apiVersion: apiVersionOf(type), kind: type.kind };
+          if (opts.keep === undefined || opts.keep(obj)) items.push(obj);
+        }
+        resourceVersion = page.metadata?.resourceVersion ?? resourceVersion;
+        token = page.metadata?.continue === '' ? undefined : page.metadata?.continue;
+      } while (token !== undefined);
+      return { items, resourceVersion };
     },
 
     async watch(type, opts: WatchOptions, onEvent: (event: WatchEvent) => void, signal: AbortSignal) {
@@ -152,7 +177,7 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
       const timeoutSeconds = opts.timeoutSeconds ?? 300;
       url.searchParams.set('timeoutSeconds', String(timeoutSeconds));
       const headers = await authenticate(url.toString(), HttpMethod.GET);
-      headers['accept'] = 'application/json';
+      headers['accept'] = opts.metadataOnly === true ? METADATA_ACCEPT : 'application/json';
       // A dead connection shows as silence: abort when nothing arrived for longer than the
       // server's own timeout plus a margin.
       const idle = new AbortController();
@@ -178,7 +203,8 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
             throw new KubeApiError(code, `watch ${path}: ${code} ${event.object.message ?? ''}`.trim(), event.object.reason);
           }
           if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED' || event.type === 'BOOKMARK') {
-            onEvent({ type: event.type, object: { ...event.object, apiVersion: event.object.apiVersion ?? apiVersionOf(type), kind: event.object.kind ?? type.kind } });
+            const object = opts.metadataOnly === true ? { ...event.object, apiVersion: apiVersionOf(type), kind: type.kind } : { ...event.object, apiVersion: event.object.apiVersion ?? apiVersionOf(type), kind: event.object.kind ?? type.kind };
+            onEvent({ type: event.type, object });
           }
         }
       } catch (err) {

@@ -24,6 +24,13 @@ export interface InformerOptions {
   /** Namespaces to watch; undefined = all namespaces (one cluster-wide list+watch). */
   namespaces?: readonly string[];
   labelSelector?: string;
+  /** Cache metadata only (PartialObjectMetadata): readers GET the few objects whose contents they need. */
+  metadataOnly?: boolean;
+  /**
+   * Objects the cache holds; the rest are dropped as they arrive (a label anyone can set is no
+   * proof that the operator made an object, so children are kept by their owner reference).
+   */
+  keep?: (obj: KubeObject) => boolean;
   /** Relist (full list, diffed against the cache) at least this often, ms. */
   relistIntervalMs: number;
   /** Delay between restarts after a failed list or watch. */
@@ -33,15 +40,26 @@ export interface InformerOptions {
   onRestart?: (reason: string) => void;
 }
 
-/** Drops what the operator never reads and what costs the most memory (managedFields). */
+/** kubectl apply's copy of the whole object, as large as the object itself. */
+const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
+
+/** Drops what the operator never reads and what costs the most memory (managedFields, kubectl's copy). */
 function trim(obj: KubeObject): KubeObject {
-  if (obj.metadata.managedFields === undefined) return obj;
+  const annotations = obj.metadata.annotations;
+  const lastApplied = annotations !== undefined && LAST_APPLIED in annotations;
+  if (obj.metadata.managedFields === undefined && !lastApplied) return obj;
   const { managedFields: _dropped, ...metadata } = obj.metadata;
+  if (lastApplied) {
+    const { [LAST_APPLIED]: _copy, ...rest } = annotations;
+    metadata.annotations = rest;
+  }
   return { ...obj, metadata };
 }
 
 export class Informer {
   readonly type: ResourceType;
+  /** The cached objects carry metadata only. */
+  readonly metadataOnly: boolean;
   readonly #client: KubeClient;
   readonly #clock: Clock;
   readonly #log: Logger;
@@ -55,6 +73,7 @@ export class Informer {
 
   constructor(client: KubeClient, clock: Clock, log: Logger, options: InformerOptions) {
     this.type = options.type;
+    this.metadataOnly = options.metadataOnly === true;
     this.#client = client;
     this.#clock = clock;
     this.#log = log.child({ informer: options.type.plural });
@@ -101,12 +120,12 @@ export class Informer {
   }
 
   async #run(namespace: string | undefined): Promise<void> {
-    const { type, labelSelector, relistIntervalMs, backoff } = this.#options;
+    const { type, labelSelector, metadataOnly, keep, relistIntervalMs, backoff } = this.#options;
     const scope = namespace ?? '*';
     let failures = 0;
     while (!this.#stop.signal.aborted) {
       try {
-        const listed = await this.#client.list(type, { namespace, labelSelector });
+        const listed = await this.#client.list(type, { namespace, labelSelector, metadataOnly, keep });
         this.#replace(namespace, listed.items);
         this.#markSynced(scope);
         failures = 0;
@@ -119,7 +138,7 @@ export class Informer {
           try {
             await this.#client.watch(
               type,
-              { namespace, labelSelector, resourceVersion, timeoutSeconds: this.#options.watchTimeoutSeconds },
+              { namespace, labelSelector, metadataOnly, resourceVersion, timeoutSeconds: this.#options.watchTimeoutSeconds },
               (event) => {
                 const rv = event.object.metadata.resourceVersion;
                 if (rv !== undefined && rv !== '') resourceVersion = rv;
@@ -171,6 +190,11 @@ export class Informer {
   }
 
   #upsert(incoming: KubeObject): void {
+    // An object that stops qualifying (its owner reference removed) leaves the cache.
+    if (this.#options.keep !== undefined && !this.#options.keep(incoming)) {
+      this.#remove(incoming);
+      return;
+    }
     const obj = trim(incoming);
     const key = keyOf(obj);
     const old = this.#store.get(key);

@@ -17,6 +17,16 @@ export interface ListOptions {
   /** Undefined: every namespace. */
   namespace?: string;
   labelSelector?: string;
+  /**
+   * Metadata only (the API server's PartialObjectMetadata): for kinds whose contents a cache never
+   * needs. A Secret or ConfigMap can weigh 1 MiB; its metadata a few hundred bytes.
+   */
+  metadataOnly?: boolean;
+  /**
+   * Objects for which this is false are dropped as each page of a list arrives, so that a list
+   * never holds more than one page of objects the caller does not want.
+   */
+  keep?: (obj: KubeObject) => boolean;
 }
 
 export interface WatchOptions extends ListOptions {

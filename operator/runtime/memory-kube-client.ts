@@ -33,6 +33,11 @@ function clone<T>(v: T): T {
   return structuredClone(v);
 }
 
+/** What a metadata-only list or watch returns of an object (PartialObjectMetadata). */
+function metadataOf(obj: KubeObject): KubeObject {
+  return { apiVersion: obj.apiVersion, kind: obj.kind, metadata: clone(obj.metadata) };
+}
+
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -157,8 +162,11 @@ export class MemoryKubeClient implements KubeClient {
 
   async list(type: ResourceType, options: ListOptions = {}) {
     this.#record({ verb: 'list', kind: type.kind, namespace: options.namespace, name: undefined });
-    const items = this.all(type).filter((o) => options.namespace === undefined || o.metadata.namespace === options.namespace);
-    return { items: clone(items), resourceVersion: String(this.#rv) };
+    const items = this.all(type)
+      .filter((o) => options.namespace === undefined || o.metadata.namespace === options.namespace)
+      .map((o) => (options.metadataOnly === true ? metadataOf(o) : clone(o)))
+      .filter((o) => options.keep === undefined || options.keep(o));
+    return { items, resourceVersion: String(this.#rv) };
   }
 
   watch(type: ResourceType, options: WatchOptions, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
@@ -167,7 +175,7 @@ export class MemoryKubeClient implements KubeClient {
       const watcher: Watcher = {
         type,
         namespace: options.namespace,
-        onEvent,
+        onEvent: options.metadataOnly === true ? (e) => onEvent({ type: e.type, object: metadataOf(e.object) }) : onEvent,
         end: (err) => {
           this.#watchers.delete(watcher);
           if (err === undefined) resolve();
@@ -181,7 +189,7 @@ export class MemoryKubeClient implements KubeClient {
       signal.addEventListener('abort', () => watcher.end(), { once: true });
       this.#watchers.add(watcher);
       const from = Number(options.resourceVersion);
-      for (const h of this.#history) if (h.rv > from && this.#wants(watcher, h.type, h.event)) onEvent(clone(h.event));
+      for (const h of this.#history) if (h.rv > from && this.#wants(watcher, h.type, h.event)) watcher.onEvent(clone(h.event));
     });
   }
 

@@ -26,6 +26,7 @@ export const resourceTypes = {
   event: { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true },
   lease: { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', plural: 'leases', namespaced: true },
   networkPolicy: { group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true },
+  namespace: { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false },
   podDisruptionBudget: { group: 'policy', version: 'v1', kind: 'PodDisruptionBudget', plural: 'poddisruptionbudgets', namespaced: true },
 } as const satisfies Record<string, ResourceType>;
 

@@ -1,6 +1,9 @@
 // A per-object work queue with the semantics of client-go's workqueue: a key is queued at most
 // once (dedup), never handed to two workers at once (a key added while being processed is queued
-// again when done), and retried with per-key exponential backoff until forget(key).
+// again when done), and retried with per-key exponential backoff until forget(key). Unlike
+// client-go's FIFO, the keys ready to run are handed out fairly among namespaces (round robin):
+// one namespace with thousands of queued objects delays another's next key by one reconcile per
+// busy namespace, not by its whole backlog.
 import { backoffDelay, type BackoffPolicy } from './backoff.ts';
 import type { Clock } from './clock.ts';
 
@@ -10,11 +13,47 @@ export interface WorkQueueHooks {
   onDepth?: (depth: number) => void;
 }
 
+/** The namespace of a key (`ns/name`, or `ns` alone for per-namespace controllers). */
+function namespaceOf(key: string): string {
+  const slash = key.indexOf('/');
+  return slash < 0 ? key : key.slice(0, slash);
+}
+
+/** Keys in FIFO order within a namespace, namespaces served in turn. */
+class FairQueue {
+  /** Map order is the turn order: a namespace served goes to the back. */
+  readonly #byNamespace = new Map<string, string[]>();
+  #length = 0;
+
+  get length(): number {
+    return this.#length;
+  }
+
+  push(key: string): void {
+    const ns = namespaceOf(key);
+    const keys = this.#byNamespace.get(ns);
+    if (keys === undefined) this.#byNamespace.set(ns, [key]);
+    else keys.push(key);
+    this.#length++;
+  }
+
+  shift(): string | undefined {
+    const first = this.#byNamespace.entries().next();
+    if (first.done === true) return undefined;
+    const [ns, keys] = first.value;
+    const key = keys.shift();
+    this.#byNamespace.delete(ns);
+    if (keys.length > 0) this.#byNamespace.set(ns, keys);
+    this.#length--;
+    return key;
+  }
+}
+
 export class WorkQueue {
   readonly #clock: Clock;
   readonly #policy: BackoffPolicy;
   readonly #hooks: WorkQueueHooks;
-  readonly #queue: string[] = [];
+  readonly #queue = new FairQueue();
   readonly #dirty = new Set<string>();
   readonly #processing = new Set<string>();
   readonly #failures = new Map<string, number>();

@@ -5,6 +5,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AuthContext } from './context.ts';
 import { sendErrorPage } from './pages/error-page.ts';
 import { GateFull } from './password-gate.ts';
+import { addressKey } from './throttle.ts';
 import { defaultScryptParams, hashPassword, parsePasswordHash, verifyPassword, type ScryptParams } from '../../lib/config/passwords.ts';
 import { randomToken } from './random.ts';
 
@@ -44,18 +45,21 @@ async function checkSignIn(ctx: AuthContext, request: FastifyRequest, username: 
   const decision = await ctx.throttle.attempt(username, request.ip);
   if (!decision.allowed) return { kind: 'throttled', retryAfterSeconds: decision.retryAfterSeconds };
   const user = ctx.directory.user(username);
+  // The gate's share is per client address, keyed as the throttle keys it (IPv6 by /64).
+  const key = addressKey(request.ip);
   try {
     if (user === undefined) {
       const sample = ctx.directory.anyPasswordHash();
       const params = (sample !== undefined ? parsePasswordHash(sample)?.params : undefined) ?? defaultScryptParams;
       const dummy = await dummyHash(params);
-      await ctx.passwordGate.run(() => verifyPassword(password, dummy));
+      await ctx.passwordGate.run(key, () => verifyPassword(password, dummy));
       return { kind: 'failed' };
     }
-    return (await ctx.passwordGate.run(() => verifyPassword(password, user.password_hash))) ? { kind: 'ok', user: user.username } : { kind: 'failed' };
+    return (await ctx.passwordGate.run(key, () => verifyPassword(password, user.password_hash))) ? { kind: 'ok', user: user.username } : { kind: 'failed' };
   } catch (err) {
     if (err instanceof GateFull) {
-      request.log.warn('sign-in refused: the password gate is full');
+      if (err.reason === 'full') request.log.warn('sign-in refused: the password gate is full');
+      else request.log.info('sign-in refused: this address already has sign-ins being checked');
       return { kind: 'busy', retryAfterSeconds: err.retryAfterSeconds };
     }
     throw err;

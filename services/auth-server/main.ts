@@ -86,7 +86,7 @@ const ctx: AuthContext = {
     },
     (err) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'sign-in throttle store unavailable; refusing the attempt'),
   ),
-  passwordGate: createPasswordGate({ concurrency: config.AUTH_PASSWORD_HASH_CONCURRENCY ?? defaultHashConcurrency(), queue: config.AUTH_PASSWORD_HASH_QUEUE }),
+  passwordGate: createPasswordGate({ concurrency: config.AUTH_PASSWORD_HASH_CONCURRENCY ?? defaultHashConcurrency(), queue: config.AUTH_PASSWORD_HASH_QUEUE, perKey: config.AUTH_PASSWORD_HASH_PER_ADDRESS }),
   clientAuthThrottle: createClientAuthThrottle(
     { ...defaultClientAuthLimits, burst: config.AUTH_CLIENT_AUTH_FAILURES_BURST, refillSeconds: config.AUTH_CLIENT_AUTH_FAILURE_REFILL_SECONDS },
     now,

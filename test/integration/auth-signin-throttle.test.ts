@@ -74,7 +74,7 @@ describe('sign-in throttle across addresses', () => {
 });
 
 describe('bounded password hashing', () => {
-  const stack = perDescribe((start) => start.authStack({ authEnv: { AUTH_PASSWORD_HASH_CONCURRENCY: '1', AUTH_PASSWORD_HASH_QUEUE: '2' } }));
+  const stack = perDescribe((start) => start.authStack({ authEnv: { AUTH_PASSWORD_HASH_CONCURRENCY: '1', AUTH_PASSWORD_HASH_QUEUE: '2', AUTH_PASSWORD_HASH_PER_ADDRESS: '30' } }));
 
   it('30 parallel sign-ins: at most 1 hashing and 2 waiting, the rest 503 with Retry-After; tokens are still served', async () => {
     const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });

@@ -46,7 +46,8 @@ rules:
   - level: Metadata
 `;
 
-export async function startOperatorEnv(namespaces: readonly string[]): Promise<OperatorEnv> {
+/** helmSet: extra `--set` values for the chart (e.g. operator.watchNamespaces={team-a}). */
+export async function startOperatorEnv(namespaces: readonly string[], helmSet: readonly string[] = []): Promise<OperatorEnv> {
   const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-audit-'));
   const policy = path.join(dir, 'policy.yaml');
   const auditLog = path.join(dir, 'audit.log');
@@ -63,7 +64,7 @@ export async function startOperatorEnv(namespaces: readonly string[]): Promise<O
     for (const ns of [RELEASE_NS, ...namespaces]) await must(cluster.kubectl(['create', 'namespace', ns]), `create namespace ${ns}`);
     // The chart exactly as a user installs it (without the bundled Redis: nothing runs pods here).
     const rendered = await must(
-      cluster.helm(['template', RELEASE, 'charts/portcullis', '--namespace', RELEASE_NS, '--kube-version', cluster.tools.kubernetesVersion, '--set', 'redis.enabled=false']),
+      cluster.helm(['template', RELEASE, 'charts/portcullis', '--namespace', RELEASE_NS, '--kube-version', cluster.tools.kubernetesVersion, '--set', 'redis.enabled=false', ...helmSet.flatMap((v) => ['--set', v])]),
       'helm template',
     );
     await must(cluster.kubectl(['apply', '--server-side', '-f', '-'], { input: rendered }), 'apply the chart');

@@ -5,7 +5,7 @@
 // sidecar, the operator never reverts the team's fields, and deleting the route removes exactly
 // what was added before the finalizer lets it go. The status counts and selects the team's pods.
 import { describe, expect, it } from 'vitest';
-import { TARGET_REF_IMMUTABLE_RULE } from '../../operator/api/index.ts';
+import { RESERVED_ROUTE_NAME_RULE, RESERVED_ROUTE_NAMES, TARGET_REF_IMMUTABLE_RULE } from '../../operator/api/index.ts';
 import { eventually, kget, operatorForbidden, resyncs } from './operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
@@ -103,6 +103,29 @@ describe('RateLimitRoute with spec.targetRef', () => {
     const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: route('other') });
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain(TARGET_REF_IMMUTABLE_RULE);
+  });
+
+  it("a second route on the same Deployment is TargetRefInUse and never rewrites it; deleting it leaves the first route's sidecar", async () => {
+    const before = (await web())['metadata']['generation'];
+    await apply(route('web').replace('name: all,', 'name: second,'));
+    const readyOf = async (name: string) => ((((await kget(env.cluster, ['-n', NS, 'ratelimitroute', name])) as Obj | undefined)?.['status']?.['conditions'] ?? []) as Obj[]).find((c) => c['type'] === 'Ready');
+    const c = await eventually('TargetRefInUse', async () => ((await readyOf('second'))?.['reason'] === 'TargetRefInUse' ? readyOf('second') : undefined));
+    expect(c['message']).toMatch(/already runs the sidecar of RateLimitRoute all/);
+    await resyncs(env, operator, 'ratelimitroutes', 2);
+    expect((await web())['metadata']['generation']).toBe(before);
+    const r = await env.cluster.kubectl(['-n', NS, 'delete', 'ratelimitroute', 'second']);
+    expect(r.code, r.stderr).toBe(0);
+    const dep = await web();
+    expect(names(dep['spec']['template']['spec']['containers'])).toEqual(['app', 'portcullis-sidecar']);
+    expect(dep['metadata']['generation']).toBe(before);
+  });
+
+  it("a route named like the auth server's objects is refused by the API server", async () => {
+    for (const name of RESERVED_ROUTE_NAMES) {
+      const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: route('web').replace('name: all,', `name: ${name},`) });
+      expect(r.code).not.toBe(0);
+      expect(r.stderr).toContain(RESERVED_ROUTE_NAME_RULE);
+    }
   });
 
   it('deleting the route removes exactly the sidecar, its volumes, the hash and the labels; then the route is gone', async () => {

@@ -45,12 +45,12 @@ describe('sign-in throttle', () => {
 
 describe('password gate', () => {
   it('runs at most `concurrency` at once, queues `queue` more and refuses the rest', async () => {
-    const gate = createPasswordGate({ concurrency: 2, queue: 3 });
+    const gate = createPasswordGate({ concurrency: 2, queue: 3, perKey: 8 });
     let active = 0;
     let peak = 0;
     const releases: (() => void)[] = [];
     const job = () =>
-      gate.run(async () => {
+      gate.run('192.0.2.1', async () => {
         active++;
         peak = Math.max(peak, active);
         await new Promise<void>((resolve) => releases.push(resolve));
@@ -74,6 +74,35 @@ describe('password gate', () => {
     expect(gate.load()).toEqual({ running: 0, waiting: 0 });
   });
 
+  it("one key holds at most its share; a freed slot goes to the keys in turn, so another key waits one hash, not the flood's", async () => {
+    const gate = createPasswordGate({ concurrency: 1, queue: 16, perKey: 8 });
+    const order: string[] = [];
+    const releases: (() => void)[] = [];
+    const job = (key: string) =>
+      gate.run(key, async () => {
+        order.push(key);
+        await new Promise<void>((resolve) => releases.push(resolve));
+      });
+    const flood = Array.from({ length: 10 }, () => job('flood').catch((err: unknown) => err));
+    await new Promise((r) => setImmediate(r));
+    const other = job('other');
+    // 8 places for the flood (1 running, 7 waiting), the 2 beyond its share refused at once.
+    expect(gate.load()).toEqual({ running: 1, waiting: 8 });
+    const refused = (await Promise.all(flood.slice(8))) as GateFull[];
+    expect(refused.map((e) => e.reason)).toEqual(['key', 'key']);
+    for (let i = 0; i < 3; i++) {
+      releases.shift()?.();
+      await new Promise((r) => setImmediate(r));
+    }
+    expect(order.slice(0, 3)).toEqual(['flood', 'flood', 'other']);
+    while (releases.length > 0 || gate.load().running > 0) {
+      releases.shift()?.();
+      await new Promise((r) => setImmediate(r));
+    }
+    await other;
+    expect(gate.load()).toEqual({ running: 0, waiting: 0 });
+  });
+
   it('by default leaves a core and two pool threads for the rest of the server', () => {
     expect(defaultHashConcurrency({}, 2)).toBe(1);
     expect(defaultHashConcurrency({}, 8)).toBe(2);
@@ -83,7 +112,7 @@ describe('password gate', () => {
 
   it('releases its slot when the job throws', async () => {
     const gate = createPasswordGate({ concurrency: 1, queue: 0 });
-    await expect(gate.run(() => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
-    expect(await gate.run(() => Promise.resolve(7))).toBe(7);
+    await expect(gate.run('a', () => Promise.reject(new Error('boom')))).rejects.toThrow('boom');
+    expect(await gate.run('a', () => Promise.resolve(7))).toBe(7);
   });
 });

@@ -3,6 +3,7 @@ import { oauthClientSchema, rateLimitRouteSchema, type OAuthClient, type RateLim
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { defaultResourceSettings, type ResourceSettings } from '../../operator/resources/settings.ts';
 import { pino } from 'pino';
+import { ownedByPortcullis } from '../../operator/resources/metadata.ts';
 import { Informer } from '../../operator/runtime/informer.ts';
 import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
@@ -51,22 +52,24 @@ export function oauthClient(name = 'demo-app'): OAuthClient {
 export const silent = pino({ level: 'silent' });
 
 /** An informer of `type` as the tests' caches run it (no periodic relist, fast backoff), not started. */
-export function testInformer(client: MemoryKubeClient, clock: Clock, type: (typeof resourceTypes)[keyof typeof resourceTypes]): Informer {
-  return new Informer(client, clock, silent, { type, relistIntervalMs: 3600_000, backoff: { baseMs: 10, maxMs: 100 } });
+export function testInformer(client: MemoryKubeClient, clock: Clock, type: (typeof resourceTypes)[keyof typeof resourceTypes], child?: { metadataOnly: boolean }): Informer {
+  // Children cached as the operator caches them (app.ts): owned objects only, Secrets and ConfigMaps as metadata.
+  const filter = child === undefined ? {} : { keep: ownedByPortcullis, metadataOnly: child.metadataOnly };
+  return new Informer(client, clock, silent, { type, relistIntervalMs: 3600_000, backoff: { baseMs: 10, maxMs: 100 }, ...filter });
 }
 
 /** Started, synced informers of every kind the reconcilers read. */
 export async function startCaches(client: MemoryKubeClient, clock: Clock) {
-  const make = (type: (typeof resourceTypes)[keyof typeof resourceTypes]) => testInformer(client, clock, type);
+  const make = (type: (typeof resourceTypes)[keyof typeof resourceTypes], child?: { metadataOnly: boolean }) => testInformer(client, clock, type, child);
   const caches = {
     routes: make(resourceTypes.rateLimitRoute),
     clients: make(resourceTypes.oauthClient),
-    deployments: make(resourceTypes.deployment),
-    services: make(resourceTypes.service),
-    configMaps: make(resourceTypes.configMap),
-    secrets: make(resourceTypes.secret),
-    networkPolicies: make(resourceTypes.networkPolicy),
-    podDisruptionBudgets: make(resourceTypes.podDisruptionBudget),
+    deployments: make(resourceTypes.deployment, { metadataOnly: false }),
+    services: make(resourceTypes.service, { metadataOnly: false }),
+    configMaps: make(resourceTypes.configMap, { metadataOnly: true }),
+    secrets: make(resourceTypes.secret, { metadataOnly: true }),
+    networkPolicies: make(resourceTypes.networkPolicy, { metadataOnly: false }),
+    podDisruptionBudgets: make(resourceTypes.podDisruptionBudget, { metadataOnly: false }),
   };
   const all = Object.values(caches);
   for (const i of all) i.start();

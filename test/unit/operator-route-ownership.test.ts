@@ -2,7 +2,6 @@
 // named like a child without a controller ownerReference to this route is left untouched, the
 // route says Conflict (which object, what to do) and looks again later.
 import { describe, expect, it } from 'vitest';
-import { CONFLICT_RETRY_MS } from '../../operator/controllers/child-ownership.ts';
 import type { Clock } from '../../operator/runtime/clock.ts';
 import { asRecord, type KubeObject } from '../../operator/runtime/kube-object.ts';
 import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
@@ -49,7 +48,7 @@ describe('RateLimitRoute children: never adopted', () => {
     expect(message).toMatch(/Service all exists and has no controller ownerReference/);
     expect(message).toMatch(/kubectl -n team-a delete/);
     expect(events.list).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'Conflict', message }));
-    expect(result).toEqual({ requeueAfterMs: CONFLICT_RETRY_MS });
+    expect(result).toEqual({ waiting: true });
   });
 
   it('an unlabelled Service the label-filtered cache cannot see is found by a live GET', async () => {
@@ -69,7 +68,7 @@ describe('RateLimitRoute children: never adopted', () => {
     client.put(routeObject());
     await reconcile();
     const writes = client.writes().length;
-    expect(await reconcile()).toEqual({ requeueAfterMs: CONFLICT_RETRY_MS });
+    expect(await reconcile()).toEqual({ waiting: true });
     expect(client.writes().length).toBe(writes);
   });
 

@@ -4,7 +4,6 @@
 // (a finalizer holds the deletion). status.selector is the team Deployment's, whose pods it counts.
 import { describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd, rateLimitRouteSchema, TARGET_REF_IMMUTABLE_RULE, WORKLOAD_RULE } from '../../operator/api/index.ts';
-import { TARGET_REF_POLL_MS } from '../../operator/controllers/sidecar-injection.ts';
 import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { INJECTION_FINALIZER, injectedSidecar, SIDECAR_FIELD_MANAGER } from '../../operator/resources/route-injection.ts';
@@ -66,7 +65,7 @@ describe('spec.targetRef: into an existing Deployment', () => {
     const { client, reconcile } = await setup();
     client.put(teamDeployment());
     client.put(refRoute());
-    expect(await reconcile()).toEqual({ requeueAfterMs: TARGET_REF_POLL_MS }); // not ready yet: polled
+    expect(await reconcile()).toEqual({ waiting: true }); // not ready yet: polled
 
     expect(route(client)['metadata']['finalizers']).toEqual([INJECTION_FINALIZER]);
     expect(client.writes('Deployment')).toEqual([expect.objectContaining({ verb: 'apply', name: 'web', fieldManager: SIDECAR_FIELD_MANAGER })]);
@@ -201,7 +200,7 @@ describe('spec.targetRef: into an existing Deployment', () => {
   it('a missing Deployment: TargetRefInvalid naming it, nothing else written, polled', async () => {
     const { client, reconcile } = await setup();
     client.put(refRoute());
-    expect(await reconcile()).toEqual({ requeueAfterMs: TARGET_REF_POLL_MS });
+    expect(await reconcile()).toEqual({ waiting: true });
     expect(ready(client)).toMatchObject({ status: 'False', reason: 'TargetRefInvalid' });
     expect(ready(client)?.['message']).toMatch(/Deployment web \(spec.targetRef\) does not exist/);
     expect(client.writes().filter((w) => w.kind !== 'RateLimitRoute')).toEqual([]);

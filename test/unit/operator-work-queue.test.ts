@@ -68,3 +68,22 @@ describe('work queue', () => {
     expect(q.length).toBe(1);
   });
 });
+
+describe('work queue fairness', () => {
+  it('hands out the ready keys of busy namespaces in turn, not in arrival order', async () => {
+    const queue = new WorkQueue(new ManualClock(), { baseMs: 10, maxMs: 100 });
+    for (let i = 0; i < 300; i++) queue.add(`team-b/broken-${i}`);
+    queue.add('team-a/new');
+    queue.add('team-c');
+    const order: string[] = [];
+    for (let i = 0; i < 4; i++) {
+      const key = await queue.get();
+      if (key !== undefined) {
+        order.push(key);
+        queue.done(key);
+      }
+    }
+    expect(order).toEqual(['team-b/broken-0', 'team-a/new', 'team-c', 'team-b/broken-1']);
+    expect(queue.length).toBe(298);
+  });
+});
