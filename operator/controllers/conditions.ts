@@ -37,6 +37,8 @@ export const EventReasons = {
   SidecarRemoved: 'SidecarRemoved',
   /** Route: spec.redis.secretRef, or the operator's default Redis Secret, names a Secret or key that does not exist. */
   RedisSecretMissing: 'RedisSecretMissing',
+  /** Route or OAuthClient: the namespace's Redis user could not be made (Redis unreachable, or its admin may not run ACL SETUSER). */
+  RedisUserFailed: 'RedisUserFailed',
   /** Route: a jwt key without an issuer of its own, and no auth server runs in the namespace. */
   AuthServerMissing: 'AuthServerMissing',
   /** OAuthClient: client_id and client_secret generated into its Secret. */

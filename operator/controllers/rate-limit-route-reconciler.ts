@@ -32,6 +32,9 @@ import { SidecarInjection, TARGET_REF_POLL_MS } from './sidecar-injection.ts';
 import { deploymentReadiness } from './deployment-readiness.ts';
 import { describeIssues } from './spec-issues.ts';
 
+/** A namespace Redis user that could not be made is tried again this soon (ms). */
+const REDIS_USER_RETRY_MS = 10_000;
+
 export interface RateLimitRouteCaches {
   routes: Informer;
   deployments: Informer;
@@ -115,7 +118,15 @@ export class RateLimitRouteReconciler implements Reconciler {
     // Secrets of their namespace only).
     const source = usesDefaultRedisSecret(route, this.#d.settings) ? this.#d.settings.defaultRedisSecret : undefined;
     const adminUrlData = source === undefined ? undefined : secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
-    const redisUrlData = adminUrlData === undefined ? undefined : await namespaceRedisUrlData(this.#d.redisUsers, adminUrlData, route.metadata.namespace ?? 'default', 'bucket');
+    // Redis unreachable: the rest is applied and the namespace's Secret left as it is; retried soon.
+    let redisUserProblem: string | undefined;
+    const redisUrlData =
+      adminUrlData === undefined
+        ? undefined
+        : await namespaceRedisUrlData(this.#d.redisUsers, adminUrlData, route.metadata.namespace ?? 'default', 'bucket').catch((err: unknown) => {
+            redisUserProblem = (err as Error).message;
+            return undefined;
+          });
     // The route left the default Redis (its copy is still there): its namespace's user may go.
     if (source === undefined && this.#d.caches.secrets.get(namespace, routeRedisSecretName(name)) !== undefined) await this.#releaseRedisUser(namespace);
 
@@ -204,7 +215,10 @@ export class RateLimitRouteReconciler implements Reconciler {
 
     await this.#checkRedisSecret(raw, route);
     this.#checkJwtIssuer(raw, route);
-    if (source !== undefined && redisUrlData === undefined) {
+    if (redisUserProblem !== undefined) {
+      this.#d.log.warn({ route: key, err: redisUserProblem }, 'could not make the namespace Redis user');
+      this.#d.events.event(raw, 'Warning', EventReasons.RedisUserFailed, `could not make the namespace's Redis user with the operator's default Redis (${redisUserProblem}); retrying`);
+    } else if (source !== undefined && redisUrlData === undefined) {
       this.#d.events.event(raw, 'Warning', EventReasons.RedisSecretMissing, `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the route's pods cannot start until it exists (the chart's redis.existingSecret)`);
     }
     // Replicas left to an autoscaler: ready means as many pods as the Deployment asks for now.
@@ -213,6 +227,7 @@ export class RateLimitRouteReconciler implements Reconciler {
       ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${routeServiceName(name)} forwards port ${this.#d.settings.servicePort} to the sidecars` }
       : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
     await this.#writeStatus(raw, route, state, readiness, teamDeployment);
+    if (redisUserProblem !== undefined) return { requeueAfterMs: REDIS_USER_RETRY_MS };
     // The team's Deployment wakes no informer: its rollout is polled.
     return teamDeployment !== undefined && !readiness.ready ? { requeueAfterMs: TARGET_REF_POLL_MS } : {};
   }

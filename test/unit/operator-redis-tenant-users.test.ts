@@ -30,11 +30,13 @@ const settings: ResourceSettings = {
 const source: KubeObject = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'portcullis-system' }, data: { 'redis-url': b64(ADMIN) } };
 
 /** Records grants and revokes; grants answer a URL naming the namespace's user. */
-function recordingUsers(): TenantRedisUsers & { calls: string[] } {
+function recordingUsers(): TenantRedisUsers & { calls: string[]; down: boolean } {
   const calls: string[] = [];
   return {
     calls,
+    down: false,
     async grant(adminUrl, ns, purpose) {
+      if (this.down) throw new Error('connect ECONNREFUSED');
       calls.push(`grant ${purpose} ${ns} ${adminUrl === ADMIN ? 'admin' : adminUrl}`);
       return `redis://portcullis-${purpose}-${ns}:pw@portcullis-redis.portcullis-system.svc:6379`;
     },
@@ -57,7 +59,8 @@ describe('reconciling with per-namespace Redis users', () => {
     const caches = await startCaches(client, clock);
     stops.push(caches.stop);
     const users = recordingUsers();
-    const deps = { applier: new Applier(client), caches, settings, clock, events: recordingEvents(), client, log: silent, redisUsers: users };
+    const events = recordingEvents();
+    const deps = { applier: new Applier(client), caches, settings, clock, events, client, log: silent, redisUsers: users };
     const routes = new RateLimitRouteReconciler(deps);
     const auth = new AuthServerReconciler(deps);
     const run = async (fn: () => Promise<unknown>) => {
@@ -97,6 +100,46 @@ describe('reconciling with per-namespace Redis users', () => {
     await client.delete(resourceTypes.oauthClient, 'team-a', 'app');
     await auth();
     expect(users.calls).toEqual(['grant auth team-a admin', 'revoke auth team-a admin']);
+  });
+});
+
+describe('when Redis cannot make the user', () => {
+  const stops: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const stop of stops.splice(0)) await stop();
+  });
+
+  it('the route and auth server are applied all the same, a Warning names the cause, and the user follows on a retry', async () => {
+    const client = new MemoryKubeClient();
+    const clock = new ManualClock();
+    const caches = await startCaches(client, clock);
+    stops.push(caches.stop);
+    const users = recordingUsers();
+    const events = recordingEvents();
+    const deps = { applier: new Applier(client), caches, settings, clock, events, client, log: silent, redisUsers: users };
+    const routes = new RateLimitRouteReconciler(deps);
+    const auth = new AuthServerReconciler(deps);
+    client.put(source);
+    client.put(routeObject('all'));
+    client.put(clientObject('app', 'team-a'));
+    users.down = true;
+    await flush();
+    expect(await routes.reconcile('team-a/all')).toEqual({ requeueAfterMs: 10_000 });
+    expect((await auth.reconcile('team-a')).requeueAfterMs).toBeLessThanOrEqual(10_000);
+    await flush();
+    expect(client.peek(resourceTypes.deployment, 'team-a', 'all')).toBeDefined();
+    expect(client.peek(resourceTypes.deployment, 'team-a', 'portcullis-auth-server')).toBeDefined();
+    expect(client.peek(resourceTypes.secret, 'team-a', 'all-redis')).toBeUndefined();
+    expect(events.list.filter((e) => e.reason === 'RedisUserFailed').map((e) => e.message)).toEqual([
+      expect.stringContaining('ECONNREFUSED'),
+      expect.stringContaining('ECONNREFUSED'),
+    ]);
+    users.down = false;
+    await routes.reconcile('team-a/all');
+    await auth.reconcile('team-a');
+    await flush();
+    expect(client.peek(resourceTypes.secret, 'team-a', 'all-redis')).toBeDefined();
+    expect(client.peek(resourceTypes.secret, 'team-a', 'portcullis-auth-redis')).toBeDefined();
   });
 });
 
