@@ -28,6 +28,8 @@
 // shared VM (docs/performance.md, "How the figures are made"): compare several --callgrind-runs.
 // --rounds 0 skips the wall clock. Run it once with no change (A against A) to see this machine's
 // noise before reading a difference.
+// --hash-keys gives B the Redis settings the operator renders (redis.hashKeys: true, the bucket key
+// an HMAC of route and user, and a namespace key prefix), against A's plain keys.
 // --env (repeatable) sets B's environment only, over SIDECAR_ENV (to A/B a runtime setting on the
 // same code: --base HEAD).
 // Prints a Markdown table; writes nothing to bench/results (quote it in docs/performance.md).
@@ -66,6 +68,7 @@ const { values } = parseArgs({
     env: { type: 'string', multiple: true, default: [] },
     store: { type: 'string', default: 'redis' },
     flood: { type: 'boolean', default: false },
+    'hash-keys': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -188,6 +191,8 @@ const config = {
   ...(values.store === 'redis' ? { redis: { url: redis.url, commandTimeoutMs: 1000 } } : {}),
   logLevel: 'warn' as const,
 };
+/** B's config: with --hash-keys, the Redis settings the operator renders for a route in namespace `bench`. */
+const configB = values['hash-keys'] && 'redis' in config ? { ...config, redis: { ...config.redis, keyPrefix: 'portcullis:bucket:bench:', hashKeys: true } } : config;
 const headers = { 'USER-ID': 'bench-user' };
 const withRedis = values.store === 'redis';
 const admin = withRedis ? new Redis(redis.url) : undefined;
@@ -202,10 +207,10 @@ async function withCpu<T>(s: RunningSidecar, run: () => Promise<T>, answered: (r
   const n = Math.max(1, answered(result));
   return { result, cpu: (cpuUs(pid) - cpu0) / n, redisCpu: ((await redisCpuSoFar()) - redis0) / n };
 }
-const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}; ${values.store} store${values.flood ? ', a flood past a limit of 100/s' : ''}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
+const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}${values['hash-keys'] ? ' with redis.hashKeys' : ''}; ${values.store} store${values.flood ? ', a flood past a limit of 100/s' : ''}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
 try {
   const start = (entry: string, env: Record<string, string>, name: string, launcher?: string[]): Promise<RunningSidecar> =>
-    startSidecar(config, { name, entry: path.relative(repoRoot, entry), env, ...(launcher !== undefined ? { launcher, waitPortMs: 180_000 } : {}) });
+    startSidecar(entry === entryB ? configB : config, { name, entry: path.relative(repoRoot, entry), env, ...(launcher !== undefined ? { launcher, waitPortMs: 180_000 } : {}) });
   const a = await start(entryA, { ...SIDECAR_ENV }, 'ab-a');
   const b = await start(entryB, envB, 'ab-b');
   const measure = async (s: RunningSidecar) => {

@@ -13,3 +13,23 @@ export function keyHashSecretOf(redisPassword: string): string {
 export function hashBucketKey(secret: string, key: string): string {
   return createHmac('sha256', secret).update(key).digest('base64url').slice(0, 22);
 }
+
+/**
+ * Keys whose hash is remembered at most: a client's requests come in runs, and a lookup costs
+ * ~0.2 µs where the HMAC costs ~2 µs (measured on this project's 2-core VM). ~150 bytes of heap
+ * each, so at most ~1.5 MiB.
+ */
+const REMEMBERED_HASHES = 10_000;
+
+/** hashBucketKey under one secret, remembering the latest keys' hashes (the oldest forgotten first). */
+export function createBucketKeyHasher(secret: string, remembered = REMEMBERED_HASHES): (key: string) => string {
+  const known = new Map<string, string>();
+  return (key) => {
+    const hit = known.get(key);
+    if (hit !== undefined) return hit;
+    const hash = hashBucketKey(secret, key);
+    if (known.size >= remembered) known.delete(known.keys().next().value as string);
+    known.set(key, hash);
+    return hash;
+  };
+}

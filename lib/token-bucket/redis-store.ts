@@ -20,7 +20,7 @@ import { performance } from 'node:perf_hooks';
 import { Cluster, Redis, type ClusterNode, type Pipeline, type RedisOptions } from 'ioredis';
 import { assertRule, combineDecisions, MICRO, refillWaitUs, toDecision, type BucketRule, type Decision } from './bucket.ts';
 import { StoreUnavailableError, type BucketStore, type TakeSink } from './bucket-store.ts';
-import { hashBucketKey } from './key-hash.ts';
+import { createBucketKeyHasher } from './key-hash.ts';
 import { keySlot } from './key-slot.ts';
 import { BUCKET_FIELDS, HEAD_FIELDS, parseDecision } from './redis-reply.ts';
 import { sendTakeScript, type ScriptReply, type ScriptTarget } from './take-script.ts';
@@ -226,7 +226,7 @@ export class RedisBucketStore implements BucketStore {
     this.client = client;
     this.#prefix = options.keyPrefix ?? 'portcullis:bucket:';
     const secret = options.keyHashSecret;
-    this.#hashed = secret === undefined ? undefined : (key) => hashBucketKey(secret, key);
+    this.#hashed = secret === undefined ? undefined : createBucketKeyHasher(secret);
     this.#maxBatch = maxBatch;
     this.#perSlot = options.cluster !== undefined;
     this.#maxRefusals = options.localRefusals ?? 0;

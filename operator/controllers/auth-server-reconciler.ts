@@ -26,6 +26,9 @@ import type { KubeClient } from '../runtime/kube-client.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, type ResourceType } from '../runtime/resource-types.ts';
 
+/** A namespace Redis user that could not be made is tried again this soon (ms). */
+const REDIS_USER_RETRY_MS = 10_000;
+
 export interface AuthServerCaches {
   clients: Informer;
   secrets: Informer;
@@ -102,13 +105,15 @@ export class AuthServerReconciler implements Reconciler {
     }
     await this.#d.applier.apply(clientRegistrySecret(namespace, entries, owners), caches.secrets);
     const recheckInMs = await this.#ensureSigningKeys(namespace, owners);
-    await this.#applyRedisSecret(namespace, owners, live);
+    const redisUserOk = await this.#applyRedisSecret(namespace, owners, live);
     await this.#d.applier.apply(authServerDeployment(namespace, this.#d.settings, owners), caches.deployments);
     await this.#d.applier.apply(authServerService(namespace, this.#d.settings, owners), caches.services);
     await this.#applyBudget(namespace, owners);
     await this.#applyNetworkPolicy(namespace, owners);
     await this.#checkUsersSecret(namespace, live);
-    return recheckInMs === undefined ? {} : { requeueAfterMs: recheckInMs };
+    // A namespace Redis user that could not be made is tried again soon.
+    const next = redisUserOk ? recheckInMs : Math.min(recheckInMs ?? REDIS_USER_RETRY_MS, REDIS_USER_RETRY_MS);
+    return next === undefined ? {} : { requeueAfterMs: next };
   }
 
   async #ensureSigningKeys(namespace: string, owners: Parameters<typeof signingKeysSecret>[2]): Promise<number | undefined> {
@@ -171,22 +176,32 @@ export class AuthServerReconciler implements Reconciler {
    * The auth Redis Secret (in the operator's namespace), copied beside the auth server whose
    * REDIS_URL references it; a stale copy (the setting changed) is deleted.
    */
-  async #applyRedisSecret(namespace: string, owners: Parameters<typeof authRedisSecret>[1], clients: readonly KubeObject[]): Promise<void> {
+  async #applyRedisSecret(namespace: string, owners: Parameters<typeof authRedisSecret>[1], clients: readonly KubeObject[]): Promise<boolean> {
     const source = this.#d.settings.authRedisUrl === undefined ? this.#d.settings.authRedisSecret : undefined;
     if (source === undefined) {
       const stale = this.#d.caches.secrets.get(namespace, AUTH_REDIS_SECRET);
       if (stale !== undefined && isAuthServerObject(stale)) await this.#d.applier.remove(stale);
-      return;
+      return true;
     }
     const adminData = secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
     if (adminData !== undefined) {
-      const data = await namespaceRedisUrlData(this.#d.redisUsers, adminData, namespace, 'auth');
+      let data: string;
+      try {
+        data = await namespaceRedisUrlData(this.#d.redisUsers, adminData, namespace, 'auth');
+      } catch (err) {
+        // Redis unreachable: everything else is applied, the Secret left as it is.
+        const problem = (err as Error).message;
+        this.#d.log.warn({ namespace, err: problem }, 'could not make the namespace Redis user');
+        for (const c of clients) this.#d.events?.event(c, 'Warning', EventReasons.RedisUserFailed, `could not make the namespace's Redis user with the operator's auth Redis (${problem}); retrying`);
+        return false;
+      }
       await this.#d.applier.apply(authRedisSecret(namespace, owners, data), this.#d.caches.secrets);
-      return;
+      return true;
     }
     const message = `the auth server in ${namespace} cannot start: the operator's auth Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty (the chart's auth.redis.existingSecret)`;
     this.#d.log.warn({ namespace, secret: `${source.namespace}/${source.name}` }, 'auth Redis Secret missing');
     for (const c of clients) this.#d.events?.event(c, 'Warning', EventReasons.RedisSecretMissing, message);
+    return true;
   }
 
   /** The users Secret is the operator's setting, not its child: tell a person when it is missing. */

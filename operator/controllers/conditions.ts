@@ -43,6 +43,8 @@ export const EventReasons = {
   RedisSecretMissing: 'RedisSecretMissing',
   /** Route: spec.upstream's Service is missing or has no selector, so no NetworkPolicy covers its pods. */
   UpstreamUnprotected: 'UpstreamUnprotected',
+  /** Route or OAuthClient: the namespace's Redis user could not be made (Redis unreachable, or its admin may not run ACL SETUSER). */
+  RedisUserFailed: 'RedisUserFailed',
   /** Route: a jwt key without an issuer of its own, and no auth server runs in the namespace. */
   AuthServerMissing: 'AuthServerMissing',
   /** OAuthClient: client_id and client_secret generated into its Secret. */

@@ -125,7 +125,15 @@ export class RateLimitRouteReconciler implements Reconciler {
     // Secrets of their namespace only).
     const source = usesDefaultRedisSecret(route, this.#d.settings) ? this.#d.settings.defaultRedisSecret : undefined;
     const adminUrlData = source === undefined ? undefined : secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
-    const redisUrlData = adminUrlData === undefined ? undefined : await namespaceRedisUrlData(this.#d.redisUsers, adminUrlData, route.metadata.namespace ?? 'default', 'bucket');
+    // Redis unreachable: the rest is applied and the namespace's Secret left as it is; retried soon.
+    let redisUserProblem: string | undefined;
+    const redisUrlData =
+      adminUrlData === undefined
+        ? undefined
+        : await namespaceRedisUrlData(this.#d.redisUsers, adminUrlData, route.metadata.namespace ?? 'default', 'bucket').catch((err: unknown) => {
+            redisUserProblem = (err as Error).message;
+            return undefined;
+          });
     // The route left the default Redis (its copy is still there): its namespace's user may go.
     if (source === undefined && this.#d.caches.secrets.get(namespace, routeRedisSecretName(name)) !== undefined) await this.#releaseRedisUser(namespace);
 
@@ -220,7 +228,10 @@ export class RateLimitRouteReconciler implements Reconciler {
     if (upstream?.kind === 'unprotected' && routeWantsNetworkPolicy(route, this.#d.settings)) this.#d.events.event(raw, 'Warning', EventReasons.UpstreamUnprotected, upstream.message);
     await this.#checkRedisSecret(raw, route);
     this.#checkJwtIssuer(raw, route);
-    if (source !== undefined && redisUrlData === undefined) {
+    if (redisUserProblem !== undefined) {
+      this.#d.log.warn({ route: key, err: redisUserProblem }, 'could not make the namespace Redis user');
+      this.#d.events.event(raw, 'Warning', EventReasons.RedisUserFailed, `could not make the namespace's Redis user with the operator's default Redis (${redisUserProblem}); retrying`);
+    } else if (source !== undefined && redisUrlData === undefined) {
       this.#d.events.event(raw, 'Warning', EventReasons.RedisSecretMissing, `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the route's pods cannot start until it exists (the chart's redis.existingSecret)`);
     }
     // Replicas left to an autoscaler: ready means as many pods as the Deployment asks for now.
@@ -229,6 +240,7 @@ export class RateLimitRouteReconciler implements Reconciler {
       ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${routeServiceName(name)} forwards port ${this.#d.settings.servicePort} to the sidecars` }
       : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
     await this.#writeStatus(raw, route, state, readiness, teamDeployment);
+    if (redisUserProblem !== undefined) return { waiting: true };
     // The team's Deployment wakes no informer: its rollout is polled, less often as it drags on.
     if (teamDeployment !== undefined && !readiness.ready) return { waiting: true };
     // Nor does the upstream Service: one that is not there yet, or lacks a selector, is looked at again.

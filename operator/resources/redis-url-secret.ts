@@ -1,10 +1,11 @@
 // A Redis URL that may carry a password reaches the pods the operator renders only through a
 // Secret, never a ConfigMap or a plain env value. The operator's setting names a Secret key in its
-// own namespace (PORTCULLIS_DEFAULT_REDIS_SECRET, PORTCULLIS_AUTH_REDIS_SECRET); pods can only
-// reference Secrets of their own namespace, so the operator copies that one key into an owned
-// Secret beside each route (`<route>-redis`) and each auth server (`portcullis-auth-redis`). The
-// copy goes with its owner, and follows the source on every reconcile (at the latest on the
-// periodic resync).
+// own namespace (PORTCULLIS_DEFAULT_REDIS_SECRET, PORTCULLIS_AUTH_REDIS_SECRET), the admin URL;
+// pods can only reference Secrets of their own namespace, so the operator writes an owned Secret
+// beside each route (`<route>-redis`) and each auth server (`portcullis-auth-redis`) holding the URL
+// of that namespace's own Redis user (operator/redis/), or with tenant users off a copy of the
+// admin URL. It goes with its owner, and follows the source on every reconcile (at the latest on
+// the periodic resync).
 import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { baseLabels, controllerRef, type Owner, ownerRef, ROUTE_LABEL } from './metadata.ts';

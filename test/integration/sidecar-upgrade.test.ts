@@ -258,7 +258,7 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
       // The feed rule holds one token and never refuses: both upgrades open, the second one over its limit.
       for (let i = 0; i < 2; i++) {
         const feed = await open('/feed');
-        expect(feed.res.headers['ratelimit']).toBe('"wsjwt/feed";r=0;t=1');
+        expect(feed.res.headers['ratelimit']).toBe('"rule1";r=0;t=1');
         feed.ws.close();
         await closed(feed.ws);
       }
