@@ -161,6 +161,16 @@ export const clientRegistrySchema = z
   .refine((r) => new Set(r.clients.map((c) => c.client_id)).size === r.clients.length, 'client_id values are unique');
 export type ClientRegistry = z.infer<typeof clientRegistrySchema>;
 
+/**
+ * A client whose id is the access tokens' audience would accept access tokens as id_tokens of
+ * its own (both are JWTs from one key ring, aud = that id): such a registry is refused.
+ */
+export function clientIdsBesideAudience(registry: ClientRegistry, audience: string, what: string): ClientRegistry {
+  const index = registry.clients.findIndex((c) => c.client_id === audience);
+  if (index >= 0) throw new Error(`${what}: clients.${index}.client_id: equals the access-token audience (AUTH_AUDIENCE ${audience}); id_tokens and access tokens would be interchangeable`);
+  return registry;
+}
+
 /** PHC string `$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt b64>$<hash b64>` (see passwords.ts). */
 export const passwordHashSchema = z
   .string()
@@ -187,6 +197,11 @@ export const userRecordSchema = z
     username: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'username: 1-64 of A-Z a-z 0-9 . _ @ -'),
     password_hash: passwordHashSchema,
     profile: profileClaimsSchema.default({}),
+    groups: z
+      .array(z.string().regex(/^[\x21-\x7E]{1,128}$/, 'a group: 1-128 printable ASCII characters, no space'))
+      .max(256)
+      .optional()
+      .describe('Group names, released by the groups scope (the groups claim)'),
   })
   .strict();
 export type UserRecord = z.infer<typeof userRecordSchema>;

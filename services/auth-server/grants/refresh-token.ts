@@ -1,9 +1,10 @@
 // grant_type=refresh_token (RFC 6749 6, RFC 9700 4.14): rotation on every use; presenting an
-// already-rotated token revokes the whole family (and its access tokens).
+// already-rotated token revokes the whole family (and its access tokens). With `openid` in the
+// scope a new id_token comes along (OpenID Connect Core 12.2: same auth_time, no nonce).
 import { OAuthError } from '../errors.ts';
-import { denyAccessTokens, issueAccess, newRefreshToken, parseRefreshToken } from '../issue-tokens.ts';
+import { denyAccessTokens, issueTokens, newRefreshToken, parseRefreshToken } from '../issue-tokens.ts';
 import { single } from '../params.ts';
-import { formatScope, parseScope } from '../scopes.ts';
+import { parseScope } from '../scopes.ts';
 import type { Grant } from './types.ts';
 
 export const refreshTokenGrant: Grant = {
@@ -39,15 +40,9 @@ export const refreshTokenGrant: Grant = {
     }
     if (rotated.status === 'invalid') throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired');
 
-    const access = await issueAccess(ctx, client, rotated.grant.user, scope, rotated.grant.authTime);
-    await ctx.stores.refresh.addAccessToken(parsed.familyId, { jti: access.jti, expiresAt: access.expiresAt });
+    const { body, access } = await issueTokens(ctx, client, { user: rotated.grant.user, scope, authTime: rotated.grant.authTime });
+    await ctx.stores.refresh.addAccessToken(parsed.familyId, access);
     log.info({ client_id: client.client_id, user: rotated.grant.user }, 'refresh token rotated');
-    return {
-      access_token: access.token,
-      token_type: 'Bearer',
-      expires_in: ctx.settings.accessTokenTtlSeconds,
-      scope: formatScope(scope),
-      refresh_token: next.token,
-    };
+    return { ...body, refresh_token: next.token };
   },
 };

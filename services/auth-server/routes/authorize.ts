@@ -12,7 +12,8 @@ import { sendSignInPage } from '../pages/sign-in-page.ts';
 import { repeatedNames, single, toParams } from '../params.ts';
 import { randomToken } from '../random.ts';
 import { redirectUriAllowed } from '../../../lib/config/redirect-uri.ts';
-import { parseScope } from '../scopes.ts';
+import { MAX_NONCE_LENGTH } from '../id-token.ts';
+import { OFFLINE_ACCESS, parseScope } from '../scopes.ts';
 
 /** BASE64URL(SHA-256(verifier)) is always 43 characters (RFC 7636 4.2). */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
@@ -56,7 +57,9 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
       }
 
       const scopeParam = single(params, 'scope');
-      const scope = scopeParam.kind === 'value' ? parseScope(scopeParam.value) : [...client.scopes];
+      const asked = scopeParam.kind === 'value' ? parseScope(scopeParam.value) : [...client.scopes];
+      // offline_access from a client that may not refresh is ignored (OpenID Connect Core 11).
+      const scope = client.grant_types.includes('refresh_token') ? asked : asked?.filter((s) => s !== OFFLINE_ACCESS);
       if (scope === undefined || scope.length === 0) return fail(new OAuthError('invalid_scope', 'scope is malformed or empty'));
       const unknown = scope.filter((s) => !client.scopes.includes(s));
       if (unknown.length > 0) return fail(new OAuthError('invalid_scope', `scope not allowed for this client: ${unknown.join(' ')}`));
@@ -74,6 +77,11 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
         return fail(new OAuthError('invalid_request', 'PKCE (code_challenge with S256) is required for public clients'));
       }
 
+      const nonce = single(params, 'nonce');
+      if (nonce.kind === 'value' && nonce.value.length > MAX_NONCE_LENGTH) {
+        return fail(new OAuthError('invalid_request', `nonce is longer than ${MAX_NONCE_LENGTH} characters`));
+      }
+
       const csrf = randomToken();
       const id = await sealInteraction(ctx, {
         kind: 'authorize',
@@ -82,6 +90,7 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
         scope,
         ...(target.state !== undefined ? { state: target.state } : {}),
         ...(challenge.kind === 'value' ? { codeChallenge: challenge.value } : {}),
+        ...(nonce.kind === 'value' ? { nonce: nonce.value } : {}),
         browserHash: bindBrowser(ctx, request, reply),
         csrf,
         expiresAt: ctx.now() + ctx.settings.interactionTtlSeconds * 1000,

@@ -13,6 +13,8 @@ export const interactionSchema = z.discriminatedUnion('kind', [
     scope: z.array(z.string()),
     state: z.string().optional(),
     codeChallenge: z.string().optional(),
+    /** OpenID Connect nonce, returned in the id_token. */
+    nonce: z.string().optional(),
     /** SHA-256 of the browser-binding cookie value: the forms only work in the browser that started. */
     browserHash: z.string(),
     csrf: z.string(),
@@ -48,6 +50,7 @@ export const codeRecordSchema = z.object({
   user: z.string(),
   authTime: z.number(),
   codeChallenge: z.string().optional(),
+  nonce: z.string().optional(),
   expiresAt: z.number(),
 });
 export type CodeRecord = z.infer<typeof codeRecordSchema>;
