@@ -17,6 +17,7 @@ import { revocationRoute } from './routes/revocation.ts';
 import { signInRoute } from './routes/sign-in.ts';
 import { staticRoute } from './routes/static.ts';
 import { tokenRoute } from './routes/token.ts';
+import { userinfoRoute } from './routes/userinfo.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -86,5 +87,6 @@ export async function buildApp(deps: AuthServerDeps): Promise<FastifyInstance> {
   await app.register(tokenRoute(deps.ctx));
   await app.register(revocationRoute(deps.ctx));
   await app.register(introspectionRoute(deps.ctx));
+  await app.register(userinfoRoute(deps.ctx));
   return app;
 }

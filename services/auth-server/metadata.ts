@@ -16,6 +16,7 @@ export function serverMetadata(ctx: AuthContext): Record<string, unknown> {
     jwks_uri: `${base}/jwks.json`,
     revocation_endpoint: `${base}/revoke`,
     introspection_endpoint: `${base}/introspect`,
+    userinfo_endpoint: `${base}/userinfo`,
     scopes_supported: [...new Set([...STANDARD_SCOPES, ...ctx.directory.allScopes()])].sort(),
     response_types_supported: ['code'],
     response_modes_supported: ['query'],

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { clientIdsBesideAudience, hashClientSecret, type ClientRegistry, type RegisteredClient, type UsersFile } from '../../lib/config/auth-server.ts';
 import { hashPassword } from '../../lib/config/passwords.ts';
 import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
-import { verifyOwnAccessToken } from '../../services/auth-server/access-token.ts';
+import { issueAccessToken, verifyOwnAccessToken } from '../../services/auth-server/access-token.ts';
 import { buildApp } from '../../services/auth-server/app.ts';
 import { createClientAuthThrottle, defaultClientAuthLimits } from '../../services/auth-server/client-auth-throttle.ts';
 import type { AuthContext } from '../../services/auth-server/context.ts';
@@ -131,5 +131,21 @@ describe('discovery', () => {
     expect(new URL(String(long.headers['location'])).searchParams.get('error')).toBe('invalid_request');
     const ok = await server.inject({ method: 'GET', url: `/auth?${query('n'.repeat(512))}` });
     expect(ok.statusCode).toBe(200);
+  });
+});
+
+describe('userinfo', () => {
+  it('refuses an access token of this issuer meant for another audience', async () => {
+    const ctx = await context();
+    const server = await buildApp({ ctx });
+    const forOther = await issueAccessToken(ctx.keys, {
+      issuer: ISSUER, audience: 'urn:other', subject: 'alice', clientId: 'app', scope: ['openid'], authTime: ctx.now(), profile: {}, nowMs: ctx.now(), ttlSeconds: 300,
+    });
+    const res = await server.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${forOther.token}` } });
+    expect(res.statusCode).toBe(401);
+    expect(String(res.headers['www-authenticate'])).toMatch(/error="invalid_token", error_description="the access token is not meant for this server"/);
+    const { body } = await issueTokens(ctx, app, { user: 'alice', scope: ['openid', 'groups'], authTime: ctx.now() });
+    const ok = await server.inject({ method: 'GET', url: '/userinfo', headers: { authorization: `Bearer ${body.access_token}` } });
+    expect(ok.json()).toEqual({ sub: 'alice', groups: ['readers'] });
   });
 });
