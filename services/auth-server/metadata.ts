@@ -31,6 +31,7 @@ export function serverMetadata(ctx: AuthContext): Record<string, unknown> {
     // From the key ring: Go clients assume RS256 when this is missing, and ES256 tokens then fail.
     id_token_signing_alg_values_supported: ctx.keys.algorithms(),
     claims_supported: [...TOKEN_CLAIMS, ...RELEASABLE_CLAIMS],
+    prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
     claims_parameter_supported: false,
     request_parameter_supported: false,
     // Discovery's default for this one is true: say it is not supported.

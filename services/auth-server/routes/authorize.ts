@@ -12,7 +12,7 @@ import { sendSignInPage } from '../pages/sign-in-page.ts';
 import { repeatedNames, single, toParams } from '../params.ts';
 import { randomToken } from '../random.ts';
 import { redirectUriAllowed } from '../../../lib/config/redirect-uri.ts';
-import { MAX_NONCE_LENGTH } from '../id-token.ts';
+import { parseOidcRequest, type OidcRequest } from '../oidc-request.ts';
 import { OFFLINE_ACCESS, parseScope } from '../scopes.ts';
 
 /** BASE64URL(SHA-256(verifier)) is always 43 characters (RFC 7636 4.2). */
@@ -77,10 +77,15 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
         return fail(new OAuthError('invalid_request', 'PKCE (code_challenge with S256) is required for public clients'));
       }
 
-      const nonce = single(params, 'nonce');
-      if (nonce.kind === 'value' && nonce.value.length > MAX_NONCE_LENGTH) {
-        return fail(new OAuthError('invalid_request', `nonce is longer than ${MAX_NONCE_LENGTH} characters`));
+      let oidc: OidcRequest;
+      try {
+        oidc = parseOidcRequest(params);
+      } catch (err) {
+        if (err instanceof OAuthError) return fail(err);
+        throw err;
       }
+      // Every authorization shows the sign-in page: prompt=none can never be answered silently.
+      if (oidc.prompt.includes('none')) return fail(new OAuthError('login_required', 'the user must sign in'));
 
       const csrf = randomToken();
       const id = await sealInteraction(ctx, {
@@ -90,7 +95,9 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
         scope,
         ...(target.state !== undefined ? { state: target.state } : {}),
         ...(challenge.kind === 'value' ? { codeChallenge: challenge.value } : {}),
-        ...(nonce.kind === 'value' ? { nonce: nonce.value } : {}),
+        ...(oidc.nonce !== undefined ? { nonce: oidc.nonce } : {}),
+        ...(oidc.prompt.includes('consent') ? { forceConsent: true } : {}),
+        ...(oidc.loginHint !== undefined ? { loginHint: oidc.loginHint } : {}),
         browserHash: bindBrowser(ctx, request, reply),
         csrf,
         expiresAt: ctx.now() + ctx.settings.interactionTtlSeconds * 1000,
@@ -101,6 +108,7 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
         csrf,
         clientName: client.display_name,
         failed: false,
+        ...(oidc.loginHint !== undefined ? { username: oidc.loginHint } : {}),
         redirectOrigin: new URL(target.redirectUri).origin,
       });
     });

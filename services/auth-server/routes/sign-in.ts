@@ -1,6 +1,7 @@
 // The sign-in step of an authorization: GET /auth/sign-in shows the page again (after a failed
 // attempt), POST /auth/sign-in checks the password and answers 303: to the consent page when the
-// user has not yet allowed these scopes for this client, else straight back to the client with a code.
+// user has not yet allowed these scopes for this client (or the request said prompt=consent), else
+// straight back to the client with a code.
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { sendRefusedSignIn, signIn } from '../authenticate.ts';
@@ -33,6 +34,7 @@ export function signInRoute(ctx: AuthContext): FastifyPluginAsync {
         csrf: ix.csrf,
         clientName: client.display_name,
         failed: ix.failed ?? false,
+        ...(ix.loginHint !== undefined ? { username: ix.loginHint } : {}),
         redirectOrigin: new URL(ix.redirectUri).origin,
       });
     });
@@ -58,7 +60,7 @@ export function signInRoute(ctx: AuthContext): FastifyPluginAsync {
       const authTime = ctx.now();
       request.log.info({ client_id: ix.clientId, user: result.user }, 'signed in');
       const consent = await ctx.stores.consents.get(result.user, ix.clientId);
-      if (consent !== undefined && ix.scope.every((s) => consent.scopes.includes(s))) {
+      if (ix.forceConsent !== true && consent !== undefined && ix.scope.every((s) => consent.scopes.includes(s))) {
         // Consent already stored for every requested scope: straight back to the client.
         await completeInteraction(ctx, id);
         return redirectWithCode(ctx, reply, { ...ix, user: result.user, authTime });

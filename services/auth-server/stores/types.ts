@@ -15,6 +15,10 @@ export const interactionSchema = z.discriminatedUnion('kind', [
     codeChallenge: z.string().optional(),
     /** OpenID Connect nonce, returned in the id_token. */
     nonce: z.string().optional(),
+    /** prompt=consent: the consent page shows even when consent is stored. */
+    forceConsent: z.boolean().optional(),
+    /** login_hint: the username the sign-in form starts with. */
+    loginHint: z.string().optional(),
     /** SHA-256 of the browser-binding cookie value: the forms only work in the browser that started. */
     browserHash: z.string(),
     csrf: z.string(),
