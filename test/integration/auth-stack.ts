@@ -214,6 +214,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
             DEMO_CLIENT_SECRET: SECRETS.post,
             DEMO_REDIRECT_URI: redirectUri,
             DEMO_ME_URL: `${sidecarUrl}/me`,
+            // The fixture demo-client is a plain OAuth client (its registration has no openid).
+            DEMO_SCOPE: 'profile email',
           },
         }),
       );
