@@ -127,6 +127,16 @@ export const registeredClientSchema = z
     scopes: z.array(scopeTokenSchema).min(1).describe('Scopes the client may request'),
     grant_types: z.array(grantTypeSchema).min(1).default(['authorization_code', 'refresh_token']),
     token_endpoint_auth_method: tokenEndpointAuthMethodSchema.default('client_secret_basic'),
+    token_endpoint_auth_methods: z
+      .array(z.enum(['client_secret_basic', 'client_secret_post']))
+      .min(1)
+      .max(2)
+      .optional()
+      .describe('Every method the client may authenticate with (token_endpoint_auth_method among them); unset: that one only'),
+    skip_consent: z
+      .boolean()
+      .optional()
+      .describe('First-party client: no consent page unless the request says prompt=consent'),
     allow_insecure_redirect_uris: z
       .boolean()
       .optional()
@@ -140,6 +150,10 @@ export const registeredClientSchema = z
   .refine((c) => (c.token_endpoint_auth_method === 'none') === (c.client_secret_hash === undefined), {
     message: 'client_secret_hash is required for confidential clients and absent for public ones (method none)',
     path: ['client_secret_hash'],
+  })
+  .refine((c) => c.token_endpoint_auth_methods === undefined || (c.token_endpoint_auth_methods as readonly string[]).includes(c.token_endpoint_auth_method), {
+    message: 'token_endpoint_auth_methods lists token_endpoint_auth_method (and a public client has no other method)',
+    path: ['token_endpoint_auth_methods'],
   })
   .refine((c) => c.resource_server !== true || c.token_endpoint_auth_method !== 'none', {
     message: 'a resource server authenticates to introspect: it cannot be a public client (method none)',

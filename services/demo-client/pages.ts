@@ -37,8 +37,8 @@ ${body}
 
 export function homePage(): Html {
   return html`<h1>Demo client</h1>
-<p>This application signs you in with the Portcullis authorization server (OAuth 2.0 Authorization
-Code Grant with PKCE), then reads your profile from the user service through the gateway.</p>
+<p>This application signs you in with the Portcullis authorization server (OpenID Connect over the
+OAuth 2.0 Authorization Code Grant with PKCE), then reads your profile from the user service through the gateway.</p>
 <form method="post" action="/login"><button type="submit" id="sign-in">Sign in</button></form>`;
 }
 

@@ -23,10 +23,10 @@ export const app: RegisteredClient = {
   token_endpoint_auth_method: 'client_secret_post',
 };
 
-export async function context(alg: 'ES256' | 'RS256' = 'ES256'): Promise<AuthContext> {
+export async function context(alg: 'ES256' | 'RS256' = 'ES256', client: RegisteredClient = app): Promise<AuthContext> {
   const t = 1_800_000_000_000;
   const now = () => t;
-  const clients: ClientRegistry = { clients: [app] };
+  const clients: ClientRegistry = { clients: [client] };
   const users: UsersFile = {
     users: [{ username: 'alice', password_hash: await hashPassword('wonderland', { ln: 10, r: 8, p: 1 }), profile: { name: 'Alice' }, groups: ['readers'] }],
   };

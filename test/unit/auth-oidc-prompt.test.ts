@@ -2,10 +2,11 @@
 // login_hint, unknown parameters ignored, and the errors sent back on the redirect.
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../services/auth-server/app.ts';
-import { REDIRECT, context } from './auth-oidc-context.ts';
+import type { RegisteredClient } from '../../lib/config/auth-server.ts';
+import { REDIRECT, app, context } from './auth-oidc-context.ts';
 
-async function setup() {
-  const server = await buildApp({ ctx: await context() });
+async function setup(client: RegisteredClient = app) {
+  const server = await buildApp({ ctx: await context('ES256', client) });
   const cookies = new Map<string, string>();
   const jar = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ');
   const keep = (res: { headers: Record<string, unknown> }) => {
@@ -74,6 +75,20 @@ describe('OpenID Connect authorization parameters', () => {
 
     const again = await signIn({});
     expect(new URL(String(again.headers['location'])).searchParams.get('code')).toBeTruthy();
+    const forced = await signIn({ prompt: 'consent' });
+    expect(String(forced.headers['location'])).toMatch(/^\/auth\/consent/);
+  });
+});
+
+describe('first-party clients (skip_consent)', () => {
+  it('sign-in goes straight back with a code, no consent page; prompt=consent still shows it', async () => {
+    const s = await setup({ ...app, skip_consent: true });
+    const signIn = async (extra: Record<string, string>) => {
+      const page = await s.get(authUrl(extra));
+      return s.post('/auth/sign-in', { interaction: field(page.body, 'interaction'), csrf: field(page.body, 'csrf'), username: 'alice', password: 'wonderland' });
+    };
+    const first = await signIn({});
+    expect(new URL(String(first.headers['location'])).searchParams.get('code')).toBeTruthy();
     const forced = await signIn({ prompt: 'consent' });
     expect(String(forced.headers['location'])).toMatch(/^\/auth\/consent/);
   });

@@ -43,10 +43,17 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     expect(secret.metadata.ownerReferences).toEqual([{ apiVersion: 'portcullis.dev/v1alpha1', kind: 'OAuthClient', name: 'demo-app', uid: 'uid-demo-app' }]);
   });
 
-  it('the registry carries resourceServer and allowInsecureRedirectUris when set, and nothing when not', () => {
+  it('the registry carries resourceServer, allowInsecureRedirectUris, skipConsent and tokenEndpointAuthMethods when set, and nothing when not', () => {
     const plain = oauthClient('plain-app');
     const flagged = oauthClient('lab-app');
-    flagged.spec = { ...flagged.spec, redirectUris: ['http://lab.example.test/cb'], allowInsecureRedirectUris: true, resourceServer: true };
+    flagged.spec = {
+      ...flagged.spec,
+      redirectUris: ['http://lab.example.test/cb'],
+      allowInsecureRedirectUris: true,
+      resourceServer: true,
+      skipConsent: true,
+      tokenEndpointAuthMethods: ['client_secret_basic', 'client_secret_post'],
+    };
     const [plainCreds, flaggedCreds] = [generateCredentials(plain), generateCredentials(flagged)];
     const secret = clientRegistrySecret('team-a', [
       { client: plain, credentials: plainCreds },
@@ -54,7 +61,15 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     ]);
     const text = fromBase64((secret['data'] as Record<string, string>)['clients.json']) ?? '';
     const byId = new Map(clientRegistrySchema.parse(JSON.parse(text)).clients.map((c) => [c.client_id, c]));
-    expect(byId.get(flaggedCreds.clientId)).toMatchObject({ redirect_uris: ['http://lab.example.test/cb'], allow_insecure_redirect_uris: true, resource_server: true });
+    expect(byId.get(flaggedCreds.clientId)).toMatchObject({
+      redirect_uris: ['http://lab.example.test/cb'],
+      allow_insecure_redirect_uris: true,
+      resource_server: true,
+      skip_consent: true,
+      token_endpoint_auth_methods: ['client_secret_basic', 'client_secret_post'],
+    });
+    expect(byId.get(plainCreds.clientId)).not.toHaveProperty('skip_consent');
+    expect(byId.get(plainCreds.clientId)).not.toHaveProperty('token_endpoint_auth_methods');
     expect(byId.get(plainCreds.clientId)).not.toHaveProperty('allow_insecure_redirect_uris');
     expect(byId.get(plainCreds.clientId)).not.toHaveProperty('resource_server');
   });

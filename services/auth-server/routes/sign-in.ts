@@ -1,7 +1,7 @@
 // The sign-in step of an authorization: GET /auth/sign-in shows the page again (after a failed
 // attempt), POST /auth/sign-in checks the password and answers 303: to the consent page when the
 // user has not yet allowed these scopes for this client (or the request said prompt=consent), else
-// straight back to the client with a code.
+// (or for a first-party client registered with skip_consent) straight back to the client with a code.
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { sendRefusedSignIn, signIn } from '../authenticate.ts';
@@ -60,8 +60,9 @@ export function signInRoute(ctx: AuthContext): FastifyPluginAsync {
       const authTime = ctx.now();
       request.log.info({ client_id: ix.clientId, user: result.user }, 'signed in');
       const consent = await ctx.stores.consents.get(result.user, ix.clientId);
-      if (ix.forceConsent !== true && consent !== undefined && ix.scope.every((s) => consent.scopes.includes(s))) {
-        // Consent already stored for every requested scope: straight back to the client.
+      const consented = client.skip_consent === true || (consent !== undefined && ix.scope.every((s) => consent.scopes.includes(s)));
+      if (ix.forceConsent !== true && consented) {
+        // A first-party client, or consent already stored for every requested scope: straight back to the client.
         await completeInteraction(ctx, id);
         return redirectWithCode(ctx, reply, { ...ix, user: result.user, authTime });
       }
