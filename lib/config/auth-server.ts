@@ -49,6 +49,13 @@ export const authServerConfigSchema = z.object({
     .max(365 * 86_400)
     .default(30 * 86_400)
     .describe('A sign-in\'s refresh tokens end this long after the sign-in, however often they rotate (s)'),
+  AUTH_REFRESH_REUSE_GRACE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(60)
+    .default(3)
+    .describe('A refresh token presented again this soon after its rotation gets the same successor (replicas refreshing at once); later it revokes the family; 0: always revokes (s)'),
   AUTH_CODE_TTL_SECONDS: z.coerce.number().int().min(1).max(600).default(60).describe('Authorization code lifetime (s)'),
   AUTH_INTERACTION_TTL_SECONDS: z.coerce
     .number()

@@ -15,6 +15,8 @@ export interface AuthSettings {
   readonly refreshTokenTtlSeconds: number;
   /** Absolute lifetime of a refresh-token family (one code redemption), s. */
   readonly refreshFamilyMaxAgeSeconds: number;
+  /** How long the refresh token rotated away last still answers with its successor, s; 0: never. */
+  readonly refreshReuseGraceSeconds: number;
   readonly codeTtlSeconds: number;
   readonly interactionTtlSeconds: number;
 }

@@ -74,6 +74,7 @@ const ctx: AuthContext = {
     accessTokenTtlSeconds: config.AUTH_ACCESS_TOKEN_TTL_SECONDS,
     refreshTokenTtlSeconds: config.AUTH_REFRESH_TOKEN_TTL_SECONDS,
     refreshFamilyMaxAgeSeconds: config.AUTH_REFRESH_FAMILY_MAX_AGE_SECONDS,
+    refreshReuseGraceSeconds: config.AUTH_REFRESH_REUSE_GRACE_SECONDS,
     codeTtlSeconds: config.AUTH_CODE_TTL_SECONDS,
     interactionTtlSeconds: config.AUTH_INTERACTION_TTL_SECONDS,
   },

@@ -172,6 +172,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
             AUTH_SIGNIN_ADDRESS_BURST: '1000',
             // Tests send wrong client secrets on purpose; the guessing test sets its own limit.
             AUTH_CLIENT_AUTH_FAILURES_BURST: '1000',
+            // Strict rotation: tests reuse refresh tokens at once on purpose; the grace window's test sets its own.
+            AUTH_REFRESH_REUSE_GRACE_SECONDS: '0',
             ...(options.redisUrl !== undefined ? { REDIS_URL: options.redisUrl } : {}),
             ...options.authEnv,
           },

@@ -32,7 +32,7 @@ export async function context(alg: 'ES256' | 'RS256' = 'ES256', client: Register
   };
   const keys = await generateSigningJwks({ alg });
   return {
-    settings: { issuer: ISSUER, audience: 'urn:rs', accessTokenTtlSeconds: 300, refreshTokenTtlSeconds: 3600, refreshFamilyMaxAgeSeconds: 86_400, codeTtlSeconds: 60, interactionTtlSeconds: 600 },
+    settings: { issuer: ISSUER, audience: 'urn:rs', accessTokenTtlSeconds: 300, refreshTokenTtlSeconds: 3600, refreshFamilyMaxAgeSeconds: 86_400, refreshReuseGraceSeconds: 0, codeTtlSeconds: 60, interactionTtlSeconds: 600 },
     directory: createDirectory({ current: () => clients }, { current: () => users }),
     keys: createKeyRing(() => keys),
     stores: createMemoryStores(now),

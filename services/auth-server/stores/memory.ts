@@ -71,6 +71,8 @@ interface FamilyEntry {
   /** The family's absolute end (epoch ms). */
   endsAt: number;
   jtis: AccessTokenRef[];
+  /** The reuse grace window of the last rotation: the token it replaced, until when, its sealed successor. */
+  grace?: { hash: string; untilMs: number; successor: string };
 }
 
 export function createMemoryStores(now: () => number): AuthStores {
@@ -143,7 +145,7 @@ export function createMemoryStores(now: () => number): AuthStores {
       set.add(familyId);
       byUserClient.set(key, set);
     },
-    async rotate(familyId, tokenHash, newHash, nowMs, ttlMs): Promise<RotateResult> {
+    async rotate(familyId, tokenHash, newHash, nowMs, ttlMs, grace): Promise<RotateResult> {
       const family = families.get(familyId);
       if (!family || family.revoked) return { status: 'invalid' };
       if (family.current === tokenHash) {
@@ -151,9 +153,15 @@ export function createMemoryStores(now: () => number): AuthStores {
         const lifeMs = Math.min(ttlMs, family.endsAt - nowMs);
         family.previous.add(tokenHash);
         family.current = newHash;
+        if (grace !== undefined && grace.ms > 0) family.grace = { hash: tokenHash, untilMs: nowMs + grace.ms, successor: grace.sealedSuccessor };
+        else delete family.grace;
         family.tokenExpiresAt = nowMs + lifeMs;
         families.expire(familyId, lifeMs);
         return { status: 'ok', grant: family.grant };
+      }
+      const g = family.grace;
+      if (g !== undefined && g.hash === tokenHash && nowMs <= g.untilMs && family.tokenExpiresAt > nowMs) {
+        return { status: 'grace', grant: family.grant, successor: g.successor };
       }
       if (family.previous.has(tokenHash)) {
         family.revoked = true;

@@ -96,9 +96,22 @@ export type FamilyGrant = z.infer<typeof familySchema>;
 
 export type RotateResult =
   | { readonly status: 'ok'; readonly grant: FamilyGrant }
+  /**
+   * The token rotated away last, presented again within the reuse grace window (another replica of
+   * the client refreshing at once): nothing changes; `successor` is the sealed token it became.
+   */
+  | { readonly status: 'grace'; readonly grant: FamilyGrant; readonly successor: string }
   /** An earlier token of the family was presented: the family is now revoked; `jtis` were its access tokens. */
   | { readonly status: 'reused'; readonly grant: FamilyGrant; readonly jtis: readonly AccessTokenRef[] }
   | { readonly status: 'invalid' };
+
+/** The refresh-token reuse grace window: how long the token rotated away last still answers, and with what. */
+export interface RotationGrace {
+  /** ms; 0: none (a reuse always revokes the family). */
+  readonly ms: number;
+  /** The new token sealed (never stored in clear), handed out again to a request within the window. */
+  readonly sealedSuccessor: string;
+}
 
 export interface AccessTokenRef {
   readonly jti: string;
@@ -122,7 +135,7 @@ export interface RefreshStore {
    * Rotation: tokenHash must be the family's current token; it is replaced by newHash atomically.
    * The user+client index (familiesOf) lives at least as long as the family after it.
    */
-  rotate(familyId: string, tokenHash: string, newHash: string, nowMs: number, ttlMs: number): Promise<RotateResult>;
+  rotate(familyId: string, tokenHash: string, newHash: string, nowMs: number, ttlMs: number, grace?: RotationGrace): Promise<RotateResult>;
   /** Remembers an access token issued in the family so that revoking the family revokes it too. */
   addAccessToken(familyId: string, ref: AccessTokenRef): Promise<void>;
   /** Revokes the family; returns its access tokens (for the deny list). */
