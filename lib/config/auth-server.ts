@@ -56,6 +56,11 @@ export const authServerConfigSchema = z.object({
     .max(60)
     .default(3)
     .describe('A refresh token presented again this soon after its rotation gets the same successor (replicas refreshing at once); later it revokes the family; 0: always revokes (s)'),
+  AUTH_SIGN_IN_SESSIONS: boolish
+    .default(false)
+    .describe('Keep a sign-in session across the clients of this server (a user signed in for one is not asked for a password by the next); off: every authorization signs in'),
+  AUTH_SESSION_IDLE_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(1800).describe('A sign-in session ends after this long unused (s)'),
+  AUTH_SESSION_MAX_AGE_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(43_200).describe('A sign-in session ends this long after the sign-in, however used (s)'),
   AUTH_CODE_TTL_SECONDS: z.coerce.number().int().min(1).max(600).default(60).describe('Authorization code lifetime (s)'),
   AUTH_INTERACTION_TTL_SECONDS: z.coerce
     .number()
@@ -148,6 +153,11 @@ export const registeredClientSchema = z
       .boolean()
       .optional()
       .describe('Accept http redirect URIs to hosts other than loopback (codes then cross the network in clear text)'),
+    post_logout_redirect_uris: z
+      .array(redirectUriSchema)
+      .max(16)
+      .optional()
+      .describe('Where RP-initiated logout may send the browser back to (exact match)'),
     resource_server: z
       .boolean()
       .optional()
@@ -172,6 +182,9 @@ export const registeredClientSchema = z
       if (!isSecureRedirectUri(uri)) {
         ctx.addIssue({ code: 'custom', path: ['redirect_uris', i], message: INSECURE_REDIRECT_URI_RULE });
       }
+    });
+    (c.post_logout_redirect_uris ?? []).forEach((uri, i) => {
+      if (!isSecureRedirectUri(uri)) ctx.addIssue({ code: 'custom', path: ['post_logout_redirect_uris', i], message: INSECURE_REDIRECT_URI_RULE });
     });
   });
 export type RegisteredClient = z.infer<typeof registeredClientSchema>;

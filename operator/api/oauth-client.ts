@@ -79,6 +79,12 @@ export const oauthClientSpecSchema = z
       .describe(
         'Every method the client may authenticate with at the token endpoint, for a client whose replicas or libraries differ; must include tokenEndpointAuthMethod. Unset: tokenEndpointAuthMethod only.',
       ),
+    postLogoutRedirectUris: z
+      .array(redirectUriSchema)
+      .max(16)
+      .optional()
+      .meta({ 'x-kubernetes-list-type': 'set' })
+      .describe('Where the auth server may send the browser after RP-initiated logout (post_logout_redirect_uri, exact match).'),
     skipConsent: z
       .boolean()
       .optional()
@@ -97,7 +103,7 @@ export const oauthClientSpecSchema = z
       ),
   })
   // Written twice, as the other cross-field rules: zod for the operator, CEL for the API server.
-  .refine((s) => s.allowInsecureRedirectUris === true || s.redirectUris.every(isSecureRedirectUri), {
+  .refine((s) => s.allowInsecureRedirectUris === true || [...s.redirectUris, ...(s.postLogoutRedirectUris ?? [])].every(isSecureRedirectUri), {
     message: INSECURE_REDIRECT_URI_RULE,
     path: ['redirectUris'],
   })
@@ -113,7 +119,7 @@ export const oauthClientSpecSchema = z
         fieldPath: '.tokenEndpointAuthMethods',
       },
       {
-        rule: `(has(self.allowInsecureRedirectUris) && self.allowInsecureRedirectUris) || self.redirectUris.all(u, u.matches(r'${SECURE_REDIRECT_URI_PATTERN}'))`,
+        rule: `(has(self.allowInsecureRedirectUris) && self.allowInsecureRedirectUris) || (self.redirectUris.all(u, u.matches(r'${SECURE_REDIRECT_URI_PATTERN}')) && (!has(self.postLogoutRedirectUris) || self.postLogoutRedirectUris.all(u, u.matches(r'${SECURE_REDIRECT_URI_PATTERN}'))))`,
         message: INSECURE_REDIRECT_URI_RULE,
         fieldPath: '.redirectUris',
       },

@@ -31,6 +31,7 @@ export function clientRegistry(entries: readonly RegisteredOAuthClient[]): Clien
       ...(client.spec.resourceServer === true ? { resource_server: true } : {}),
       ...(client.spec.tokenEndpointAuthMethods !== undefined ? { token_endpoint_auth_methods: [...client.spec.tokenEndpointAuthMethods] } : {}),
       ...(client.spec.skipConsent === true ? { skip_consent: true } : {}),
+      ...(client.spec.postLogoutRedirectUris !== undefined ? { post_logout_redirect_uris: [...client.spec.postLogoutRedirectUris] } : {}),
     }));
   // The auth server's own schema: the operator never writes a registry the server would refuse.
   return clientRegistrySchema.parse({ clients });

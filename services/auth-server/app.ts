@@ -12,6 +12,7 @@ import { authorizeRoute } from './routes/authorize.ts';
 import { consentRoute } from './routes/consent.ts';
 import { consentsRoute } from './routes/consents.ts';
 import { discoveryRoute } from './routes/discovery.ts';
+import { endSessionRoute } from './routes/end-session.ts';
 import { introspectionRoute } from './routes/introspection.ts';
 import { revocationRoute } from './routes/revocation.ts';
 import { signInRoute } from './routes/sign-in.ts';
@@ -88,5 +89,6 @@ export async function buildApp(deps: AuthServerDeps): Promise<FastifyInstance> {
   await app.register(revocationRoute(deps.ctx));
   await app.register(introspectionRoute(deps.ctx));
   await app.register(userinfoRoute(deps.ctx));
+  await app.register(endSessionRoute(deps.ctx));
   return app;
 }

@@ -19,6 +19,8 @@ export interface AuthSettings {
   readonly refreshReuseGraceSeconds: number;
   readonly codeTtlSeconds: number;
   readonly interactionTtlSeconds: number;
+  /** Sign-in sessions across clients; undefined: off (every authorization shows the sign-in page). */
+  readonly sessions?: { readonly idleSeconds: number; readonly maxAgeSeconds: number };
 }
 
 export interface AuthContext {

@@ -77,6 +77,7 @@ const ctx: AuthContext = {
     refreshReuseGraceSeconds: config.AUTH_REFRESH_REUSE_GRACE_SECONDS,
     codeTtlSeconds: config.AUTH_CODE_TTL_SECONDS,
     interactionTtlSeconds: config.AUTH_INTERACTION_TTL_SECONDS,
+    ...(config.AUTH_SIGN_IN_SESSIONS ? { sessions: { idleSeconds: config.AUTH_SESSION_IDLE_SECONDS, maxAgeSeconds: config.AUTH_SESSION_MAX_AGE_SECONDS } } : {}),
   },
   directory: createDirectory(clients, users),
   keys: createKeyRing(keysFile),

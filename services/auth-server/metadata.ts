@@ -17,6 +17,7 @@ export function serverMetadata(ctx: AuthContext): Record<string, unknown> {
     revocation_endpoint: `${base}/revoke`,
     introspection_endpoint: `${base}/introspect`,
     userinfo_endpoint: `${base}/userinfo`,
+    end_session_endpoint: `${base}/end-session`,
     scopes_supported: [...new Set([...STANDARD_SCOPES, ...ctx.directory.allScopes()])].sort(),
     response_types_supported: ['code'],
     response_modes_supported: ['query'],

@@ -3,10 +3,20 @@
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../services/auth-server/app.ts';
 import type { RegisteredClient } from '../../lib/config/auth-server.ts';
+import type { AuthContext } from '../../services/auth-server/context.ts';
 import { REDIRECT, app, context } from './auth-oidc-context.ts';
 
-async function setup(client: RegisteredClient = app) {
-  const server = await buildApp({ ctx: await context('ES256', client) });
+/** Users removed from the users file meanwhile (the directory stops knowing them). */
+const gone = new Set<string>();
+
+async function setup(client: RegisteredClient = app, sessions = false) {
+  const base = await context('ES256', client);
+  const ctx: AuthContext = {
+    ...base,
+    settings: { ...base.settings, ...(sessions ? { sessions: { idleSeconds: 600, maxAgeSeconds: 3600 } } : {}) },
+    directory: { ...base.directory, user: (u) => (gone.has(u) ? undefined : base.directory.user(u)) },
+  };
+  const server = await buildApp({ ctx });
   const cookies = new Map<string, string>();
   const jar = () => [...cookies].map(([k, v]) => `${k}=${v}`).join('; ');
   const keep = (res: { headers: Record<string, unknown> }) => {
@@ -26,7 +36,7 @@ async function setup(client: RegisteredClient = app) {
     keep(res);
     return res;
   };
-  return { get, post };
+  return { get, post, cookies };
 }
 
 const field = (body: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(body)?.[1] ?? '';
@@ -91,5 +101,39 @@ describe('first-party clients (skip_consent)', () => {
     expect(new URL(String(first.headers['location'])).searchParams.get('code')).toBeTruthy();
     const forced = await signIn({ prompt: 'consent' });
     expect(String(forced.headers['location'])).toMatch(/^\/auth\/consent/);
+  });
+});
+
+describe('sign-in sessions (in process)', () => {
+  const signIn = async (s: Awaited<ReturnType<typeof setup>>) => {
+    const page = await s.get(authUrl({}));
+    return s.post('/auth/sign-in', { interaction: field(page.body, 'interaction'), csrf: field(page.body, 'csrf'), username: 'alice', password: 'wonderland' });
+  };
+
+  it('the session cookie is __Host-, Secure and HttpOnly over https; revoking a consent ends the session', async () => {
+    const s = await setup({ ...app, skip_consent: true }, true);
+    const signedIn = await signIn(s);
+    expect(String(signedIn.headers['set-cookie'])).toMatch(/__Host-portcullis_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Secure/);
+    expect((await s.get(authUrl({}))).statusCode).toBe(303);
+
+    const account = await s.get('/consents');
+    await s.post('/consents/sign-in', { csrf: field(account.body, 'csrf'), username: 'alice', password: 'wonderland' });
+    const list = await s.get('/consents');
+    await s.post('/consents/revoke', { csrf: field(list.body, 'csrf'), client_id: 'app' });
+    const after = await s.get(authUrl({}));
+    expect(after.statusCode).toBe(200);
+    expect(after.body).toContain('id="sign-in-title"');
+  });
+
+  it('a user removed from the users file loses the session', async () => {
+    const s = await setup({ ...app, skip_consent: true }, true);
+    await signIn(s);
+    expect((await s.get(authUrl({}))).statusCode).toBe(303);
+    gone.add('alice');
+    try {
+      expect(redirectError(await s.get(authUrl({ prompt: 'none' })))).toBe('login_required');
+    } finally {
+      gone.delete('alice');
+    }
   });
 });

@@ -53,6 +53,7 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
       resourceServer: true,
       skipConsent: true,
       tokenEndpointAuthMethods: ['client_secret_basic', 'client_secret_post'],
+      postLogoutRedirectUris: ['http://lab.example.test/signed-out'],
     };
     const [plainCreds, flaggedCreds] = [generateCredentials(plain), generateCredentials(flagged)];
     const secret = clientRegistrySecret('team-a', [
@@ -67,6 +68,7 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
       resource_server: true,
       skip_consent: true,
       token_endpoint_auth_methods: ['client_secret_basic', 'client_secret_post'],
+      post_logout_redirect_uris: ['http://lab.example.test/signed-out'],
     });
     expect(byId.get(plainCreds.clientId)).not.toHaveProperty('skip_consent');
     expect(byId.get(plainCreds.clientId)).not.toHaveProperty('token_endpoint_auth_methods');

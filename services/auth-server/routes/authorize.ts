@@ -2,7 +2,8 @@
 // Order matters: client_id and redirect_uri are checked first and their errors are an HTML page,
 // never a redirect (no open redirector). Every later error goes back to the client's redirect URI
 // with error, state and iss. A valid request starts an interaction, sealed into the sign-in form
-// (nothing is stored for an anonymous request), and shows the sign-in page.
+// (nothing is stored for an anonymous request), and shows the sign-in page, unless a sign-in
+// session (off by default) already names the user.
 import type { FastifyPluginAsync } from 'fastify';
 import { redirectWithError } from '../authorization-response.ts';
 import type { AuthContext } from '../context.ts';
@@ -12,7 +13,12 @@ import { sendSignInPage } from '../pages/sign-in-page.ts';
 import { repeatedNames, single, toParams } from '../params.ts';
 import { randomToken } from '../random.ts';
 import { redirectUriAllowed } from '../../../lib/config/redirect-uri.ts';
+import { consentCovers, continueAsUser } from '../authenticated.ts';
 import { parseOidcRequest, type OidcRequest } from '../oidc-request.ts';
+import { currentSession } from '../sign-in-session.ts';
+import type { Interaction } from '../stores/types.ts';
+
+type AuthorizeInteraction = Extract<Interaction, { kind: 'authorize' }>;
 import { OFFLINE_ACCESS, parseScope } from '../scopes.ts';
 
 /** BASE64URL(SHA-256(verifier)) is always 43 characters (RFC 7636 4.2). */
@@ -84,11 +90,8 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
         if (err instanceof OAuthError) return fail(err);
         throw err;
       }
-      // Every authorization shows the sign-in page: prompt=none can never be answered silently.
-      if (oidc.prompt.includes('none')) return fail(new OAuthError('login_required', 'the user must sign in'));
-
       const csrf = randomToken();
-      const id = await sealInteraction(ctx, {
+      const ix: AuthorizeInteraction = {
         kind: 'authorize',
         clientId: client.client_id,
         redirectUri: target.redirectUri,
@@ -101,7 +104,20 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
         browserHash: bindBrowser(ctx, request, reply),
         csrf,
         expiresAt: ctx.now() + ctx.settings.interactionTtlSeconds * 1000,
-      });
+      };
+      // A live sign-in session (when turned on) stands for the password, unless the request asks
+      // for a new sign-in (prompt=login) or the sign-in is older than max_age.
+      const session = await currentSession(ctx, request);
+      if (session !== undefined && !oidc.prompt.includes('login') && (oidc.maxAge === undefined || ctx.now() - session.authTime <= oidc.maxAge * 1000)) {
+        if (oidc.prompt.includes('none') && !(await consentCovers(ctx, client, ix, session.user))) {
+          return fail(new OAuthError('consent_required', 'the user has not allowed this application these scopes'));
+        }
+        return continueAsUser(ctx, reply, '', ix, client, session.user, session.authTime);
+      }
+      // Without a usable session the sign-in page must show: prompt=none cannot be answered.
+      if (oidc.prompt.includes('none')) return fail(new OAuthError('login_required', 'the user must sign in'));
+
+      const id = await sealInteraction(ctx, ix);
       return sendSignInPage(reply, {
         action: '/auth/sign-in',
         interactionId: id,

@@ -18,6 +18,7 @@ import type {
   RevokedTokenStore,
   RotateResult,
 } from './types.ts';
+import { createMemorySessionStore } from './memory-sessions.ts';
 
 class ExpiringMap<V> {
   readonly #entries = new Map<string, { value: V; expiresAt: number }>();
@@ -233,6 +234,7 @@ export function createMemoryStores(now: () => number): AuthStores {
     refresh: refreshStore,
     revoked: revokedStore,
     consents: consentStore,
+    sessions: createMemorySessionStore(),
     async close() {
       clearInterval(sweeper);
     },

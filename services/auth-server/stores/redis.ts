@@ -3,6 +3,7 @@
 // server. Replies are parsed with zod; a reply of the wrong shape is an error, never a cast.
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { createRedisSessionStore } from './redis-sessions.ts';
 import {
   codeRecordSchema,
   consentSchema,
@@ -258,6 +259,7 @@ export function createRedisStores(client: Redis, prefix = 'portcullis:auth:'): A
         await redis.hdel(k.consent(user), clientId);
       },
     },
+    sessions: createRedisSessionStore(redis, prefix),
     async close() {
       await redis.quit().catch(() => redis.disconnect());
     },

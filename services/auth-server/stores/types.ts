@@ -162,6 +162,20 @@ export interface ConsentStore {
   revoke(user: string, clientId: string): Promise<void>;
 }
 
+/** A sign-in session (optional, AUTH_SIGN_IN_SESSIONS): who signed in when, and its absolute end. */
+export const sessionSchema = z.object({ user: z.string(), authTime: z.number(), endsAt: z.number() });
+export type SignInSession = z.infer<typeof sessionSchema>;
+
+export interface SessionStore {
+  /** Stores a session under the hash of its cookie value, living idleMs (never past endsAt). */
+  create(idHash: string, session: SignInSession, nowMs: number, idleMs: number): Promise<void>;
+  /** The live session, its idle expiry pushed to min(now + idleMs, endsAt); undefined when gone. */
+  touch(idHash: string, nowMs: number, idleMs: number): Promise<SignInSession | undefined>;
+  delete(idHash: string): Promise<void>;
+  /** Ends every session of one user (consent revoked, user gone). */
+  deleteUser(user: string): Promise<void>;
+}
+
 export interface AuthStores {
   readonly kind: 'memory' | 'redis';
   readonly interactions: InteractionStore;
@@ -169,5 +183,6 @@ export interface AuthStores {
   readonly refresh: RefreshStore;
   readonly revoked: RevokedTokenStore;
   readonly consents: ConsentStore;
+  readonly sessions: SessionStore;
   close(): Promise<void>;
 }
