@@ -46,6 +46,8 @@ export interface ResourceSettings {
   usersSecretKey: string;
   /** Access-token lifetime, s: the auth server's setting and how long a retired signing key stays published. */
   accessTokenTtlSeconds: number;
+  /** The auth servers' sign-in sessions across clients; absent: off. */
+  signInSessions?: { readonly idleSeconds: number; readonly maxAgeSeconds: number };
   /** A new signing key after this long, ms (0 = never rotate on a timer). */
   signingKeyRotationMs: number;
   /**

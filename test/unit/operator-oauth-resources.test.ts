@@ -87,6 +87,18 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     expect(nodeOptions({ requests: { memory: '64Mi' } })).toBe('--max-semi-space-size=4 --max-old-space-size=192');
   });
 
+  it('sign-in sessions reach the auth server only when the chart turns them on, with their lifetimes', () => {
+    const envOf = (extra: Partial<typeof settings>) => {
+      const dep = authServerDeployment('team-a', { ...settings, ...extra }, []) as unknown as {
+        spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } };
+      };
+      return new Map((dep.spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+    };
+    expect(envOf({}).has('AUTH_SIGN_IN_SESSIONS')).toBe(false);
+    const on = envOf({ signInSessions: { idleSeconds: 600, maxAgeSeconds: 7200 } });
+    expect([on.get('AUTH_SIGN_IN_SESSIONS'), on.get('AUTH_SESSION_IDLE_SECONDS'), on.get('AUTH_SESSION_MAX_AGE_SECONDS')]).toEqual(['true', '600', '7200']);
+  });
+
   it('the auth-server Deployment mounts the three files where its config points', () => {
     const dep = authServerDeployment('team-a', settings, [oauthClient()]) as unknown as {
       spec: { replicas: number; template: { spec: { containers: Array<{ command: string[]; env: Array<{ name: string; value: string }> }>; volumes: Array<{ secret?: { secretName: string } }> } } };
