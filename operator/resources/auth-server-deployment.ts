@@ -76,6 +76,7 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
     { name: 'AUTH_USERS_FILE', value: authServerFiles.users },
     { name: 'AUTH_KEYS_FILE', value: authServerFiles.keys },
     { name: 'AUTH_ACCESS_TOKEN_TTL_SECONDS', value: String(settings.accessTokenTtlSeconds) },
+    { name: 'AUTH_REFRESH_REUSE_GRACE_SECONDS', value: String(settings.refreshReuseGraceSeconds) },
   ];
   if (settings.signInSessions !== undefined) {
     env.push(

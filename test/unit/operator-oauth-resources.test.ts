@@ -87,7 +87,7 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     expect(nodeOptions({ requests: { memory: '64Mi' } })).toBe('--max-semi-space-size=4 --max-old-space-size=192');
   });
 
-  it('sign-in sessions reach the auth server only when the chart turns them on, with their lifetimes', () => {
+  it('sign-in sessions reach the auth server only when the chart turns them on, with their lifetimes; the refresh grace window always', () => {
     const envOf = (extra: Partial<typeof settings>) => {
       const dep = authServerDeployment('team-a', { ...settings, ...extra }, []) as unknown as {
         spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } };
@@ -95,6 +95,8 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
       return new Map((dep.spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
     };
     expect(envOf({}).has('AUTH_SIGN_IN_SESSIONS')).toBe(false);
+    expect(envOf({}).get('AUTH_REFRESH_REUSE_GRACE_SECONDS')).toBe('3');
+    expect(envOf({ refreshReuseGraceSeconds: 0 }).get('AUTH_REFRESH_REUSE_GRACE_SECONDS')).toBe('0');
     const on = envOf({ signInSessions: { idleSeconds: 600, maxAgeSeconds: 7200 } });
     expect([on.get('AUTH_SIGN_IN_SESSIONS'), on.get('AUTH_SESSION_IDLE_SECONDS'), on.get('AUTH_SESSION_MAX_AGE_SECONDS')]).toEqual(['true', '600', '7200']);
   });
