@@ -1,6 +1,7 @@
 // Token endpoint benchmark: authorization-code exchanges per second, Portcullis' auth
-// server against oidc-provider set up the same way (code + PKCE S256, client_secret_basic, RFC 9068
-// access token signed ES256, a refresh token issued with each exchange, in-memory stores on both).
+// server against oidc-provider set up the same way (code + PKCE S256, client_secret_basic, scope
+// openid: an RFC 9068 access token and an id_token signed ES256, a refresh token issued with each
+// exchange, in-memory stores on both).
 // Codes are minted beforehand through each server's real flow (GET /auth, sign-in, consent once),
 // so what is measured is the exchange alone: POST /token with Basic client auth, code, redirect_uri
 // and code_verifier; the sign-in's scrypt (and its cost parameters) does not enter the figure.
@@ -31,7 +32,7 @@ export interface TokenServerResult {
   readonly failures: number;
   readonly peakRssMiB: number;
   /** What one issued access token looked like (checked, not assumed). */
-  readonly accessToken: { alg: string; typ: string; aud: unknown; hasRefreshToken: boolean };
+  readonly accessToken: { alg: string; typ: string; aud: unknown; hasRefreshToken: boolean; hasIdToken: boolean };
   readonly rounds: { exchangesPerSecond: number; p50Ms: number; p99Ms: number; cpuUsPerExchange: number; failures: number }[];
 }
 
@@ -71,10 +72,13 @@ export async function pool<T>(n: number, concurrency: number, one: (i: number) =
   return out;
 }
 
+/** Both servers sign in with OpenID Connect: each exchange issues an id_token beside the access and refresh tokens. */
+const SCOPE = 'openid profile offline_access';
+
 /** oidc-provider's flow: /auth, its dev login and consent pages, back to /auth, the code redirect. */
 async function oidcProviderCode(issuer: string, clientId: string, redirectUri: string, b: Browserish): Promise<Minted> {
   const { verifier, challenge } = pkce();
-  const q = new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: 'code', scope: 'profile', code_challenge: challenge, code_challenge_method: 'S256', state: randomBytes(8).toString('hex') });
+  const q = new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: 'code', scope: SCOPE, code_challenge: challenge, code_challenge_method: 'S256', state: randomBytes(8).toString('hex') });
   let url = `${issuer}/auth?${q}`;
   for (let step = 0; step < 12; step++) {
     const res = await b.get(url);
@@ -124,7 +128,7 @@ async function inspectToken(issuer: string, m: Minted, clientId: string, secret:
   const json = (await res.json()) as Record<string, unknown>;
   if (res.status !== 200 || typeof json['access_token'] !== 'string') throw new Error(`${issuer}: exchange answered ${res.status} ${JSON.stringify(json)}`);
   const header = decodeProtectedHeader(json['access_token']);
-  return { alg: String(header.alg), typ: String(header.typ), aud: decodeJwt(json['access_token']).aud, hasRefreshToken: typeof json['refresh_token'] === 'string' };
+  return { alg: String(header.alg), typ: String(header.typ), aud: decodeJwt(json['access_token']).aud, hasRefreshToken: typeof json['refresh_token'] === 'string', hasIdToken: typeof json['id_token'] === 'string' };
 }
 
 export async function runTokenBench(log: (line: string) => void = console.log): Promise<TokenBenchResult> {
@@ -156,7 +160,7 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
     entry: 'bench/peers/oidc-provider-peer.ts',
     name: 'bench-oidc-provider',
     waitPort: opPort,
-    env: { PORT: String(opPort), ISSUER: opIssuer, CLIENT_ID: 'basic-client', CLIENT_SECRET: SECRETS.basic, REDIRECT_URI: redirectUri, AUDIENCE, SIGNING_JWK: JSON.stringify(jwk), CODE_TTL_SECONDS: '600' },
+    env: { PORT: String(opPort), ISSUER: opIssuer, CLIENT_ID: 'oidc-client', CLIENT_SECRET: SECRETS.oidc, REDIRECT_URI: redirectUri, AUDIENCE, SIGNING_JWK: JSON.stringify(jwk), CODE_TTL_SECONDS: '600' },
   });
 
   const servers = [
@@ -167,7 +171,7 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
       pid: portcullisPid,
       mint: async (b: Browserish): Promise<Minted> => {
         const { verifier, challenge } = pkce();
-        const { location } = await authorize({ issuer: stack.issuer, clientId: 'basic-client', redirectUri, challenge, state: randomBytes(8).toString('hex'), b });
+        const { location } = await authorize({ issuer: stack.issuer, clientId: 'oidc-client', redirectUri, scope: SCOPE, challenge, state: randomBytes(8).toString('hex'), b });
         const code = location.searchParams.get('code');
         if (code === null) throw new Error(`portcullis flow ended without a code: ${location}`);
         return { code, verifier };
@@ -178,7 +182,7 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
       description: 'oidc-provider 9 (memory adapter)',
       issuer: opIssuer,
       pid: op.child.pid,
-      mint: (b: Browserish) => oidcProviderCode(opIssuer, 'basic-client', redirectUri, b),
+      mint: (b: Browserish) => oidcProviderCode(opIssuer, 'oidc-client', redirectUri, b),
     },
   ];
   const results = new Map<string, { lg: LoadgenResult; cpuUsPerExchange: number }[]>(servers.map((s) => [s.name, []]));
@@ -188,10 +192,10 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
     for (const s of servers) {
       const b = browser();
       await s.mint(b); // consent given once
-      inspected.set(s.name, await inspectToken(s.issuer, await s.mint(b), 'basic-client', SECRETS.basic, redirectUri));
+      inspected.set(s.name, await inspectToken(s.issuer, await s.mint(b), 'oidc-client', SECRETS.oidc, redirectUri));
       // Warm-up: 100 exchanges.
       const warm = await pool(100, 4, () => s.mint(b));
-      await runList({ baseUrl: s.issuer, file: exchangeFile(dir, `${s.name}-warm`, warm, 'basic-client', SECRETS.basic, redirectUri), connections });
+      await runList({ baseUrl: s.issuer, file: exchangeFile(dir, `${s.name}-warm`, warm, 'oidc-client', SECRETS.oidc, redirectUri), connections });
     }
     for (let round = 1; round <= rounds; round++) {
       for (const s of servers) {
@@ -199,7 +203,7 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
         await s.mint(b);
         const t0 = performance.now();
         const codes = await pool(codesPerRound, 4, () => s.mint(b));
-        const file = exchangeFile(dir, `${s.name}-${round}`, codes, 'basic-client', SECRETS.basic, redirectUri);
+        const file = exchangeFile(dir, `${s.name}-${round}`, codes, 'oidc-client', SECRETS.oidc, redirectUri);
         const before = cpuUs(s.pid);
         const lg = await runList({ baseUrl: s.issuer, file, connections });
         const cpuUsPerExchange = Math.round(((cpuUs(s.pid) - before) / Math.max(1, lg.completed)) * 10) / 10;
@@ -233,7 +237,7 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
       cpuUsPerExchange: median(rs.map((r) => r.cpuUsPerExchange)),
       failures: rs.reduce((n, r) => n + r.lg.errors + r.lg.completed - (r.lg.statuses['200'] ?? 0), 0),
       peakRssMiB: rss.get(s.name) ?? 0,
-      accessToken: inspected.get(s.name) ?? { alg: '?', typ: '?', aud: undefined, hasRefreshToken: false },
+      accessToken: inspected.get(s.name) ?? { alg: '?', typ: '?', aud: undefined, hasRefreshToken: false, hasIdToken: false },
       rounds: rs.map((r) => ({
         exchangesPerSecond: Math.round(okRate(r.lg)),
         p50Ms: ms(r.lg.latencyUs.p50),
@@ -268,12 +272,12 @@ export function tokenMarkdown(r: TokenBenchResult): string {
       `then exchanged by ${r.load.generator} over ${r.load.connections} connections; median of ${r.load.rounds} interleaved rounds; ` +
       `load average ${r.machine.loadavgAtStart.map((x) => x.toFixed(1)).join(' ')} at start, ${r.machine.loadavgAtEnd.map((x) => x.toFixed(1)).join(' ')} at end.`,
     '',
-    '| server | exchanges/s | p50 / p99 / p99.9 ms | CPU µs/exchange | access token | refresh token | failures | peak RSS MiB |',
-    '|---|---:|---:|---:|---|---|---:|---:|',
+    '| server | exchanges/s | p50 / p99 / p99.9 ms | CPU µs/exchange | access token | id_token | refresh token | failures | peak RSS MiB |',
+    '|---|---:|---:|---:|---|---|---|---:|---:|',
     ...r.servers.map(
       (s) =>
         `| ${s.description} | ${s.exchangesPerSecond} | ${s.latencyMs.p50} / ${s.latencyMs.p99} / ${s.latencyMs.p999} | ${s.cpuUsPerExchange} | ` +
-        `JWT ${s.accessToken.alg}, typ ${s.accessToken.typ} | ${s.accessToken.hasRefreshToken ? 'yes' : 'no'} | ${s.failures} | ${s.peakRssMiB} |`,
+        `JWT ${s.accessToken.alg}, typ ${s.accessToken.typ} | ${s.accessToken.hasIdToken ? 'yes' : 'no'} | ${s.accessToken.hasRefreshToken ? 'yes' : 'no'} | ${s.failures} | ${s.peakRssMiB} |`,
     ),
     '',
     `Portcullis / oidc-provider exchanges per second (median of per-round ratios): ${r.ratio}x; goal ${r.goal.goal}: ${r.goal.met ? 'met' : 'not met'}.`,

@@ -84,6 +84,10 @@ export const operatorConfigSchema = z
     PORTCULLIS_USERS_SECRET: z.string().min(1).default('portcullis-auth-users'),
     PORTCULLIS_USERS_SECRET_KEY: z.string().min(1).default('users.json'),
     PORTCULLIS_ACCESS_TOKEN_TTL_SECONDS: z.coerce.number().int().min(10).max(86_400).default(300),
+    PORTCULLIS_REFRESH_REUSE_GRACE_SECONDS: z.coerce.number().int().min(0).max(60).default(3).describe("The auth servers' refresh-token reuse grace window (s); 0: strict"),
+    PORTCULLIS_SIGN_IN_SESSIONS: boolish.default(false).describe("The auth servers' sign-in sessions across clients"),
+    PORTCULLIS_SESSION_IDLE_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(1800),
+    PORTCULLIS_SESSION_MAX_AGE_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(43_200),
     PORTCULLIS_SIGNING_KEY_ROTATION_HOURS: z.coerce.number().min(0).max(24 * 365).default(720).describe('0: never rotate on a timer'),
     PORTCULLIS_SIDECAR_PORT: port(8080),
     PORTCULLIS_SIDECAR_ADMIN_PORT: port(9090),
@@ -200,6 +204,10 @@ export function resourceSettings(config: OperatorConfig): ResourceSettings {
     usersSecretName: config.PORTCULLIS_USERS_SECRET,
     usersSecretKey: config.PORTCULLIS_USERS_SECRET_KEY,
     accessTokenTtlSeconds: config.PORTCULLIS_ACCESS_TOKEN_TTL_SECONDS,
+    refreshReuseGraceSeconds: config.PORTCULLIS_REFRESH_REUSE_GRACE_SECONDS,
+    ...(config.PORTCULLIS_SIGN_IN_SESSIONS
+      ? { signInSessions: { idleSeconds: config.PORTCULLIS_SESSION_IDLE_SECONDS, maxAgeSeconds: config.PORTCULLIS_SESSION_MAX_AGE_SECONDS } }
+      : {}),
     signingKeyRotationMs: Math.round(config.PORTCULLIS_SIGNING_KEY_ROTATION_HOURS * 3600_000),
     routeNetworkPolicy: config.PORTCULLIS_ROUTE_NETWORK_POLICY,
     jwksAllowedHosts: config.PORTCULLIS_JWKS_ALLOWED_HOSTS,

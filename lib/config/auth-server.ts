@@ -54,6 +54,18 @@ export const authServerConfigSchema = z.object({
     .max(365 * 86_400)
     .default(30 * 86_400)
     .describe('A sign-in\'s refresh tokens end this long after the sign-in, however often they rotate (s)'),
+  AUTH_REFRESH_REUSE_GRACE_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(60)
+    .default(3)
+    .describe('A refresh token presented again this soon after its rotation gets the same successor (replicas refreshing at once); later it revokes the family; 0: always revokes (s)'),
+  AUTH_SIGN_IN_SESSIONS: boolish
+    .default(false)
+    .describe('Keep a sign-in session across the clients of this server (a user signed in for one is not asked for a password by the next); off: every authorization signs in'),
+  AUTH_SESSION_IDLE_SECONDS: z.coerce.number().int().min(60).max(7 * 86_400).default(1800).describe('A sign-in session ends after this long unused (s)'),
+  AUTH_SESSION_MAX_AGE_SECONDS: z.coerce.number().int().min(60).max(30 * 86_400).default(43_200).describe('A sign-in session ends this long after the sign-in, however used (s)'),
   AUTH_CODE_TTL_SECONDS: z.coerce.number().int().min(1).max(600).default(60).describe('Authorization code lifetime (s)'),
   AUTH_INTERACTION_TTL_SECONDS: z.coerce
     .number()
@@ -139,10 +151,25 @@ export const registeredClientSchema = z
     scopes: z.array(scopeTokenSchema).min(1).describe('Scopes the client may request'),
     grant_types: z.array(grantTypeSchema).min(1).default(['authorization_code', 'refresh_token']),
     token_endpoint_auth_method: tokenEndpointAuthMethodSchema.default('client_secret_basic'),
+    token_endpoint_auth_methods: z
+      .array(z.enum(['client_secret_basic', 'client_secret_post']))
+      .min(1)
+      .max(2)
+      .optional()
+      .describe('Every method the client may authenticate with (token_endpoint_auth_method among them); unset: that one only'),
+    skip_consent: z
+      .boolean()
+      .optional()
+      .describe('First-party client: no consent page unless the request says prompt=consent'),
     allow_insecure_redirect_uris: z
       .boolean()
       .optional()
       .describe('Accept http redirect URIs to hosts other than loopback (codes then cross the network in clear text)'),
+    post_logout_redirect_uris: z
+      .array(redirectUriSchema)
+      .max(16)
+      .optional()
+      .describe('Where RP-initiated logout may send the browser back to (exact match)'),
     resource_server: z
       .boolean()
       .optional()
@@ -152,6 +179,10 @@ export const registeredClientSchema = z
   .refine((c) => (c.token_endpoint_auth_method === 'none') === (c.client_secret_hash === undefined), {
     message: 'client_secret_hash is required for confidential clients and absent for public ones (method none)',
     path: ['client_secret_hash'],
+  })
+  .refine((c) => c.token_endpoint_auth_methods === undefined || (c.token_endpoint_auth_methods as readonly string[]).includes(c.token_endpoint_auth_method), {
+    message: 'token_endpoint_auth_methods lists token_endpoint_auth_method (and a public client has no other method)',
+    path: ['token_endpoint_auth_methods'],
   })
   .refine((c) => c.resource_server !== true || c.token_endpoint_auth_method !== 'none', {
     message: 'a resource server authenticates to introspect: it cannot be a public client (method none)',
@@ -164,6 +195,9 @@ export const registeredClientSchema = z
         ctx.addIssue({ code: 'custom', path: ['redirect_uris', i], message: INSECURE_REDIRECT_URI_RULE });
       }
     });
+    (c.post_logout_redirect_uris ?? []).forEach((uri, i) => {
+      if (!isSecureRedirectUri(uri)) ctx.addIssue({ code: 'custom', path: ['post_logout_redirect_uris', i], message: INSECURE_REDIRECT_URI_RULE });
+    });
   });
 export type RegisteredClient = z.infer<typeof registeredClientSchema>;
 
@@ -172,6 +206,16 @@ export const clientRegistrySchema = z
   .strict()
   .refine((r) => new Set(r.clients.map((c) => c.client_id)).size === r.clients.length, 'client_id values are unique');
 export type ClientRegistry = z.infer<typeof clientRegistrySchema>;
+
+/**
+ * A client whose id is the access tokens' audience would accept access tokens as id_tokens of
+ * its own (both are JWTs from one key ring, aud = that id): such a registry is refused.
+ */
+export function clientIdsBesideAudience(registry: ClientRegistry, audience: string, what: string): ClientRegistry {
+  const index = registry.clients.findIndex((c) => c.client_id === audience);
+  if (index >= 0) throw new Error(`${what}: clients.${index}.client_id: equals the access-token audience (AUTH_AUDIENCE ${audience}); id_tokens and access tokens would be interchangeable`);
+  return registry;
+}
 
 /** PHC string `$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt b64>$<hash b64>` (see passwords.ts). */
 export const passwordHashSchema = z
@@ -199,6 +243,11 @@ export const userRecordSchema = z
     username: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'username: 1-64 of A-Z a-z 0-9 . _ @ -'),
     password_hash: passwordHashSchema,
     profile: profileClaimsSchema.default({}),
+    groups: z
+      .array(z.string().regex(/^[\x21-\x7E]{1,128}$/, 'a group: 1-128 printable ASCII characters, no space'))
+      .max(256)
+      .optional()
+      .describe('Group names, released by the groups scope (the groups claim)'),
   })
   .strict();
 export type UserRecord = z.infer<typeof userRecordSchema>;

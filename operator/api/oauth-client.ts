@@ -40,6 +40,7 @@ export const scopeSchema = z
   .max(128)
   .regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, 'must be an RFC 6749 scope token (no spaces, quotes or backslashes)');
 
+export const AUTH_METHODS_RULE = 'tokenEndpointAuthMethods must include tokenEndpointAuthMethod';
 export const GRANT_TYPES = ['authorization_code', 'refresh_token'] as const;
 export const TOKEN_ENDPOINT_AUTH_METHODS = ['client_secret_basic', 'client_secret_post'] as const;
 
@@ -69,6 +70,25 @@ export const oauthClientSpecSchema = z
       .enum(TOKEN_ENDPOINT_AUTH_METHODS)
       .default('client_secret_basic')
       .describe('How the client authenticates at the token endpoint: client_secret_basic (HTTP Basic) or client_secret_post (in the body).'),
+    tokenEndpointAuthMethods: z
+      .array(z.enum(TOKEN_ENDPOINT_AUTH_METHODS))
+      .min(1)
+      .max(2)
+      .optional()
+      .meta({ 'x-kubernetes-list-type': 'set' })
+      .describe(
+        'Every method the client may authenticate with at the token endpoint, for a client whose replicas or libraries differ; must include tokenEndpointAuthMethod. Unset: tokenEndpointAuthMethod only.',
+      ),
+    postLogoutRedirectUris: z
+      .array(redirectUriSchema)
+      .max(16)
+      .optional()
+      .meta({ 'x-kubernetes-list-type': 'set' })
+      .describe('Where the auth server may send the browser after RP-initiated logout (post_logout_redirect_uri, exact match).'),
+    skipConsent: z
+      .boolean()
+      .optional()
+      .describe('First-party client: users are not asked for consent (unless the request says prompt=consent). Default off.'),
     allowInsecureRedirectUris: z
       .boolean()
       .optional()
@@ -83,14 +103,23 @@ export const oauthClientSpecSchema = z
       ),
   })
   // Written twice, as the other cross-field rules: zod for the operator, CEL for the API server.
-  .refine((s) => s.allowInsecureRedirectUris === true || s.redirectUris.every(isSecureRedirectUri), {
+  .refine((s) => s.allowInsecureRedirectUris === true || [...s.redirectUris, ...(s.postLogoutRedirectUris ?? [])].every(isSecureRedirectUri), {
     message: INSECURE_REDIRECT_URI_RULE,
     path: ['redirectUris'],
+  })
+  .refine((s) => s.tokenEndpointAuthMethods === undefined || s.tokenEndpointAuthMethods.includes(s.tokenEndpointAuthMethod), {
+    message: AUTH_METHODS_RULE,
+    path: ['tokenEndpointAuthMethods'],
   })
   .meta({
     'x-kubernetes-validations': [
       {
-        rule: `(has(self.allowInsecureRedirectUris) && self.allowInsecureRedirectUris) || self.redirectUris.all(u, u.matches(r'${SECURE_REDIRECT_URI_PATTERN}'))`,
+        rule: '!has(self.tokenEndpointAuthMethods) || self.tokenEndpointAuthMethod in self.tokenEndpointAuthMethods',
+        message: AUTH_METHODS_RULE,
+        fieldPath: '.tokenEndpointAuthMethods',
+      },
+      {
+        rule: `(has(self.allowInsecureRedirectUris) && self.allowInsecureRedirectUris) || (self.redirectUris.all(u, u.matches(r'${SECURE_REDIRECT_URI_PATTERN}')) && (!has(self.postLogoutRedirectUris) || self.postLogoutRedirectUris.all(u, u.matches(r'${SECURE_REDIRECT_URI_PATTERN}'))))`,
         message: INSECURE_REDIRECT_URI_RULE,
         fieldPath: '.redirectUris',
       },

@@ -78,7 +78,15 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
     { name: 'AUTH_USERS_FILE', value: authServerFiles.users },
     { name: 'AUTH_KEYS_FILE', value: authServerFiles.keys },
     { name: 'AUTH_ACCESS_TOKEN_TTL_SECONDS', value: String(settings.accessTokenTtlSeconds) },
+    { name: 'AUTH_REFRESH_REUSE_GRACE_SECONDS', value: String(settings.refreshReuseGraceSeconds) },
   ];
+  if (settings.signInSessions !== undefined) {
+    env.push(
+      { name: 'AUTH_SIGN_IN_SESSIONS', value: 'true' },
+      { name: 'AUTH_SESSION_IDLE_SECONDS', value: String(settings.signInSessions.idleSeconds) },
+      { name: 'AUTH_SESSION_MAX_AGE_SECONDS', value: String(settings.signInSessions.maxAgeSeconds) },
+    );
+  }
   if (settings.authRedisUrl !== undefined) env.push({ name: 'REDIS_URL', value: settings.authRedisUrl });
   // A URL with a password only from a Secret: the operator's copy in this namespace (redis-url-secret.ts).
   // Read at start, so a rotated URL reaches the auth servers with their next restart.

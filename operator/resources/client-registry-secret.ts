@@ -1,6 +1,6 @@
 // Every OAuthClient of a namespace -> the auth server's client registry (clients.json, schema
 // clientRegistrySchema of lib/config/auth-server.ts): ids, secret HASHES (never secrets),
-// redirect URIs, scopes, and the resource-server and insecure-redirect flags. Sorted by client_id
+// redirect URIs, scopes, auth methods, and the resource-server, consent-skip and insecure-redirect flags. Sorted by client_id
 // so that the same clients render the same bytes.
 import type { V1Secret } from '@kubernetes/client-node';
 import type { OAuthClient } from '../api/index.ts';
@@ -29,6 +29,9 @@ export function clientRegistry(entries: readonly RegisteredOAuthClient[]): Clien
       // Written only when set, so that the registry of existing clients keeps its bytes (and hash).
       ...(client.spec.allowInsecureRedirectUris === true ? { allow_insecure_redirect_uris: true } : {}),
       ...(client.spec.resourceServer === true ? { resource_server: true } : {}),
+      ...(client.spec.tokenEndpointAuthMethods !== undefined ? { token_endpoint_auth_methods: [...client.spec.tokenEndpointAuthMethods] } : {}),
+      ...(client.spec.skipConsent === true ? { skip_consent: true } : {}),
+      ...(client.spec.postLogoutRedirectUris !== undefined ? { post_logout_redirect_uris: [...client.spec.postLogoutRedirectUris] } : {}),
     }));
   // The auth server's own schema: the operator never writes a registry the server would refuse.
   return clientRegistrySchema.parse({ clients });

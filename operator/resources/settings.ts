@@ -46,6 +46,10 @@ export interface ResourceSettings {
   usersSecretKey: string;
   /** Access-token lifetime, s: the auth server's setting and how long a retired signing key stays published. */
   accessTokenTtlSeconds: number;
+  /** The auth servers' refresh-token reuse grace window, s (0: strict rotation). */
+  refreshReuseGraceSeconds: number;
+  /** The auth servers' sign-in sessions across clients; absent: off. */
+  signInSessions?: { readonly idleSeconds: number; readonly maxAgeSeconds: number };
   /** A new signing key after this long, ms (0 = never rotate on a timer). */
   signingKeyRotationMs: number;
   /**
@@ -81,6 +85,7 @@ export const defaultResourceSettings: ResourceSettings = {
   usersSecretName: 'portcullis-auth-users',
   usersSecretKey: 'users.json',
   accessTokenTtlSeconds: 300,
+  refreshReuseGraceSeconds: 3,
   signingKeyRotationMs: 30 * 24 * 3600_000,
   routeNetworkPolicy: true,
   jwksAllowedHosts: [],

@@ -12,11 +12,13 @@ import { authorizeRoute } from './routes/authorize.ts';
 import { consentRoute } from './routes/consent.ts';
 import { consentsRoute } from './routes/consents.ts';
 import { discoveryRoute } from './routes/discovery.ts';
+import { endSessionRoute } from './routes/end-session.ts';
 import { introspectionRoute } from './routes/introspection.ts';
 import { revocationRoute } from './routes/revocation.ts';
 import { signInRoute } from './routes/sign-in.ts';
 import { staticRoute } from './routes/static.ts';
 import { tokenRoute } from './routes/token.ts';
+import { userinfoRoute } from './routes/userinfo.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -86,5 +88,7 @@ export async function buildApp(deps: AuthServerDeps): Promise<FastifyInstance> {
   await app.register(tokenRoute(deps.ctx));
   await app.register(revocationRoute(deps.ctx));
   await app.register(introspectionRoute(deps.ctx));
+  await app.register(userinfoRoute(deps.ctx));
+  await app.register(endSessionRoute(deps.ctx));
   return app;
 }

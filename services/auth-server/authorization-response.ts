@@ -29,6 +29,7 @@ export interface CodeGrant extends RedirectTarget {
   readonly user: string;
   readonly authTime: number;
   readonly codeChallenge?: string;
+  readonly nonce?: string;
 }
 
 export async function redirectWithCode(ctx: AuthContext, reply: FastifyReply, grant: CodeGrant): Promise<FastifyReply> {
@@ -43,6 +44,7 @@ export async function redirectWithCode(ctx: AuthContext, reply: FastifyReply, gr
       user: grant.user,
       authTime: grant.authTime,
       ...(grant.codeChallenge !== undefined ? { codeChallenge: grant.codeChallenge } : {}),
+      ...(grant.nonce !== undefined ? { nonce: grant.nonce } : {}),
       expiresAt: ctx.now() + ttlMs,
     },
     ttlMs,

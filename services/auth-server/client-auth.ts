@@ -1,6 +1,6 @@
 // Client authentication at the token, revocation and introspection endpoints (RFC 6749 2.3.1):
-// HTTP Basic (client_secret_basic) or the secret in the body (client_secret_post), exactly the
-// method the client registered; public clients (method none) send only client_id. One method per
+// HTTP Basic (client_secret_basic) or the secret in the body (client_secret_post), a method the
+// client registered (token_endpoint_auth_method, or any of token_endpoint_auth_methods); public clients (method none) send only client_id. One method per
 // request. Failures are invalid_client; with Basic the 401 carries WWW-Authenticate. Wrong secrets
 // are counted per client and address (client-auth-throttle.ts): past the budget the answer is 429
 // and the secret is not checked.
@@ -59,6 +59,11 @@ export function authenticateClient(ctx: AuthContext, request: FastifyRequest, pa
   }
 }
 
+/** The client may authenticate with this method: its registered one or one of those it lists. */
+function accepts(client: RegisteredClient, method: 'client_secret_basic' | 'client_secret_post'): boolean {
+  return client.token_endpoint_auth_method === method || client.token_endpoint_auth_methods?.includes(method) === true;
+}
+
 function identifyClient(ctx: AuthContext, request: FastifyRequest, params: Params): RegisteredClient {
   const authorization = request.headers.authorization;
   const bodyId = single(params, 'client_id');
@@ -75,7 +80,7 @@ function identifyClient(ctx: AuthContext, request: FastifyRequest, params: Param
     if (client?.client_secret_hash === undefined || !secretMatches(ctx, request, client.client_id, client.client_secret_hash, basic.secret)) {
       throw refuse('client authentication failed');
     }
-    if (client.token_endpoint_auth_method !== 'client_secret_basic') throw refuse('this client is registered for another authentication method');
+    if (!accepts(client, 'client_secret_basic')) throw refuse('this client is registered for another authentication method');
     return client;
   }
 
@@ -86,7 +91,7 @@ function identifyClient(ctx: AuthContext, request: FastifyRequest, params: Param
     if (client.client_secret_hash === undefined || !secretMatches(ctx, request, client.client_id, client.client_secret_hash, bodySecret.value)) {
       throw new OAuthError('invalid_client', 'client authentication failed');
     }
-    if (client.token_endpoint_auth_method !== 'client_secret_post') {
+    if (!accepts(client, 'client_secret_post')) {
       throw new OAuthError('invalid_client', 'this client is registered for another authentication method');
     }
     return client;

@@ -15,8 +15,12 @@ export interface AuthSettings {
   readonly refreshTokenTtlSeconds: number;
   /** Absolute lifetime of a refresh-token family (one code redemption), s. */
   readonly refreshFamilyMaxAgeSeconds: number;
+  /** How long the refresh token rotated away last still answers with its successor, s; 0: never. */
+  readonly refreshReuseGraceSeconds: number;
   readonly codeTtlSeconds: number;
   readonly interactionTtlSeconds: number;
+  /** Sign-in sessions across clients; undefined: off (every authorization shows the sign-in page). */
+  readonly sessions?: { readonly idleSeconds: number; readonly maxAgeSeconds: number };
 }
 
 export interface AuthContext {

@@ -14,7 +14,11 @@ export type OAuthErrorCode =
   | 'server_error'
   | 'temporarily_unavailable'
   | 'unsupported_token_type'
-  | 'invalid_token';
+  | 'invalid_token'
+  // OpenID Connect Core 3.1.2.6, returned on the redirect only.
+  | 'login_required'
+  | 'consent_required'
+  | 'interaction_required';
 
 const statusByCode: Record<OAuthErrorCode, number> = {
   invalid_request: 400,
@@ -29,6 +33,9 @@ const statusByCode: Record<OAuthErrorCode, number> = {
   temporarily_unavailable: 503,
   unsupported_token_type: 400,
   invalid_token: 401,
+  login_required: 400,
+  consent_required: 400,
+  interaction_required: 400,
 };
 
 export class OAuthError extends Error {

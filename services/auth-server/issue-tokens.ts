@@ -1,11 +1,13 @@
-// Token issuance shared by the grants: an access token (RFC 9068 JWT) and, when the client may
-// refresh, an opaque refresh token `<familyId>.<secret>` whose family carries the grant.
+// Token issuance shared by the grants: an access token (RFC 9068 JWT), an id_token when `openid`
+// is granted (OpenID Connect Core 3.1.3.3, 12.2) and, when the client may refresh, an opaque
+// refresh token `<familyId>.<secret>` whose family carries the grant.
 import { issueAccessToken } from './access-token.ts';
+import { issueIdToken } from './id-token.ts';
 import type { RegisteredClient } from '../../lib/config/auth-server.ts';
 import type { AuthContext } from './context.ts';
 import { OAuthError } from './errors.ts';
 import { randomToken, sha256 } from './random.ts';
-import { formatScope, releasedClaims } from './scopes.ts';
+import { OFFLINE_ACCESS, OPENID, formatScope, userClaims } from './scopes.ts';
 import type { AccessTokenRef } from './stores/types.ts';
 
 /** RFC 6749 section 5.1. */
@@ -15,6 +17,7 @@ export interface TokenResponse {
   expires_in: number;
   scope: string;
   refresh_token?: string;
+  id_token?: string;
 }
 
 export interface Issued {
@@ -35,33 +38,68 @@ export function parseRefreshToken(token: string): { familyId: string; hash: stri
   return m?.[1] === undefined ? undefined : { familyId: m[1], hash: sha256(token) };
 }
 
-export async function issueAccess(ctx: AuthContext, client: RegisteredClient, user: string, scope: readonly string[], authTime: number) {
-  const record = ctx.directory.user(user);
-  if (record === undefined) throw new OAuthError('invalid_grant', 'the user no longer exists');
-  return issueAccessToken(ctx.keys, {
-    issuer: ctx.settings.issuer,
-    audience: ctx.settings.audience,
-    subject: user,
-    clientId: client.client_id,
-    scope,
-    authTime,
-    profile: releasedClaims(record.profile, scope),
-    nowMs: ctx.now(),
-    ttlSeconds: ctx.settings.accessTokenTtlSeconds,
-  });
+/** What one authorization granted: who, which scopes, when they authenticated (epoch ms). */
+export interface GrantFacts {
+  readonly user: string;
+  readonly scope: readonly string[];
+  readonly authTime: number;
+  /** The authorization request's nonce (code exchange only; Core 12.2 leaves it out on refresh). */
+  readonly nonce?: string;
 }
 
-/** A new grant (from a code): access token plus, when allowed, the first refresh token of a new family. */
-export async function issueNewGrant(ctx: AuthContext, client: RegisteredClient, user: string, scope: readonly string[], authTime: number): Promise<Issued> {
-  const access = await issueAccess(ctx, client, user, scope, authTime);
+/**
+ * A refresh token goes to a client registered for the grant; with `openid`, only when
+ * `offline_access` was granted too (Core 11). A plain OAuth request keeps the registration rule.
+ */
+export function mayRefresh(client: RegisteredClient, scope: readonly string[]): boolean {
+  if (!client.grant_types.includes('refresh_token')) return false;
+  return !scope.includes(OPENID) || scope.includes(OFFLINE_ACCESS);
+}
+
+/** The access token and, when `openid` is granted, the id_token: the token response minus refresh_token. */
+export async function issueTokens(ctx: AuthContext, client: RegisteredClient, grant: GrantFacts): Promise<{ body: TokenResponse; access: AccessTokenRef }> {
+  const record = ctx.directory.user(grant.user);
+  if (record === undefined) throw new OAuthError('invalid_grant', 'the user no longer exists');
+  const claims = userClaims(record, grant.scope);
+  const nowMs = ctx.now();
+  const access = await issueAccessToken(ctx.keys, {
+    issuer: ctx.settings.issuer,
+    audience: ctx.settings.audience,
+    subject: grant.user,
+    clientId: client.client_id,
+    scope: grant.scope,
+    authTime: grant.authTime,
+    profile: claims,
+    nowMs,
+    ttlSeconds: ctx.settings.accessTokenTtlSeconds,
+  });
   const body: TokenResponse = {
     access_token: access.token,
     token_type: 'Bearer',
     expires_in: ctx.settings.accessTokenTtlSeconds,
-    scope: formatScope(scope),
+    scope: formatScope(grant.scope),
   };
-  const ref = { jti: access.jti, expiresAt: access.expiresAt };
-  if (!client.grant_types.includes('refresh_token')) return { body, access: ref };
+  if (grant.scope.includes(OPENID)) {
+    body.id_token = await issueIdToken(ctx.keys, {
+      issuer: ctx.settings.issuer,
+      subject: grant.user,
+      clientId: client.client_id,
+      authTime: grant.authTime,
+      accessToken: access.token,
+      claims,
+      ...(grant.nonce !== undefined ? { nonce: grant.nonce } : {}),
+      nowMs,
+      expiresAt: access.expiresAt / 1000,
+    });
+  }
+  return { body, access: { jti: access.jti, expiresAt: access.expiresAt } };
+}
+
+/** A new grant (from a code): access token, id_token with openid, and when allowed the first refresh token of a new family. */
+export async function issueNewGrant(ctx: AuthContext, client: RegisteredClient, grant: GrantFacts): Promise<Issued> {
+  const { user, scope, authTime } = grant;
+  const { body, access: ref } = await issueTokens(ctx, client, grant);
+  if (!mayRefresh(client, scope)) return { body, access: ref };
   const refresh = newRefreshToken();
   const now = ctx.now();
   await ctx.stores.refresh.create(

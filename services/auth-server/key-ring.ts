@@ -17,6 +17,8 @@ export interface KeyRing {
   signer(): Promise<Signer>;
   /** The public JWKS (RFC 7517) served at jwks_uri. */
   publicJwks(): JSONWebKeySet;
+  /** The distinct algorithms of the published keys, the signing key's first (for the metadata). */
+  algorithms(): readonly Signer['alg'][];
   /** Key resolver for jwtVerify over the published keys. */
   verifierKeys(): JWTVerifyGetKey;
   /** 256-bit sealing keys by kid, the current one first. */
@@ -68,6 +70,7 @@ export function createKeyRing(file: () => SigningKeysFile): KeyRing {
       refresh();
       return jwks;
     },
+    algorithms: () => [...new Set(file().keys.map((k) => k.alg))],
     verifierKeys: () => refresh().verifier,
     sealingKeys() {
       refresh();

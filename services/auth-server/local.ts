@@ -1,5 +1,5 @@
 // `make run` description of the auth server (lib/local-program.ts): a demo user alice /
-// wonderland and a registered client `demo-client` (redirect http://localhost:3000/callback) whose
+// wonderland (group wonderland) and a registered OpenID Connect client `demo-client` (redirect http://localhost:3000/callback) whose
 // secret comes from DEMO_CLIENT_SECRET or is generated, printed in the banner and shared with the
 // demo client. The files are written into the run's private work folder.
 import { writeFileSync } from 'node:fs';
@@ -28,7 +28,7 @@ const authServer: LocalProgramFactory = async (ctx) => {
         client_secret_hash: hashClientSecret(secret),
         display_name: 'Portcullis Demo Client',
         redirect_uris: [DEMO_REDIRECT_URI],
-        scopes: ['profile', 'email'],
+        scopes: ['openid', 'profile', 'email', 'groups', 'offline_access'],
         grant_types: ['authorization_code', 'refresh_token'],
         token_endpoint_auth_method: 'client_secret_post',
       },
@@ -40,6 +40,7 @@ const authServer: LocalProgramFactory = async (ctx) => {
         username: 'alice',
         password_hash: await hashPassword('wonderland'),
         profile: { name: 'Alice Liddell', given_name: 'Alice', family_name: 'Liddell', preferred_username: 'alice', email: 'alice@example.com', email_verified: true },
+        groups: ['wonderland'],
       },
     ],
   };
@@ -60,7 +61,7 @@ const authServer: LocalProgramFactory = async (ctx) => {
       AUTH_USERS_FILE: usersFile,
     },
     notes: [
-      `metadata: curl http://localhost:${port}/.well-known/oauth-authorization-server`,
+      `OpenID Connect discovery: curl http://localhost:${port}/.well-known/openid-configuration`,
       `demo user: alice / wonderland; consents: http://localhost:${port}/consents`,
       `metrics: curl http://localhost:${metricsPort}/metrics`,
       `client: ${DEMO_CLIENT_ID} secret ${secret}${ctx.env['DEMO_CLIENT_SECRET'] === undefined ? ' (generated; set DEMO_CLIENT_SECRET to choose)' : ''}`,

@@ -6,6 +6,7 @@ import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { buildApp } from './app.ts';
 import {
+  clientIdsBesideAudience,
   clientRegistrySchema,
   loadAuthServerConfig,
   parseJsonFile,
@@ -41,7 +42,9 @@ const watch = <T>(path: string, parse: (text: string) => T) =>
     onError: (p, err) => log.error({ file: p, err: err instanceof Error ? err.message : String(err) }, 'file not reloaded; keeping the previous content'),
   });
 
-const clients = watch(config.AUTH_CLIENTS_FILE, (t) => parseJsonFile(clientRegistrySchema, t, config.AUTH_CLIENTS_FILE));
+const clients = watch(config.AUTH_CLIENTS_FILE, (t) =>
+  clientIdsBesideAudience(parseJsonFile(clientRegistrySchema, t, config.AUTH_CLIENTS_FILE), config.AUTH_AUDIENCE, config.AUTH_CLIENTS_FILE),
+);
 const users = watch(config.AUTH_USERS_FILE, (t) => parseJsonFile(usersFileSchema, t, config.AUTH_USERS_FILE));
 let keysFile: () => SigningKeysFile;
 if (config.AUTH_KEYS_FILE !== undefined) {
@@ -71,8 +74,10 @@ const ctx: AuthContext = {
     accessTokenTtlSeconds: config.AUTH_ACCESS_TOKEN_TTL_SECONDS,
     refreshTokenTtlSeconds: config.AUTH_REFRESH_TOKEN_TTL_SECONDS,
     refreshFamilyMaxAgeSeconds: config.AUTH_REFRESH_FAMILY_MAX_AGE_SECONDS,
+    refreshReuseGraceSeconds: config.AUTH_REFRESH_REUSE_GRACE_SECONDS,
     codeTtlSeconds: config.AUTH_CODE_TTL_SECONDS,
     interactionTtlSeconds: config.AUTH_INTERACTION_TTL_SECONDS,
+    ...(config.AUTH_SIGN_IN_SESSIONS ? { sessions: { idleSeconds: config.AUTH_SESSION_IDLE_SECONDS, maxAgeSeconds: config.AUTH_SESSION_MAX_AGE_SECONDS } } : {}),
   },
   directory: createDirectory(clients, users),
   keys: createKeyRing(keysFile),

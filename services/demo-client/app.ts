@@ -20,7 +20,7 @@ export interface DemoClientDeps {
 }
 
 interface Session {
-  pending?: { state: string; verifier: string };
+  pending?: { state: string; verifier: string; nonce?: string };
   view?: SignedInView;
   expiresAt: number;
 }
@@ -111,12 +111,19 @@ export async function buildApp(deps: DemoClientDeps): Promise<FastifyInstance> {
     try {
       const tokens = await deps.oauth.exchange(q.code, pending.verifier);
       const claims = await deps.oauth.verify(tokens.access_token);
+      // Asked for openid: the sign-in is the id_token's, checked before anything else is believed.
+      let idClaims: Record<string, unknown> | undefined;
+      if (pending.nonce !== undefined) {
+        if (tokens.id_token === undefined) throw new Error('no id_token in the token response (openid was asked for)');
+        idClaims = { ...(await deps.oauth.verifyIdToken(tokens.id_token, pending.nonce)) };
+        if (idClaims['sub'] !== claims.sub) throw new Error('the id_token and the access token name different users');
+      }
       const me = await fetch(deps.meUrl, {
         headers: { authorization: `Bearer ${tokens.access_token}`, 'USER-ID': String(claims.sub ?? ''), accept: 'application/json' },
         signal: AbortSignal.timeout(5000),
       });
       const profile: unknown = await me.json().catch(() => ({ error: 'the response was not JSON' }));
-      s.view = { profile, profileStatus: me.status, claims: { ...claims }, scope: tokens.scope ?? '', hasRefreshToken: tokens.refresh_token !== undefined };
+      s.view = { profile, profileStatus: me.status, claims: { ...claims }, scope: tokens.scope ?? '', hasRefreshToken: tokens.refresh_token !== undefined, ...(idClaims !== undefined ? { idTokenClaims: idClaims } : {}) };
       rotate(request, reply, s);
       request.log.info({ sub: claims.sub, me_status: me.status }, 'signed in');
       return reply.code(303).header('location', '/').send();

@@ -9,7 +9,7 @@ export const demoClientConfigSchema = z.object({
   DEMO_CLIENT_SECRET: z.string().min(1).describe('The client secret (make run passes the generated one)'),
   DEMO_CLIENT_AUTH: z.enum(['client_secret_post', 'client_secret_basic']).default('client_secret_post'),
   DEMO_REDIRECT_URI: z.url().default('http://localhost:3000/callback'),
-  DEMO_SCOPE: z.string().min(1).default('profile email'),
+  DEMO_SCOPE: z.string().min(1).default('openid profile email groups').describe('With openid the client signs in with OpenID Connect (nonce, id_token)'),
   DEMO_ME_URL: z.url().default('http://localhost:8080/me').describe('GET /me of the user service, through the sidecar'),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

@@ -1,6 +1,8 @@
-// The demo client's side of the Authorization Code Grant: discovery (RFC 8414), the authorization
-// URL with state and PKCE S256 (RFC 7636), the code exchange and the checks RFC 9207 asks of a
-// client (iss on the response). Every answer from the network is parsed with zod.
+// The demo client's side of the Authorization Code Grant and OpenID Connect: discovery
+// (openid-configuration), the authorization URL with state, PKCE S256 (RFC 7636) and, when it
+// asks for `openid`, a nonce; the code exchange, the checks RFC 9207 asks of a client (iss on the
+// response) and the id_token's validation (Core 3.1.3.7). Every answer from the network is
+// parsed with zod.
 import { createHash, randomBytes } from 'node:crypto';
 import { createRemoteJWKSet, jwtVerify, type JWTPayload } from 'jose';
 import { z } from 'zod';
@@ -12,6 +14,7 @@ const metadataSchema = z.object({
   token_endpoint: z.url(),
   jwks_uri: z.url(),
   authorization_response_iss_parameter_supported: z.boolean().optional(),
+  id_token_signing_alg_values_supported: z.array(z.string()).optional(),
 });
 export type Metadata = z.infer<typeof metadataSchema>;
 
@@ -21,6 +24,7 @@ export const tokenResponseSchema = z.object({
   expires_in: z.number().optional(),
   scope: z.string().optional(),
   refresh_token: z.string().optional(),
+  id_token: z.string().optional(),
 });
 export type TokenResponse = z.infer<typeof tokenResponseSchema>;
 
@@ -29,6 +33,8 @@ const tokenErrorSchema = z.object({ error: z.string(), error_description: z.stri
 export interface PendingAuthorization {
   readonly state: string;
   readonly verifier: string;
+  /** Sent when the scope asks for openid; the id_token must carry it back. */
+  readonly nonce?: string;
 }
 
 export interface OAuthClient {
@@ -38,7 +44,12 @@ export interface OAuthClient {
   exchange(code: string, verifier: string): Promise<TokenResponse>;
   /** Verifies the access token's signature and issuer against the discovered JWKS; returns its claims. */
   verify(accessToken: string): Promise<JWTPayload>;
+  /** Validates an id_token for this client (signature by a discovered algorithm, iss, aud, azp, nonce, typ JWT); returns its claims. */
+  verifyIdToken(idToken: string, nonce: string): Promise<JWTPayload>;
 }
+
+/** The only algorithms this client accepts, whatever the metadata lists. */
+const ALGORITHMS = ['ES256', 'RS256'];
 
 export function createOAuthClient(config: DemoClientConfig): OAuthClient {
   const issuer = config.DEMO_ISSUER.replace(/\/+$/, '');
@@ -47,7 +58,7 @@ export function createOAuthClient(config: DemoClientConfig): OAuthClient {
 
   const metadata = () => {
     discovered ??= (async () => {
-      const res = await fetch(`${issuer}/.well-known/oauth-authorization-server`, { signal: AbortSignal.timeout(5000) });
+      const res = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(5000) });
       if (!res.ok) throw new Error(`discovery failed: HTTP ${res.status}`);
       const meta = metadataSchema.parse(await res.json());
       if (meta.issuer !== issuer) throw new Error('discovery: issuer in the metadata differs from the configured one (RFC 8414 3.3)');
@@ -66,6 +77,7 @@ export function createOAuthClient(config: DemoClientConfig): OAuthClient {
       const state = randomBytes(32).toString('base64url');
       const verifier = randomBytes(32).toString('base64url');
       const challenge = createHash('sha256').update(verifier).digest('base64url');
+      const nonce = config.DEMO_SCOPE.split(' ').includes('openid') ? randomBytes(32).toString('base64url') : undefined;
       const url = new URL(meta.authorization_endpoint);
       url.search = new URLSearchParams({
         response_type: 'code',
@@ -75,8 +87,9 @@ export function createOAuthClient(config: DemoClientConfig): OAuthClient {
         state,
         code_challenge: challenge,
         code_challenge_method: 'S256',
+        ...(nonce !== undefined ? { nonce } : {}),
       }).toString();
-      return { url: url.toString(), pending: { state, verifier } };
+      return { url: url.toString(), pending: { state, verifier, ...(nonce !== undefined ? { nonce } : {}) } };
     },
     async exchange(code, verifier) {
       const meta = await metadata();
@@ -100,7 +113,22 @@ export function createOAuthClient(config: DemoClientConfig): OAuthClient {
     async verify(accessToken) {
       const meta = await metadata();
       jwks ??= createRemoteJWKSet(new URL(meta.jwks_uri));
-      const { payload } = await jwtVerify(accessToken, jwks, { issuer, algorithms: ['ES256', 'RS256'], typ: 'at+jwt' });
+      const { payload } = await jwtVerify(accessToken, jwks, { issuer, algorithms: ALGORITHMS, typ: 'at+jwt' });
+      return payload;
+    },
+    async verifyIdToken(idToken, nonce) {
+      const meta = await metadata();
+      jwks ??= createRemoteJWKSet(new URL(meta.jwks_uri));
+      const advertised = meta.id_token_signing_alg_values_supported ?? ['RS256'];
+      const { payload } = await jwtVerify(idToken, jwks, {
+        issuer,
+        audience: config.DEMO_CLIENT_ID,
+        algorithms: ALGORITHMS.filter((a) => advertised.includes(a)),
+        typ: 'JWT',
+        requiredClaims: ['sub', 'iat', 'exp'],
+      });
+      if (payload['nonce'] !== nonce) throw new Error('id_token: the nonce is not the one this sign-in sent');
+      if (payload['azp'] !== undefined && payload['azp'] !== config.DEMO_CLIENT_ID) throw new Error('id_token: azp is another client');
       return payload;
     },
   };

@@ -37,8 +37,8 @@ ${body}
 
 export function homePage(): Html {
   return html`<h1>Demo client</h1>
-<p>This application signs you in with the Portcullis authorization server (OAuth 2.0 Authorization
-Code Grant with PKCE), then reads your profile from the user service through the gateway.</p>
+<p>This application signs you in with the Portcullis authorization server (OpenID Connect over the
+OAuth 2.0 Authorization Code Grant with PKCE), then reads your profile from the user service through the gateway.</p>
 <form method="post" action="/login"><button type="submit" id="sign-in">Sign in</button></form>`;
 }
 
@@ -48,14 +48,22 @@ export interface SignedInView {
   readonly claims: Record<string, unknown>;
   readonly scope: string;
   readonly hasRefreshToken: boolean;
+  /** The validated id_token's claims when the sign-in was OpenID Connect. */
+  readonly idTokenClaims?: Record<string, unknown>;
+}
+
+function claimRows(claims: Record<string, unknown>) {
+  return Object.entries(claims).map(([k, v]) => html`<tr><th>${k}</th><td><code>${JSON.stringify(v)}</code></td></tr>`);
 }
 
 export function signedInPage(view: SignedInView): Html {
-  const rows = Object.entries(view.claims).map(([k, v]) => html`<tr><th>${k}</th><td><code>${JSON.stringify(v)}</code></td></tr>`);
+  const rows = claimRows(view.claims);
   const profileName = typeof view.profile === 'object' && view.profile !== null && 'name' in view.profile && typeof view.profile.name === 'string' ? view.profile.name : undefined;
   return html`<h1 id="signed-in">Signed in${profileName !== undefined ? html` as <span id="profile-name">${profileName}</span>` : html``}</h1>
 <h2>Profile from <code>GET /me</code> (through the gateway, HTTP ${view.profileStatus})</h2>
 <pre id="profile">${JSON.stringify(view.profile, null, 2)}</pre>
+${view.idTokenClaims !== undefined ? html`<h2>ID token claims (OpenID Connect)</h2>
+<table id="id-token-claims">${claimRows(view.idTokenClaims)}</table>` : html``}
 <h2>Access token claims</h2>
 <p>scope <code id="scope">${view.scope}</code>${view.hasRefreshToken ? html`, with a refresh token` : html``}</p>
 <table id="claims">${rows}</table>

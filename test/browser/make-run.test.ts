@@ -51,7 +51,11 @@ describe.each(['header', 'jwt'] as const)('make run with LIMIT_KEY=%s', (limitKe
     expect(output.join('')).toContain(limitKey === 'jwt' ? 'key sub of a verified access token' : 'key USER-ID header');
   });
 
-  it("signs alice in at the demo client, whose call to /me through the gateway shows her profile", async () => {
+  it('prints where OpenID Connect discovery is', () => {
+    expect(output.join('')).toContain('http://localhost:9000/.well-known/openid-configuration');
+  });
+
+  it("signs alice in at the demo client with OpenID Connect, whose call to /me through the gateway shows her profile", async () => {
     const page = await (await browser.newContext()).newPage();
     await page.goto(DEMO_CLIENT);
     await page.click('#sign-in');
@@ -63,6 +67,10 @@ describe.each(['header', 'jwt'] as const)('make run with LIMIT_KEY=%s', (limitKe
     await page.click('#allow');
     await page.waitForSelector('#signed-in');
     expect(await page.textContent('#profile-name')).toBe('Alice Liddell');
+    // The demo client validated an id_token (nonce, aud) carrying the groups claim.
+    const idToken = (await page.textContent('#id-token-claims')) ?? '';
+    expect(idToken).toContain('"demo-client"');
+    expect(idToken).toContain('["wonderland"]');
     await page.context().close();
   });
 

@@ -20,7 +20,12 @@ import { DEFAULT_AUTH_SERVER_RESOURCES } from '../../operator/resources/containe
 export const AUTH_SERVER_AS_DEPLOYED = { entry: AUTH_SERVER_ENTRY, env: authServerNodeEnv(DEFAULT_AUTH_SERVER_RESOURCES) } as const;
 
 export const AUDIENCE = 'urn:portcullis:user-service';
-export const SECRETS = { post: 'post-client-secret-0123456789abcdef0123456789', basic: 'basic-client-secret-0123456789abcdef012345678', other: 'other-client-secret-0123456789abcdef012345678' };
+export const SECRETS = {
+  post: 'post-client-secret-0123456789abcdef0123456789',
+  basic: 'basic-client-secret-0123456789abcdef012345678',
+  other: 'other-client-secret-0123456789abcdef012345678',
+  oidc: 'oidc-client-secret-0123456789abcdef0123456789',
+};
 
 export interface StackOptions {
   readonly redisUrl?: string;
@@ -88,6 +93,15 @@ export async function fixtureFiles(dir: string, redirectUri: string, extraClient
         token_endpoint_auth_method: 'client_secret_post',
       },
       {
+        client_id: 'oidc-client',
+        client_secret_hash: hashClientSecret(SECRETS.oidc),
+        display_name: 'OIDC Client',
+        redirect_uris: [redirectUri],
+        scopes: ['openid', 'profile', 'email', 'groups', 'offline_access'],
+        grant_types: ['authorization_code', 'refresh_token'],
+        token_endpoint_auth_method: 'client_secret_basic',
+      },
+      {
         client_id: 'public-client',
         display_name: 'Public Client',
         redirect_uris: [redirectUri],
@@ -104,6 +118,7 @@ export async function fixtureFiles(dir: string, redirectUri: string, extraClient
         username: 'alice',
         password_hash: await hashPassword('wonderland', fast),
         profile: { name: 'Alice Liddell', preferred_username: 'alice', email: 'alice@example.com', email_verified: true },
+        groups: ['readers', 'wonderland-admins'],
       },
       { username: 'bob', password_hash: await hashPassword('builder', fast), profile: { name: 'Bob' } },
     ],
@@ -157,6 +172,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
             AUTH_SIGNIN_ADDRESS_BURST: '1000',
             // Tests send wrong client secrets on purpose; the guessing test sets its own limit.
             AUTH_CLIENT_AUTH_FAILURES_BURST: '1000',
+            // Strict rotation: tests reuse refresh tokens at once on purpose; the grace window's test sets its own.
+            AUTH_REFRESH_REUSE_GRACE_SECONDS: '0',
             ...(options.redisUrl !== undefined ? { REDIS_URL: options.redisUrl } : {}),
             ...options.authEnv,
           },
@@ -199,6 +216,8 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
             DEMO_CLIENT_SECRET: SECRETS.post,
             DEMO_REDIRECT_URI: redirectUri,
             DEMO_ME_URL: `${sidecarUrl}/me`,
+            // The fixture demo-client is a plain OAuth client (its registration has no openid).
+            DEMO_SCOPE: 'profile email',
           },
         }),
       );

@@ -28,7 +28,7 @@ async function setup() {
   const users: UsersFile = { users: [{ username: 'alice', password_hash: await hashPassword('wonderland', { ln: 10, r: 8, p: 1 }), profile: { name: 'Alice' } }] };
   const keys = await generateSigningJwks();
   const ctx: AuthContext = {
-    settings: { issuer: ISSUER, audience: 'urn:rs', accessTokenTtlSeconds: 300, refreshTokenTtlSeconds: 3600, refreshFamilyMaxAgeSeconds: 30 * 86_400, codeTtlSeconds: 60, interactionTtlSeconds: 600 },
+    settings: { issuer: ISSUER, audience: 'urn:rs', accessTokenTtlSeconds: 300, refreshTokenTtlSeconds: 3600, refreshFamilyMaxAgeSeconds: 30 * 86_400, refreshReuseGraceSeconds: 0, codeTtlSeconds: 60, interactionTtlSeconds: 600 },
     directory: createDirectory({ current: () => clients }, { current: () => users }),
     keys: createKeyRing(() => keys),
     stores: createMemoryStores(now),

@@ -14,6 +14,7 @@ async function startLogin() {
       throw new Error('not in this test');
     },
     verify: async () => ({}),
+    verifyIdToken: async () => ({}),
   };
   const app = await buildApp({ oauth, issuer: ISSUER, meUrl: 'http://127.0.0.1:1/me', now: () => Date.now() });
   const login = await app.inject({ method: 'POST', url: '/login' });

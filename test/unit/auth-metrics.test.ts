@@ -91,7 +91,7 @@ describe('the auth server app counts requests by route template', () => {
     };
     const keys = await generateSigningJwks();
     const ctx: AuthContext = {
-      settings: { issuer: 'https://id.example.com', audience: 'urn:rs', accessTokenTtlSeconds: 300, refreshTokenTtlSeconds: 3600, refreshFamilyMaxAgeSeconds: 86_400, codeTtlSeconds: 60, interactionTtlSeconds: 600 },
+      settings: { issuer: 'https://id.example.com', audience: 'urn:rs', accessTokenTtlSeconds: 300, refreshTokenTtlSeconds: 3600, refreshFamilyMaxAgeSeconds: 86_400, refreshReuseGraceSeconds: 0, codeTtlSeconds: 60, interactionTtlSeconds: 600 },
       directory: createDirectory({ current: () => clients }, { current: () => ({ users: [] }) }),
       keys: createKeyRing(() => keys),
       stores: createMemoryStores(now),

@@ -14,6 +14,7 @@ async function setup(meUrl = 'http://127.0.0.1:1/me') {
     start: async () => ({ url: `${ISSUER}/auth?state=S`, pending: { state: 'S', verifier: 'V' } }),
     exchange: async () => ({ access_token: 'at', token_type: 'Bearer', scope: 'profile' }),
     verify: async () => ({ sub: 'alice' }),
+    verifyIdToken: async () => ({ sub: 'alice' }),
   };
   const app = await buildApp({ oauth, issuer: ISSUER, meUrl, now: () => t });
   const login = await app.inject({ method: 'POST', url: '/login' });

@@ -31,6 +31,14 @@ describe('operator settings', () => {
     });
   });
 
+  it("the auth servers' sign-in sessions and refresh grace window as the chart passes them (strings)", () => {
+    expect(resourceSettings(loadOperatorConfig({ PORTCULLIS_SIGN_IN_SESSIONS: 'false', PORTCULLIS_REFRESH_REUSE_GRACE_SECONDS: '0' }))).toMatchObject({ refreshReuseGraceSeconds: 0 });
+    expect(resourceSettings(loadOperatorConfig({ PORTCULLIS_SIGN_IN_SESSIONS: 'false' })).signInSessions).toBeUndefined();
+    const on = resourceSettings(loadOperatorConfig({ PORTCULLIS_SIGN_IN_SESSIONS: 'true', PORTCULLIS_SESSION_IDLE_SECONDS: '900', PORTCULLIS_SESSION_MAX_AGE_SECONDS: '3600' }));
+    expect(on.signInSessions).toEqual({ idleSeconds: 900, maxAgeSeconds: 3600 });
+    expect(on.refreshReuseGraceSeconds).toBe(3);
+  });
+
   it("the auth servers' Redis: its own when set, else the default one", () => {
     expect(resourceSettings(loadOperatorConfig({ PORTCULLIS_DEFAULT_REDIS_URL: 'redis://limiter:6379', PORTCULLIS_AUTH_REDIS_URL: 'redis://auth:6379' }))).toMatchObject({
       defaultRedisUrl: 'redis://limiter:6379',

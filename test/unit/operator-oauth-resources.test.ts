@@ -43,10 +43,18 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     expect(secret.metadata.ownerReferences).toEqual([{ apiVersion: 'portcullis.dev/v1alpha1', kind: 'OAuthClient', name: 'demo-app', uid: 'uid-demo-app' }]);
   });
 
-  it('the registry carries resourceServer and allowInsecureRedirectUris when set, and nothing when not', () => {
+  it('the registry carries resourceServer, allowInsecureRedirectUris, skipConsent and tokenEndpointAuthMethods when set, and nothing when not', () => {
     const plain = oauthClient('plain-app');
     const flagged = oauthClient('lab-app');
-    flagged.spec = { ...flagged.spec, redirectUris: ['http://lab.example.test/cb'], allowInsecureRedirectUris: true, resourceServer: true };
+    flagged.spec = {
+      ...flagged.spec,
+      redirectUris: ['http://lab.example.test/cb'],
+      allowInsecureRedirectUris: true,
+      resourceServer: true,
+      skipConsent: true,
+      tokenEndpointAuthMethods: ['client_secret_basic', 'client_secret_post'],
+      postLogoutRedirectUris: ['http://lab.example.test/signed-out'],
+    };
     const [plainCreds, flaggedCreds] = [generateCredentials(plain), generateCredentials(flagged)];
     const secret = clientRegistrySecret('team-a', [
       { client: plain, credentials: plainCreds },
@@ -54,7 +62,16 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     ]);
     const text = fromBase64((secret['data'] as Record<string, string>)['clients.json']) ?? '';
     const byId = new Map(clientRegistrySchema.parse(JSON.parse(text)).clients.map((c) => [c.client_id, c]));
-    expect(byId.get(flaggedCreds.clientId)).toMatchObject({ redirect_uris: ['http://lab.example.test/cb'], allow_insecure_redirect_uris: true, resource_server: true });
+    expect(byId.get(flaggedCreds.clientId)).toMatchObject({
+      redirect_uris: ['http://lab.example.test/cb'],
+      allow_insecure_redirect_uris: true,
+      resource_server: true,
+      skip_consent: true,
+      token_endpoint_auth_methods: ['client_secret_basic', 'client_secret_post'],
+      post_logout_redirect_uris: ['http://lab.example.test/signed-out'],
+    });
+    expect(byId.get(plainCreds.clientId)).not.toHaveProperty('skip_consent');
+    expect(byId.get(plainCreds.clientId)).not.toHaveProperty('token_endpoint_auth_methods');
     expect(byId.get(plainCreds.clientId)).not.toHaveProperty('allow_insecure_redirect_uris');
     expect(byId.get(plainCreds.clientId)).not.toHaveProperty('resource_server');
   });
@@ -68,6 +85,20 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     };
     expect(nodeOptions({ limits: { memory: '256Mi' } })).toBe('--max-semi-space-size=4 --max-old-space-size=128');
     expect(nodeOptions({ requests: { memory: '64Mi' } })).toBe('--max-semi-space-size=4 --max-old-space-size=192');
+  });
+
+  it('sign-in sessions reach the auth server only when the chart turns them on, with their lifetimes; the refresh grace window always', () => {
+    const envOf = (extra: Partial<typeof settings>) => {
+      const dep = authServerDeployment('team-a', { ...settings, ...extra }, []) as unknown as {
+        spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } };
+      };
+      return new Map((dep.spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+    };
+    expect(envOf({}).has('AUTH_SIGN_IN_SESSIONS')).toBe(false);
+    expect(envOf({}).get('AUTH_REFRESH_REUSE_GRACE_SECONDS')).toBe('3');
+    expect(envOf({ refreshReuseGraceSeconds: 0 }).get('AUTH_REFRESH_REUSE_GRACE_SECONDS')).toBe('0');
+    const on = envOf({ signInSessions: { idleSeconds: 600, maxAgeSeconds: 7200 } });
+    expect([on.get('AUTH_SIGN_IN_SESSIONS'), on.get('AUTH_SESSION_IDLE_SECONDS'), on.get('AUTH_SESSION_MAX_AGE_SECONDS')]).toEqual(['true', '600', '7200']);
   });
 
   it('the auth-server Deployment mounts the three files where its config points', () => {

@@ -57,7 +57,12 @@ export const authorizationCodeGrant: Grant = {
     }
     if (consumed.record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
 
-    const issued = await issueNewGrant(ctx, client, record.user, record.scope, record.authTime);
+    const issued = await issueNewGrant(ctx, client, {
+      user: record.user,
+      scope: record.scope,
+      authTime: record.authTime,
+      ...(record.nonce !== undefined ? { nonce: record.nonce } : {}),
+    });
     const replayedMeanwhile = await ctx.stores.codes.attachIssued(codeHash, {
       ...(issued.familyId !== undefined ? { familyId: issued.familyId } : {}),
       jti: issued.access.jti,

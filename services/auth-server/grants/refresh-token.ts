@@ -1,9 +1,13 @@
 // grant_type=refresh_token (RFC 6749 6, RFC 9700 4.14): rotation on every use; presenting an
-// already-rotated token revokes the whole family (and its access tokens).
+// already-rotated token revokes the whole family (and its access tokens), except the token rotated
+// away last within the reuse grace window (AUTH_REFRESH_REUSE_GRACE_SECONDS): a client whose
+// replicas refreshed at once gets the same successor again. With `openid` in the
+// scope a new id_token comes along (OpenID Connect Core 12.2: same auth_time, no nonce).
 import { OAuthError } from '../errors.ts';
-import { denyAccessTokens, issueAccess, newRefreshToken, parseRefreshToken } from '../issue-tokens.ts';
+import { denyAccessTokens, issueTokens, newRefreshToken, parseRefreshToken } from '../issue-tokens.ts';
 import { single } from '../params.ts';
-import { formatScope, parseScope } from '../scopes.ts';
+import { openToken, sealToken } from '../sealed-token.ts';
+import { parseScope } from '../scopes.ts';
 import type { Grant } from './types.ts';
 
 export const refreshTokenGrant: Grant = {
@@ -31,7 +35,16 @@ export const refreshTokenGrant: Grant = {
     }
 
     const next = newRefreshToken(parsed.familyId);
-    const rotated = await ctx.stores.refresh.rotate(parsed.familyId, parsed.hash, next.hash, now, ctx.settings.refreshTokenTtlSeconds * 1000);
+    const graceMs = ctx.settings.refreshReuseGraceSeconds * 1000;
+    const grace = graceMs > 0 ? { ms: graceMs, sealedSuccessor: await sealToken(ctx.keys, next.token) } : undefined;
+    const rotated = await ctx.stores.refresh.rotate(parsed.familyId, parsed.hash, next.hash, now, ctx.settings.refreshTokenTtlSeconds * 1000, grace);
+    let successor = next.token;
+    if (rotated.status === 'grace') {
+      const opened = await openToken(ctx.keys, rotated.successor);
+      if (opened === undefined) throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired');
+      successor = opened;
+      log.info({ client_id: client.client_id, user: rotated.grant.user }, 'refresh token presented again within the reuse grace window; its successor returned');
+    }
     if (rotated.status === 'reused') {
       await denyAccessTokens(ctx, rotated.jtis);
       log.warn({ client_id: client.client_id, user: rotated.grant.user }, 'refresh token reused; the family is revoked');
@@ -39,15 +52,9 @@ export const refreshTokenGrant: Grant = {
     }
     if (rotated.status === 'invalid') throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired');
 
-    const access = await issueAccess(ctx, client, rotated.grant.user, scope, rotated.grant.authTime);
-    await ctx.stores.refresh.addAccessToken(parsed.familyId, { jti: access.jti, expiresAt: access.expiresAt });
-    log.info({ client_id: client.client_id, user: rotated.grant.user }, 'refresh token rotated');
-    return {
-      access_token: access.token,
-      token_type: 'Bearer',
-      expires_in: ctx.settings.accessTokenTtlSeconds,
-      scope: formatScope(scope),
-      refresh_token: next.token,
-    };
+    const { body, access } = await issueTokens(ctx, client, { user: rotated.grant.user, scope, authTime: rotated.grant.authTime });
+    await ctx.stores.refresh.addAccessToken(parsed.familyId, access);
+    if (rotated.status === 'ok') log.info({ client_id: client.client_id, user: rotated.grant.user }, 'refresh token rotated');
+    return { ...body, refresh_token: successor };
   },
 };

@@ -2,7 +2,8 @@
 // Order matters: client_id and redirect_uri are checked first and their errors are an HTML page,
 // never a redirect (no open redirector). Every later error goes back to the client's redirect URI
 // with error, state and iss. A valid request starts an interaction, sealed into the sign-in form
-// (nothing is stored for an anonymous request), and shows the sign-in page.
+// (nothing is stored for an anonymous request), and shows the sign-in page, unless a sign-in
+// session (off by default) already names the user.
 import type { FastifyPluginAsync } from 'fastify';
 import { redirectWithError } from '../authorization-response.ts';
 import type { AuthContext } from '../context.ts';
@@ -12,7 +13,13 @@ import { sendSignInPage } from '../pages/sign-in-page.ts';
 import { repeatedNames, single, toParams } from '../params.ts';
 import { randomToken } from '../random.ts';
 import { redirectUriAllowed } from '../../../lib/config/redirect-uri.ts';
-import { parseScope } from '../scopes.ts';
+import { consentCovers, continueAsUser } from '../authenticated.ts';
+import { parseOidcRequest, type OidcRequest } from '../oidc-request.ts';
+import { currentSession } from '../sign-in-session.ts';
+import type { Interaction } from '../stores/types.ts';
+
+type AuthorizeInteraction = Extract<Interaction, { kind: 'authorize' }>;
+import { OFFLINE_ACCESS, parseScope } from '../scopes.ts';
 
 /** BASE64URL(SHA-256(verifier)) is always 43 characters (RFC 7636 4.2). */
 const S256_CHALLENGE = /^[A-Za-z0-9_-]{43}$/;
@@ -56,7 +63,9 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
       }
 
       const scopeParam = single(params, 'scope');
-      const scope = scopeParam.kind === 'value' ? parseScope(scopeParam.value) : [...client.scopes];
+      const asked = scopeParam.kind === 'value' ? parseScope(scopeParam.value) : [...client.scopes];
+      // offline_access from a client that may not refresh is ignored (OpenID Connect Core 11).
+      const scope = client.grant_types.includes('refresh_token') ? asked : asked?.filter((s) => s !== OFFLINE_ACCESS);
       if (scope === undefined || scope.length === 0) return fail(new OAuthError('invalid_scope', 'scope is malformed or empty'));
       const unknown = scope.filter((s) => !client.scopes.includes(s));
       if (unknown.length > 0) return fail(new OAuthError('invalid_scope', `scope not allowed for this client: ${unknown.join(' ')}`));
@@ -74,24 +83,48 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
         return fail(new OAuthError('invalid_request', 'PKCE (code_challenge with S256) is required for public clients'));
       }
 
+      let oidc: OidcRequest;
+      try {
+        oidc = parseOidcRequest(params);
+      } catch (err) {
+        if (err instanceof OAuthError) return fail(err);
+        throw err;
+      }
       const csrf = randomToken();
-      const id = await sealInteraction(ctx, {
+      const ix: AuthorizeInteraction = {
         kind: 'authorize',
         clientId: client.client_id,
         redirectUri: target.redirectUri,
         scope,
         ...(target.state !== undefined ? { state: target.state } : {}),
         ...(challenge.kind === 'value' ? { codeChallenge: challenge.value } : {}),
+        ...(oidc.nonce !== undefined ? { nonce: oidc.nonce } : {}),
+        ...(oidc.prompt.includes('consent') ? { forceConsent: true } : {}),
+        ...(oidc.loginHint !== undefined ? { loginHint: oidc.loginHint } : {}),
         browserHash: bindBrowser(ctx, request, reply),
         csrf,
         expiresAt: ctx.now() + ctx.settings.interactionTtlSeconds * 1000,
-      });
+      };
+      // A live sign-in session (when turned on) stands for the password, unless the request asks
+      // for a new sign-in (prompt=login) or the sign-in is older than max_age.
+      const session = await currentSession(ctx, request);
+      if (session !== undefined && !oidc.prompt.includes('login') && (oidc.maxAge === undefined || ctx.now() - session.authTime <= oidc.maxAge * 1000)) {
+        if (oidc.prompt.includes('none') && !(await consentCovers(ctx, client, ix, session.user))) {
+          return fail(new OAuthError('consent_required', 'the user has not allowed this application these scopes'));
+        }
+        return continueAsUser(ctx, reply, '', ix, client, session.user, session.authTime);
+      }
+      // Without a usable session the sign-in page must show: prompt=none cannot be answered.
+      if (oidc.prompt.includes('none')) return fail(new OAuthError('login_required', 'the user must sign in'));
+
+      const id = await sealInteraction(ctx, ix);
       return sendSignInPage(reply, {
         action: '/auth/sign-in',
         interactionId: id,
         csrf,
         clientName: client.display_name,
         failed: false,
+        ...(oidc.loginHint !== undefined ? { username: oidc.loginHint } : {}),
         redirectOrigin: new URL(target.redirectUri).origin,
       });
     });

@@ -103,6 +103,8 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
       }
       await ctx.stores.consents.revoke(user, clientId);
       for (const familyId of await ctx.stores.refresh.familiesOf(user, clientId)) await revokeFamily(ctx, familyId);
+      // The user's sign-in sessions end too: the next authorization asks for the password again.
+      await ctx.stores.sessions.deleteUser(user);
       request.log.info({ user, client_id: clientId }, 'consent revoked');
       return back(reply);
     });

@@ -1,15 +1,15 @@
 // The sign-in step of an authorization: GET /auth/sign-in shows the page again (after a failed
-// attempt), POST /auth/sign-in checks the password and answers 303: to the consent page when the
-// user has not yet allowed these scopes for this client, else straight back to the client with a code.
+// attempt), POST /auth/sign-in checks the password, starts a sign-in session when they are on, and
+// answers 303: to the consent page or straight back to the client (authenticated.ts).
 import type { FastifyPluginAsync } from 'fastify';
 import { z } from 'zod';
 import { sendRefusedSignIn, signIn } from '../authenticate.ts';
-import { redirectWithCode } from '../authorization-response.ts';
+import { continueAsUser } from '../authenticated.ts';
 import type { AuthContext } from '../context.ts';
 import { PageError } from '../errors.ts';
-import { checkCsrf, completeInteraction, loadInteraction, markFailed, renewAfterSignIn } from '../interaction.ts';
+import { checkCsrf, loadInteraction, markFailed } from '../interaction.ts';
 import { sendSignInPage } from '../pages/sign-in-page.ts';
-import { randomToken } from '../random.ts';
+import { startSession } from '../sign-in-session.ts';
 
 const querySchema = z.object({ interaction: z.string().optional() });
 export const signInFormSchema = z.object({
@@ -33,6 +33,7 @@ export function signInRoute(ctx: AuthContext): FastifyPluginAsync {
         csrf: ix.csrf,
         clientName: client.display_name,
         failed: ix.failed ?? false,
+        ...(ix.loginHint !== undefined ? { username: ix.loginHint } : {}),
         redirectOrigin: new URL(ix.redirectUri).origin,
       });
     });
@@ -53,20 +54,10 @@ export function signInRoute(ctx: AuthContext): FastifyPluginAsync {
         const next = await markFailed(ctx, id, ix);
         return reply.code(303).header('location', `/auth/sign-in?interaction=${encodeURIComponent(next)}`).send();
       }
-      const ttlMs = Math.max(1, ix.expiresAt - ctx.now());
-
       const authTime = ctx.now();
       request.log.info({ client_id: ix.clientId, user: result.user }, 'signed in');
-      const consent = await ctx.stores.consents.get(result.user, ix.clientId);
-      if (consent !== undefined && ix.scope.every((s) => consent.scopes.includes(s))) {
-        // Consent already stored for every requested scope: straight back to the client.
-        await completeInteraction(ctx, id);
-        return redirectWithCode(ctx, reply, { ...ix, user: result.user, authTime });
-      }
-      // A new id, binding cookie and CSRF token for the consent step: nothing from before the
-      // sign-in (possibly planted by someone else) carries over.
-      const renewed = await renewAfterSignIn(ctx, reply, id, { ...ix, user: result.user, authTime, failed: false, csrf: randomToken() }, ttlMs);
-      return reply.code(303).header('location', `/auth/consent?interaction=${encodeURIComponent(renewed)}`).send();
+      await startSession(ctx, reply, result.user, authTime);
+      return continueAsUser(ctx, reply, id, ix, client, result.user, authTime);
     });
   };
 }

@@ -18,6 +18,7 @@ import type {
   RevokedTokenStore,
   RotateResult,
 } from './types.ts';
+import { createMemorySessionStore } from './memory-sessions.ts';
 
 class ExpiringMap<V> {
   readonly #entries = new Map<string, { value: V; expiresAt: number }>();
@@ -71,6 +72,8 @@ interface FamilyEntry {
   /** The family's absolute end (epoch ms). */
   endsAt: number;
   jtis: AccessTokenRef[];
+  /** The reuse grace window of the last rotation: the token it replaced, until when, its sealed successor. */
+  grace?: { hash: string; untilMs: number; successor: string };
 }
 
 export function createMemoryStores(now: () => number): AuthStores {
@@ -143,7 +146,7 @@ export function createMemoryStores(now: () => number): AuthStores {
       set.add(familyId);
       byUserClient.set(key, set);
     },
-    async rotate(familyId, tokenHash, newHash, nowMs, ttlMs): Promise<RotateResult> {
+    async rotate(familyId, tokenHash, newHash, nowMs, ttlMs, grace): Promise<RotateResult> {
       const family = families.get(familyId);
       if (!family || family.revoked) return { status: 'invalid' };
       if (family.current === tokenHash) {
@@ -151,9 +154,15 @@ export function createMemoryStores(now: () => number): AuthStores {
         const lifeMs = Math.min(ttlMs, family.endsAt - nowMs);
         family.previous.add(tokenHash);
         family.current = newHash;
+        if (grace !== undefined && grace.ms > 0) family.grace = { hash: tokenHash, untilMs: nowMs + grace.ms, successor: grace.sealedSuccessor };
+        else delete family.grace;
         family.tokenExpiresAt = nowMs + lifeMs;
         families.expire(familyId, lifeMs);
         return { status: 'ok', grant: family.grant };
+      }
+      const g = family.grace;
+      if (g !== undefined && g.hash === tokenHash && nowMs <= g.untilMs && family.tokenExpiresAt > nowMs) {
+        return { status: 'grace', grant: family.grant, successor: g.successor };
       }
       if (family.previous.has(tokenHash)) {
         family.revoked = true;
@@ -225,6 +234,7 @@ export function createMemoryStores(now: () => number): AuthStores {
     refresh: refreshStore,
     revoked: revokedStore,
     consents: consentStore,
+    sessions: createMemorySessionStore(),
     async close() {
       clearInterval(sweeper);
     },

@@ -3,6 +3,7 @@
 // server. Replies are parsed with zod; a reply of the wrong shape is an error, never a cast.
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { createRedisSessionStore } from './redis-sessions.ts';
 import {
   codeRecordSchema,
   consentSchema,
@@ -41,16 +42,18 @@ return 0
 
 /**
  * KEYS[1] the family's hash key; ARGV[1] presented token hash, ARGV[2] new token hash,
- * ARGV[3] now (ms), ARGV[4] new token lifetime (ms).
- * Reply: {'ok', grant, lifetime (ms) of the new token} | {'reused', grant, jtis} (family
- * revoked) | {'invalid'}. The new token's lifetime stops at the family's end ('end', epoch ms).
+ * ARGV[3] now (ms), ARGV[4] new token lifetime (ms), ARGV[5] reuse grace window (ms, 0: none),
+ * ARGV[6] the new token sealed (handed out again within the window).
+ * Reply: {'ok', grant, lifetime (ms) of the new token} | {'grace', grant, sealed successor} (the
+ * token rotated away last, again within the window: nothing changes) | {'reused', grant, jtis}
+ * (family revoked) | {'invalid'}. The new token's lifetime stops at the family's end ('end', epoch ms).
  */
 const rotateRefresh = `
 if redis.call('EXISTS', KEYS[1]) == 0 then return {'invalid'} end
-local f = redis.call('HMGET', KEYS[1], 'grant', 'current', 'previous', 'revoked', 'exp', 'jtis', 'end')
+local f = redis.call('HMGET', KEYS[1], 'grant', 'current', 'previous', 'revoked', 'exp', 'jtis', 'end', 'graceHash', 'graceUntil', 'successor')
 if f[4] == '1' then return {'invalid'} end
+local now = tonumber(ARGV[3])
 if f[2] == ARGV[1] then
-  local now = tonumber(ARGV[3])
   if tonumber(f[5]) <= now then return {'invalid'} end
   local life = tonumber(ARGV[4])
   if f[7] then
@@ -60,9 +63,13 @@ if f[2] == ARGV[1] then
   end
   local prev = f[3] or ''
   if prev == '' then prev = ARGV[1] else prev = prev .. ' ' .. ARGV[1] end
-  redis.call('HSET', KEYS[1], 'current', ARGV[2], 'previous', prev, 'exp', now + life)
+  redis.call('HSET', KEYS[1], 'current', ARGV[2], 'previous', prev, 'exp', now + life,
+    'graceHash', ARGV[1], 'graceUntil', now + tonumber(ARGV[5]), 'successor', ARGV[6])
   redis.call('PEXPIRE', KEYS[1], life)
   return {'ok', f[1], tostring(life)}
+end
+if f[8] == ARGV[1] and tonumber(ARGV[5]) > 0 and now <= tonumber(f[9]) and tonumber(f[5]) > now then
+  return {'grace', f[1], f[10] or ''}
 end
 if string.find(' ' .. (f[3] or '') .. ' ', ' ' .. ARGV[1] .. ' ', 1, true) then
   redis.call('HSET', KEYS[1], 'revoked', '1')
@@ -107,7 +114,7 @@ function parseJtis(text: string): AccessTokenRef[] {
 interface AuthScripts {
   authConsumeCode(key: string, retainMs: number): Promise<unknown>;
   authAttachIssued(key: string, issued: string): Promise<unknown>;
-  authRotateRefresh(key: string, tokenHash: string, newHash: string, nowMs: number, ttlMs: number): Promise<unknown>;
+  authRotateRefresh(key: string, tokenHash: string, newHash: string, nowMs: number, ttlMs: number, graceMs: number, sealedSuccessor: string): Promise<unknown>;
   authAddJti(key: string, jti: string): Promise<unknown>;
   authRevokeFamily(key: string): Promise<unknown>;
 }
@@ -195,13 +202,16 @@ export function createRedisStores(client: Redis, prefix: string): AuthStores {
           .exec();
         await indexFamily(grant, familyId, lifeMs);
       },
-      async rotate(familyId, tokenHash, newHash, nowMs, ttlMs): Promise<RotateResult> {
-        const reply = stringArray.parse(await redis.authRotateRefresh(k.family(familyId), tokenHash, newHash, nowMs, ttlMs));
+      async rotate(familyId, tokenHash, newHash, nowMs, ttlMs, grace): Promise<RotateResult> {
+        const reply = stringArray.parse(
+          await redis.authRotateRefresh(k.family(familyId), tokenHash, newHash, nowMs, ttlMs, grace?.ms ?? 0, grace?.sealedSuccessor ?? ''),
+        );
         if (reply[0] === 'ok') {
           const grant = parseJson(familySchema, reply[1] ?? '');
           await indexFamily(grant, familyId, z.coerce.number().int().positive().parse(reply[2]));
           return { status: 'ok', grant };
         }
+        if (reply[0] === 'grace') return { status: 'grace', grant: parseJson(familySchema, reply[1] ?? ''), successor: reply[2] ?? '' };
         if (reply[0] === 'reused') return { status: 'reused', grant: parseJson(familySchema, reply[1] ?? ''), jtis: parseJtis(reply[2] ?? '') };
         return { status: 'invalid' };
       },
@@ -250,6 +260,7 @@ export function createRedisStores(client: Redis, prefix: string): AuthStores {
         await redis.hdel(k.consent(user), clientId);
       },
     },
+    sessions: createRedisSessionStore(redis, prefix),
     async close() {
       await redis.quit().catch(() => redis.disconnect());
     },

@@ -61,6 +61,7 @@ export function timeAuthStores(stores: AuthStores, nowMs: () => number, observe:
     refresh: timed(stores.refresh, 'refresh'),
     revoked: timed(stores.revoked, 'revoked'),
     consents: timed(stores.consents, 'consents'),
+    sessions: timed(stores.sessions, 'sessions'),
     close: () => stores.close(),
   };
 }

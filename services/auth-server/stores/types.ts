@@ -13,6 +13,12 @@ export const interactionSchema = z.discriminatedUnion('kind', [
     scope: z.array(z.string()),
     state: z.string().optional(),
     codeChallenge: z.string().optional(),
+    /** OpenID Connect nonce, returned in the id_token. */
+    nonce: z.string().optional(),
+    /** prompt=consent: the consent page shows even when consent is stored. */
+    forceConsent: z.boolean().optional(),
+    /** login_hint: the username the sign-in form starts with. */
+    loginHint: z.string().optional(),
     /** SHA-256 of the browser-binding cookie value: the forms only work in the browser that started. */
     browserHash: z.string(),
     csrf: z.string(),
@@ -48,6 +54,7 @@ export const codeRecordSchema = z.object({
   user: z.string(),
   authTime: z.number(),
   codeChallenge: z.string().optional(),
+  nonce: z.string().optional(),
   expiresAt: z.number(),
 });
 export type CodeRecord = z.infer<typeof codeRecordSchema>;
@@ -89,9 +96,22 @@ export type FamilyGrant = z.infer<typeof familySchema>;
 
 export type RotateResult =
   | { readonly status: 'ok'; readonly grant: FamilyGrant }
+  /**
+   * The token rotated away last, presented again within the reuse grace window (another replica of
+   * the client refreshing at once): nothing changes; `successor` is the sealed token it became.
+   */
+  | { readonly status: 'grace'; readonly grant: FamilyGrant; readonly successor: string }
   /** An earlier token of the family was presented: the family is now revoked; `jtis` were its access tokens. */
   | { readonly status: 'reused'; readonly grant: FamilyGrant; readonly jtis: readonly AccessTokenRef[] }
   | { readonly status: 'invalid' };
+
+/** The refresh-token reuse grace window: how long the token rotated away last still answers, and with what. */
+export interface RotationGrace {
+  /** ms; 0: none (a reuse always revokes the family). */
+  readonly ms: number;
+  /** The new token sealed (never stored in clear), handed out again to a request within the window. */
+  readonly sealedSuccessor: string;
+}
 
 export interface AccessTokenRef {
   readonly jti: string;
@@ -115,7 +135,7 @@ export interface RefreshStore {
    * Rotation: tokenHash must be the family's current token; it is replaced by newHash atomically.
    * The user+client index (familiesOf) lives at least as long as the family after it.
    */
-  rotate(familyId: string, tokenHash: string, newHash: string, nowMs: number, ttlMs: number): Promise<RotateResult>;
+  rotate(familyId: string, tokenHash: string, newHash: string, nowMs: number, ttlMs: number, grace?: RotationGrace): Promise<RotateResult>;
   /** Remembers an access token issued in the family so that revoking the family revokes it too. */
   addAccessToken(familyId: string, ref: AccessTokenRef): Promise<void>;
   /** Revokes the family; returns its access tokens (for the deny list). */
@@ -142,6 +162,20 @@ export interface ConsentStore {
   revoke(user: string, clientId: string): Promise<void>;
 }
 
+/** A sign-in session (optional, AUTH_SIGN_IN_SESSIONS): who signed in when, and its absolute end. */
+export const sessionSchema = z.object({ user: z.string(), authTime: z.number(), endsAt: z.number() });
+export type SignInSession = z.infer<typeof sessionSchema>;
+
+export interface SessionStore {
+  /** Stores a session under the hash of its cookie value, living idleMs (never past endsAt). */
+  create(idHash: string, session: SignInSession, nowMs: number, idleMs: number): Promise<void>;
+  /** The live session, its idle expiry pushed to min(now + idleMs, endsAt); undefined when gone. */
+  touch(idHash: string, nowMs: number, idleMs: number): Promise<SignInSession | undefined>;
+  delete(idHash: string): Promise<void>;
+  /** Ends every session of one user (consent revoked, user gone). */
+  deleteUser(user: string): Promise<void>;
+}
+
 export interface AuthStores {
   readonly kind: 'memory' | 'redis';
   readonly interactions: InteractionStore;
@@ -149,5 +183,6 @@ export interface AuthStores {
   readonly refresh: RefreshStore;
   readonly revoked: RevokedTokenStore;
   readonly consents: ConsentStore;
+  readonly sessions: SessionStore;
   close(): Promise<void>;
 }
