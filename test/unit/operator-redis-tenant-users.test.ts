@@ -124,7 +124,7 @@ describe('when Redis cannot make the user', () => {
     client.put(clientObject('app', 'team-a'));
     users.down = true;
     await flush();
-    expect(await routes.reconcile('team-a/all')).toEqual({ requeueAfterMs: 10_000 });
+    expect(await routes.reconcile('team-a/all')).toEqual({ waiting: true });
     expect((await auth.reconcile('team-a')).requeueAfterMs).toBeLessThanOrEqual(10_000);
     await flush();
     expect(client.peek(resourceTypes.deployment, 'team-a', 'all')).toBeDefined();

@@ -11,7 +11,7 @@ describe('the forwarded request head and the key', () => {
   it('header key: the first USER-ID line is the key; no USER-ID or USER_ID line of any case is forwarded', () => {
     const head = readRequestHead(request(['Host', 'svc', 'user_id', 'mallory', 'USER-ID', 'alice', 'User-Id', 'bob', 'USER_ID', 'eve', 'Accept', '*/*']), 'user-id', false);
     expect(head.key).toBe('alice');
-    expect(names(head.forward)).toEqual(['host', 'accept', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host']);
+    expect(names(head.forward)).toEqual(['host', 'accept', 'x-forwarded-for', 'x-forwarded-proto', 'x-forwarded-host', 'portcullis-hops']);
   });
 
   it('a key header with _ drops its - twin too, and other names of the same length stay', () => {
