@@ -111,6 +111,11 @@ export class GatewayProxy {
       sendProblem(res, outcome.problem, outcome.headers);
       return;
     }
+    const overloaded = this.#exchanges.admission.shed(rt);
+    if (overloaded !== undefined) {
+      sendProblem(res, overloaded, ['retry-after', '1']);
+      return;
+    }
     // jwt: the service behind learns the verified identity under the key header.
     if (rt.jwt !== undefined) forward.push(rt.config.limiter.keyHeader, outcome);
     exchange.ask(rule, outcome, forward, hasBody);
