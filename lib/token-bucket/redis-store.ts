@@ -440,6 +440,39 @@ export class RedisBucketStore implements BucketStore {
     if (oldest !== undefined) this.#armDeadline(oldest.deadline - performance.now());
   };
 
+  /**
+   * Lengthens the TTL of every bucket key of `keyPrefix` (the part inside the hash tag) to at least
+   * ttlsMs[i] from now: SCAN over every node that holds keys (each master on a Cluster), then
+   * PEXPIRE ... GT per key, which only ever lengthens a TTL (Redis 7). A key the scan misses
+   * because it was written during it was written with the new limits' TTL already.
+   */
+  async retain(keyPrefix: string, ttlsMs: readonly number[]): Promise<number> {
+    const head = `${this.#prefix}${KEY_LAYOUT}{${keyPrefix}`;
+    const match = `${head.replace(/[*?[\]\\]/g, '\\$&')}*`;
+    const nodes: Redis[] = this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
+    let seen = 0;
+    for (const node of nodes) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 1000);
+        cursor = next;
+        const pipeline = node.pipeline();
+        let queued = 0;
+        for (const key of keys) {
+          // Bucket i > 0 of a take is `<...>}:<i>` (keyOf).
+          const close = key.lastIndexOf('}');
+          const ttlMs = ttlsMs[close < 0 || close === key.length - 1 ? 0 : Number(key.slice(close + 2))];
+          if (ttlMs === undefined) continue;
+          pipeline.pexpire(key, ttlMs, 'GT');
+          queued++;
+        }
+        if (queued > 0) await pipeline.exec();
+        seen += queued;
+      } while (cursor !== '0');
+    }
+    return seen;
+  }
+
   async ready(): Promise<void> {
     if (this.isReady()) return;
     await new Promise<void>((resolve) => this.client.once('ready', () => resolve()));
