@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { Decision } from '../lib/token-bucket/bucket.ts';
 import { canonicalTarget, targetRejectionDetail } from '../lib/web/canonical-target.ts';
 import type { JwtKeyResult } from './jwt-key.ts';
+import { OverloadGuard } from './overload.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import { selectRule, type RouteRuntime, type RuleRuntime } from './route-runtime.ts';
 import { keyRejectionDetail, rejectKey } from './user-key.ts';
@@ -100,9 +101,13 @@ function bearerRefusal(rt: RouteRuntime, result: Extract<JwtKeyResult, { ok: fal
 export type KeyOutcome = string | { readonly problem: Problem; readonly headers: string[] };
 
 export class Admission {
+  /** Decisions awaited and the event loop's lag: when to shed, and which connections to stop reading. */
+  readonly overload = new OverloadGuard();
   readonly #log: Logger;
   #storeErrors = 0;
   #lastStoreWarnMs = Number.NEGATIVE_INFINITY;
+  #shed = 0;
+  #lastShedWarnMs = Number.NEGATIVE_INFINITY;
 
   constructor(log: Logger) {
     this.#log = log;
@@ -117,6 +122,8 @@ export class Admission {
     if (!isRule(rule)) return refused(rule);
     const key = await this.keyFor(rt, head.keyValue, head.authorization);
     if (typeof key !== 'string') return refused(key.problem, key.headers);
+    const overloaded = this.shed(rt);
+    if (overloaded !== undefined) return refused(overloaded, ['retry-after', '1']);
     const storeStart = performance.now();
     let verdict: Verdict;
     try {
@@ -193,6 +200,28 @@ export class Admission {
     }
     rule.metrics.allowed.inc();
     return { admitted: true, decision, outcome: 'forwarded', rateHeaders };
+  }
+
+  /**
+   * A refusal when the sidecar itself is overloaded (too many decisions awaited, or the event loop
+   * too late): shed with 503 and Retry-After, counted, rather than asked of a store it could not
+   * hear in time or forwarded undecided. undefined: go on.
+   */
+  shed(rt: RouteRuntime): Problem | undefined {
+    const reason = this.overload.shed(rt.config.overload);
+    if (reason === undefined) return undefined;
+    rt.metrics.outcome.overloaded.inc();
+    this.#shed++;
+    const now = performance.now();
+    if (now - this.#lastShedWarnMs >= 5000) {
+      this.#log.warn(
+        { route: rt.routeId, reason, shed: this.#shed, pendingTakes: this.overload.pendingTakes, eventLoopLagMs: Math.round(this.overload.lagMs) },
+        'sidecar overloaded; shedding requests with 503',
+      );
+      this.#shed = 0;
+      this.#lastShedWarnMs = now;
+    }
+    return { type: problemTypes.overloaded, title: 'Service Unavailable', status: 503, detail: 'The gateway is overloaded; retry shortly.' };
   }
 
   /** The verdict when the store could not decide: the route's onStoreError policy. */

@@ -12,7 +12,7 @@ import { GatewayProxy } from './proxy.ts';
 import { resolveRedisConfig } from './redis-url-file.ts';
 import { requestBodyTimeout } from './request-body-timeout.ts';
 import { JwtKeySource } from './jwt-key.ts';
-import { buildRouteRuntime, type RouteRuntime } from './route-runtime.ts';
+import { buildRouteRuntime, lengthenedTtls, type RouteRuntime } from './route-runtime.ts';
 import { UpgradeProxy } from './upgrade.ts';
 import { createBucketStore } from './create-store.ts';
 import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
@@ -171,6 +171,22 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     storeRedis = nextRedis;
     log.level = next.logLevel;
     retire(store === old.store ? undefined : old.store, pool === old.upstream ? undefined : old.upstream);
+    if (store === old.store) retainBuckets(old, runtime);
+  };
+
+  /**
+   * Limits that refill more slowly now keep the buckets' state: keys written under the old limits
+   * get the new limits' TTL, so none expires (and reads as full) before it would have refilled.
+   */
+  const retainBuckets = (old: RouteRuntime, next: RouteRuntime): void => {
+    const store = next.store;
+    if (store.retain === undefined) return;
+    for (const { bucketPrefix, ttlsMs } of lengthenedTtls(old, next)) {
+      store.retain(bucketPrefix, ttlsMs).then(
+        (keys) => log.info({ route: next.routeId, bucketPrefix, keys, ttlsMs }, 'limits changed: stored buckets keep their state for the new limits'),
+        (err: unknown) => log.warn({ route: next.routeId, bucketPrefix, err: (err as Error).message }, 'limits changed: could not lengthen the stored buckets\' TTL'),
+      );
+    }
   };
   // One apply at a time (applyNow may wait for a store to connect): each sees the last one's result.
   let applying: Promise<unknown> = Promise.resolve();

@@ -64,6 +64,7 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
     this.#hasBody = hasBody;
     this.#rule = rule;
     this.#storeStart = performance.now();
+    this.#ctx.admission.overload.started(this.#req.socket);
     this.#rt.store.takeAllInto(rule.bucketPrefix + key, rule.limits, rule.costs, this);
   }
 
@@ -75,10 +76,12 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
   }
 
   taken(decision: Decision): void {
+    this.#ctx.admission.overload.settled(this.#req.socket);
     this.#settle(this.#ctx.admission.decided(this.#rt, this.#rule as RuleRuntime, decision, this.#storeStart));
   }
 
   failed(err: Error): void {
+    this.#ctx.admission.overload.settled(this.#req.socket);
     this.#settle(this.#ctx.admission.storeFailed(this.#rt, err));
   }
 

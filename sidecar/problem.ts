@@ -20,6 +20,7 @@ export const problemTypes = {
   notFound: 'urn:portcullis:problem:no-route',
   badRequest: 'urn:portcullis:problem:bad-request',
   storeUnavailable: 'urn:portcullis:problem:limiter-unavailable',
+  overloaded: 'urn:portcullis:problem:overloaded',
   upstreamUnavailable: 'urn:portcullis:problem:upstream-unavailable',
   upstreamTimeout: 'urn:portcullis:problem:upstream-timeout',
   loopDetected: 'urn:portcullis:problem:loop-detected',

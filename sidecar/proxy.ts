@@ -122,6 +122,11 @@ export class GatewayProxy {
       sendProblem(res, outcome.problem, outcome.headers);
       return;
     }
+    const overloaded = this.#exchanges.admission.shed(rt);
+    if (overloaded !== undefined) {
+      sendProblem(res, overloaded, ['retry-after', '1']);
+      return;
+    }
     // The service reads exactly the identity charged, once (jwt: the verified claim, encoded).
     forward.push(rt.config.limiter.keyHeader, rt.jwt === undefined ? outcome : claimHeaderValue(outcome));
     exchange.ask(rule, outcome, forward, hasBody);

@@ -1,7 +1,7 @@
 // Everything the proxy needs for one config, built once per (re)load and swapped atomically:
 // requests keep the runtime they started with, so a reload never changes a request midway.
 import type { Pool } from 'undici';
-import type { BucketRule } from '../lib/token-bucket/bucket.ts';
+import { bucketTtlMs, type BucketRule } from '../lib/token-bucket/bucket.ts';
 import type { LimiterConfig, SidecarConfig } from '../lib/config/sidecar.ts';
 import type { JwtKeySource } from './jwt-key.ts';
 import type { RouteMetrics, RuleMetrics } from './metrics.ts';
@@ -130,4 +130,21 @@ export function selectRule(rt: RouteRuntime, method: string, path: string): Rule
     return r;
   }
   return undefined;
+}
+
+/**
+ * The rules of `next` that keep their buckets from `old` (same bucket prefix) with limits whose
+ * key TTL grew (a lower rate or a larger burst): a key written under the old limits would expire,
+ * and read as full, before the new limits refill it. Each with the new TTL of every bucket, ms.
+ */
+export function lengthenedTtls(old: RouteRuntime, next: RouteRuntime): { readonly bucketPrefix: string; readonly ttlsMs: number[] }[] {
+  const out: { bucketPrefix: string; ttlsMs: number[] }[] = [];
+  for (const rule of next.rules) {
+    const before = old.rules.find((r) => r.bucketPrefix === rule.bucketPrefix);
+    if (before === undefined) continue;
+    const ttlsMs = rule.limits.map(bucketTtlMs);
+    const oldTtls = before.limits.map(bucketTtlMs);
+    if (ttlsMs.some((ttl, i) => i < oldTtls.length && ttl > (oldTtls[i] as number))) out.push({ bucketPrefix: rule.bucketPrefix, ttlsMs });
+  }
+  return out;
 }

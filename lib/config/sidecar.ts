@@ -256,7 +256,12 @@ export const redisSchema = z
       .boolean()
       .default(false)
       .describe("Bucket keys hold an HMAC of the route, rule and client key (keyed with the Redis password) instead of the client key itself, so Redis holds no user id or API key; a new password starts every bucket afresh"),
-    commandTimeoutMs: z.number().int().positive().default(50).describe('Longest wait for one limiter decision (ms); then onStoreError'),
+    commandTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(50)
+      .describe('Longest wait for Redis to answer one limiter decision (ms); then onStoreError. A reply that arrived in time is a decision even when the sidecar reads it late (a busy event loop)'),
     connectTimeoutMs: z.number().int().positive().default(2000).describe('Longest wait to connect (ms)'),
   })
   .refine((r) => r.url === undefined || r.urlFile === undefined, {
@@ -268,6 +273,23 @@ export const redisSchema = z
   })
   .describe('Shared bucket store; without it the sidecar keeps buckets in memory (one process only)');
 
+export const overloadSchema = z
+  .strictObject({
+    maxPendingTakes: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(4096)
+      .describe('Limiter decisions awaited at once at most (0 = no bound); past it a request is shed: 503 problem+json with Retry-After, counted as outcome overloaded'),
+    maxEventLoopLagMs: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(1000)
+      .describe('Event-loop lag at most (ms, 0 = no bound), sampled while decisions are awaited; past it requests are shed as with maxPendingTakes. A busy sidecar sheds; it never counts as a store outage'),
+  })
+  .describe('When the sidecar itself is overloaded: requests it sheds explicitly instead of forwarding them undecided');
+
 export const sidecarConfigSchema = z
   .strictObject({
     listen: listenSchema.default({ host: '0.0.0.0', port: 8080, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 }),
@@ -276,6 +298,7 @@ export const sidecarConfigSchema = z
     route: routeSchema,
     limiter: limiterSchema,
     redis: redisSchema.optional(),
+    overload: overloadSchema.default({ maxPendingTakes: 4096, maxEventLoopLagMs: 1000 }),
     shutdownGraceMs: z.number().int().nonnegative().default(10_000).describe('Longest wait for in-flight requests on shutdown (ms)'),
     shutdownKeepAliveMs: z
       .number()

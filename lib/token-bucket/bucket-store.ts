@@ -34,6 +34,13 @@ export interface BucketStore {
   takeAll(key: string, rules: readonly BucketRule[], costs?: readonly number[]): Promise<Decision>;
   /** takeAll() for the hot path, as takeInto() is for take(). */
   takeAllInto(key: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): void;
+  /**
+   * Limits changed (a reload): every stored bucket whose key starts with `keyPrefix` keeps its
+   * state for at least ttlsMs[i] from now (bucket i of a take; bucket.ts bucketTtlMs of the new
+   * limits), so that no key written under the old limits expires, and reads as full, before the
+   * new limits would have refilled it. Only lengthens. Resolves with the number of keys seen.
+   */
+  retain?(keyPrefix: string, ttlsMs: readonly number[]): Promise<number>;
   /** Resolves once the store can answer (immediately for memory). */
   ready(): Promise<void>;
   /** True while the store can answer (for readiness probes). */

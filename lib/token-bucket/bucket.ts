@@ -15,7 +15,9 @@
 // later time L >= now, refilling (t1 at now) gives min(cap, t1 + (L - now) x rate) = min(cap, t0 +
 // (L - ts0) x rate), exactly what refilling (t0 at ts0) gives, because the arithmetic is exact
 // integer addition capped at cap (test/unit/property-bucket.test.ts checks it for any sequence).
-// The key's TTL set by the last write still holds: the bucket it left is full by then.
+// The key's TTL set by the last write still holds: the bucket it left is full by then, under the
+// limits it was written with; a reload to limits that refill more slowly lengthens the stored keys'
+// TTL to theirs (BucketStore.retain), so the same holds under the new ones.
 // Where it differs: after a clock that goes backwards past a refusal (a Redis failover to a
 // replica whose clock is behind), the next take refills from the stored time rather than from the
 // refusal's, so it sees fewer tokens than a written refusal would have left; the bound

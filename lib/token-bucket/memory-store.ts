@@ -102,6 +102,21 @@ export class MemoryBucketStore implements BucketStore {
     return decision;
   }
 
+  async retain(keyPrefix: string, ttlsMs: readonly number[]): Promise<number> {
+    const nowUs = Math.round(this.#now() * 1000);
+    let seen = 0;
+    for (const [name, entry] of this.#buckets) {
+      if (!name.startsWith(keyPrefix) || entry.expiresUs <= nowUs) continue;
+      // Bucket i > 0 of a take is key + NUL + i (takeAllSync).
+      const nul = name.indexOf('\u0000', keyPrefix.length);
+      const ttlMs = ttlsMs[nul < 0 ? 0 : Number(name.slice(nul + 1))];
+      if (ttlMs === undefined) continue;
+      entry.expiresUs = Math.max(entry.expiresUs, nowUs + ttlMs * 1000);
+      seen++;
+    }
+    return seen;
+  }
+
   /** Drops buckets whose TTL passed (they would be full again anyway). */
   sweep(): void {
     const nowUs = Math.round(this.#now() * 1000);

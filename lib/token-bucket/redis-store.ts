@@ -114,32 +114,39 @@ class InFlightCall implements ScriptReply {
   batch: PendingTake[] | undefined;
   /** performance.now() when the call left. */
   readonly sentMs: number;
-  /** performance.now() after which the call's takes fail. */
-  readonly deadline: number;
+  /**
+   * performance.now() after which the call's takes fail: the timeout after it left, or after the
+   * call before it was answered when that came later (Redis answers a connection's calls in order,
+   * so a call queued behind others that are being answered is not a sign of an outage).
+   */
+  deadline: number;
   /** The call sent after this one (a list in send order, so by deadline: no array to grow and trim). */
   next: InFlightCall | undefined;
   /** Marks this call settled in its store and returns its takes, or undefined when it had settled already. */
-  readonly #settle: (call: InFlightCall) => PendingTake[] | undefined;
+  readonly #settle: (call: InFlightCall, answered: boolean) => PendingTake[] | undefined;
   /** Remembers a refused take's reply, when the store answers refusals itself. */
   readonly #refused: KeepRefusal | undefined;
+  /** The store's command timeout, ms. */
+  readonly #timeoutMs: number;
 
   constructor(
     batch: PendingTake[],
     sentMs: number,
     deadline: number,
-    settle: (call: InFlightCall) => PendingTake[] | undefined,
+    settle: (call: InFlightCall, answered: boolean) => PendingTake[] | undefined,
     refused: KeepRefusal | undefined,
   ) {
     this.batch = batch;
     this.sentMs = sentMs;
     this.deadline = deadline;
+    this.#timeoutMs = deadline - sentMs;
     this.next = undefined;
     this.#settle = settle;
     this.#refused = refused;
   }
 
   replied(fields: string[]): void {
-    const takes = this.#settle(this);
+    const takes = this.#settle(this, true);
     if (takes === undefined) return; // timed out first
     let at = HEAD_FIELDS;
     for (let i = 0; i < takes.length; i++) {
@@ -158,8 +165,13 @@ class InFlightCall implements ScriptReply {
     }
   }
 
+  /** Redis answered (NOSCRIPT) and the call went out again: its timeout starts anew. */
+  resent(): void {
+    if (this.batch !== undefined) this.deadline = Math.max(this.deadline, performance.now() + this.#timeoutMs);
+  }
+
   failed(err: Error): void {
-    const takes = this.#settle(this);
+    const takes = this.#settle(this, false);
     if (takes !== undefined) for (const t of takes) t.sink.failed(err);
   }
 }
@@ -178,6 +190,8 @@ export class RedisBucketStore implements BucketStore {
   #oldest: InFlightCall | undefined;
   #newest: InFlightCall | undefined;
   #deadlineTimer: NodeJS.Timeout | undefined;
+  /** performance.now() when the deadline timer last fired (before that turn's I/O was read). */
+  #checkedAt = 0;
   /** Batching off on one node: the pipeline collecting this tick's calls, until it is sent. */
   #tickPipeline: Pipeline | undefined;
   /** Refused takes by Redis key, oldest first; undefined when refusals always go to Redis. */
@@ -365,11 +379,19 @@ export class RedisBucketStore implements BucketStore {
     return pipeline;
   }
 
-  /** Marks a call settled and returns its takes, or undefined when it had settled already. */
-  readonly #settle = (call: InFlightCall): PendingTake[] | undefined => {
+  /**
+   * Marks a call settled and returns its takes, or undefined when it had settled already. An
+   * answer restarts the timeout of the next call waiting: Redis is answering.
+   */
+  readonly #settle = (call: InFlightCall, answered: boolean): PendingTake[] | undefined => {
     const takes = call.batch;
     if (takes === undefined) return undefined;
     call.batch = undefined;
+    if (answered) {
+      let next = call.next;
+      while (next !== undefined && next.batch === undefined) next = next.next;
+      if (next !== undefined) next.deadline = Math.max(next.deadline, performance.now() + this.#timeoutMs);
+    }
     let oldest = this.#oldest;
     while (oldest !== undefined && oldest.batch === undefined) oldest = oldest.next;
     this.#oldest = oldest;
@@ -403,17 +425,66 @@ export class RedisBucketStore implements BucketStore {
     this.#deadlineTimer.unref();
   }
 
-  /** Fails the takes of every call past its deadline, then waits for the oldest one left. */
+  /**
+   * The deadline timer. The timeout is the connection's: it runs out when Redis has not answered
+   * the oldest call waiting for that long (a call's deadline restarts when the call before it is
+   * answered, #settle), not when the event loop is late. A timer fires late when the loop was
+   * busy, and a reply Redis sent in time may then sit unread in the socket; so the check waits for
+   * this turn's I/O (setImmediate runs after the poll phase) and judges by the time the timer
+   * fired: any reply that had arrived by then was read in that poll and is the decision it is.
+   */
   readonly #expire = (): void => {
+    this.#checkedAt = performance.now();
+    setImmediate(this.#expireAfterIo);
+  };
+
+  /**
+   * When the oldest call waiting was not answered by its deadline, Redis is not answering: it and
+   * every later call past its own deadline fail. Then waits for the oldest one left.
+   */
+  readonly #expireAfterIo = (): void => {
     this.#deadlineTimer = undefined;
-    const now = performance.now();
+    const before = this.#checkedAt;
     // #settle keeps #oldest on the oldest unsettled call.
-    for (let call = this.#oldest; call !== undefined && call.deadline <= now; call = this.#oldest) {
+    for (let call = this.#oldest; call !== undefined && call.deadline <= before; call = this.#oldest) {
       call.failed(new StoreUnavailableError(`redis bucket store: no answer within ${this.#timeoutMs} ms`));
     }
     const oldest = this.#oldest;
-    if (oldest !== undefined) this.#armDeadline(oldest.deadline - now);
+    if (oldest !== undefined) this.#armDeadline(oldest.deadline - performance.now());
   };
+
+  /**
+   * Lengthens the TTL of every bucket key of `keyPrefix` (the part inside the hash tag) to at least
+   * ttlsMs[i] from now: SCAN over every node that holds keys (each master on a Cluster), then
+   * PEXPIRE ... GT per key, which only ever lengthens a TTL (Redis 7). A key the scan misses
+   * because it was written during it was written with the new limits' TTL already.
+   */
+  async retain(keyPrefix: string, ttlsMs: readonly number[]): Promise<number> {
+    const head = `${this.#prefix}${KEY_LAYOUT}{${keyPrefix}`;
+    const match = `${head.replace(/[*?[\]\\]/g, '\\$&')}*`;
+    const nodes: Redis[] = this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
+    let seen = 0;
+    for (const node of nodes) {
+      let cursor = '0';
+      do {
+        const [next, keys] = await node.scan(cursor, 'MATCH', match, 'COUNT', 1000);
+        cursor = next;
+        const pipeline = node.pipeline();
+        let queued = 0;
+        for (const key of keys) {
+          // Bucket i > 0 of a take is `<...>}:<i>` (keyOf).
+          const close = key.lastIndexOf('}');
+          const ttlMs = ttlsMs[close < 0 || close === key.length - 1 ? 0 : Number(key.slice(close + 2))];
+          if (ttlMs === undefined) continue;
+          pipeline.pexpire(key, ttlMs, 'GT');
+          queued++;
+        }
+        if (queued > 0) await pipeline.exec();
+        seen += queued;
+      } while (cursor !== '0');
+    }
+    return seen;
+  }
 
   async ready(): Promise<void> {
     if (this.isReady()) return;

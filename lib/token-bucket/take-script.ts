@@ -136,6 +136,8 @@ function send(target: ScriptTarget, call: EncodedCall, loaded: boolean): Promise
 export interface ScriptReply {
   replied(fields: string[]): void;
   failed(err: StoreUnavailableError): void;
+  /** Redis answered NOSCRIPT and the call goes out again with the script's text (optional). */
+  resent?(): void;
 }
 
 function deliver(to: ScriptReply, reply: unknown, expected: number): void {
@@ -164,6 +166,7 @@ export function sendTakeScript(client: Redis | Cluster, target: ScriptTarget, ta
         to.failed(unavailable(err));
         return;
       }
+      to.resent?.();
       send(client, call, false).then(
         (reply) => deliver(to, reply, call.expected),
         (again: unknown) => to.failed(unavailable(again)),
