@@ -109,6 +109,7 @@ describe('jwt key source', () => {
     ['an ID token type', {}, { typ: 'JWT' }, 'The access token is not valid here (typ).'],
     ['a sub that is not a string', { sub: 42 }, {}, 'The access token has no usable sub claim.'],
     ['a sub with a control character', { sub: 'a\u0001b' }, {}, 'The access token has no usable sub claim.'],
+    ['a sub holding a lone surrogate (no UTF-8 form to forward)', { sub: 'a\ud800b' }, {}, 'The access token has no usable sub claim.'],
   ])('refuses a token with %s', async (_why, claims, header, detail) => {
     const source = new JwtKeySource(settings(), { now: clock, keys });
     let builder = new SignJWT({ sub: 'alice', ...(claims as Record<string, unknown>) }).setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt', ...header });
