@@ -9,7 +9,7 @@ import { hashBucketKey, keyHashSecretOf } from '../../lib/token-bucket/key-hash.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/ports.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { eventually, kget, RELEASE_NS, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, RELEASE, RELEASE_NS, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
 import { createPodRunner } from './pod-runner.ts';
 
 const TEAMS = ['team-a', 'team-b'] as const;
@@ -24,6 +24,7 @@ let authRedis: RedisServer;
 const ports = { target: 0, sidecar: 0, admin: 0, auth: 0 };
 const redisClients: Redis[] = [];
 const decode = (s: string) => Buffer.from(s, 'base64').toString('utf8');
+const EXISTING = ['--set', 'redis.enabled=false', '--set', 'redis.existingSecret.name=redis-credentials', '--set', 'auth.redis.existingSecret.name=redis-credentials', '--set', 'auth.redis.existingSecret.key=auth-redis-url'];
 
 /** A client as a team would make one from the URL in its namespace's Secret. */
 async function teamClient(team: string, secret: string): Promise<{ url: string; client: Redis }> {
@@ -71,6 +72,11 @@ beforeAll(async () => {
   ]);
   for (const k of Object.keys(ports) as Array<keyof typeof ports>) ports[k] = await freePort();
   env = await startOperatorEnv([...TEAMS]);
+  // The chart with both existingSecrets: the Role that lets the operator read them.
+  const rendered = await env.cluster.helm(['template', RELEASE, 'charts/portcullis', '--namespace', RELEASE_NS, '--kube-version', env.cluster.tools.kubernetesVersion, ...EXISTING]);
+  expect(rendered.code, rendered.stderr).toBe(0);
+  const chart = await env.cluster.kubectl(['apply', '--server-side', '-f', '-'], { input: rendered.stdout });
+  expect(chart.code, chart.stderr).toBe(0);
   const secret = `apiVersion: v1
 kind: Secret
 metadata: { name: redis-credentials, namespace: ${RELEASE_NS} }
