@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
 import { buildAdminServer } from './admin.ts';
-import { parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
+import { parseSidecarConfigText, proxyUpstream, type SidecarConfig } from '../lib/config/sidecar.ts';
 import { SidecarMetrics } from './metrics.ts';
 import { problemTypes, writeSocketProblem } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
@@ -48,7 +48,7 @@ export interface SidecarApp {
 }
 
 function createPool(config: SidecarConfig): Pool {
-  const u = config.upstream;
+  const u = proxyUpstream(config);
   return new Pool(u.url, {
     connections: u.connections,
     connect: { timeout: u.connectTimeoutMs },

@@ -116,7 +116,7 @@ logger.info(
   {
     port: effective.listen.port,
     adminPort: effective.admin.port,
-    upstream: effective.upstream.url,
+    upstream: effective.upstream?.url,
     route: effective.route.id,
     path: effective.route.path,
     store: effective.redis === undefined ? 'memory' : 'redis',
