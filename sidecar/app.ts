@@ -61,14 +61,14 @@ function createPool(config: SidecarConfig): Pool {
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 /** The jwt key source of `config`: the running one (and its caches) when its settings did not change. */
-function jwtKeySource(config: SidecarConfig, running: JwtKeySource | undefined): JwtKeySource | undefined {
+export function jwtKeySource(config: SidecarConfig, running: JwtKeySource | undefined): JwtKeySource | undefined {
   const settings = config.limiter.jwt;
   if (config.limiter.key !== 'jwt' || settings === undefined) return undefined;
   return running !== undefined && same(running.config, settings) ? running : new JwtKeySource(settings);
 }
 
 /** Resolves true once the store answers, false after timeoutMs. */
-async function readyWithin(store: BucketStore, timeoutMs: number): Promise<boolean> {
+export async function readyWithin(store: BucketStore, timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(false), timeoutMs);
