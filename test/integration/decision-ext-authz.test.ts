@@ -3,32 +3,10 @@
 // extAuth and Istio's CUSTOM action call), and HTTP ext_authz as Envoy sends it (the original
 // method and path, after path_prefix). The specification scenario, the missing key, and the
 // headers for upstream (with jwt the verified key) and for the client.
-import { execFile } from 'node:child_process';
-import { promisify } from 'node:util';
 import { request } from 'undici';
 import { describe, expect } from 'vitest';
-import { builtTool } from '../harness/gateways/gateways.ts';
 import { test } from '../harness/fixtures.ts';
-import { specRule, specScenario, startDecision, type Answer, type RunningDecision } from './decision-support.ts';
-
-const run = promisify(execFile);
-
-/** One CheckResponse as ext-authz-client prints it. */
-interface CheckResult {
-  readonly code: number;
-  readonly allowed: boolean;
-  readonly httpStatus?: number;
-  readonly headers: Record<string, string>;
-  readonly responseHeaders?: Record<string, string>;
-  readonly body?: string;
-  readonly error?: string;
-}
-
-async function checkGrpc(decision: RunningDecision, args: string[]): Promise<CheckResult[]> {
-  const client = builtTool('build-ext-authz-client.sh', 'EXT_AUTHZ_CLIENT');
-  const { stdout } = await run(client, ['-addr', `127.0.0.1:${decision.grpcPort}`, ...args]);
-  return stdout.trim().split('\n').map((l) => JSON.parse(l) as CheckResult);
-}
+import { checkGrpc, specRule, specScenario, startDecision, type Answer, type RunningDecision } from './decision-support.ts';
 
 const it = test.extend('decision', { scope: 'file' }, ({ start, redis }) =>
   startDecision(start, { route: { id: 'all' }, limiter: { ...specRule }, redis: { url: redis.url, commandTimeoutMs: 2000 } }),

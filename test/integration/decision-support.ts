@@ -1,8 +1,11 @@
 // Helpers of the decision-service tests: the specification scenario (limits 1/10/2, 30 requests
 // 0.5 s apart) sent through any front door, and a decision service started from the sidecar
 // program in mode decision.
+import { execFile } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
+import { promisify } from 'node:util';
 import { expect } from 'vitest';
+import { builtTool } from '../harness/gateways/gateways.ts';
 import { freePort } from '../harness/ports.ts';
 import type { RunningSidecar, SidecarConfig } from '../harness/programs.ts';
 import type { Starter } from '../harness/fixtures.ts';
@@ -61,4 +64,24 @@ export async function specScenario(send: (i: number) => Promise<Answer>): Promis
     expect(answers.length - admitted).toBe(18);
   }
   return answers;
+}
+
+const run = promisify(execFile);
+
+/** One CheckResponse as ext-authz-client prints it. */
+export interface CheckResult {
+  readonly code: number;
+  readonly allowed: boolean;
+  readonly httpStatus?: number;
+  readonly headers: Record<string, string>;
+  readonly responseHeaders?: Record<string, string>;
+  readonly body?: string;
+  readonly error?: string;
+}
+
+/** Check calls through ext-authz-client (Envoy's published API); `args` as its flags. */
+export async function checkGrpc(decision: RunningDecision, args: string[]): Promise<CheckResult[]> {
+  const client = builtTool('build-ext-authz-client.sh', 'EXT_AUTHZ_CLIENT');
+  const { stdout } = await run(client, ['-addr', `127.0.0.1:${decision.grpcPort}`, ...args]);
+  return stdout.trim().split('\n').map((l) => JSON.parse(l) as CheckResult);
 }
