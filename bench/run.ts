@@ -16,6 +16,7 @@ import { authFloodMarkdown, runAuthFloodBench } from './auth-flood.ts';
 import { authMarkdown, runAuthBench } from './auth.ts';
 import { batchWindowMarkdown, runBatchWindowBench } from './tools/batch-window.ts';
 import { containerMemoryMarkdown, runContainerMemoryBench } from './tools/container-memory.ts';
+import { decisionMarkdown, runDecisionBench } from './decision.ts';
 import { gatewayJwtMarkdown, runGatewayJwtBench } from './gateway-jwt.ts';
 import { gatewayMarkdown, runGatewayBench } from './gateway.ts';
 import { instructionsMarkdown, runInstructionsBench } from './tools/instructions.ts';
@@ -43,6 +44,7 @@ const operatorSizes = (process.env['BENCH_OPERATOR_ROUTES'] ?? '200,1000').split
 const suites: Record<string, Suite> = {
   gateway: { run: runGatewayBench, markdown: gatewayMarkdown as (r: never) => string },
   'gateway-jwt': { run: runGatewayJwtBench, markdown: gatewayJwtMarkdown as (r: never) => string },
+  decision: { run: runDecisionBench, markdown: decisionMarkdown as (r: never) => string },
   accuracy: { run: runAccuracyBench, markdown: accuracyMarkdown as (r: never) => string },
   token: { run: runTokenBench, markdown: tokenMarkdown as (r: never) => string },
   auth: { run: runAuthBench, markdown: authMarkdown as (r: never) => string },
