@@ -3,7 +3,7 @@
 // (app.ts), the same swap of the RouteRuntime on reload, and no upstream: the front doors answer
 // gateways (decision-http.ts, decision-grpc.ts) instead of forwarding.
 import http from 'node:http';
-import type * as grpc from '@grpc/grpc-js';
+import type http2 from 'node:http2';
 import type { Logger } from 'pino';
 import { Pool, type Dispatcher } from 'undici';
 import { parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
@@ -32,7 +32,7 @@ export interface DecisionDeps {
 export interface DecisionApp {
   readonly httpServer: http.Server;
   /** The gRPC ext_authz server, when decision.grpc is set. */
-  readonly grpcServer: grpc.Server | undefined;
+  readonly grpcServer: http2.Http2Server | undefined;
   readonly adminServer: http.Server;
   readonly metrics: SidecarMetrics;
   current(): RouteRuntime;
@@ -74,6 +74,11 @@ export function buildDecisionApp(deps: DecisionDeps): DecisionApp {
   const handler = decisionHttpHandler({ logger: log, admission, runtime: () => runtime, trusted: trustedPeers(initial.decision.trustedProxies), pathPrefix: initial.decision.pathPrefix });
   const httpServer = http.createServer({ keepAliveTimeout: 65_000, headersTimeout: initial.listen.headersTimeoutMs, requestTimeout: initial.listen.requestTimeoutMs, connectionsCheckingInterval: 1000 }, handler);
   const grpcServer = initial.decision.grpc === undefined ? undefined : buildDecisionGrpcServer({ logger: log, admission, runtime: () => runtime });
+  const grpcSessions = new Set<http2.ServerHttp2Session>();
+  grpcServer?.on('session', (session: http2.ServerHttp2Session) => {
+    grpcSessions.add(session);
+    session.once('close', () => grpcSessions.delete(session));
+  });
 
   const adminServer = buildAdminServer({
     registry: metrics.registry,
@@ -151,12 +156,13 @@ export function buildDecisionApp(deps: DecisionDeps): DecisionApp {
       // A check is one short exchange: stop accepting, let the ones under way answer, then close.
       const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
       httpServer.closeIdleConnections();
-      const grpcClosed = grpcServer === undefined ? Promise.resolve() : new Promise<void>((resolve) => grpcServer.tryShutdown(() => resolve()));
+      // http2: close() stops accepting and resolves once the open sessions end (GOAWAY sent by Node).
+      const grpcClosed = grpcServer === undefined || !grpcServer.listening ? Promise.resolve() : new Promise<void>((resolve) => grpcServer.close(() => resolve()));
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([Promise.all([closed, grpcClosed]), new Promise((resolve) => (timer = setTimeout(resolve, runtime.config.shutdownGraceMs)))]);
       clearTimeout(timer);
       httpServer.closeAllConnections();
-      grpcServer?.forceShutdown();
+      for (const session of grpcSessions) session.destroy();
       const adminClosed = new Promise<void>((resolve) => adminServer.close(() => resolve()));
       adminServer.closeAllConnections();
       await Promise.allSettled([runtime.store.close(), noUpstream.close(), adminClosed]);

@@ -5,7 +5,11 @@
 // (response_headers_to_add). Refused: a denied response carrying the HTTP status, the refusal's
 // headers and the problem+json body, which Envoy returns to the client as they are; the gRPC
 // status says why (RESOURCE_EXHAUSTED, INVALID_ARGUMENT, UNAUTHENTICATED, UNAVAILABLE...).
-import * as grpc from '@grpc/grpc-js';
+// One unary method over cleartext HTTP/2 (h2c, as Envoy's envoy_grpc/google_grpc clusters speak
+// it to a plain backend), served by node:http2 directly: gRPC's framing of a unary call is a
+// 5-byte prefix and two trailers, and a general gRPC server library cost twice the CPU of the
+// whole HTTP check per Check (bench/results/decision.md).
+import http2 from 'node:http2';
 import type { Logger } from 'pino';
 import { z } from 'zod';
 import type { Admission } from './admission.ts';
@@ -98,39 +102,81 @@ export function checkResponseOf(answer: CheckAnswer): Record<string, unknown> {
   };
 }
 
-/** A grpc-js server with the Authorization service (not bound: the caller binds it). */
-export function buildDecisionGrpcServer(options: DecisionGrpcOptions): grpc.Server {
+/** gRPC status codes used here (google.rpc.Code). */
+const GRPC = { ok: 0, invalidArgument: 3, unimplemented: 12, internal: 13, resourceExhausted: 8 } as const;
+/** The largest CheckRequest read (bytes); Envoy's are a few KiB of headers, a body only when configured. */
+const MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/** A trailers-only gRPC answer: no message, the status in the (only) headers. */
+function fail(stream: http2.ServerHttp2Stream, code: number, message: string): void {
+  if (stream.destroyed || stream.headersSent) return;
+  stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) }, { endStream: true });
+}
+
+/** One length-prefixed gRPC message (uncompressed). */
+function frame(message: Uint8Array): Buffer {
+  const out = Buffer.allocUnsafe(5 + message.length);
+  out[0] = 0;
+  out.writeUInt32BE(message.length, 1);
+  out.set(message, 5);
+  return out;
+}
+
+/** An h2c server answering Authorization/Check (not listening: the caller listens). */
+export function buildDecisionGrpcServer(options: DecisionGrpcOptions): http2.Http2Server {
   const { logger: log, admission, runtime } = options;
-  const server = new grpc.Server();
-  const definition: grpc.ServiceDefinition = {
-    Check: {
-      path: CHECK_PATH,
-      requestStream: false,
-      responseStream: false,
-      // The decoded message as it is (its fields are plain properties; checkRequestSchema reads them),
-      // and the response as a plain object of the message's shape: protobufjs encodes either, and
-      // skipping its toObject/fromObject copies halves the cost of a Check's (de)serialization.
-      requestSerialize: (value: unknown) => Buffer.from(CheckRequestType.encode(CheckRequestType.fromObject(value as Record<string, unknown>)).finish()),
-      requestDeserialize: (bytes: Buffer) => CheckRequestType.decode(bytes),
-      responseSerialize: (value: unknown) => Buffer.from(CheckResponseType.encode(value as Record<string, unknown>).finish()),
-      responseDeserialize: (bytes: Buffer) => CheckResponseType.toObject(CheckResponseType.decode(bytes)),
-    },
-  };
-  const handleCheck: grpc.handleUnaryCall<unknown, Record<string, unknown>> = (call, callback) => {
-    const parsed = parseCheckRequest(call.request);
-    if (parsed === undefined) {
-      callback({ code: grpc.status.INVALID_ARGUMENT, details: 'not a CheckRequest' });
+  const server = http2.createServer();
+  server.on('stream', (stream, headers) => {
+    stream.on('error', () => undefined); // a reset by the client; nothing to answer
+    if (headers[':method'] !== 'POST' || headers[':path'] !== CHECK_PATH || !String(headers['content-type'] ?? '').startsWith('application/grpc')) {
+      fail(stream, GRPC.unimplemented, 'only envoy.service.auth.v3.Authorization/Check is served here');
+      stream.resume();
       return;
     }
-    const rt = runtime();
-    check(admission, rt, checkRequestOf(parsed, rt.keyHeader)).then(
-      (answer) => callback(null, checkResponseOf(answer)),
-      (err: unknown) => {
-        log.error({ err }, 'decision: unexpected failure');
-        callback(null, checkResponseOf(checkFailed));
-      },
-    );
-  };
-  server.addService(definition, { Check: handleCheck });
+    const chunks: Buffer[] = [];
+    let size = 0;
+    stream.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > MAX_MESSAGE_BYTES + 5) {
+        fail(stream, GRPC.resourceExhausted, 'CheckRequest too large');
+        return;
+      }
+      chunks.push(chunk);
+    });
+    stream.on('end', () => {
+      if (stream.headersSent) return;
+      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
+      if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
+        fail(stream, body[0] === 1 ? GRPC.unimplemented : GRPC.invalidArgument, body[0] === 1 ? 'compressed messages are not accepted' : 'one length-prefixed CheckRequest expected');
+        return;
+      }
+      let parsed: CheckRequestMessage | undefined;
+      try {
+        parsed = parseCheckRequest(CheckRequestType.decode(body.subarray(5)));
+      } catch {
+        parsed = undefined;
+      }
+      if (parsed === undefined) {
+        fail(stream, GRPC.invalidArgument, 'not a CheckRequest');
+        return;
+      }
+      const rt = runtime();
+      check(admission, rt, checkRequestOf(parsed, rt.keyHeader))
+        .catch((err: unknown) => {
+          log.error({ err }, 'decision: unexpected failure');
+          return checkFailed;
+        })
+        .then((answer) => {
+          if (stream.destroyed) return;
+          stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+          stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': String(GRPC.ok), 'grpc-message': '' }));
+          stream.end(frame(CheckResponseType.encode(checkResponseOf(answer)).finish()));
+        })
+        .catch((err: unknown) => {
+          log.error({ err }, 'decision: could not answer a Check');
+          fail(stream, GRPC.internal, 'internal error');
+        });
+    });
+  });
   return server;
 }

@@ -2,7 +2,6 @@
 // (HTTP front door on listen, gRPC on decision.grpc, admin), and drains on SIGTERM. Called by
 // main.ts, which reads the environment and the config file, when the config says mode: decision.
 import type { Server } from 'node:net';
-import * as grpc from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { SidecarConfig } from '../lib/config/sidecar.ts';
 import { ConfigWatcher } from './config-watcher.ts';
@@ -26,12 +25,6 @@ const listen = (server: Server, port: number, host: string) =>
       server.off('error', reject);
       resolve();
     });
-  });
-
-const bindGrpc = (server: grpc.Server, host: string, port: number) =>
-  new Promise<number>((resolve, reject) => {
-    const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
-    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, bound) => (err === null ? resolve(bound) : reject(err)));
   });
 
 export async function runDecisionService(launch: DecisionLaunch): Promise<void> {
@@ -78,7 +71,7 @@ export async function runDecisionService(launch: DecisionLaunch): Promise<void> 
   const grpcListen = effective.decision.grpc;
   try {
     await listen(app.adminServer, effective.admin.port, effective.admin.host);
-    if (app.grpcServer !== undefined && grpcListen !== undefined) await bindGrpc(app.grpcServer, grpcListen.host, grpcListen.port);
+    if (app.grpcServer !== undefined && grpcListen !== undefined) await listen(app.grpcServer, grpcListen.port, grpcListen.host);
     await listen(app.httpServer, effective.listen.port, effective.listen.host);
   } catch (err) {
     logger.fatal({ err: (err as Error).message }, 'could not listen');
