@@ -65,6 +65,9 @@ export async function specScenario(send: (i: number) => Promise<Answer>, options
   if (slipMs < 45) {
     expect(admitted).toBe(12);
     expect(answers.length - admitted).toBe(18);
+  } else {
+    // Said, not hidden: the exact count was not checked on this run.
+    console.warn(`specification scenario: the schedule slipped ${Math.round(slipMs)} ms; ${admitted} admitted, the count of 12 not checked`);
   }
   return answers;
 }
