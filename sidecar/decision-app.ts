@@ -72,7 +72,9 @@ export function buildDecisionApp(deps: DecisionDeps): DecisionApp {
   const admission = new Admission(log);
   // decision.* is read once, like listen: the listeners and who is trusted hold for the process' life.
   const handler = decisionHttpHandler({ logger: log, admission, runtime: () => runtime, trusted: trustedPeers(initial.decision.trustedProxies), pathPrefix: initial.decision.pathPrefix });
-  const httpServer = http.createServer({ keepAliveTimeout: 65_000, headersTimeout: initial.listen.headersTimeoutMs, requestTimeout: initial.listen.requestTimeoutMs, connectionsCheckingInterval: 1000 }, handler);
+  // A check is answered from its head (its body, if any, is drained, never awaited): only the
+  // head needs a deadline, as on the proxy's listener.
+  const httpServer = http.createServer({ keepAliveTimeout: 65_000, headersTimeout: initial.listen.headersTimeoutMs, requestTimeout: 0, connectionsCheckingInterval: 1000 }, handler);
   const grpcServer = initial.decision.grpc === undefined ? undefined : buildDecisionGrpcServer({ logger: log, admission, runtime: () => runtime });
   const grpcSessions = new Set<http2.ServerHttp2Session>();
   grpcServer?.on('session', (session: http2.ServerHttp2Session) => {
