@@ -105,7 +105,7 @@ node_modules/.installed: package.json package-lock.json
 	@echo "npm ci (node $$($(NODE) --version))"; npm ci --no-audit --no-fund --loglevel=error
 	@touch $@
 
-system-deps: ## Debian packages the tiers need (redis-server, chromium; docker.io, debootstrap, jq for the e2e tier)
-	@scripts/ensure-system-deps.sh redis-server:redis-server chromium:chromium dockerd:docker.io debootstrap:debootstrap jq:jq
+system-deps: ## Debian packages the tiers need (redis-server, nginx, chromium; docker.io, debootstrap, jq for the e2e tier)
+	@scripts/ensure-system-deps.sh redis-server:redis-server nginx:nginx chromium:chromium dockerd:docker.io debootstrap:debootstrap jq:jq
 
 .PHONY: help run test test-unit test-integration test-browser test-k8s soak audit lint typecheck build bundles crds check-generated bench bench-operator k8s-tools images deploy e2e-kind test-e2e deps system-deps

@@ -19,8 +19,9 @@ export default defineConfig({
           name: 'integration',
           include: ['test/integration/**/*.test.ts'],
           setupFiles: ['test/harness/reliability-setup.ts'],
-          // Bundles the programs as deployed (dist/<program>/main.mjs) for the tests that run them so.
-          globalSetup: ['test/harness/build-programs-setup.ts'],
+          // Bundles the programs as deployed (dist/<program>/main.mjs) for the tests that run them so,
+          // and builds the gateway peers of the decision-service tests (Caddy, the gRPC ext_authz client).
+          globalSetup: ['test/harness/build-programs-setup.ts', 'test/harness/gateways/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 60_000,
           // Timing-sensitive tests (token refill, Redis kill) share a 2-core machine: one file at a time.

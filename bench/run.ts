@@ -11,6 +11,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BUNDLED_PROGRAMS, bundleProgram, type BundledProgram } from '../scripts/bundle.ts';
+import { decisionMarkdown, runDecisionBench } from './decision.ts';
 import { gatewayMarkdown } from './gateway-report.ts';
 import { runGatewayBench } from './gateway.ts';
 import { operatorMarkdown, runOperatorBench, type OperatorBenchResult } from './operator.ts';
@@ -32,6 +33,7 @@ const operatorSizes = (process.env['BENCH_OPERATOR_ROUTES'] ?? '200,1000').split
 
 const suites: Record<string, Suite> = {
   gateway: { run: runGatewayBench, markdown: gatewayMarkdown as (r: never) => string },
+  decision: { run: runDecisionBench, markdown: decisionMarkdown as (r: never) => string },
   token: { run: runTokenBench, markdown: tokenMarkdown as (r: never) => string },
   'redis-cost': { run: runRedisCostBench, markdown: redisCostMarkdown as (r: never) => string },
   'operator-scale': {

@@ -133,7 +133,7 @@ export function chartSvg(dir: string): string {
 /** Writes summary.md and chart.svg into `dir` (bench/results/) and nothing else; returns what it wrote. */
 export function writeSummary(dir: string): string[] {
   const head = headline(dir);
-  const sections = ['gateway', 'token', 'redis-cost', 'operator-scale']
+  const sections = ['gateway', 'decision', 'token', 'redis-cost', 'operator-scale']
     .filter((n) => existsSync(path.join(dir, `${n}.md`)))
     .map((n) => readFileSync(path.join(dir, `${n}.md`), 'utf8').trim());
   writeFileSync(path.join(dir, 'summary.md'), `${[head, '', '![benchmark chart](chart.svg)', '', ...sections.flatMap((s) => [s, ''])].join('\n')}`);

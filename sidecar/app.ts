@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
 import { buildAdminServer } from './admin.ts';
-import { deprecatedOptions, parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
+import { deprecatedOptions, parseSidecarConfigText, proxyUpstream, type SidecarConfig } from '../lib/config/sidecar.ts';
 import { SidecarMetrics } from './metrics.ts';
 import { problemTypes, writeSocketProblem } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
@@ -48,7 +48,7 @@ export interface SidecarApp {
 }
 
 function createPool(config: SidecarConfig): Pool {
-  const u = config.upstream;
+  const u = proxyUpstream(config);
   return new Pool(u.url, {
     connections: u.connections,
     connect: { timeout: u.connectTimeoutMs },
@@ -61,14 +61,14 @@ function createPool(config: SidecarConfig): Pool {
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 /** The jwt key source of `config`: the running one (and its caches) when its settings did not change. */
-function jwtKeySource(config: SidecarConfig, running: JwtKeySource | undefined): JwtKeySource | undefined {
+export function jwtKeySource(config: SidecarConfig, running: JwtKeySource | undefined): JwtKeySource | undefined {
   const settings = config.limiter.jwt;
   if (config.limiter.key !== 'jwt' || settings === undefined) return undefined;
   return running !== undefined && same(running.config, settings) ? running : new JwtKeySource(settings);
 }
 
 /** Resolves true once the store answers, false after timeoutMs. */
-async function readyWithin(store: BucketStore, timeoutMs: number): Promise<boolean> {
+export async function readyWithin(store: BucketStore, timeoutMs: number): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<boolean>((resolve) => {
     timer = setTimeout(() => resolve(false), timeoutMs);

@@ -10,6 +10,7 @@ import https from 'node:https';
 import type { Duplex } from 'node:stream';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
+import { proxyUpstream } from '../lib/config/sidecar.ts';
 import { Admission, admitTarget, targetPath } from './admission.ts';
 import { hopLimitProblem } from './hop-limit.ts';
 import { problemTypes, writeSocketProblem } from './problem.ts';
@@ -117,7 +118,8 @@ export class UpgradeProxy {
   }
 
   #forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, rt: RouteRuntime, headers: string[], rateHeaders: string[], outcome: 'forwarded' | 'store_error_allowed'): void {
-    const target = new URL(rt.config.upstream.url);
+    const upstream = proxyUpstream(rt.config);
+    const target = new URL(upstream.url);
     const client = target.protocol === 'https:' ? https : http;
     const upstreamReq = client.request({
       protocol: target.protocol,
@@ -137,7 +139,7 @@ export class UpgradeProxy {
       rt.metrics.outcome.upstream_error.inc();
       upstreamReq.destroy();
       writeSocketProblem(socket, { type: problemTypes.upstreamTimeout, title: 'Gateway Timeout', status: 504, detail: 'The upstream did not answer the upgrade in time.' });
-    }, rt.config.upstream.timeoutMs);
+    }, upstream.timeoutMs);
     timer.unref();
     // A client leaving (or half-closing) before the upstream answered takes the pending upstream
     // request with it.

@@ -1,6 +1,7 @@
 // The sidecar's config file (YAML or JSON) as a zod schema: the single source of its shape. The
 // operator renders this into a ConfigMap; the sidecar validates it at start and on every reload.
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { MAX_BURST_CAPACITY } from '../token-bucket/bucket.ts';
@@ -290,11 +291,51 @@ export const overloadSchema = z
   })
   .describe('When the sidecar itself is overloaded: requests it sheds explicitly instead of forwarding them undecided');
 
+/** An IPv4 or IPv6 address or CIDR block, e.g. 10.0.0.0/8 or ::1. */
+const addressOrCidr = z.string().refine((v) => {
+  const [address = '', bits, ...rest] = v.split('/');
+  const family = isIP(address);
+  if (family === 0 || rest.length > 0) return false;
+  if (bits === undefined) return true;
+  const n = Number(bits);
+  return /^[0-9]{1,3}$/.test(bits) && n <= (family === 4 ? 32 : 128);
+}, 'an IP address or CIDR block such as 10.0.0.0/8');
+
+export const decisionSchema = z
+  .strictObject({
+    grpc: z
+      .strictObject({
+        host: z.string().min(1).default('0.0.0.0').describe('Address the gRPC listener binds'),
+        port: port.min(1).default(9191).describe('Port of envoy.service.auth.v3.Authorization/Check'),
+      })
+      .optional()
+      .describe("gRPC ext_authz listener (Envoy's ext_authz grpc_service); none when omitted"),
+    pathPrefix: z
+      .string()
+      .regex(/^(\/[^/?#]+)*$/, 'empty, or a path such as /authz (no trailing slash)')
+      .default('')
+      .describe("HTTP ext_authz: the path_prefix Envoy puts before the original path; removed before the route and rules see it"),
+    trustedProxies: z
+      .array(addressOrCidr)
+      .max(64)
+      .default([])
+      .describe(
+        'Forward-auth: peers (addresses or CIDR blocks) whose X-Forwarded-Method/X-Forwarded-Uri or X-Original-Method/X-Original-URI name the request to decide on. ' +
+          'From any other peer those headers are ignored and the check request itself is decided on (the HTTP ext_authz form)',
+      ),
+  })
+  .describe('Decision-service mode (mode: decision): how gateways ask');
+
 export const sidecarConfigSchema = z
   .strictObject({
+    mode: z
+      .enum(['proxy', 'decision'])
+      .default('proxy')
+      .describe('proxy: forward admitted requests to upstream; decision: answer gateways (ext_authz HTTP and gRPC, forward-auth) on listen without proxying'),
     listen: listenSchema.default({ host: '0.0.0.0', port: 8080, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 }),
     admin: adminSchema.default({ host: '0.0.0.0', port: 9090 }),
-    upstream: upstreamSchema,
+    upstream: upstreamSchema.optional(),
+    decision: decisionSchema.default({ pathPrefix: '', trustedProxies: [] }),
     route: routeSchema,
     limiter: limiterSchema,
     redis: redisSchema.optional(),
@@ -308,6 +349,7 @@ export const sidecarConfigSchema = z
       .describe('On shutdown, how long idle keep-alive connections stay open (ms), answering with Connection: close, before they are closed; part of shutdownGraceMs'),
     logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   })
+  .refine((c) => c.mode === 'decision' || c.upstream !== undefined, { message: 'upstream is required in proxy mode', path: ['upstream'] })
   .describe('Portcullis sidecar configuration');
 
 /** The file as written (defaults optional). */
@@ -318,6 +360,14 @@ export type LimiterConfig = SidecarConfig['limiter'];
 export type RuleConfig = z.infer<typeof ruleSchema>;
 export type JwtKeyConfig = z.infer<typeof jwtKeySchema>;
 export type RedisConfig = NonNullable<SidecarConfig['redis']>;
+export type UpstreamConfig = z.infer<typeof upstreamSchema>;
+export type DecisionConfig = SidecarConfig['decision'];
+
+/** The upstream of a proxy-mode config (the schema requires it there). */
+export function proxyUpstream(config: SidecarConfig): UpstreamConfig {
+  if (config.upstream === undefined) throw new ConfigError('invalid sidecar config: upstream: upstream is required in proxy mode');
+  return config.upstream;
+}
 
 /** Invalid config; the message names every bad field by its full path. */
 export class ConfigError extends Error {

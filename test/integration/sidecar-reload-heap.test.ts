@@ -62,6 +62,8 @@ describe('config reloads and Redis restarts do not leak', () => {
 
   it(`keeps the heap used after GC flat over ${CYCLES} reload cycles`, async () => {
     const { redis, sidecar, inspector, base } = stack;
+    const upstream = base.upstream;
+    if (upstream === undefined) throw new Error('the heap stack proxies: it has an upstream');
     const heap: number[] = [];
     const resources: Record<string, number>[] = [];
     for (let cycle = 1; cycle <= CYCLES; cycle++) {
@@ -70,7 +72,7 @@ describe('config reloads and Redis restarts do not leak', () => {
       const before = reloaded();
       sidecar.write({
         ...base,
-        upstream: { ...base.upstream, connections: 64 + cycle },
+        upstream: { ...upstream, connections: 64 + cycle },
         redis: { url: redis.url, keyPrefix: `heap-${cycle}:` },
       });
       const deadline = Date.now() + 15_000;

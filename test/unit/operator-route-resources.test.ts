@@ -32,7 +32,7 @@ describe('RateLimitRoute -> children', () => {
     const config = parseSidecarConfigText(text);
     expect(config.limiter).toMatchObject({ replenishRate: 1, burstCapacity: 10, requestedTokens: 2, keyHeader: 'USER-ID', onStoreError: 'allow' });
     expect(config.route).toEqual({ id: 'all', path: '/**', mergeSlashes: true, caseInsensitivePaths: false });
-    expect(config.upstream.url).toBe('http://127.0.0.1:8081');
+    expect(config.upstream?.url).toBe('http://127.0.0.1:8081');
     expect(config.redis?.url).toBe('redis://redis:6379');
     expect(config.listen.port).toBe(8080);
     expect(config.admin.port).toBe(9090);

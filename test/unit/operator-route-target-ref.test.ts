@@ -87,7 +87,7 @@ describe('spec.targetRef: into an existing Deployment', () => {
     expect(dep['metadata']['ownerReferences']).toBeUndefined(); // never adopted
 
     const cm = client.peek(resourceTypes.configMap, 'team-a', 'all-sidecar') as Obj;
-    expect(parseSidecarConfigText(cm['data']['config.yaml']).upstream.url).toBe('http://127.0.0.1:8081');
+    expect(parseSidecarConfigText(cm['data']['config.yaml']).upstream?.url).toBe('http://127.0.0.1:8081');
     const svc = client.peek(resourceTypes.service, 'team-a', 'all') as Obj;
     expect(svc['spec']['selector']).toEqual({ app: 'web' });
     expect(svc['spec']['ports'].map((p: Obj) => p['targetPort'])).toEqual(['rlr-http', 'rlr-admin']);

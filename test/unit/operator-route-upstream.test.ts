@@ -60,7 +60,7 @@ describe('spec.upstream: the API', () => {
 describe('spec.upstream: rendered children', () => {
   it('the sidecar forwards to the Service through cluster DNS, and accepts that config', () => {
     const config = parseSidecarConfigText(renderSidecarConfig(gateway(), settings));
-    expect(config.upstream.url).toBe('http://user-service.team-a.svc:8081');
+    expect(config.upstream?.url).toBe('http://user-service.team-a.svc:8081');
     // No target container shares the pod: the preferred ports, even the one equal to the Service port.
     expect(config.listen.port).toBe(settings.sidecarPort);
     expect(config.admin.port).toBe(settings.sidecarAdminPort);

@@ -1,0 +1,36 @@
+// Caddy v2.11.9 (built from its Go module) with forward_auth in front of the user service, asking
+// the decision service with the site docs/gateway.md shows: the specification scenario's
+// 12 x 200 and 18 x 429 reach the client with Retry-After, the RateLimit headers and the
+// problem+json body (forward_auth returns a refusal as it is), and no USER-ID gets 400.
+import { request } from 'undici';
+import { describe, expect } from 'vitest';
+import { startCaddy } from '../harness/gateways/gateways.ts';
+import { test } from '../harness/fixtures.ts';
+import { specRule, specScenario, startDecision, type Answer } from './decision-support.ts';
+
+const it = test.extend('caddy', { scope: 'file' }, async ({ start, userService, redis }) => {
+  const decision = await startDecision(start, { route: { id: 'all' }, limiter: { ...specRule }, redis: { url: redis.url, commandTimeoutMs: 2000 } });
+  const caddy = await startCaddy(decision.port, userService.port);
+  start.defer(() => caddy.program.stop());
+  return caddy;
+});
+
+const get = async (url: string, headers: Record<string, string>): Promise<Answer> => {
+  const res = await request(url, { headers });
+  return { status: res.statusCode, headers: res.headers as Record<string, string | undefined>, body: await res.body.text() };
+};
+
+describe('Caddy forward_auth in front of the decision service', () => {
+  it('the specification scenario: 12 x 200 from the service, 18 x 429 with Retry-After, RateLimit headers and problem+json', async ({ caddy }) => {
+    // Caddy hands the admitted request's RateLimit headers to the service (copy_headers), not to the client.
+    const answers = await specScenario(() => get(`${caddy.url}/healthcheck/ready`, { 'USER-ID': 'caddy-user' }), { headersWhenAdmitted: false });
+    for (const a of answers.filter((x) => x.status === 200)) expect(a.body).toBe('OK');
+  });
+
+  it('no USER-ID: 400 problem+json from the limiter', async ({ caddy }) => {
+    const a = await get(`${caddy.url}/healthcheck/ready`, {});
+    expect(a.status).toBe(400);
+    expect(a.headers['content-type']).toBe('application/problem+json');
+    expect(JSON.parse(a.body)).toMatchObject({ status: 400, type: 'urn:portcullis:problem:invalid-user-id' });
+  });
+});
