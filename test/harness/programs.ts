@@ -36,6 +36,8 @@ export interface StartOptions {
   name?: string;
   /** The Node binary to run (default: the one running the tests). */
   node?: string;
+  /** A program that is not a Node entry (nginx, Caddy): run it with `args`; `entry` only names the log. */
+  executable?: string;
   /** A command that ends by exec-ing its arguments (`sh -c '...; exec "$@"' sh`), put before the Node binary. */
   launcher?: string[];
 }
@@ -48,7 +50,8 @@ export async function startProgram(options: StartOptions): Promise<Program> {
   const logDir = path.join(repoRoot, 'test-results', 'logs');
   mkdirSync(logDir, { recursive: true });
   const log = createWriteStream(path.join(logDir, `${name}-${process.pid}-${Date.now()}.log`));
-  const command = [...(options.launcher ?? []), options.node ?? process.execPath, path.join(repoRoot, options.entry), ...(options.args ?? [])];
+  const program_ = options.executable === undefined ? [options.node ?? process.execPath, path.join(repoRoot, options.entry)] : [options.executable];
+  const command = [...(options.launcher ?? []), ...program_, ...(options.args ?? [])];
   const child = spawn(command[0] as string, command.slice(1), {
     cwd: repoRoot,
     env: { ...process.env, NODE_ENV: 'test', ...options.env },
