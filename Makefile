@@ -41,7 +41,7 @@ test-unit: deps ## Pure logic: bucket math, schemas, resource rendering
 test-integration: deps system-deps ## Programs over real sockets with a real redis-server
 	@echo "== tier: integration"; $(VITEST) --project integration
 
-test-browser: deps system-deps ## Sign-in and consent pages in Debian's Chromium
+test-browser: deps system-deps oauth2-proxy ## Sign-in and consent pages in Debian's Chromium, and oauth2-proxy in front of an app
 	@echo "== tier: browser"; $(VITEST) --project browser
 
 test-k8s: deps k8s-tools ## Operator, CRDs and chart against a real kube-apiserver + etcd
@@ -85,6 +85,9 @@ bench-operator: deps k8s-tools ## Operator: 200 RateLimitRoutes at once on a rea
 k8s-tools: ## Build (once, cached outside the repo) the Kubernetes commands, etcd and helm
 	@test/harness/k8s/build-tools.sh
 
+oauth2-proxy: ## Build (once, cached outside the repo) oauth2-proxy, the browser tier's OIDC relying party
+	@test/harness/peers/build-oauth2-proxy.sh
+
 images: ## Build the five images as portcullis/<program>:$(TAG) with the engine at hand (BASE_IMAGE=... to change the base)
 	@for p in operator sidecar services/auth-server services/user-service services/demo-client; do \
 	  echo "docker build --build-arg PROGRAM=$${p##*/} --build-arg SOURCE=$$p -t portcullis/$${p##*/}:$(TAG) ."; \
@@ -108,4 +111,4 @@ node_modules/.installed: package.json package-lock.json
 system-deps: ## Debian packages the tiers need (redis-server, nginx, chromium; docker.io, debootstrap, jq for the e2e tier)
 	@scripts/ensure-system-deps.sh redis-server:redis-server nginx:nginx chromium:chromium dockerd:docker.io debootstrap:debootstrap jq:jq
 
-.PHONY: help run test test-unit test-integration test-browser test-k8s soak audit lint typecheck build bundles crds check-generated bench bench-operator k8s-tools images deploy e2e-kind test-e2e deps system-deps
+.PHONY: help run test test-unit test-integration test-browser test-k8s soak audit lint typecheck build bundles crds check-generated bench bench-operator k8s-tools oauth2-proxy images deploy e2e-kind test-e2e deps system-deps

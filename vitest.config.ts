@@ -33,8 +33,9 @@ export default defineConfig({
           name: 'browser',
           include: ['test/browser/**/*.test.ts'],
           setupFiles: ['test/harness/reliability-setup.ts'],
-          // The auth server runs as deployed (its bundle) behind the pages.
-          globalSetup: ['test/harness/build-programs-setup.ts'],
+          // The auth server runs as deployed (its bundle) behind the pages; oauth2-proxy is built
+          // (once, cached) from its Go module.
+          globalSetup: ['test/harness/build-programs-setup.ts', 'test/harness/peers/global-setup.ts'],
           testTimeout: 120_000,
           hookTimeout: 60_000,
           fileParallelism: false,
