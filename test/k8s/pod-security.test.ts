@@ -70,7 +70,7 @@ describe('Pod Security "restricted", enforced by a real API server', () => {
   it('admits what the operator renders: a route pod, an upstream gateway pod, an auth server pod', async () => {
     const rendered: Array<[string, Obj]> = [
       ['route-api', routeTemplate(parseRoute('api', {}))],
-      ['gateway-shop', routeTemplate(parseRoute('shop', { target: undefined, upstream: { service: { name: 'shop', port: 8080 }, replicas: 2 } }))],
+      ['gateway-shop', routeTemplate(parseRoute('shop', { target: undefined, upstream: { service: { name: 'shop-api', port: 8080 }, replicas: 2 } }))],
       ['auth-server', (authServerDeployment('team-a', settings, [oauthClient()]) as Obj)['spec']['template']],
     ];
     for (const [name, template] of rendered) expect(await admit(name, template), name).toMatchObject({ status: 201 });
