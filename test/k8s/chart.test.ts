@@ -62,7 +62,7 @@ describe('the Helm chart', () => {
     expect(res.stdout).toMatch(/0 chart\(s\) failed/);
   });
 
-  it('renders the operator, its ServiceAccount, least-privilege RBAC and the bundled Redis', async () => {
+  it('renders the operator, its ServiceAccount, its RBAC, the admission policies and the bundled Redis', async () => {
     const res = await template();
     expect(res.code, res.stderr).toBe(0);
     expect(kinds(res.stdout).sort()).toEqual(
@@ -70,6 +70,14 @@ describe('the Helm chart', () => {
         `ServiceAccount/${NS}/portcullis`,
         'ClusterRole//portcullis-operator',
         'ClusterRoleBinding//portcullis-operator',
+        // Finalizer rights stay cluster-wide, so deleting a namespace never waits on a lost RoleBinding.
+        'ClusterRole//portcullis-operator-finalizers',
+        'ClusterRoleBinding//portcullis-operator-finalizers',
+        // On by default: a route's author needs the rights the route uses; the operator's own limits.
+        'ValidatingAdmissionPolicy//portcullis-route-rights',
+        'ValidatingAdmissionPolicyBinding//portcullis-route-rights',
+        'ValidatingAdmissionPolicy//portcullis-operator-limits',
+        'ValidatingAdmissionPolicyBinding//portcullis-operator-limits',
         'ClusterRole//portcullis-edit',
         'ClusterRole//portcullis-view',
         `Role/${NS}/portcullis-leader-election`,
