@@ -125,8 +125,11 @@ describe('kube-apiserver with the auth server as its JWT issuer', () => {
       const r = await cluster.kubectl(args, input === undefined ? {} : { input });
       expect(r.code, r.stderr).toBe(0);
     };
-    await admin(['create', 'namespace', 'wonderland']);
-    await admin(['create', 'namespace', 'looking-glass']);
+    for (const ns of ['wonderland', 'looking-glass']) {
+      await admin(['create', 'namespace', ns]);
+      // No controller-manager here: the ServiceAccount admission of a Pod needs the default one made by hand.
+      await admin(['create', 'serviceaccount', 'default', '-n', ns]);
+    }
     const pod = (ns: string) => JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'rabbit', namespace: ns }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
     await admin(['create', '-f', '-'], pod('wonderland'));
     await admin(['create', '-f', '-'], pod('looking-glass'));
