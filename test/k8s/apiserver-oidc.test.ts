@@ -14,9 +14,11 @@ import { starter } from '../harness/fixtures.ts';
 import { startTlsFront, type TlsFront } from '../harness/tls-front.ts';
 import { authorize, pkce, tokenRequest } from '../integration/auth-flow.ts';
 import { SECRETS, type Stack } from '../integration/auth-stack.ts';
+import { hashClientSecret } from '../../lib/config/auth-server.ts';
 
-/** The client kubectl signs in as (kubelogin's default is a public client with PKCE). */
+/** The client kubectl signs in as through kubelogin: confidential, as an OAuthClient registers it, and with PKCE. */
 const KUBERNETES_CLIENT = 'kubernetes';
+const KUBERNETES_SECRET = 'kubernetes-client-secret-0123456789abcdef0123';
 /** kubelogin's loopback redirect. */
 const KUBELOGIN_REDIRECT = 'http://localhost:8000';
 
@@ -56,7 +58,8 @@ beforeAll(async () => {
         redirect_uris: [KUBELOGIN_REDIRECT],
         scopes: ['openid', 'profile', 'email', 'groups', 'offline_access'],
         grant_types: ['authorization_code', 'refresh_token'],
-        token_endpoint_auth_method: 'none',
+        client_secret_hash: hashClientSecret(KUBERNETES_SECRET),
+        token_endpoint_auth_method: 'client_secret_basic',
       },
     ],
   });
@@ -83,14 +86,14 @@ beforeAll(async () => {
 afterAll(() => start.stopAll());
 
 /** The code flow through the https front, as kubelogin runs it; the token response's JSON. */
-async function codeFlow(clientId: string, scope: string, secret?: string): Promise<Record<string, unknown>> {
+async function codeFlow(clientId: string, secret: string, scope: string): Promise<Record<string, unknown>> {
   const { verifier, challenge } = pkce();
   const redirectUri = clientId === KUBERNETES_CLIENT ? KUBELOGIN_REDIRECT : stack.redirectUri;
   const { location } = await authorize({ issuer: front.url, clientId, redirectUri, scope, challenge });
   const code = location.searchParams.get('code');
   if (code === null) throw new Error(`no code in ${location.toString()}`);
-  const body = { grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier, ...(secret === undefined ? { client_id: clientId } : {}) };
-  const res = await tokenRequest(front.url, body, secret === undefined ? {} : { basic: [clientId, secret] });
+  const body = { grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier };
+  const res = await tokenRequest(front.url, body, { basic: [clientId, secret] });
   if (res.status !== 200) throw new Error(`token request answered ${res.status}: ${JSON.stringify(res.json)}`);
   return res.json;
 }
@@ -109,7 +112,7 @@ interface Review {
 
 describe('kube-apiserver with the auth server as its JWT issuer', () => {
   it('an id_token from the code flow authenticates `kubectl auth whoami` as the user with prefixed groups', async () => {
-    const token = idToken(await codeFlow(KUBERNETES_CLIENT, 'openid profile email groups'));
+    const token = idToken(await codeFlow(KUBERNETES_CLIENT, KUBERNETES_SECRET, 'openid profile email groups'));
     // The API server fetches the issuer's discovery and JWKS in the background after it starts.
     const review = await eventually('whoami as alice', async () => {
       const r = await asUser(token, ['auth', 'whoami', '-o', 'json']);
@@ -120,7 +123,7 @@ describe('kube-apiserver with the auth server as its JWT issuer', () => {
   });
 
   it('RBAC bound to the group oidc:readers grants get pods in one namespace and nothing more', async () => {
-    const token = idToken(await codeFlow(KUBERNETES_CLIENT, 'openid groups'));
+    const token = idToken(await codeFlow(KUBERNETES_CLIENT, KUBERNETES_SECRET, 'openid groups'));
     const admin = async (args: string[], input?: string) => {
       const r = await cluster.kubectl(args, input === undefined ? {} : { input });
       expect(r.code, r.stderr).toBe(0);
@@ -165,10 +168,10 @@ describe('kube-apiserver with the auth server as its JWT issuer', () => {
 
   it('a token for another audience is refused with 401: another client\'s id_token, the access token', async () => {
     // Authenticating works, so a refusal below is the audience's, not an issuer not yet loaded.
-    const ours = idToken(await codeFlow(KUBERNETES_CLIENT, 'openid groups'));
+    const ours = idToken(await codeFlow(KUBERNETES_CLIENT, KUBERNETES_SECRET, 'openid groups'));
     await eventually('authenticated as alice', async () => (await asUser(ours, ['auth', 'whoami'])).code === 0, 60_000, 500);
 
-    const other = await codeFlow('oidc-client', 'openid profile groups', SECRETS.oidc);
+    const other = await codeFlow('oidc-client', SECRETS.oidc, 'openid profile groups');
     for (const [what, token] of [
       ['oidc-client id_token', idToken(other)],
       ['access token (aud: the user service)', String(other['access_token'])],
