@@ -39,6 +39,8 @@ export interface StackOptions {
   readonly demoClient?: boolean;
   /** Clients registered after the fixture ones (e.g. a resource server). */
   readonly extraClients?: readonly RegisteredClient[];
+  /** The public issuer when a front serves the auth server (e.g. https); default the first replica's URL. */
+  readonly issuer?: string;
 }
 
 export interface Stack {
@@ -148,7 +150,7 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
       authPorts.push(await freePort());
       metricsPorts.push(await freePort());
     }
-    const issuer = `http://127.0.0.1:${authPorts[0]}`;
+    const issuer = options.issuer ?? `http://127.0.0.1:${authPorts[0]}`;
     for (const [i, port] of authPorts.entries()) {
       programs.push(
         await startProgram({

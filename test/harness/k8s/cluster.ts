@@ -215,6 +215,11 @@ export interface StartClusterOptions {
   readonly readyTimeoutMs?: number;
   /** Other binaries than the cached ones (e.g. Debian's etcd, to check compatibility). */
   readonly tools?: Partial<K8sTools>;
+  /**
+   * A structured AuthenticationConfiguration (apiserver.config.k8s.io/v1), written into the
+   * cluster's directory and passed as --authentication-config (e.g. JWT issuers for OIDC users).
+   */
+  readonly authenticationConfig?: Record<string, unknown>;
 }
 
 export async function startCluster(options: StartClusterOptions = {}): Promise<Cluster> {
@@ -222,6 +227,11 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
   const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-k8s-'));
   const file = (name: string) => path.join(dir, name);
   await makeCertificates(dir);
+  const authnArgs: string[] = [];
+  if (options.authenticationConfig !== undefined) {
+    writeFileSync(file('authentication-config.yaml'), stringify(options.authenticationConfig));
+    authnArgs.push(`--authentication-config=${file('authentication-config.yaml')}`);
+  }
   const [etcdClient, etcdPeer, apiPort] = [await freePort(), await freePort(), await freePort()];
   const etcdUrl = `http://127.0.0.1:${etcdClient}`;
   const server = `https://127.0.0.1:${apiPort}`;
@@ -263,6 +273,7 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
       '--allow-privileged=true',
       '--profiling=false',
       '--v=1',
+      ...authnArgs,
       ...(options.apiServerArgs ?? []),
     ],
     file('kube-apiserver.log'),
