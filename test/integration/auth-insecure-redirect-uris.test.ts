@@ -41,7 +41,7 @@ describe('http redirect URIs in the client registry', () => {
   it('refuses http for a host that is not loopback, keeping the previous registry', async () => {
     const line = await register([client('plain-http', ['https://app.example.test/ok', 'http://app.example.test/callback'])]);
     expect(line).toContain('file not reloaded');
-    expect(line).toContain('clients.4.redirect_uris.1: http is allowed only for loopback hosts');
+    expect(line).toContain('clients.5.redirect_uris.1: http is allowed only for loopback hosts');
     const res = await authorizePage('plain-http', 'http://app.example.test/callback');
     expect(res.status).toBe(400);
     expect(await res.text()).toContain('Unknown application');

@@ -53,8 +53,8 @@ describe('the refresh-token index (redis store)', () => {
       const res = await tokenRequest(on.stack().issuer, { grant_type: 'refresh_token', refresh_token: String(first.json['refresh_token']), client_id: 'demo-client', client_secret: SECRETS.post });
       expect(res.status).toBe(200);
       const familyId = String(res.json['refresh_token']).split('.')[0];
-      const familyTtl = await client.pttl(`portcullis:auth:rtf:${familyId}`);
-      const indexTtl = await client.pttl('portcullis:auth:uc:alice:demo-client');
+      const familyTtl = await client.pttl(`portcullis:auth:default:rtf:${familyId}`);
+      const indexTtl = await client.pttl('portcullis:auth:default:uc:alice:demo-client');
       expect(familyTtl).toBeGreaterThan(0);
       // Without the fix the index kept the TTL of the family's creation, 1.2 s short of it.
       expect(indexTtl).toBeGreaterThanOrEqual(familyTtl - 50);

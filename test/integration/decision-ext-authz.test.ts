@@ -54,7 +54,7 @@ describe('HTTP ext_authz (Envoy http_service: the original method and path, afte
     const answers: Answer[] = [];
     for (let i = 0; i < 6; i++) answers.push(await check(decision, '/orders?page=2', { 'user-id': user }));
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200, 200, 200, 429]);
-    expect(answers[0]?.headers['ratelimit']).toMatch(/^"all";r=8;t=\d+$/);
+    expect(answers[0]?.headers['ratelimit']).toMatch(/^"default";r=8;t=\d+$/);
     expect(answers[0]?.body).toBe('');
     expect(answers[5]?.headers['retry-after']).toMatch(/^\d+$/);
     expect(JSON.parse(answers[5]?.body ?? '')).toMatchObject({ status: 429 });

@@ -52,8 +52,8 @@ export async function specScenario(send: (i: number) => Promise<Answer>, options
   for (const a of answers) {
     expect([200, 429]).toContain(a.status);
     if (a.status === 200 && options.headersWhenAdmitted === false) continue;
-    expect(a.headers['ratelimit']).toMatch(/^"all";r=\d+;t=\d+$/);
-    expect(a.headers['ratelimit-policy']).toBe('"all";q=10;w=10');
+    expect(a.headers['ratelimit']).toMatch(/^"default";r=\d+;t=\d+$/);
+    expect(a.headers['ratelimit-policy']).toBe('"default";q=10;w=10');
     if (a.status === 429) {
       expect(Number(a.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(a.headers['content-type']).toBe('application/problem+json');
