@@ -25,17 +25,34 @@ export function stampHash(desired: KubeObject): KubeObject {
 
 /**
  * Whether live already is desired. A metadata-only copy is judged by its metadata, which holds the
- * applied hash of the whole desired object: a change of what the operator wants is applied, an
- * edit of the contents by someone else waits for the next change (the cache cannot see it).
+ * applied hash of the whole desired object: a change of what the operator wants is applied. An
+ * edit of the contents by someone else leaves the hash as it was; the Applier catches that by the
+ * resourceVersion it wrote (see `apply`).
  */
 export function matches(desired: KubeObject, live: KubeObject | undefined, metadataOnly = false): boolean {
   if (live === undefined) return false;
   return metadataOnly ? isSubset(desired.metadata, live.metadata) : isSubset(desired, live);
 }
 
+/** What the operator last wrote of one object: the resourceVersion its apply returned, and the one it replaced. */
+interface Written {
+  readonly mine: string | undefined;
+  readonly before: string | undefined;
+}
+
+const writtenKey = (o: KubeObject): string => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+
 export class Applier {
   readonly #client: KubeClient;
   readonly #metrics: OperatorMetrics | undefined;
+  /**
+   * Objects cached as metadata only (Secrets, ConfigMaps) whose contents the cache cannot compare:
+   * the resourceVersion each apply returned. A cached copy at another version (and not the one the
+   * apply replaced, which a lagging cache may still hold) was written by someone else, so it is
+   * applied again. Empty after a restart: an edit made while the operator was down waits for the
+   * next change of what it wants.
+   */
+  readonly #written = new Map<string, Written>();
 
   constructor(client: KubeClient, metrics?: OperatorMetrics) {
     this.#client = client;
@@ -46,11 +63,19 @@ export class Applier {
   async apply(desired: KubeObject, cache: Informer): Promise<ApplyOutcome> {
     const stamped = stampHash(desired);
     const live = cache.get(stamped.metadata.namespace, stamped.metadata.name);
-    if (live !== undefined && matches(stamped, live, cache.metadataOnly)) {
+    if (live !== undefined && matches(stamped, live, cache.metadataOnly) && !(cache.metadataOnly && this.#editedByOthers(live))) {
       this.#metrics?.appliesSkipped.inc({ kind: desired.kind });
       return { object: live, changed: false };
     }
-    return { object: await this.#client.apply(stamped), changed: true };
+    const applied = await this.#client.apply(stamped);
+    if (cache.metadataOnly) this.#written.set(writtenKey(stamped), { mine: applied.metadata.resourceVersion, before: live?.metadata.resourceVersion });
+    return { object: applied, changed: true };
+  }
+
+  #editedByOthers(live: KubeObject): boolean {
+    const written = this.#written.get(writtenKey(live));
+    const version = live.metadata.resourceVersion;
+    return written !== undefined && version !== written.mine && version !== written.before;
   }
 
   /** Creates (POST) the stamped object: fails with 409 if it exists, so it never overwrites. */
@@ -66,6 +91,7 @@ export class Applier {
   /** Deletes a child the desired state no longer has (uid as a precondition: never a newer namesake). */
   async remove(live: KubeObject): Promise<boolean> {
     const type = resourceTypeOf(live.apiVersion, live.kind);
+    this.#written.delete(writtenKey(live));
     return this.#client.delete(type, live.metadata.namespace, live.metadata.name, live.metadata.uid);
   }
 

@@ -7,9 +7,14 @@ import { eventually, startOperator, startOperatorEnv, type OperatorEnv, type Run
  * A file's API server (with the CRDs and the chart's RBAC) and one operator on it, ready: started
  * before the file's first test and stopped after its last, the operator first.
  */
-export function operatorOnApiServer(namespaces: readonly string[], identity: string, extra: Record<string, string> = {}): { env: OperatorEnv; operator: RunningOperator } {
+export function operatorOnApiServer(
+  namespaces: readonly string[],
+  identity: string,
+  extra: Record<string, string> = {},
+  helmSet: readonly string[] = [],
+): { env: OperatorEnv; operator: RunningOperator } {
   const running = perDescribe(async (start) => {
-    const env = await startOperatorEnv(namespaces);
+    const env = await startOperatorEnv(namespaces, helmSet);
     start.defer(() => env.stop());
     const operator = await startOperator(env, identity, extra);
     start.defer(() => operator.program.stop());

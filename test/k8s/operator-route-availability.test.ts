@@ -28,7 +28,13 @@ spec: { displayName: Shop, redirectUris: [https://shop.example.com/callback], sc
 `;
 
 // Nothing connects to this Redis here; with one set the auth server runs 2 replicas (the default).
-const { env, operator } = operatorOnApiServer([NS], 'op-avail', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000', PORTCULLIS_DEFAULT_REDIS_URL: 'redis://redis.invalid:6379' });
+// The platform allows the route's PriorityClass (the chart's admission policy refuses any other).
+const { env, operator } = operatorOnApiServer(
+  [NS],
+  'op-avail',
+  { PORTCULLIS_RESYNC_INTERVAL_MS: '2000', PORTCULLIS_DEFAULT_REDIS_URL: 'redis://redis.invalid:6379' },
+  ['admissionPolicy.allowedPriorityClasses={gateway-high}'],
+);
 
 async function kubectl(args: string[], input?: string) {
   const r = await env.cluster.kubectl(args, input === undefined ? {} : { input });
