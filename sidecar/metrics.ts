@@ -50,6 +50,16 @@ export class SidecarMetrics {
     help: 'Takes the sidecar refused without asking Redis: Redis had refused the same take moments before, and its bucket cannot have refilled since (also counted as limited decisions)',
     registers: [this.registry],
   });
+  readonly storeEvictions = new Counter({
+    name: 'portcullis_sidecar_store_evictions_total',
+    help: 'Buckets the memory store forgot to stay within memory.maxBuckets and memory.maxBytes (each had refilled to full, so no decision changed)',
+    registers: [this.registry],
+  });
+  readonly storeFullRefusals = new Counter({
+    name: 'portcullis_sidecar_store_full_refusals_total',
+    help: 'Requests refused with 429 because the memory store was at its bound and no bucket had refilled to full (a new key would have been admitted unmetered)',
+    registers: [this.registry],
+  });
   readonly storeDuration = new HotHistogram({
     name: 'portcullis_sidecar_store_duration_seconds',
     help: 'Time for one limiter decision from the store, seconds',

@@ -273,6 +273,23 @@ export const redisSchema = z
   })
   .describe('Shared bucket store; without it the sidecar keeps buckets in memory (one process only)');
 
+/** Default bound of the memory store: with the estimate's 256-character keys ~40,000 buckets, well inside a 128 MiB heap. */
+export const MEMORY_DEFAULTS = { maxBuckets: 100_000, maxBytes: 32 * 1024 * 1024 } as const;
+
+export const memorySchema = z
+  .strictObject({
+    maxBuckets: z.number().int().nonnegative().default(MEMORY_DEFAULTS.maxBuckets).describe('Buckets held at most (0 = no bound)'),
+    maxBytes: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(MEMORY_DEFAULTS.maxBytes)
+      .describe('Estimated heap bytes of the buckets at most (240 + 2 per key character each; 0 = no bound)'),
+  })
+  .describe(
+    'Bound of the in-memory bucket store (no redis): at the bound, buckets that have refilled to full are forgotten; when none has, a request that would add a bucket is refused with 429 rather than admitted unmetered. Read at start (a change needs a restart)',
+  );
+
 export const overloadSchema = z
   .strictObject({
     maxPendingTakes: z
@@ -298,6 +315,7 @@ export const sidecarConfigSchema = z
     route: routeSchema,
     limiter: limiterSchema,
     redis: redisSchema.optional(),
+    memory: memorySchema.default(MEMORY_DEFAULTS),
     overload: overloadSchema.default({ maxPendingTakes: 4096, maxEventLoopLagMs: 1000 }),
     shutdownGraceMs: z.number().int().nonnegative().default(10_000).describe('Longest wait for in-flight requests on shutdown (ms)'),
     shutdownKeepAliveMs: z
