@@ -23,6 +23,7 @@ export type Outcome =
   | 'store_error_allowed'
   | 'store_error_denied'
   | 'overloaded'
+  | 'key_in_flight'
   | 'upstream_error';
 
 export class SidecarMetrics {
@@ -99,7 +100,7 @@ export class SidecarMetrics {
   /** The series of one route, looked up once per (re)load so the request path does no label work. */
   forRoute(routeId: string, store: string) {
     const outcome = {} as Record<Outcome, CounterSeries>;
-    for (const o of ['forwarded', 'limited', 'bad_key', 'key_unavailable', 'no_route', 'bad_request', 'store_error_allowed', 'store_error_denied', 'overloaded', 'upstream_error'] as const) {
+    for (const o of ['forwarded', 'limited', 'bad_key', 'key_unavailable', 'no_route', 'bad_request', 'store_error_allowed', 'store_error_denied', 'overloaded', 'key_in_flight', 'upstream_error'] as const) {
       outcome[o] = this.requests.labels(routeId, o);
     }
     return {

@@ -210,6 +210,14 @@ export const limiterSchema = z
       })
       .default({ status: 400 })
       .describe('Answer when the key header is missing, empty, over 256 bytes or has control characters (header key)'),
+    maxInFlightPerKey: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(32)
+      .describe(
+        'Requests one key may have in flight at once (0 = no bound), and at most a quarter of upstream.connections: past it a request is refused before it is charged (429 problem+json, Retry-After: 1), so slow requests of one key cannot hold every upstream connection',
+      ),
     onStoreError: z
       .enum(['allow', 'deny'])
       .default('allow')
