@@ -102,6 +102,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   // listen.* needs a restart, so the initial value holds for the life of the server.
   const watchBody = requestBodyTimeout({
     idleMs: () => initial.listen.requestTimeoutMs,
+    minBytesPerSecond: () => initial.listen.requestBodyMinBytesPerSecond,
     onTimeout: (answered) => {
       runtime.metrics.outcome.bad_request.inc();
       log.debug({ answered408: answered }, 'request body stalled; connection closed');

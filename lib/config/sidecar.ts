@@ -28,6 +28,14 @@ export const listenSchema = z
         'Longest pause while a request body arrives (ms; 0 = none): a client that declares a body and stops sending it gets 408 problem+json ' +
           '(or a close when a response already started). An idle timeout, not a total one, so long streaming uploads still work as long as bytes keep coming',
       ),
+    requestBodyMinBytesPerSecond: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(1)
+      .describe(
+        'Least average rate of a request body over each requestTimeoutMs (bytes/s; 0 = any rate): a body trickling slower is cut like an idle one, so it cannot hold an upstream connection with a byte now and then',
+      ),
   })
   .describe('Where the proxy listens');
 
@@ -317,7 +325,7 @@ export const overloadSchema = z
 
 export const sidecarConfigSchema = z
   .strictObject({
-    listen: listenSchema.default({ host: '0.0.0.0', port: 8080, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 }),
+    listen: listenSchema.default({ host: '0.0.0.0', port: 8080, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000, requestBodyMinBytesPerSecond: 1 }),
     admin: adminSchema.default({ host: '0.0.0.0', port: 9090 }),
     upstream: upstreamSchema,
     route: routeSchema,
