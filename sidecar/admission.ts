@@ -229,7 +229,7 @@ export class Admission {
     rt.metrics.outcome.key_in_flight.inc();
     if (this.#log.isLevelEnabled('debug')) this.#log.debug({ route: rt.routeId, max }, 'key has too many requests in flight; refused');
     return refused(
-      { type: problemTypes.rateLimited, title: 'Too Many Requests', status: 429, detail: `Too many requests of this client in flight (at most ${max}); retry once one has finished.` },
+      { type: problemTypes.rateLimited, title: 'Too Many Requests', status: 429, detail: `Too many request bodies of this client still arriving (at most ${max}); retry once one has finished.` },
       ['retry-after', '1'],
     );
   }

@@ -60,22 +60,33 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
   readonly #onClose = (): void => {
     const c = this.#controller;
     if (c !== undefined && !c.aborted && !this.#res.writableFinished) c.abort(new Error('client closed the connection'));
-    if (this.#heldKey !== undefined) this.#ctx.keys.release(this.#heldKey);
+    this.#releaseKey();
     this.#ctx.released();
   };
 
+  readonly #releaseKey = (): void => {
+    const key = this.#heldKey;
+    if (key === undefined) return;
+    this.#heldKey = undefined;
+    this.#ctx.keys.release(key);
+  };
+
   /**
-   * Counts the request against its key's in-flight bound (refused with 429 past it, before any
-   * charge), then takes from the rule's buckets; forwarding follows in taken() or failed().
+   * A request with a body counts against its key's in-flight bound until the body has arrived or
+   * its response closed (refused with 429 past it, before any charge); then the take from the
+   * rule's buckets, forwarding following in taken() or failed(). Bodiless requests are not
+   * counted: they hold a connection only as long as the upstream takes, and a burst of them is
+   * the token bucket's to judge.
    */
   ask(rule: RuleRuntime, key: string, headers: string[], hasBody: boolean): void {
     const max = this.#rt.maxInFlightPerKey;
-    if (max > 0) {
+    if (max > 0 && hasBody && !this.#req.complete) {
       if (!this.#ctx.keys.acquire(key, max)) {
         this.#settle(this.#ctx.admission.keyBusy(this.#rt, max));
         return;
       }
       this.#heldKey = key;
+      this.#req.once('end', this.#releaseKey);
     }
     this.#headers = headers;
     this.#hasBody = hasBody;

@@ -1,6 +1,7 @@
-// Requests each key has in flight (from its limiter decision until its response closes), so that
-// one key cannot hold every upstream connection: a slow upload holds its connection for as long as
-// its body trickles in, and the token bucket only counts requests as they start.
+// Request bodies each key has arriving (from the limiter decision until the body ended or the
+// response closed), so that one key cannot hold every upstream connection: a slow upload holds its
+// connection for as long as its body trickles in, and the token bucket only counts requests as
+// they start.
 // One Map entry per key with a request in flight, none when the bound is off.
 
 export class KeyInFlight {

@@ -224,7 +224,7 @@ export const limiterSchema = z
       .nonnegative()
       .default(32)
       .describe(
-        'Requests one key may have in flight at once (0 = no bound), and at most a quarter of upstream.connections: past it a request is refused before it is charged (429 problem+json, Retry-After: 1), so slow requests of one key cannot hold every upstream connection',
+        'Requests with a body still arriving one key may have at once (0 = no bound), and at most a quarter of upstream.connections: past it a request with a body is refused before it is charged (429 problem+json, Retry-After: 1), so slow uploads of one key cannot hold every upstream connection. Bodiless requests are not counted',
       ),
     onStoreError: z
       .enum(['allow', 'deny'])

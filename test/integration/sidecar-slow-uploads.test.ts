@@ -1,7 +1,7 @@
 // Slow uploads of one user: each admitted request whose body trickles in holds an upstream
 // connection until its body ends. Unbounded, 130 uploads sending a byte a minute held all 128
 // connections and every other user's request waited behind them. With limiter.maxInFlightPerKey
-// (and at most a quarter of upstream.connections per key) the user's further requests are refused
+// (and at most a quarter of upstream.connections per key) the user's further uploads are refused
 // with 429 before they are charged, and another user is served from the connections left.
 import net from 'node:net';
 import { request } from 'undici';
@@ -76,20 +76,24 @@ describe('slow uploads of one user', () => {
         expect(a.toLowerCase()).toContain('content-type: application/problem+json');
         expect(a.toLowerCase()).toContain('retry-after: 1');
       }
-      // While its uploads hold the bound, the user's own GET is refused as well.
+      // Only bodies still arriving count: the user's own GET is served meanwhile, and its next
+      // upload is refused.
       const busy = await request(`${sidecar.url}/page`, { headers: { 'USER-ID': 'slow' } });
       await busy.body.dump();
-      expect(busy.statusCode).toBe(429);
+      expect(busy.statusCode).toBe(200);
+      const post = await request(`${sidecar.url}/upload`, { method: 'POST', body: 'complete', headers: { 'USER-ID': 'slow' } });
+      await post.body.dump();
+      expect(post.statusCode).toBe(429);
 
       // Once they are gone the user is served again; the refusals were not charged: the bucket
-      // lost only the uploads forwarded and this GET (charged, the other 9 would have emptied it).
+      // lost only the uploads forwarded and the GETs (charged, the 9 refusals would have emptied it).
       for (const s of sockets) s.destroy();
       const gone = Date.now() + 20_000;
       while (upstream.uploading > 0 && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
       const own = await request(`${sidecar.url}/page`, { headers: { 'USER-ID': 'slow' } });
       await own.body.dump();
       expect(own.statusCode).toBe(200);
-      expect(Number(own.headers['ratelimit-remaining'])).toBeGreaterThanOrEqual(100 - (PER_KEY + 1) * 10);
+      expect(Number(own.headers['ratelimit-remaining'])).toBeGreaterThanOrEqual(100 - (PER_KEY + 2) * 10);
 
       const metrics = await (await request(`http://127.0.0.1:${sidecar.adminPort}/metrics`)).body.text();
       expect(metrics).toContain(`portcullis_sidecar_requests_total{route="uploads",outcome="key_in_flight"} ${UPLOADS - PER_KEY + 1}`);
