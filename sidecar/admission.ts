@@ -224,6 +224,16 @@ export class Admission {
     return { type: problemTypes.overloaded, title: 'Service Unavailable', status: 503, detail: 'The gateway is overloaded; retry shortly.' };
   }
 
+  /** The refusal of a request whose key already has `max` requests in flight (nothing charged). */
+  keyBusy(rt: RouteRuntime, max: number): Verdict {
+    rt.metrics.outcome.key_in_flight.inc();
+    if (this.#log.isLevelEnabled('debug')) this.#log.debug({ route: rt.routeId, max }, 'key has too many requests in flight; refused');
+    return refused(
+      { type: problemTypes.rateLimited, title: 'Too Many Requests', status: 429, detail: `Too many request bodies of this client still arriving (at most ${max}); retry once one has finished.` },
+      ['retry-after', '1'],
+    );
+  }
+
   /** The verdict when the store could not decide: the route's onStoreError policy. */
   storeFailed(rt: RouteRuntime, err: unknown): Verdict {
     rt.metrics.storeError.inc();

@@ -86,8 +86,13 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   for (const message of deprecatedOptions(initial)) log.warn(message);
   // The redis settings the current store was built from, urlFile resolved to the URL it held.
   let storeRedis = resolveRedisConfig(initial.redis);
-  const countLocalRefusal = () => metrics.localRefusals.inc();
-  const first = createBucketStore(storeRedis, deps.now, countLocalRefusal);
+  const storeHooks = {
+    onRefusedLocally: () => metrics.localRefusals.inc(),
+    onEvicted: (count: number) => metrics.storeEvictions.inc(count),
+    onRefusedFull: () => metrics.storeFullRefusals.inc(),
+  };
+  // memory.* is read once: a new memory store would forget every bucket (and admit their users afresh).
+  const first = createBucketStore(storeRedis, initial.memory, deps.now, storeHooks);
   let storeKind = first.kind;
   let runtime = buildRouteRuntime(initial, first.store, createPool(initial), metrics.forRoute(initial.route.id, first.kind), jwtKeySource(initial, undefined));
   let shuttingDown = false;
@@ -97,6 +102,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   // listen.* needs a restart, so the initial value holds for the life of the server.
   const watchBody = requestBodyTimeout({
     idleMs: () => initial.listen.requestTimeoutMs,
+    minBytesPerSecond: () => initial.listen.requestBodyMinBytesPerSecond,
     onTimeout: (answered) => {
       runtime.metrics.outcome.bad_request.inc();
       log.debug({ answered408: answered }, 'request body stalled; connection closed');
@@ -153,7 +159,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     let kind = storeKind;
     const nextRedis = resolveRedisConfig(next.redis);
     if (!same(nextRedis, storeRedis)) {
-      const created = createBucketStore(nextRedis, deps.now, countLocalRefusal);
+      const created = createBucketStore(nextRedis, initial.memory, deps.now, storeHooks);
       // Switch once the new store answers (at most its connect timeout), so that new requests
       // are not refused by onStoreError while it connects; the old store serves until then.
       const connected = await readyWithin(created.store, nextRedis?.connectTimeoutMs ?? 0);
@@ -162,8 +168,8 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
       log.info({ store: kind, connected }, 'store settings changed: new requests use a new store connection');
     }
     const old = runtime;
-    for (const field of ['listen', 'admin'] as const) {
-      if (!same(next[field], old.config[field])) log.warn({ field }, 'config: a changed listen/admin address needs a restart; keeping the old one');
+    for (const field of ['listen', 'admin', 'memory'] as const) {
+      if (!same(next[field], old.config[field])) log.warn({ field }, 'config: a changed listen, admin or memory setting needs a restart; keeping the old one');
     }
     const pool = same(next.upstream, old.config.upstream) ? old.upstream : createPool(next);
     runtime = buildRouteRuntime(next, store, pool, metrics.forRoute(next.route.id, kind), jwtKeySource(next, old.jwt));

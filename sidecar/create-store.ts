@@ -1,6 +1,6 @@
 // The one place that picks a BucketStore from config: Redis when configured, memory otherwise.
 import { readFileSync } from 'node:fs';
-import type { RedisConfig } from '../lib/config/sidecar.ts';
+import type { RedisConfig, SidecarConfig } from '../lib/config/sidecar.ts';
 import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
 import { MemoryBucketStore } from '../lib/token-bucket/memory-store.ts';
 import { keyHashSecretOf } from '../lib/token-bucket/key-hash.ts';
@@ -19,9 +19,22 @@ export interface StoreChoice {
  */
 const LOCAL_REFUSAL_KEYS = 10_000;
 
-/** `onRefusedLocally` counts the takes the Redis store refuses without a call. */
-export function createBucketStore(redis: RedisConfig | undefined, now: () => number, onRefusedLocally?: () => void): StoreChoice {
-  if (redis === undefined) return { store: new MemoryBucketStore({ now }), kind: 'memory' };
+/** What a store reports, for the metrics. */
+export interface StoreHooks {
+  /** The Redis store refused a take without a call. */
+  readonly onRefusedLocally?: () => void;
+  /** The memory store forgot `count` full buckets to make room. */
+  readonly onEvicted?: (count: number) => void;
+  /** The memory store refused a take that would add a bucket past its bound. */
+  readonly onRefusedFull?: () => void;
+}
+
+export function createBucketStore(redis: RedisConfig | undefined, memory: SidecarConfig['memory'], now: () => number, hooks: StoreHooks = {}): StoreChoice {
+  const { onRefusedLocally, onEvicted, onRefusedFull } = hooks;
+  if (redis === undefined) {
+    const bound = { maxBuckets: memory.maxBuckets, maxBytes: memory.maxBytes };
+    return { store: new MemoryBucketStore({ now, ...bound, ...(onEvicted !== undefined ? { onEvicted } : {}), ...(onRefusedFull !== undefined ? { onRefusedFull } : {}) }), kind: 'memory' };
+  }
   const password = redis.passwordFile === undefined ? undefined : readFileSync(redis.passwordFile, 'utf8').trim();
   const keyHashSecret = redis.hashKeys ? keyHashSecretFor(redis, password) : undefined;
   return {

@@ -63,8 +63,13 @@ export function buildDecisionApp(deps: DecisionDeps): DecisionApp {
   const initial = override(deps.config);
   const noUpstream = new NoUpstream();
   let storeRedis = resolveRedisConfig(initial.redis);
-  const countLocalRefusal = () => metrics.localRefusals.inc();
-  const first = createBucketStore(storeRedis, deps.now, countLocalRefusal);
+  const storeHooks = {
+    onRefusedLocally: () => metrics.localRefusals.inc(),
+    onEvicted: (count: number) => metrics.storeEvictions.inc(count),
+    onRefusedFull: () => metrics.storeFullRefusals.inc(),
+  };
+  // memory.* is read once: a new memory store would forget every bucket (and admit their users afresh).
+  const first = createBucketStore(storeRedis, initial.memory, deps.now, storeHooks);
   let storeKind = first.kind;
   let runtime = buildRouteRuntime(initial, first.store, noUpstream, metrics.forRoute(initial.route.id, first.kind), jwtKeySource(initial, undefined));
   let shuttingDown = false;
@@ -98,7 +103,7 @@ export function buildDecisionApp(deps: DecisionDeps): DecisionApp {
     let kind = storeKind;
     const nextRedis = resolveRedisConfig(next.redis);
     if (!same(nextRedis, storeRedis)) {
-      const created = createBucketStore(nextRedis, deps.now, countLocalRefusal);
+      const created = createBucketStore(nextRedis, initial.memory, deps.now, storeHooks);
       const connected = await readyWithin(created.store, nextRedis?.connectTimeoutMs ?? 0);
       store = created.store;
       kind = created.kind;

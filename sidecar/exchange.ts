@@ -14,6 +14,7 @@ import { dropResponse, removeConnectionTokens } from './hop-by-hop.ts';
 import { problemTypes, sendProblem } from './problem.ts';
 import type { RouteRuntime, RuleRuntime } from './route-runtime.ts';
 import type { TakeSink } from '../lib/token-bucket/bucket-store.ts';
+import type { KeyInFlight } from './key-in-flight.ts';
 
 const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 const noHeaders: string[] = [];
@@ -24,6 +25,8 @@ export interface ExchangeContext {
   readonly admission: Admission;
   /** Called once per request, when its client response closes (in-flight accounting). */
   readonly released: () => void;
+  /** Requests in flight per key (maxInFlightPerKey). */
+  readonly keys: KeyInFlight;
 }
 
 export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
@@ -41,6 +44,8 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
   #rateHeaders = noHeaders;
   #outcome: 'forwarded' | 'store_error_allowed' = 'forwarded';
   #controller: Dispatcher.DispatchController | undefined;
+  /** The key this request counts against in ctx.keys, until its response closes. */
+  #heldKey: string | undefined;
 
   constructor(ctx: ExchangeContext, req: IncomingMessage, res: ServerResponse, rt: RouteRuntime, start: number) {
     this.#ctx = ctx;
@@ -55,11 +60,34 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
   readonly #onClose = (): void => {
     const c = this.#controller;
     if (c !== undefined && !c.aborted && !this.#res.writableFinished) c.abort(new Error('client closed the connection'));
+    this.#releaseKey();
     this.#ctx.released();
   };
 
-  /** Takes from the rule's buckets; forwarding follows in taken() or failed(). */
+  readonly #releaseKey = (): void => {
+    const key = this.#heldKey;
+    if (key === undefined) return;
+    this.#heldKey = undefined;
+    this.#ctx.keys.release(key);
+  };
+
+  /**
+   * A request with a body counts against its key's in-flight bound until the body has arrived or
+   * its response closed (refused with 429 past it, before any charge); then the take from the
+   * rule's buckets, forwarding following in taken() or failed(). Bodiless requests are not
+   * counted: they hold a connection only as long as the upstream takes, and a burst of them is
+   * the token bucket's to judge.
+   */
   ask(rule: RuleRuntime, key: string, headers: string[], hasBody: boolean): void {
+    const max = this.#rt.maxInFlightPerKey;
+    if (max > 0 && hasBody && !this.#req.complete) {
+      if (!this.#ctx.keys.acquire(key, max)) {
+        this.#settle(this.#ctx.admission.keyBusy(this.#rt, max));
+        return;
+      }
+      this.#heldKey = key;
+      this.#req.once('end', this.#releaseKey);
+    }
     this.#headers = headers;
     this.#hasBody = hasBody;
     this.#rule = rule;

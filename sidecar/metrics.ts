@@ -23,6 +23,7 @@ export type Outcome =
   | 'store_error_allowed'
   | 'store_error_denied'
   | 'overloaded'
+  | 'key_in_flight'
   | 'upstream_error';
 
 export class SidecarMetrics {
@@ -48,6 +49,16 @@ export class SidecarMetrics {
   readonly localRefusals = new Counter({
     name: 'portcullis_sidecar_store_local_refusals_total',
     help: 'Takes the sidecar refused without asking Redis: Redis had refused the same take moments before, and its bucket cannot have refilled since (also counted as limited decisions)',
+    registers: [this.registry],
+  });
+  readonly storeEvictions = new Counter({
+    name: 'portcullis_sidecar_store_evictions_total',
+    help: 'Buckets the memory store forgot to stay within memory.maxBuckets and memory.maxBytes (each had refilled to full, so no decision changed)',
+    registers: [this.registry],
+  });
+  readonly storeFullRefusals = new Counter({
+    name: 'portcullis_sidecar_store_full_refusals_total',
+    help: 'Requests refused with 429 because the memory store was at its bound and no bucket had refilled to full (a new key would have been admitted unmetered)',
     registers: [this.registry],
   });
   readonly storeDuration = new HotHistogram({
@@ -89,7 +100,7 @@ export class SidecarMetrics {
   /** The series of one route, looked up once per (re)load so the request path does no label work. */
   forRoute(routeId: string, store: string) {
     const outcome = {} as Record<Outcome, CounterSeries>;
-    for (const o of ['forwarded', 'limited', 'bad_key', 'key_unavailable', 'no_route', 'bad_request', 'store_error_allowed', 'store_error_denied', 'overloaded', 'upstream_error'] as const) {
+    for (const o of ['forwarded', 'limited', 'bad_key', 'key_unavailable', 'no_route', 'bad_request', 'store_error_allowed', 'store_error_denied', 'overloaded', 'key_in_flight', 'upstream_error'] as const) {
       outcome[o] = this.requests.labels(routeId, o);
     }
     return {

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { Admission, admitTarget, isRule, ruleFor, targetPath, type KeyOutcome } from './admission.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
 import { hopLimitProblem } from './hop-limit.ts';
+import { KeyInFlight } from './key-in-flight.ts';
 import { problemTypes, sendProblem } from './problem.ts';
 import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime, RuleRuntime } from './route-runtime.ts';
@@ -30,7 +31,7 @@ export class GatewayProxy {
   constructor(options: ProxyOptions) {
     this.#log = options.logger;
     this.#runtime = options.runtime;
-    this.#exchanges = { log: options.logger, admission: new Admission(options.logger), released: this.#released };
+    this.#exchanges = { log: options.logger, admission: new Admission(options.logger), released: this.#released, keys: new KeyInFlight() };
   }
 
   get inFlight(): number {

@@ -7,6 +7,7 @@ import type { JwtKeySource } from './jwt-key.ts';
 import type { RouteMetrics, RuleMetrics } from './metrics.ts';
 import type { PathSettings } from '../lib/web/canonical-target.ts';
 import { compilePathPattern, type PathMatcher } from './path-pattern.ts';
+import { keyInFlightBound } from './key-in-flight.ts';
 import { composeHeaderSets, type HeaderSet } from './rate-limit-headers.ts';
 import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
 
@@ -51,6 +52,8 @@ export interface RouteRuntime {
   readonly jwt: JwtKeySource | undefined;
   readonly missingKeyStatus: number;
   readonly onStoreError: 'allow' | 'deny';
+  /** Requests one key may have in flight (key-in-flight.ts; 0 = no bound). */
+  readonly maxInFlightPerKey: number;
   readonly store: BucketStore;
   readonly upstream: Pool;
   readonly metrics: RouteMetrics;
@@ -114,6 +117,8 @@ export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, ups
     jwt,
     missingKeyStatus: limiter.onMissingKey.status,
     onStoreError: limiter.onStoreError,
+    // Decision mode forwards no bodies: nothing for one key to hold.
+    maxInFlightPerKey: config.upstream === undefined ? 0 : keyInFlightBound(limiter.maxInFlightPerKey, config.upstream.connections),
     store,
     upstream,
     metrics,

@@ -29,6 +29,14 @@ export const listenSchema = z
         'Longest pause while a request body arrives (ms; 0 = none): a client that declares a body and stops sending it gets 408 problem+json ' +
           '(or a close when a response already started). An idle timeout, not a total one, so long streaming uploads still work as long as bytes keep coming',
       ),
+    requestBodyMinBytesPerSecond: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(1)
+      .describe(
+        'Least average rate of a request body over each requestTimeoutMs (bytes/s; 0 = any rate): a body trickling slower is cut like an idle one, so it cannot hold an upstream connection with a byte now and then',
+      ),
   })
   .describe('Where the proxy listens');
 
@@ -211,6 +219,14 @@ export const limiterSchema = z
       })
       .default({ status: 400 })
       .describe('Answer when the key header is missing, empty, over 256 bytes or has control characters (header key)'),
+    maxInFlightPerKey: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(32)
+      .describe(
+        'Requests with a body still arriving one key may have at once (0 = no bound), and at most a quarter of upstream.connections: past it a request with a body is refused before it is charged (429 problem+json, Retry-After: 1), so slow uploads of one key cannot hold every upstream connection. Bodiless requests are not counted',
+      ),
     onStoreError: z
       .enum(['allow', 'deny'])
       .default('allow')
@@ -274,6 +290,23 @@ export const redisSchema = z
   })
   .describe('Shared bucket store; without it the sidecar keeps buckets in memory (one process only)');
 
+/** Default bound of the memory store: with the estimate's 256-character keys ~40,000 buckets, well inside a 128 MiB heap. */
+export const MEMORY_DEFAULTS = { maxBuckets: 100_000, maxBytes: 32 * 1024 * 1024 } as const;
+
+export const memorySchema = z
+  .strictObject({
+    maxBuckets: z.number().int().nonnegative().default(MEMORY_DEFAULTS.maxBuckets).describe('Buckets held at most (0 = no bound)'),
+    maxBytes: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(MEMORY_DEFAULTS.maxBytes)
+      .describe('Estimated heap bytes of the buckets at most (240 + 2 per key character each; 0 = no bound)'),
+  })
+  .describe(
+    'Bound of the in-memory bucket store (no redis): at the bound, buckets that have refilled to full are forgotten; when none has, a request that would add a bucket is refused with 429 rather than admitted unmetered. Read at start (a change needs a restart)',
+  );
+
 export const overloadSchema = z
   .strictObject({
     maxPendingTakes: z
@@ -332,13 +365,14 @@ export const sidecarConfigSchema = z
       .enum(['proxy', 'decision'])
       .default('proxy')
       .describe('proxy: forward admitted requests to upstream; decision: answer gateways (ext_authz HTTP and gRPC, forward-auth) on listen without proxying'),
-    listen: listenSchema.default({ host: '0.0.0.0', port: 8080, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000 }),
+    listen: listenSchema.default({ host: '0.0.0.0', port: 8080, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000, requestBodyMinBytesPerSecond: 1 }),
     admin: adminSchema.default({ host: '0.0.0.0', port: 9090 }),
     upstream: upstreamSchema.optional(),
     decision: decisionSchema.default({ pathPrefix: '', trustedProxies: [] }),
     route: routeSchema,
     limiter: limiterSchema,
     redis: redisSchema.optional(),
+    memory: memorySchema.default(MEMORY_DEFAULTS),
     overload: overloadSchema.default({ maxPendingTakes: 4096, maxEventLoopLagMs: 1000 }),
     shutdownGraceMs: z.number().int().nonnegative().default(10_000).describe('Longest wait for in-flight requests on shutdown (ms)'),
     shutdownKeepAliveMs: z

@@ -8,6 +8,8 @@ import { test } from '../harness/fixtures.ts';
 
 /** listen.requestTimeoutMs of this suite, ms. */
 const IDLE_MS = 800;
+/** listen.requestBodyMinBytesPerSecond of this suite: at least 16 bytes each IDLE_MS. */
+const MIN_RATE = 20;
 
 interface Exchange {
   /** Everything the sidecar sent until it closed the connection. */
@@ -45,7 +47,7 @@ const it = test.extend('sidecar', { scope: 'file' }, async ({ start }) => {
     req.on('end', () => res.end(`read ${n}`));
   });
   return start.sidecar(
-    { listen: { requestTimeoutMs: IDLE_MS }, upstream: { url: upstream.url }, route: { id: 'body' }, limiter: { replenishRate: 100, burstCapacity: 100 } },
+    { listen: { requestTimeoutMs: IDLE_MS, requestBodyMinBytesPerSecond: MIN_RATE }, upstream: { url: upstream.url }, route: { id: 'body' }, limiter: { replenishRate: 100, burstCapacity: 100 } },
     { name: 'sidecar-body-timeout' },
   );
 });
@@ -77,5 +79,15 @@ describe('listen.requestTimeoutMs: stalled request bodies', () => {
     const r = await exchange(sidecar.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: slow-upload\r\nContent-Length: 120\r\nConnection: close\r\n\r\n', chunks, IDLE_MS / 4);
     expect(r.status).toBe(200);
     expect(r.text.endsWith('read 120')).toBe(true);
+  });
+
+  it('answers 408 for a body that never pauses for IDLE_MS but trickles below the rate floor', async ({ sidecar }) => {
+    // A byte every IDLE_MS / 4: 4 bytes a window where MIN_RATE asks for 16. Unchecked, such a body
+    // holds its upstream connection for as long as it likes.
+    const chunks = Array.from({ length: 40 }, () => 'x');
+    const r = await exchange(sidecar.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: trickle\r\nContent-Length: 40\r\n\r\n', chunks, IDLE_MS / 4);
+    expect(r.status).toBe(408);
+    expect(r.text).toContain('application/problem+json');
+    expect(r.text).toContain('fewer than 16 bytes');
   });
 });
