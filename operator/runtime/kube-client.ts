@@ -1,5 +1,5 @@
 // The KubeClient port: the few API operations reconcilers, informers and leader election need.
-// Two adapters: http-kube-client.ts (the real API server) and memory-kube-client.ts (unit tests).
+// Two adapters: http-kube-client.ts (the real API server) and, for tests, test/harness/memory-kube-client.ts.
 import type { KubeObject } from './kube-object.ts';
 import type { ResourceType } from './resource-types.ts';
 

@@ -5,7 +5,7 @@ import { defaultResourceSettings, type ResourceSettings } from '../../operator/r
 import { pino } from 'pino';
 import { ownedByPortcullis } from '../../operator/resources/metadata.ts';
 import { Informer } from '../../operator/runtime/informer.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import type { Clock } from '../../operator/runtime/clock.ts';
 import type { EventRecorder } from '../../operator/runtime/events.ts';

@@ -8,7 +8,7 @@ import { AUTH_SERVER_NAME } from '../../operator/resources/auth-server-names.ts'
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
 import { flush } from '../harness/manual-clock.ts';

@@ -6,7 +6,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { Applier } from '../../operator/runtime/applier.ts';
 import { Informer } from '../../operator/runtime/informer.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { MANAGED_SELECTOR, ownedByPortcullis } from '../../operator/resources/metadata.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';

@@ -3,7 +3,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { KubeApiError } from '../../operator/runtime/errors.ts';
 import { Informer } from '../../operator/runtime/informer.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
 

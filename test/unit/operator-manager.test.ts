@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildOperator, type Operator } from '../../operator/app.ts';
 import { loadOperatorConfig } from '../../operator/config.ts';
 import { asRecord } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { createMetrics } from '../../operator/runtime/metrics.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { ManualClock } from '../harness/manual-clock.ts';

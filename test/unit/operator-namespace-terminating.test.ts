@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { Controller } from '../../operator/runtime/controller.ts';
 import { KubeApiError } from '../../operator/runtime/errors.ts';
 import { createEventRecorder } from '../../operator/runtime/events.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { createMetrics } from '../../operator/runtime/metrics.ts';
 import { flush, ManualClock } from '../harness/manual-clock.ts';
 

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { OAUTH_CLIENT_NAME_RULE, oauthClientCrd, oauthClientSchema } from '../../operator/api/index.ts';
 import { OAuthClientReconciler } from '../../operator/controllers/oauth-client-reconciler.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
 import { flush, ManualClock } from '../harness/manual-clock.ts';

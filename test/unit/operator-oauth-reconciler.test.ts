@@ -7,7 +7,7 @@ import { credentialsOf, ROTATE_SECRET_ANNOTATION } from '../../operator/resource
 import { signingKeysStateOf } from '../../operator/resources/signing-keys-secret.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import { asRecord } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
 import { clientObject, recordingEvents, settings, silent, startCaches } from './operator-fixtures.ts';

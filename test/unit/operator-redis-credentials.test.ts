@@ -15,7 +15,7 @@ import { SIDECAR_CONFIG_KEY } from '../../operator/resources/route-names.ts';
 import type { ResourceSettings } from '../../operator/resources/settings.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';

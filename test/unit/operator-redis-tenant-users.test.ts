@@ -10,7 +10,7 @@ import type { TenantRedisUsers } from '../../operator/redis/tenant-redis-users.t
 import type { ResourceSettings } from '../../operator/resources/settings.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { tenantAclRules, tenantPassword, tenantRedisUrl, type TenantPurpose } from '../../lib/tenancy/tenant-acl.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';

@@ -5,7 +5,7 @@ import { AuthServerReconciler } from '../../operator/controllers/auth-server-rec
 import { OAuthClientReconciler } from '../../operator/controllers/oauth-client-reconciler.ts';
 import type { ResourceSettings } from '../../operator/resources/settings.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
 import { clientObject, recordingEvents, routeObject, settings, silent, startCaches, routeReconciler } from './operator-fixtures.ts';

@@ -3,7 +3,7 @@
 // route reconciled without it gets a Warning Event saying why its requests will be 503s.
 import { describe, expect, it } from 'vitest';
 import { authServerDeployment } from '../../operator/resources/auth-server-deployment.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { oauthClient, routeObject, settings, routeReconciler } from './operator-fixtures.ts';
 
 describe('route with a jwt key and no issuer of its own', () => {

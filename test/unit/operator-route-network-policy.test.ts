@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd, rateLimitRouteSchema, UPSTREAM_SELF_RULE } from '../../operator/api/index.ts';
 import { UPSTREAM_POLL_MS } from '../../operator/controllers/upstream-service.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
-import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import type { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
 import { routeReconciler, settings } from './operator-fixtures.ts';

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Clock } from '../../operator/runtime/clock.ts';
 import { asRecord, type KubeObject } from '../../operator/runtime/kube-object.ts';
-import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import type { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { routeObject, routeReconciler, testInformer } from './operator-fixtures.ts';
 

@@ -3,7 +3,7 @@ import { LIMITER_FORM_RULE } from '../../operator/api/index.ts';
 import { CONFIG_HASH_ANNOTATION } from '../../operator/resources/metadata.ts';
 import { KubeApiError } from '../../operator/runtime/errors.ts';
 import { asRecord, type KubeObject } from '../../operator/runtime/kube-object.ts';
-import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import type { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { routeObject, routeReconciler } from './operator-fixtures.ts';
 

@@ -7,7 +7,7 @@ import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
 import { labelSelectorString, selectorString } from '../../operator/resources/route-scale.ts';
 import { asRecord } from '../../operator/runtime/kube-object.ts';
-import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import type { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
 import { route, routeObject, settings, routeReconciler } from './operator-fixtures.ts';

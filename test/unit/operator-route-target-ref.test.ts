@@ -8,7 +8,7 @@ import { renderSidecarConfig } from '../../operator/resources/route-config-map.t
 import { routeDeployment } from '../../operator/resources/route-deployment.ts';
 import { INJECTION_FINALIZER, injectedSidecar, SIDECAR_FIELD_MANAGER } from '../../operator/resources/route-injection.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
-import type { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import type { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';

@@ -6,7 +6,7 @@ import { previousConditions } from '../../operator/controllers/conditions.ts';
 import { OAuthClientReconciler } from '../../operator/controllers/oauth-client-reconciler.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import { asRecord } from '../../operator/runtime/kube-object.ts';
-import { MemoryKubeClient } from '../../operator/runtime/memory-kube-client.ts';
+import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
 import { clientObject, recordingEvents, silent, startCaches } from './operator-fixtures.ts';

@@ -4,11 +4,11 @@
 // replaces lists; status is a subresource; a no-op apply changes nothing). The k8s test tier
 // runs the same code against a real kube-apiserver.
 import { randomUUID } from 'node:crypto';
-import { KubeApiError } from './errors.ts';
-import type { KubeClient, ListOptions, WatchEvent, WatchOptions } from './kube-client.ts';
-import type { KubeObject } from './kube-object.ts';
-import { canonicalJson } from './compare.ts';
-import { apiVersionOf, resourceTypeOf, type ResourceType } from './resource-types.ts';
+import { KubeApiError } from '../../operator/runtime/errors.ts';
+import type { KubeClient, ListOptions, WatchEvent, WatchOptions } from '../../operator/runtime/kube-client.ts';
+import type { KubeObject } from '../../operator/runtime/kube-object.ts';
+import { canonicalJson } from '../../operator/runtime/compare.ts';
+import { apiVersionOf, resourceTypeOf, type ResourceType } from '../../operator/runtime/resource-types.ts';
 
 export interface RecordedRequest {
   verb: 'get' | 'list' | 'watch' | 'apply' | 'create' | 'update' | 'delete';
