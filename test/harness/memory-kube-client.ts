@@ -1,14 +1,16 @@
 // An in-memory KubeClient for unit tests of reconcilers, informers and leader election: objects,
 // resourceVersions, generations, watches and a log of every request, with failure injection.
 // It imitates the API server only as far as the operator relies on it (apply merges maps and
-// replaces lists; status is a subresource; a no-op apply changes nothing). The k8s test tier
-// runs the same code against a real kube-apiserver.
+// replaces lists, and removes what the same manager applied before and leaves out now; status is
+// a subresource; a no-op apply changes nothing; lists and watches honour label selectors).
+// kube-client-contract.ts holds it to the real kube-apiserver: the same suite runs on both.
 import { randomUUID } from 'node:crypto';
 import { KubeApiError } from '../../operator/runtime/errors.ts';
 import type { KubeClient, ListOptions, WatchEvent, WatchOptions } from '../../operator/runtime/kube-client.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { canonicalJson } from '../../operator/runtime/compare.ts';
 import { apiVersionOf, resourceTypeOf, type ResourceType } from '../../operator/runtime/resource-types.ts';
+import { labelSelectorMatcher } from './label-selector.ts';
 
 export interface RecordedRequest {
   verb: 'get' | 'list' | 'watch' | 'apply' | 'create' | 'update' | 'delete';
@@ -20,11 +22,15 @@ export interface RecordedRequest {
   fieldManager?: string;
 }
 
+/** The key under which #appliedBy keeps what the client's own field manager last applied. */
+const OWN_MANAGER = '';
+
 const WRITE_VERBS = new Set(['apply', 'create', 'update', 'delete']);
 
 interface Watcher {
   type: ResourceType;
   namespace: string | undefined;
+  selects: (labels: Record<string, string> | undefined) => boolean;
   onEvent: (e: WatchEvent) => void;
   end: (err?: Error) => void;
 }
@@ -150,6 +156,7 @@ export class MemoryKubeClient implements KubeClient {
     const existing = this.#objects.get(key);
     if (existing === undefined) return false;
     this.#objects.delete(key);
+    this.#appliedBy.delete(key);
     this.#emit(type, { type: 'DELETED', object: { ...clone(existing), metadata: { ...existing.metadata, resourceVersion: String(++this.#rv) } } });
     return true;
   }
@@ -162,8 +169,9 @@ export class MemoryKubeClient implements KubeClient {
 
   async list(type: ResourceType, options: ListOptions = {}) {
     this.#record({ verb: 'list', kind: type.kind, namespace: options.namespace, name: undefined });
+    const selects = labelSelectorMatcher(options.labelSelector);
     const items = this.all(type)
-      .filter((o) => options.namespace === undefined || o.metadata.namespace === options.namespace)
+      .filter((o) => (options.namespace === undefined || o.metadata.namespace === options.namespace) && selects(o.metadata.labels))
       .map((o) => (options.metadataOnly === true ? metadataOf(o) : clone(o)))
       .filter((o) => options.keep === undefined || options.keep(o));
     return { items, resourceVersion: String(this.#rv) };
@@ -175,6 +183,7 @@ export class MemoryKubeClient implements KubeClient {
       const watcher: Watcher = {
         type,
         namespace: options.namespace,
+        selects: labelSelectorMatcher(options.labelSelector),
         onEvent: options.metadataOnly === true ? (e) => onEvent({ type: e.type, object: metadataOf(e.object) }) : onEvent,
         end: (err) => {
           this.#watchers.delete(watcher);
@@ -207,11 +216,16 @@ export class MemoryKubeClient implements KubeClient {
       return clone(this.#store(type, key, next, 'MODIFIED'));
     }
     const { status: _ignored, ...body } = obj;
+    const managers = this.#appliedBy.get(key) ?? new Map<string, Json>();
+    const before = managers.get(OWN_MANAGER);
+    managers.set(OWN_MANAGER, clone(body));
+    this.#appliedBy.set(key, managers);
     if (existing === undefined) {
       const created: KubeObject = { ...clone(body), metadata: { ...clone(body.metadata), uid: randomUUID(), generation: 1, creationTimestamp: new Date(0).toISOString() } };
       return clone(this.#store(type, key, created, 'ADDED'));
     }
     const next = merge(existing, body) as KubeObject;
+    if (before !== undefined) release(next, before, body);
     next.metadata.resourceVersion = existing.metadata.resourceVersion;
     if (canonicalJson(next) === canonicalJson(existing)) return clone(existing);
     next.metadata.generation = (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
@@ -294,7 +308,7 @@ export class MemoryKubeClient implements KubeClient {
 
   #wants(w: Watcher, type: ResourceType, event: WatchEvent): boolean {
     if (w.type.kind !== type.kind || w.type.group !== type.group) return false;
-    return w.namespace === undefined || w.namespace === event.object.metadata.namespace;
+    return (w.namespace === undefined || w.namespace === event.object.metadata.namespace) && w.selects(event.object.metadata.labels);
   }
 
   #emit(type: ResourceType, event: WatchEvent): void {
