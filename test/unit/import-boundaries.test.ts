@@ -1,5 +1,6 @@
 // The lint rule that keeps programs apart: each program imports its own folder and lib/, lib/
-// imports no program, and tests may import anything. Linted as if the code sat at each path.
+// imports no program, no production code imports test support, and tests may import anything.
+// Linted as if the code sat at each path.
 import { ESLint } from 'eslint';
 import { describe, expect, it } from 'vitest';
 import { repoRoot } from '../harness/programs.ts';
@@ -19,9 +20,18 @@ describe('import boundaries between programs', () => {
     ['services/demo-client/x.ts', "import { sendSignInPage } from '../auth-server/pages/sign-in-page.ts';"],
     ['services/auth-server/stores/x.ts', "import { createStore } from '../../../sidecar/create-store.ts';"],
     ['lib/token-bucket/x.ts', "import { buildApp } from '../../sidecar/app.ts';"],
-    ['sidecar/x.ts', "import { startRedis } from '../test/harness/redis.ts';"],
   ])('%s may not import %s', async (file, code) => {
     expect(await boundaryErrors(file, code)).toEqual([expect.stringContaining('imports only its own files and lib/')]);
+  });
+
+  it.each([
+    ['operator/runtime/x.ts', "import { MemoryKubeClient } from '../../test/harness/memory-kube-client.ts';"],
+    ['operator/main.ts', "import { MemoryKubeClient } from '../test/harness/memory-kube-client.ts';"],
+    ['sidecar/x.ts', "import { startRedis } from '../test/harness/redis.ts';"],
+    ['services/auth-server/stores/x.ts', "import { fixtures } from '../../../test/unit/operator-fixtures.ts';"],
+    ['lib/config/x.ts', "import { ManualClock } from '../../test/harness/manual-clock.ts';"],
+  ])('production code %s may not import test support: %s', async (file, code) => {
+    expect(await boundaryErrors(file, code)).toEqual([expect.stringContaining('never imports test support')]);
   });
 
   it.each([
@@ -37,6 +47,7 @@ describe('import boundaries between programs', () => {
     ['sidecar/x.ts', "import { buildApp } from './app.ts';"],
     ['test/unit/x.ts', "import { buildApp } from '../../sidecar/app.ts';"],
     ['bench/x.ts', "import { startRedis } from '../test/harness/redis.ts';"],
+    ['scripts/x.ts', "import { startRedis } from '../test/harness/redis.ts';"],
   ])('%s may import %s', async (file, code) => {
     expect(await boundaryErrors(file, code)).toEqual([]);
   });
