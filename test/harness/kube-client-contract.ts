@@ -86,6 +86,34 @@ export function kubeClientContract(name: string, makeClient: () => Promise<KubeC
       expect(spec['status']).toMatchObject(status);
     });
 
+    it('a status field the manager applied before and leaves out now is removed; spec is untouched', async () => {
+      await client.apply(deployment('stat', 'nginx:1'));
+      const status = (s: Record<string, unknown>): KubeObject => ({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'stat', namespace: NS }, status: s });
+      await client.apply(status({ observedGeneration: 1, replicas: 1, readyReplicas: 1 }), 'status');
+      const after = await client.apply(status({ observedGeneration: 1, replicas: 1 }), 'status');
+      expect(after['status']).toEqual({ observedGeneration: 1, replicas: 1 });
+      expect(after.metadata.generation).toBe(1);
+    });
+
+    it('a second field manager adds to an object someone else made, and takes away only what it added', async () => {
+      const team = deployment('team', 'team:1');
+      team['spec'] = { ...(team['spec'] as object), template: { metadata: { labels: { app: 'team' } }, spec: { containers: [{ name: 'app', image: 'team:1' }] } } };
+      await client.create(team);
+      const injected = await client.apply(
+        { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'team', namespace: NS }, spec: { template: { metadata: { labels: { injected: 'yes' } }, spec: { containers: [{ name: 'sidecar', image: 'sidecar:1' }] } } } },
+        undefined,
+        'contract-injector',
+      );
+      const podOf = (o: KubeObject | undefined) => (o?.['spec'] as { template: { metadata: { labels: Record<string, string> }; spec: { containers: Array<{ name: string; image: string }> } } }).template;
+      expect(podOf(injected).metadata.labels).toEqual({ app: 'team', injected: 'yes' });
+      expect(podOf(injected).spec.containers.map((c) => `${c.name}=${c.image}`)).toEqual(['app=team:1', 'sidecar=sidecar:1']);
+      expect(injected.metadata.generation).toBe(2);
+
+      const released = await client.apply({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'team', namespace: NS } }, undefined, 'contract-injector');
+      expect(podOf(released).metadata.labels).toEqual({ app: 'team' });
+      expect(podOf(released).spec.containers.map((c) => `${c.name}=${c.image}`)).toEqual(['app=team:1']);
+    });
+
     it('a status apply to a missing object is NotFound', async () => {
       const err = await refusal(client.apply({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'nowhere', namespace: NS }, status: { replicas: 1 } }, 'status'));
       expect(err).toBeInstanceOf(KubeApiError);
@@ -115,11 +143,28 @@ export function kubeClientContract(name: string, makeClient: () => Promise<KubeC
       expect(items[0]).not.toHaveProperty('data');
     });
 
+    it('a metadata-only watch delivers metadata, not the contents', async () => {
+      const { resourceVersion } = await client.list(resourceTypes.configMap, { namespace: NS, metadataOnly: true });
+      const seen: WatchEvent[] = [];
+      const stop = new AbortController();
+      const done = client.watch(resourceTypes.configMap, { namespace: NS, resourceVersion, metadataOnly: true, labelSelector: 'team=watched-meta' }, (e) => {
+        if (e.type !== 'BOOKMARK') seen.push(e);
+      }, stop.signal);
+      await client.apply(configMap('other-meta', { secret: 'contents' }));
+      await client.apply(configMap('watched-meta', { secret: 'contents' }, { team: 'watched-meta' }));
+      await eventually('the ADDED event', () => seen.length >= 1);
+      stop.abort();
+      await done;
+      expect(seen.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['ADDED watched-meta']);
+      expect(seen[0]?.object).toMatchObject({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { labels: { team: 'watched-meta' } } });
+      expect(seen[0]?.object).not.toHaveProperty('data');
+    });
+
     it('a delete whose uid precondition does not match is refused and deletes nothing', async () => {
       const live = await client.apply(configMap('guarded', { a: '1' }));
       const err = await refusal(client.delete(resourceTypes.configMap, NS, 'guarded', '00000000-0000-0000-0000-000000000000'));
       expect(err).toBeInstanceOf(KubeApiError);
-      expect(err).toMatchObject({ status: 409 });
+      expect(err).toMatchObject({ status: 409, reason: 'Conflict' });
       expect((await client.get(resourceTypes.configMap, NS, 'guarded'))?.metadata.uid).toBe(live.metadata.uid);
       expect(await client.delete(resourceTypes.configMap, NS, 'guarded', live.metadata.uid)).toBe(true);
       expect(await client.get(resourceTypes.configMap, NS, 'guarded')).toBeUndefined();

@@ -24,6 +24,8 @@ export interface RecordedRequest {
 
 /** The key under which #appliedBy keeps what the client's own field manager last applied. */
 const OWN_MANAGER = '';
+/** ... and what it last applied to the status subresource (as { status }). */
+const STATUS_MANAGER = '/status';
 
 const WRITE_VERBS = new Set(['apply', 'create', 'update', 'delete']);
 
@@ -212,6 +214,12 @@ export class MemoryKubeClient implements KubeClient {
       if (existing === undefined) throw new KubeApiError(404, `${type.kind} ${obj.metadata.name} not found`, 'NotFound');
       const next = clone(existing);
       next['status'] = merge(existing['status'], obj['status']);
+      const managers = this.#appliedBy.get(key) ?? new Map<string, Json>();
+      const before = managers.get(STATUS_MANAGER);
+      const now = { status: clone(obj['status']) };
+      if (before !== undefined) release(next, before, now);
+      managers.set(STATUS_MANAGER, now);
+      this.#appliedBy.set(key, managers);
       if (canonicalJson(next) === canonicalJson(existing)) return clone(existing);
       return clone(this.#store(type, key, next, 'MODIFIED'));
     }
