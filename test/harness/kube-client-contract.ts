@@ -48,6 +48,8 @@ export function kubeClientContract(name: string, makeClient: () => Promise<KubeC
       const created = await client.apply(configMap('applied', { a: '1', b: '2' }));
       expect(created.metadata).toMatchObject({ name: 'applied', namespace: NS, uid: expect.any(String), resourceVersion: expect.any(String) });
       expect(created['data']).toEqual({ a: '1', b: '2' });
+      // Only kinds with a spec the API server tracks count generations (not ConfigMaps, Secrets, Services, Leases).
+      expect(created.metadata.generation).toBeUndefined();
 
       const changed = await client.apply(configMap('applied', { a: '1', b: '3' }));
       expect(changed['data']).toEqual({ a: '1', b: '3' });

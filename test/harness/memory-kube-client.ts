@@ -5,6 +5,7 @@
 // a subresource; a no-op apply changes nothing; lists and watches honour label selectors).
 // kube-client-contract.ts holds it to the real kube-apiserver: the same suite runs on both.
 import { randomUUID } from 'node:crypto';
+import { GROUP } from '../../operator/api/index.ts';
 import { KubeApiError } from '../../operator/runtime/errors.ts';
 import type { KubeClient, ListOptions, WatchEvent, WatchOptions } from '../../operator/runtime/kube-client.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
@@ -35,6 +36,12 @@ interface Watcher {
   selects: (labels: Record<string, string> | undefined) => boolean;
   onEvent: (e: WatchEvent) => void;
   end: (err?: Error) => void;
+}
+
+/** The API server counts metadata.generation only for these kinds (and every custom resource), not for ConfigMaps, Secrets, Services, Leases. */
+const GENERATION_KINDS = new Set(['apps/Deployment', 'networking.k8s.io/NetworkPolicy', 'policy/PodDisruptionBudget']);
+function countsGenerations(type: ResourceType): boolean {
+  return type.group === GROUP || GENERATION_KINDS.has(`${type.group}/${type.kind}`);
 }
 
 function clone<T>(v: T): T {
@@ -309,6 +316,7 @@ export class MemoryKubeClient implements KubeClient {
 
   #store(type: ResourceType, key: string, obj: KubeObject, eventType: 'ADDED' | 'MODIFIED'): KubeObject {
     obj.metadata.resourceVersion = String(++this.#rv);
+    if (!countsGenerations(type)) delete obj.metadata.generation;
     this.#objects.set(key, obj);
     this.#emit(type, { type: eventType, object: clone(obj) });
     return obj;
