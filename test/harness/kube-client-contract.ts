@@ -162,6 +162,24 @@ export function kubeClientContract(name: string, makeClient: () => Promise<KubeC
       expect(seen[0]?.object).not.toHaveProperty('data');
     });
 
+    it('a watch by label selector sees an object enter the selection as ADDED and leave it as DELETED', async () => {
+      const { resourceVersion } = await client.list(resourceTypes.configMap, { namespace: NS, labelSelector: 'flag=on' });
+      const seen: string[] = [];
+      const stop = new AbortController();
+      const done = client.watch(resourceTypes.configMap, { namespace: NS, resourceVersion, labelSelector: 'flag=on' }, (e) => {
+        if (e.type !== 'BOOKMARK') seen.push(`${e.type} ${e.object.metadata.labels?.['flag'] ?? '-'}`);
+      }, stop.signal);
+      await client.apply(configMap('flagged', { a: '1' }, { flag: 'off' }));
+      await client.apply(configMap('flagged', { a: '1' }, { flag: 'on' }));
+      await client.apply(configMap('flagged', { a: '2' }, { flag: 'on' }));
+      await client.apply(configMap('flagged', { a: '2' }, { flag: 'off' }));
+      await eventually('three events', () => seen.length >= 3);
+      stop.abort();
+      await done;
+      // The DELETED event carries the object as it was when it last matched.
+      expect(seen).toEqual(['ADDED on', 'MODIFIED on', 'DELETED on']);
+    });
+
     it('a delete whose uid precondition does not match is refused and deletes nothing', async () => {
       const live = await client.apply(configMap('guarded', { a: '1' }));
       const err = await refusal(client.delete(resourceTypes.configMap, NS, 'guarded', '00000000-0000-0000-0000-000000000000'));

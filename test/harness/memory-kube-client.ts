@@ -2,7 +2,8 @@
 // resourceVersions, generations, watches and a log of every request, with failure injection.
 // It imitates the API server only as far as the operator relies on it (apply merges maps and
 // replaces lists, and removes what the same manager applied before and leaves out now; status is
-// a subresource; a no-op apply changes nothing; lists and watches honour label selectors).
+// a subresource; a no-op apply changes nothing; lists and watches honour label selectors, and an
+// object leaving a watch's selection is DELETED for it).
 // kube-client-contract.ts holds it to the real kube-apiserver: the same suite runs on both.
 import { randomUUID } from 'node:crypto';
 import { GROUP } from '../../operator/api/index.ts';
@@ -59,7 +60,7 @@ export class MemoryKubeClient implements KubeClient {
   readonly #objects = new Map<string, KubeObject>();
   readonly #watchers = new Set<Watcher>();
   /** Every event with the resourceVersion it happened at: a watch from version V replays what came after V. */
-  readonly #history: Array<{ rv: number; type: ResourceType; event: WatchEvent }> = [];
+  readonly #history: Array<{ rv: number; type: ResourceType; event: WatchEvent; previous: KubeObject | undefined }> = [];
   readonly #failures: Array<{ verb: RecordedRequest['verb']; kind?: string; error: Error }> = [];
   /** What each extra field manager last applied, per object key. */
   readonly #appliedBy = new Map<string, Map<string, Json>>();
@@ -151,7 +152,7 @@ export class MemoryKubeClient implements KubeClient {
       signal.addEventListener('abort', () => watcher.end(), { once: true });
       this.#watchers.add(watcher);
       const from = Number(options.resourceVersion);
-      for (const h of this.#history) if (h.rv > from && this.#wants(watcher, h.type, h.event)) watcher.onEvent(clone(h.event));
+      for (const h of this.#history) if (h.rv > from) this.#deliver(watcher, h.type, h.event, h.previous);
     });
   }
 
@@ -261,19 +262,33 @@ export class MemoryKubeClient implements KubeClient {
   #store(type: ResourceType, key: string, obj: KubeObject, eventType: 'ADDED' | 'MODIFIED'): KubeObject {
     obj.metadata.resourceVersion = String(++this.#rv);
     if (!countsGenerations(type)) delete obj.metadata.generation;
+    const previous = this.#objects.get(key);
     this.#objects.set(key, obj);
-    this.#emit(type, { type: eventType, object: clone(obj) });
+    this.#emit(type, { type: eventType, object: clone(obj) }, previous === undefined ? undefined : clone(previous));
     return obj;
   }
 
-  #wants(w: Watcher, type: ResourceType, event: WatchEvent): boolean {
-    if (w.type.kind !== type.kind || w.type.group !== type.group) return false;
-    return (w.namespace === undefined || w.namespace === event.object.metadata.namespace) && w.selects(event.object.metadata.labels);
+  /**
+   * Hands one event to a watcher as the API server would through a label selector: an object
+   * entering the selection is ADDED, one leaving it DELETED (as it was when it last matched).
+   */
+  #deliver(w: Watcher, type: ResourceType, event: WatchEvent, previous: KubeObject | undefined): void {
+    if (w.type.kind !== type.kind || w.type.group !== type.group) return;
+    if (w.namespace !== undefined && w.namespace !== event.object.metadata.namespace) return;
+    const now = w.selects(event.object.metadata.labels);
+    const before = previous !== undefined && w.selects(previous.metadata.labels);
+    if (event.type !== 'MODIFIED' || (now && before)) {
+      if (now) w.onEvent(clone(event));
+    } else if (now) {
+      w.onEvent({ type: 'ADDED', object: clone(event.object) });
+    } else if (before) {
+      w.onEvent({ type: 'DELETED', object: { ...clone(previous), metadata: { ...clone(previous.metadata), resourceVersion: event.object.metadata.resourceVersion } } });
+    }
   }
 
-  #emit(type: ResourceType, event: WatchEvent): void {
-    this.#history.push({ rv: Number(event.object.metadata.resourceVersion), type, event: clone(event) });
+  #emit(type: ResourceType, event: WatchEvent, previous?: KubeObject): void {
+    this.#history.push({ rv: Number(event.object.metadata.resourceVersion), type, event: clone(event), previous });
     if (this.#history.length > 20_000) this.#history.splice(0, 10_000);
-    for (const w of this.#watchers) if (this.#wants(w, type, event)) w.onEvent(clone(event));
+    for (const w of this.#watchers) this.#deliver(w, type, event, previous);
   }
 }
