@@ -24,6 +24,11 @@ import { resourceTypes, type ResourceType } from './runtime/resource-types.ts';
 
 export interface OperatorDeps {
   client: KubeClient;
+  /**
+   * The leader lease's client; unset: `client`. main.ts passes one outside the request rate, so a
+   * renewal never waits behind a flood of reconciles (and the lease is never lost to it).
+   */
+  leaseClient?: KubeClient;
   clock: Clock;
   log: Logger;
   metrics: OperatorMetrics;
@@ -143,7 +148,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   for (const i of [informers.deployments, informers.services, informers.configMaps, informers.secrets, informers.networkPolicies, informers.podDisruptionBudgets]) i.addHandler(byOwner);
 
   const elector = config.PORTCULLIS_LEADER_ELECTION
-    ? new LeaderElector(client, clock, log, {
+    ? new LeaderElector(deps.leaseClient ?? client, clock, log, {
         namespace: leaseNamespace(config),
         name: config.PORTCULLIS_LEASE_NAME,
         identity: deps.identity,

@@ -63,6 +63,20 @@ export const operatorConfigSchema = z
     PORTCULLIS_RETRY_PERIOD_MS: ms(2_000).describe('Pause between lease attempts (ms)'),
     PORTCULLIS_RESYNC_INTERVAL_MS: ms(10 * 60_000).describe('Every object is reconciled at least this often (ms; 0 = only on change)'),
     PORTCULLIS_RELIST_INTERVAL_MS: ms(30 * 60_000).describe('Informers relist at least this often (ms)'),
+    PORTCULLIS_KUBE_QPS: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(20)
+      .describe("Requests per second to the API server over time (client-side, like client-go's QPS; the leader lease is not counted)"),
+    PORTCULLIS_KUBE_BURST: z.coerce
+      .number()
+      .int()
+      .min(1)
+      .max(10_000)
+      .default(40)
+      .describe('Requests that may go at once above PORTCULLIS_KUBE_QPS after a quiet spell'),
     PORTCULLIS_WORKERS: z.coerce.number().int().min(1).max(64).default(4).describe('Concurrent reconciles per controller'),
     PORTCULLIS_SIDECAR_IMAGE: z.string().min(1).default('portcullis/sidecar:latest'),
     PORTCULLIS_AUTH_SERVER_IMAGE: z.string().min(1).default('portcullis/auth-server:latest'),

@@ -7,8 +7,9 @@ import { buildOperator } from './app.ts';
 import { leaderIdentity, loadOperatorConfig, type OperatorConfig } from './config.ts';
 import { systemClock } from './runtime/clock.ts';
 import { createHealthServer } from './runtime/health-server.ts';
-import { createHttpKubeClient } from './runtime/http-kube-client.ts';
+import { createHttpKubeClient, type RequestRecord } from './runtime/http-kube-client.ts';
 import { createMetrics } from './runtime/metrics.ts';
+import { createRequestRateLimiter } from './runtime/request-rate-limiter.ts';
 import { createTenantRedisUsers } from './redis/tenant-redis-users.ts';
 
 export const FIELD_MANAGER = 'portcullis-operator';
@@ -27,7 +28,12 @@ if (config.KUBECONFIG !== undefined) kubeConfig.loadFromFile(config.KUBECONFIG);
 else kubeConfig.loadFromDefault();
 
 const metrics = createMetrics();
-const client = createHttpKubeClient(kubeConfig, { fieldManager: FIELD_MANAGER, onRequest: (r) => metrics.recordRequest(r) });
+const onRequest = (r: RequestRecord) => metrics.recordRequest(r);
+// Informers and reconciles share one request rate; the lease has its own client without one (a few
+// requests every retry period), as client-go's leader election does.
+const rateLimiter = createRequestRateLimiter({ qps: config.PORTCULLIS_KUBE_QPS, burst: config.PORTCULLIS_KUBE_BURST }, systemClock);
+const client = createHttpKubeClient(kubeConfig, { fieldManager: FIELD_MANAGER, onRequest, rateLimiter });
+const leaseClient = createHttpKubeClient(kubeConfig, { fieldManager: FIELD_MANAGER, onRequest });
 const identity = leaderIdentity(config);
 
 // The namespaces' own Redis users, made with the admin URL of the operator's Redis Secrets.
@@ -38,6 +44,7 @@ const redisUsers = config.PORTCULLIS_REDIS_TENANT_USERS
 let shuttingDown = false;
 const { manager } = buildOperator({
   client,
+  leaseClient,
   redisUsers,
   clock: systemClock,
   log,

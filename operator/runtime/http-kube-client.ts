@@ -9,7 +9,9 @@
 // - one pooled keep-alive dispatcher for every request, made once from the KubeConfig's TLS and
 //   credentials, instead of per-call set-up;
 // - objects kept as the API server sent them (plain JSON with string timestamps), not converted
-//   into the generated model classes and back.
+//   into the generated model classes and back;
+// - a client-side request rate (rateLimiter): every request, each page of a list, and the opening
+//   of a watch take a token; a watch's events, however many, take none.
 import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
@@ -17,6 +19,7 @@ import { fetch, type Dispatcher } from 'undici';
 import { KubeApiError } from './errors.ts';
 import type { KubeClient, ListOptions, ListResult, WatchEvent, WatchOptions } from './kube-client.ts';
 import type { KubeObject } from './kube-object.ts';
+import type { RequestRateLimiter } from './request-rate-limiter.ts';
 import { apiVersionOf, resourcePath, resourceTypeOf, type ResourceType } from './resource-types.ts';
 
 /** Server-side apply's media type; JSON is YAML, so a JSON body with this type is an apply patch. */
@@ -45,6 +48,8 @@ export interface HttpKubeClientOptions {
   onRequest?: (record: RequestRecord) => void;
   /** Per-request timeout for everything but watches, ms. */
   requestTimeoutMs?: number;
+  /** The client-side request rate; unset: requests go at once. */
+  rateLimiter?: RequestRateLimiter;
 }
 
 interface StatusBody {
@@ -102,6 +107,7 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
     contentType = 'application/json',
     accept = 'application/json',
   ): Promise<{ status: number; json: unknown }> {
+    await options.rateLimiter?.wait();
     const url = new URL(server + path);
     for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, v);
     const headers = await authenticate(url.toString(), method);
@@ -168,6 +174,8 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
     },
 
     async watch(type, opts: WatchOptions, onEvent: (event: WatchEvent) => void, signal: AbortSignal) {
+      await options.rateLimiter?.wait(signal);
+      if (signal.aborted) return;
       const path = resourcePath(type, opts.namespace);
       const url = new URL(server + path);
       url.searchParams.set('watch', 'true');

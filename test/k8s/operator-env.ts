@@ -31,6 +31,8 @@ export interface OperatorEnv {
 }
 
 export interface AuditEvent {
+  auditID?: string;
+  stage?: string;
   verb: string;
   user: { username: string };
   objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string; apiGroup?: string };
@@ -99,6 +101,23 @@ export function operatorWrites(env: OperatorEnv, sinceIso = ''): AuditEvent[] {
       e.requestReceivedTimestamp > sinceIso &&
       e.objectRef?.resource !== 'leases' &&
       e.objectRef?.resource !== 'events',
+  );
+}
+
+/**
+ * The operator's requests (leases excluded: the lease has its own client, outside the request
+ * rate) received in [sinceIso, untilIso), once each (their ResponseComplete record); watches, which
+ * complete only when they end, are left out.
+ */
+export function operatorRequests(env: OperatorEnv, sinceIso = '', untilIso = '9999'): AuditEvent[] {
+  return auditEvents(env).filter(
+    (e) =>
+      e.user.username === env.user &&
+      e.stage === 'ResponseComplete' &&
+      e.verb !== 'watch' &&
+      e.objectRef?.resource !== 'leases' &&
+      e.requestReceivedTimestamp >= sinceIso &&
+      e.requestReceivedTimestamp < untilIso,
   );
 }
 
