@@ -6,7 +6,7 @@
 // with host paths or privileged containers, whatever its ClusterRole allows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { startOperatorEnv, type OperatorEnv } from './operator-env.ts';
+import { eventually, startOperatorEnv, type OperatorEnv } from './operator-env.ts';
 
 const TEAM = 'team-v';
 let env: OperatorEnv;
@@ -44,6 +44,12 @@ beforeAll(async () => {
   await admin(['-n', TEAM, 'create', 'rolebinding', 'alice-app-config', '--role=app-config', '--user=alice']);
   await admin(['apply', '-f', '-'], deployment('web', TEAM));
   operatorKubeconfig = env.kubeconfig;
+  // The API server enforces a new ValidatingAdmissionPolicy once its policy cache holds it (a few
+  // seconds after the chart is applied): wait until a server-side dry run as mallory is refused.
+  await eventually('the route-rights policy in force', async () => {
+    const probe = await env.cluster.kubectl(['apply', '--as', 'mallory', '--dry-run=server', '-f', '-'], { input: route('probe', target()) });
+    return probe.code !== 0 && probe.stderr.includes('you need the right to create Deployments here');
+  });
 }, 120_000);
 afterAll(async () => {
   await env?.stop();
