@@ -214,6 +214,10 @@ export class RedisBucketStore implements BucketStore {
       maxRetriesPerRequest: 0,
       // Reconnect quickly and forever: limiting resumes within ~0.5 s of Redis returning.
       retryStrategy: (times) => Math.min(50 * times, 500),
+      // A Redis that restarted empty may take this connection before its ACL user is set again
+      // (the operator replays the users on reconnect): the AUTH then failed, so every command is
+      // refused with NOAUTH/WRONGPASS. Reconnect, and so authenticate again, instead of staying refused.
+      reconnectOnError: (err) => /^(NOAUTH|WRONGPASS)/.test(err.message),
       ...(options.password !== undefined ? { password: options.password } : {}),
     };
     let client: Redis | Cluster;

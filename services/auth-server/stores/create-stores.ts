@@ -32,6 +32,9 @@ export async function createStores(
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     retryStrategy: (times) => Math.min(50 * times, 1000),
+    // After a restart of an empty Redis this connection may come back before the namespace's ACL
+    // user is set again: reconnect (and authenticate again) on NOAUTH/WRONGPASS instead of staying refused.
+    reconnectOnError: (err) => /^(NOAUTH|WRONGPASS)/.test(err.message),
     lazyConnect: true,
   });
   // Without a listener ioredis prints "Unhandled error event" to stderr, outside the JSON logs.
