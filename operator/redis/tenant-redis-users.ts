@@ -5,7 +5,9 @@
 // One admin connection per Redis, made on first use and kept; a new admin URL (rotation) replaces it.
 // ACL users live in the server's memory only (the bundled Redis keeps no files): whenever the admin
 // connection comes back after a loss, the users granted through it are set again at once, so a
-// restarted Redis lets the namespaces in within a reconnect rather than at the next resync.
+// restarted Redis lets the namespaces in within a reconnect rather than at the next resync. A
+// connection to a Redis pod that was deleted may hang rather than close (nothing answers at the old
+// address), so while it holds users the connection is probed and, silent, replaced.
 import { Redis } from 'ioredis';
 import { adminPasswordOf, tenantAclRules, tenantPassword, tenantRedisUrl, tenantUserName, type TenantPurpose } from '../../lib/tenancy/tenant-acl.ts';
 
@@ -23,11 +25,25 @@ export interface TenantRedisUsers {
 
 /** Longest wait for one ACL command, ms: a reconcile fails (and retries) rather than hang. */
 const COMMAND_TIMEOUT_MS = 5000;
+/** How often a connection holding users is probed, and how long a PING may take before it is replaced (ms). */
+const PROBE_EVERY_MS = 2000;
+const PROBE_TIMEOUT_MS = 2000;
 
 interface AdminConnection {
   readonly client: Redis;
   /** User name -> its SETUSER rules, as last granted through this connection. */
   readonly granted: Map<string, string[]>;
+  readonly probe: NodeJS.Timeout;
+}
+
+/** PINGs a ready connection; one silent past PROBE_TIMEOUT_MS is dropped and reconnected (then 'ready' replays). */
+function probeConnection(client: Redis, granted: Map<string, string[]>): void {
+  if (granted.size === 0 || client.status !== 'ready') return;
+  const silent = setTimeout(() => client.disconnect(true), PROBE_TIMEOUT_MS);
+  client.ping().then(
+    () => clearTimeout(silent),
+    () => clearTimeout(silent),
+  );
 }
 
 export function createTenantRedisUsers(onReplayError: (err: Error) => void = () => {}): TenantRedisUsers {
@@ -40,9 +56,15 @@ export function createTenantRedisUsers(onReplayError: (err: Error) => void = () 
     const known = admins.get(where);
     const { options } = known?.client ?? {};
     if (known !== undefined && options?.password === decodeURIComponent(u.password) && (options.username ?? '') === decodeURIComponent(u.username)) return known;
-    known?.client.disconnect();
+    if (known !== undefined) {
+      clearInterval(known.probe);
+      known.client.disconnect();
+    }
     const client = new Redis(adminUrl, { commandTimeout: COMMAND_TIMEOUT_MS, maxRetriesPerRequest: 1, connectionName: 'portcullis-operator' });
-    const connection: AdminConnection = { client, granted: new Map() };
+    const granted = new Map<string, string[]>();
+    const probe = setInterval(() => probeConnection(client, granted), PROBE_EVERY_MS);
+    probe.unref();
+    const connection: AdminConnection = { client, granted, probe };
     // Failures surface as rejected commands (the reconcile retries); no unhandled 'error' events.
     client.on('error', () => {});
     client.on('ready', () => {
@@ -72,7 +94,10 @@ export function createTenantRedisUsers(onReplayError: (err: Error) => void = () 
       await connection.client.call('ACL', 'DELUSER', user);
     },
     async close() {
-      for (const { client } of admins.values()) client.disconnect();
+      for (const { client, probe } of admins.values()) {
+        clearInterval(probe);
+        client.disconnect();
+      }
       admins.clear();
     },
   };

@@ -183,6 +183,31 @@ describe('per-namespace Redis users', () => {
     expect(pong).toBe('PONG');
   });
 
+  it("a sidecar that reconnects to a restarted, empty Redis before its user is back authenticates again once it is", async () => {
+    // Its own server and operator connection, so that no replay can set the user before the store reconnects.
+    const lone = await startRedis(['--requirepass', ADMIN_PASSWORD], { password: ADMIN_PASSWORD });
+    try {
+      const first = createTenantRedisUsers();
+      const url = (await first.grant(lone.url, 'team-r', 'bucket')) as string;
+      await first.close();
+      const store = bucketStore(url, bucketKeyPrefix('team-r'));
+      await store.ready();
+      expect((await store.take('api:ann', rule)).allowed).toBe(true);
+      await lone.kill();
+      await lone.start();
+      // The store's connection comes back to a server without its user: its AUTH fails and takes are refused.
+      await eventually('refused while the user is missing', () => store.take('api:ann', rule).then(() => false, (err: Error) => err.message.length > 0), 10_000);
+      const again = createTenantRedisUsers();
+      expect(await again.grant(lone.url, 'team-r', 'bucket')).toBe(url);
+      // Without reconnecting on NOAUTH the connection would stay unauthenticated for good.
+      const decision = await eventually('the store decides again', () => store.take('api:ann', rule).catch(() => undefined), 10_000);
+      expect(decision.allowed).toBe(true);
+      await again.close();
+    } finally {
+      await lone.stop();
+    }
+  });
+
   it('a new admin password rotates every namespace password: the old URL opens nothing', async () => {
     const users2 = createTenantRedisUsers();
     const oldUrl = (await users2.grant(server.url, 'team-rot', 'auth')) as string;
