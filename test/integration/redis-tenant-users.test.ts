@@ -2,6 +2,7 @@
 // one Redis whose admin password only the operator holds. Each namespace's users run everything
 // their programs send (the sidecar's bucket script, the auth server's stores and scripts, its
 // sign-in throttle), and nothing that reaches the other namespace's keys or the server itself.
+import net from 'node:net';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisBucketStore } from '../../lib/token-bucket/redis-store.ts';
@@ -204,6 +205,44 @@ describe('per-namespace Redis users', () => {
       expect(decision.allowed).toBe(true);
       await again.close();
     } finally {
+      await lone.stop();
+    }
+  });
+
+  it('a connection left hanging by a Redis that went away is replaced, and the users are set again on the new server', async () => {
+    // A deleted Redis pod leaves the operator's connection open with nothing answering: a TCP relay
+    // that goes silent plays that; connections made after it let through to the new server.
+    const lone = await startRedis(['--requirepass', ADMIN_PASSWORD], { password: ADMIN_PASSWORD });
+    const silenced = new Set<net.Socket>();
+    let silent = false;
+    const relay = net.createServer((down) => {
+      const up = net.connect(lone.port, '127.0.0.1');
+      down.on('error', () => {});
+      up.on('error', () => {});
+      down.on('data', (chunk) => { if (!silenced.has(down)) up.write(chunk); });
+      up.on('data', (chunk) => { if (!silenced.has(down)) down.write(chunk); });
+      down.on('close', () => up.destroy());
+    });
+    const live = new Set<net.Socket>();
+    relay.on('connection', (socket) => { live.add(socket); socket.on('close', () => live.delete(socket)); });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const relayUrl = `redis://:${ADMIN_PASSWORD}@127.0.0.1:${(relay.address() as net.AddressInfo).port}`;
+    const operatorUsers = createTenantRedisUsers();
+    try {
+      const url = (await operatorUsers.grant(relayUrl, 'team-h', 'bucket')) as string;
+      silent = true;
+      for (const socket of live) silenced.add(socket);
+      await lone.kill();
+      await lone.start();
+      expect(silent).toBe(true);
+      // The new server knows no user; the operator's hanging connection is found silent and replaced.
+      const user = `redis://${new URL(url).username}:${new URL(url).password}@127.0.0.1:${lone.port}`;
+      const pong = await eventually('the user is back on the new server', () => client(user).ping().catch(() => undefined), 15_000, 500);
+      expect(pong).toBe('PONG');
+    } finally {
+      await operatorUsers.close();
+      for (const socket of live) socket.destroy();
+      relay.close();
       await lone.stop();
     }
   });
