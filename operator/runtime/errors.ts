@@ -43,7 +43,9 @@ export function isThrottled(err: unknown): boolean {
  * any more, and the namespace takes the object with it. Nothing to retry and nothing to warn about.
  */
 export function isNamespaceTerminating(err: unknown): boolean {
-  return err instanceof KubeApiError && err.status === 403 && err.causes.includes('NamespaceTerminating');
+  if (!(err instanceof KubeApiError)) return false;
+  // Being deleted (403 NamespaceTerminating), or already gone (404 naming the namespace itself).
+  return (err.status === 403 && err.causes.includes('NamespaceTerminating')) || (err.status === 404 && /namespaces "[^"]+" not found/.test(err.message));
 }
 
 /** A custom resource's spec does not pass the operator's own schema (the CRD let it through). */
