@@ -461,10 +461,12 @@ export class RedisBucketStore implements BucketStore {
    * Lengthens the TTL of every bucket key of `keyPrefix` (the part inside the hash tag) to at least
    * ttlsMs[i] from now: SCAN over every node that holds keys (each master on a Cluster), then
    * PEXPIRE ... GT per key, which only ever lengthens a TTL (Redis 7). A key the scan misses
-   * because it was written during it was written with the new limits' TTL already.
+   * because it was written during it was written with the new limits' TTL already. Hashed keys
+   * (keyHashSecret) do not show their route: every bucket key of the store is lengthened then,
+   * which keeps the other routes' buckets exact too (a longer TTL only keeps a state longer).
    */
   async retain(keyPrefix: string, ttlsMs: readonly number[]): Promise<number> {
-    const head = `${this.#prefix}${KEY_LAYOUT}{${keyPrefix}`;
+    const head = `${this.#prefix}${KEY_LAYOUT}{${this.#hashed === undefined ? keyPrefix : ''}`;
     const match = `${head.replace(/[*?[\]\\]/g, '\\$&')}*`;
     const nodes: Redis[] = this.client instanceof Cluster ? this.client.nodes('master') : [this.client];
     let seen = 0;

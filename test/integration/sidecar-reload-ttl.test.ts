@@ -7,6 +7,7 @@ import type { Redis } from 'ioredis';
 import { request } from 'undici';
 import { describe, expect } from 'vitest';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
+import { hashBucketKey, keyHashSecretOf } from '../../lib/token-bucket/key-hash.ts';
 import { test } from '../harness/fixtures.ts';
 import type { RunningSidecar } from '../harness/programs.ts';
 import { sleep } from './sidecar-support.ts';
@@ -29,9 +30,10 @@ async function status(sidecar: RunningSidecar, user: string): Promise<number> {
  * then sends `burst` requests at once. Returns how many were admitted, the exact bound (the tokens
  * by the last decision) and the least (the tokens when the requests were sent).
  */
-async function drainReloadBurst(sidecar: RunningSidecar, admin: Redis, routeId: string, after: { replenishRate: number; burstCapacity: number }, burst: number) {
+async function drainReloadBurst(sidecar: RunningSidecar, admin: Redis, routeId: string, after: { replenishRate: number; burstCapacity: number }, burst: number, hashed = false) {
   const user = 'reloaded';
-  const key = `portcullis:bucket:v2:{${routeId}:${user}}`;
+  // redis.hashKeys: the hash tag is the take key's HMAC, keyed from the (here empty) Redis password.
+  const key = `portcullis:bucket:v2:{${hashed ? hashBucketKey(keyHashSecretOf(''), `${routeId}:${user}`) : `${routeId}:${user}`}}`;
   while ((await status(sidecar, user)) === 200) {
     // Drain until the first refusal.
   }
@@ -58,6 +60,9 @@ const it = test
   )
   .extend('largerBurst', { scope: 'file' }, ({ start, userService, redis }) =>
     start.sidecar({ upstream: { url: userService.url }, route: { id: 'larger-burst' }, limiter: { ...before }, redis: { url: redis.url } }, { name: 'sidecar-larger-burst' }),
+  )
+  .extend('hashedKeys', { scope: 'file' }, ({ start, userService, redis }) =>
+    start.sidecar({ upstream: { url: userService.url }, route: { id: 'hashed' }, limiter: { ...before }, redis: { url: redis.url, hashKeys: true } }, { name: 'sidecar-hashed-keys' }),
   );
 
 describe('a reload that refills more slowly keeps drained buckets drained', () => {
@@ -73,6 +78,14 @@ describe('a reload that refills more slowly keeps drained buckets drained', () =
     const { admitted, other, bound, least } = await drainReloadBurst(largerBurst, redisAdmin, 'larger-burst', { replenishRate: 10, burstCapacity: 100 }, 100);
     expect(other).toEqual([]);
     expect(bound).toBeLessThan(100);
+    expect(admitted, `admitted (exact bound ${bound})`).toBeLessThanOrEqual(bound);
+    expect(admitted).toBeGreaterThanOrEqual(least);
+  });
+
+  it('with hashed keys (as the operator renders routes): a lower rate keeps a drained bucket drained', async ({ hashedKeys, redisAdmin }) => {
+    const { admitted, other, bound, least } = await drainReloadBurst(hashedKeys, redisAdmin, 'hashed', { replenishRate: 2, burstCapacity: 10 }, 10, true);
+    expect(other).toEqual([]);
+    expect(bound).toBeLessThan(10);
     expect(admitted, `admitted (exact bound ${bound})`).toBeLessThanOrEqual(bound);
     expect(admitted).toBeGreaterThanOrEqual(least);
   });
