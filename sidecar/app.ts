@@ -1,21 +1,17 @@
-// Composition of the sidecar from injected dependencies; never listens (main.ts does). Owns the
-// current RouteRuntime and swaps it atomically on reload: new requests see the new config,
-// in-flight ones finish with the one they started with.
+// Composition of the sidecar from injected dependencies; never listens (main.ts does). The
+// running RouteRuntime and its reloads are live-runtime.ts'; this file adds the proxy's servers.
 import http from 'node:http';
 import type { Logger } from 'pino';
 import { Pool } from 'undici';
 import { buildAdminServer } from './admin.ts';
-import { deprecatedOptions, parseSidecarConfigText, proxyUpstream, type SidecarConfig } from '../lib/config/sidecar.ts';
+import { proxyUpstream, type SidecarConfig } from '../lib/config/sidecar.ts';
 import { SidecarMetrics } from './metrics.ts';
 import { problemTypes, writeSocketProblem } from './problem.ts';
 import { GatewayProxy } from './proxy.ts';
-import { resolveRedisConfig } from './redis-url-file.ts';
 import { requestBodyTimeout } from './request-body-timeout.ts';
-import { JwtKeySource } from './jwt-key.ts';
-import { buildRouteRuntime, lengthenedTtls, type RouteRuntime } from './route-runtime.ts';
+import { buildLiveRuntime } from './live-runtime.ts';
+import type { RouteRuntime } from './route-runtime.ts';
 import { UpgradeProxy } from './upgrade.ts';
-import { createBucketStore } from './create-store.ts';
-import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
 
 export interface SidecarDeps {
   readonly config: SidecarConfig;
@@ -60,51 +56,31 @@ function createPool(config: SidecarConfig): Pool {
 
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
-/** The jwt key source of `config`: the running one (and its caches) when its settings did not change. */
-export function jwtKeySource(config: SidecarConfig, running: JwtKeySource | undefined): JwtKeySource | undefined {
-  const settings = config.limiter.jwt;
-  if (config.limiter.key !== 'jwt' || settings === undefined) return undefined;
-  return running !== undefined && same(running.config, settings) ? running : new JwtKeySource(settings);
-}
-
-/** Resolves true once the store answers, false after timeoutMs. */
-export async function readyWithin(store: BucketStore, timeoutMs: number): Promise<boolean> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<boolean>((resolve) => {
-    timer = setTimeout(() => resolve(false), timeoutMs);
-  });
-  const ok = await Promise.race([store.ready().then(() => true), timeout]);
-  clearTimeout(timer);
-  return ok;
-}
-
 export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   const log = deps.logger;
   const metrics = deps.metrics ?? new SidecarMetrics();
   const override = deps.override ?? ((c: SidecarConfig) => c);
   const initial = override(deps.config);
-  for (const message of deprecatedOptions(initial)) log.warn(message);
-  // The redis settings the current store was built from, urlFile resolved to the URL it held.
-  let storeRedis = resolveRedisConfig(initial.redis);
-  const storeHooks = {
-    onRefusedLocally: () => metrics.localRefusals.inc(),
-    onEvicted: (count: number) => metrics.storeEvictions.inc(count),
-    onRefusedFull: () => metrics.storeFullRefusals.inc(),
-  };
-  // memory.* is read once: a new memory store would forget every bucket (and admit their users afresh).
-  const first = createBucketStore(storeRedis, initial.memory, deps.now, storeHooks);
-  let storeKind = first.kind;
-  let runtime = buildRouteRuntime(initial, first.store, createPool(initial), metrics.forRoute(initial.route.id, first.kind), jwtKeySource(initial, undefined));
+  const live = buildLiveRuntime({
+    initial,
+    override,
+    logger: log,
+    now: deps.now,
+    metrics,
+    // A new pool only when the upstream settings changed: kept-alive connections carry over.
+    upstream: (config, running) => (running !== undefined && same(config.upstream, running.config.upstream) ? running.upstream : createPool(config)),
+    restartFields: ['listen', 'admin', 'memory'],
+  });
   let shuttingDown = false;
 
-  const proxy = new GatewayProxy({ logger: log, runtime: () => runtime });
+  const proxy = new GatewayProxy({ logger: log, runtime: live.current });
   // requestTimeout: 0 below keeps long uploads alive; a stalled body is cut by this idle timeout.
   // listen.* needs a restart, so the initial value holds for the life of the server.
   const watchBody = requestBodyTimeout({
     idleMs: () => initial.listen.requestTimeoutMs,
     minBytesPerSecond: () => initial.listen.requestBodyMinBytesPerSecond,
     onTimeout: (answered) => {
-      runtime.metrics.outcome.bad_request.inc();
+      live.current().metrics.outcome.bad_request.inc();
       log.debug({ answered408: answered }, 'request body stalled; connection closed');
     },
   });
@@ -119,7 +95,7 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     },
   );
   // HTTP Upgrade (WebSocket): admitted like a request, then tunnelled (sidecar/upgrade.ts).
-  const upgrades = new UpgradeProxy({ logger: log, runtime: () => runtime, registry: metrics.registry });
+  const upgrades = new UpgradeProxy({ logger: log, runtime: live.current, registry: metrics.registry });
   proxyServer.on('upgrade', upgrades.handle);
   proxyServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // writeSocketProblem answers a socket once (the parser repeats its error for each further
@@ -141,66 +117,10 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     notReadyReason: () => {
       if (shuttingDown) return 'shutting down';
       if (!proxyServer.listening) return 'proxy not listening';
-      if (!runtime.store.isReady() && runtime.onStoreError === 'deny') return 'limiter store unavailable and onStoreError is deny';
+      if (!live.current().store.isReady() && live.current().onStoreError === 'deny') return 'limiter store unavailable and onStoreError is deny';
       return null;
     },
   });
-
-  const retire = (store: BucketStore | undefined, pool: Pool | undefined) => {
-    // Requests that started on the old runtime still hold it; close gracefully behind them.
-    void Promise.allSettled([store?.close(), pool?.close()]);
-  };
-
-  /** Applies `config`, or re-applies the running one (re-reading the files it names). */
-  const applyNow = async (config: SidecarConfig | undefined): Promise<void> => {
-    const next = override(config ?? runtime.config);
-    if (config !== undefined) for (const message of deprecatedOptions(next)) log.warn(message);
-    let store = runtime.store;
-    let kind = storeKind;
-    const nextRedis = resolveRedisConfig(next.redis);
-    if (!same(nextRedis, storeRedis)) {
-      const created = createBucketStore(nextRedis, initial.memory, deps.now, storeHooks);
-      // Switch once the new store answers (at most its connect timeout), so that new requests
-      // are not refused by onStoreError while it connects; the old store serves until then.
-      const connected = await readyWithin(created.store, nextRedis?.connectTimeoutMs ?? 0);
-      store = created.store;
-      kind = created.kind;
-      log.info({ store: kind, connected }, 'store settings changed: new requests use a new store connection');
-    }
-    const old = runtime;
-    for (const field of ['listen', 'admin', 'memory'] as const) {
-      if (!same(next[field], old.config[field])) log.warn({ field }, 'config: a changed listen, admin or memory setting needs a restart; keeping the old one');
-    }
-    const pool = same(next.upstream, old.config.upstream) ? old.upstream : createPool(next);
-    runtime = buildRouteRuntime(next, store, pool, metrics.forRoute(next.route.id, kind), jwtKeySource(next, old.jwt));
-    storeKind = kind;
-    storeRedis = nextRedis;
-    log.level = next.logLevel;
-    retire(store === old.store ? undefined : old.store, pool === old.upstream ? undefined : old.upstream);
-    if (store === old.store) retainBuckets(old, runtime);
-  };
-
-  /**
-   * Limits that refill more slowly now keep the buckets' state: keys written under the old limits
-   * get the new limits' TTL, so none expires (and reads as full) before it would have refilled.
-   */
-  const retainBuckets = (old: RouteRuntime, next: RouteRuntime): void => {
-    const store = next.store;
-    if (store.retain === undefined) return;
-    for (const { bucketPrefix, ttlsMs } of lengthenedTtls(old, next)) {
-      store.retain(bucketPrefix, ttlsMs).then(
-        (keys) => log.info({ route: next.routeId, bucketPrefix, keys, ttlsMs }, 'limits changed: stored buckets keep their state for the new limits'),
-        (err: unknown) => log.warn({ route: next.routeId, bucketPrefix, err: (err as Error).message }, 'limits changed: could not lengthen the stored buckets\' TTL'),
-      );
-    }
-  };
-  // One apply at a time (applyNow may wait for a store to connect): each sees the last one's result.
-  let applying: Promise<unknown> = Promise.resolve();
-  const apply = (config: SidecarConfig | undefined): Promise<void> => {
-    const done = applying.then(() => applyNow(config));
-    applying = done.catch(() => undefined);
-    return done;
-  };
 
   return {
     proxyServer,
@@ -208,45 +128,14 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     metrics,
     proxy,
     upgrades,
-    current: () => runtime,
-    storeReady: (timeoutMs) => readyWithin(runtime.store, timeoutMs),
-    async reloadText(text) {
-      let config: SidecarConfig;
-      try {
-        config = parseSidecarConfigText(text);
-      } catch (err) {
-        metrics.reloads.labels('invalid').inc();
-        log.error({ err: (err as Error).message }, 'config reload rejected; keeping the running config');
-        return false;
-      }
-      try {
-        await apply(config);
-      } catch (err) {
-        metrics.reloads.labels('failed').inc();
-        log.error({ err: (err as Error).message }, 'config reload failed; keeping the running config');
-        return false;
-      }
-      metrics.reloads.labels('applied').inc();
-      const l = runtime.config.limiter;
-      log.info(
-        { route: runtime.routeId, path: runtime.config.route.path, key: l.key, rules: runtime.rules.map((r) => ({ name: r.name, limits: r.limits, enforce: r.enforce })) },
-        'config reloaded',
-      );
-      return true;
-    },
-    async refreshFiles() {
-      try {
-        await apply(undefined);
-      } catch (err) {
-        metrics.reloads.labels('failed').inc();
-        log.error({ err: (err as Error).message }, 'redis.urlFile unreadable or invalid; keeping the running store');
-        return false;
-      }
-      return true;
-    },
+    current: live.current,
+    storeReady: live.storeReady,
+    reloadText: live.reloadText,
+    refreshFiles: live.refreshFiles,
     async shutdown() {
       if (shuttingDown) return;
       shuttingDown = true;
+      const runtime = live.current();
       const grace = runtime.config.shutdownGraceMs;
       const keepAlive = Math.min(runtime.config.shutdownKeepAliveMs, grace);
       const draining = proxy.drain(); // from now on every answer says Connection: close

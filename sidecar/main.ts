@@ -3,14 +3,12 @@
 // PORT and ADMIN_PORT, when set, override the listen and admin ports of the file. With `mode:
 // decision` the program is the decision service instead (decision-main.ts).
 import { readFileSync } from 'node:fs';
-import type { Server } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { pino } from 'pino';
 import { buildSidecarApp } from './app.ts';
 import { ConfigError, parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
-import { ConfigWatcher } from './config-watcher.ts';
-import { RedisUrlWatcher } from './redis-url-watcher.ts';
+import { runSidecarProcess } from './process.ts';
 
 const bootLog = pino({ name: 'portcullis-sidecar' });
 
@@ -61,75 +59,30 @@ if (config.mode === 'decision') {
     fail(err instanceof ConfigError ? err.message : `cannot start: ${(err as Error).message}`);
   }
   const effective = app.current().config;
-
-  // redis.urlFile (a mounted Secret): a rewritten file reconnects the store, like a config change.
-  const urlWatcher = new RedisUrlWatcher({
-    onChange: () => void app.refreshFiles(),
-    onError: (err) => logger.error({ err: err.message }, 'redis.urlFile unreadable; keeping the running store'),
-  });
-  urlWatcher.follow(effective.redis?.urlFile);
-
-  const watcher = new ConfigWatcher({
-    file,
-    initialText: text,
-    onText: (t) => void app.reloadText(t).then(() => urlWatcher.follow(app.current().config.redis?.urlFile)),
-    onError: (err) => logger.error({ err: err.message }, 'config file unreadable; keeping the running config'),
-  });
-
-  let stopping = false;
-  const shutdown = (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'shutting down: draining in-flight requests');
-    watcher.close();
-    urlWatcher.close();
-    app.shutdown().then(
-      () => {
-        logger.info('stopped');
-        process.exit(0);
-      },
-      (err: unknown) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
-  };
-  process.on('SIGTERM', () => shutdown('SIGTERM'));
-  process.on('SIGINT', () => shutdown('SIGINT'));
-
-  if (effective.redis !== undefined && !(await app.storeReady(5000))) {
-    logger.warn({ policy: effective.limiter.onStoreError }, 'redis not reachable yet; starting anyway (onStoreError applies until it is)');
-  }
-
-  const listen = (server: Server, port: number, host: string) =>
-    new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(port, host, () => {
-        server.off('error', reject);
-        resolve();
-      });
-    });
-
-  try {
-    await listen(app.adminServer, effective.admin.port, effective.admin.host);
-    await listen(app.proxyServer, effective.listen.port, effective.listen.host);
-  } catch (err) {
-    logger.fatal({ err: (err as Error).message }, 'could not listen');
-    process.exit(1);
-  }
   const l = effective.limiter;
-  logger.info(
-    {
-      port: effective.listen.port,
-      adminPort: effective.admin.port,
-      upstream: effective.upstream?.url,
-      route: effective.route.id,
-      path: effective.route.path,
-      store: effective.redis === undefined ? 'memory' : 'redis',
-      replenishRate: l.replenishRate,
-      burstCapacity: l.burstCapacity,
-      requestedTokens: l.requestedTokens,
+  await runSidecarProcess({
+    file,
+    text,
+    logger,
+    app,
+    stopping: 'shutting down: draining in-flight requests',
+    listeners: [
+      { server: app.adminServer, port: effective.admin.port, host: effective.admin.host },
+      { server: app.proxyServer, port: effective.listen.port, host: effective.listen.host },
+    ],
+    listening: {
+      message: 'sidecar listening',
+      fields: {
+        port: effective.listen.port,
+        adminPort: effective.admin.port,
+        upstream: effective.upstream?.url,
+        route: effective.route.id,
+        path: effective.route.path,
+        store: effective.redis === undefined ? 'memory' : 'redis',
+        replenishRate: l.replenishRate,
+        burstCapacity: l.burstCapacity,
+        requestedTokens: l.requestedTokens,
+      },
     },
-    'sidecar listening',
-  );
+  });
 }
