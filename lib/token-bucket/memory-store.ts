@@ -8,7 +8,7 @@
 // decision). When none has, a take that would add a bucket is refused (a limited decision whose
 // Retry-After is the time until one will have), never admitted as if its bucket were full: the
 // bound costs availability for new keys, never accuracy for known ones.
-import { MICRO, assertRule, bucketTtlMs, combineDecisions, takeAllUs, takeUs, type BucketRule, type BucketState, type Decision } from './bucket.ts';
+import { assertRule, bucketTtlMs, combineDecisions, refillWaitUs, takeAllUs, takeUs, type BucketRule, type BucketState, type Decision } from './bucket.ts';
 import type { BucketStore, TakeSink } from './bucket-store.ts';
 
 export interface MemoryStoreOptions {
@@ -50,7 +50,7 @@ interface Entry {
 
 /** µs at which `state` is full again under `rule`. */
 function fullAtUs(state: BucketState, rule: BucketRule): number {
-  return state.updatedUs + Math.ceil((rule.burstCapacity * MICRO - state.microTokens) / rule.replenishRate);
+  return state.updatedUs + refillWaitUs(state.microTokens, rule, rule.burstCapacity);
 }
 
 export class MemoryBucketStore implements BucketStore {
@@ -105,15 +105,7 @@ export class MemoryBucketStore implements BucketStore {
     const { decision, state } = takeUs(prior, rule, nowUs, cost);
     if (!decision.allowed) return decision;
     if (entry === undefined && !this.#roomFor(1, entryBytes(key), nowUs)) return this.#refusedFull([rule], [cost], nowUs);
-    const expiresUs = state.updatedUs + bucketTtlMs(rule) * 1000;
-    const fullUs = fullAtUs(state, rule);
-    if (fullUs < this.#nextFullUs) this.#nextFullUs = fullUs;
-    if (entry === undefined) this.#add(key, { state, expiresUs, fullUs });
-    else {
-      entry.state = state;
-      entry.expiresUs = expiresUs;
-      entry.fullUs = fullUs;
-    }
+    this.#write(key, entry, state, rule);
     return decision;
   }
 
@@ -142,30 +134,38 @@ export class MemoryBucketStore implements BucketStore {
     for (let i = 0; i < rules.length; i++) assertRule(rules[i] as BucketRule, costs[i] as number);
     const nowUs = Math.round(this.#now() * 1000);
     const names = rules.map((_, i) => (i === 0 ? key : `${key}\u0000${i}`));
-    const prior = names.map((name) => {
-      const entry = this.#buckets.get(name);
-      return entry !== undefined && entry.expiresUs > nowUs ? entry.state : undefined;
-    });
+    const entries = names.map((name) => this.#buckets.get(name));
+    const prior = entries.map((entry) => (entry !== undefined && entry.expiresUs > nowUs ? entry.state : undefined));
     const { decision, states } = takeAllUs(prior, rules, nowUs, costs);
     if (!decision.allowed) return decision;
     let added = 0;
     let addedBytes = 0;
-    for (const name of names) {
-      if (this.#buckets.has(name)) continue;
-      added++;
-      addedBytes += entryBytes(name);
-    }
-    if (added > 0 && !this.#roomFor(added, addedBytes, nowUs)) return this.#refusedFull(rules, costs, nowUs);
     for (let i = 0; i < names.length; i++) {
-      const state = states[i] as BucketState;
-      const rule = rules[i] as BucketRule;
-      const name = names[i] as string;
-      const next = { state, expiresUs: state.updatedUs + bucketTtlMs(rule) * 1000, fullUs: fullAtUs(state, rule) };
-      if (next.fullUs < this.#nextFullUs) this.#nextFullUs = next.fullUs;
-      if (this.#buckets.has(name)) this.#buckets.set(name, next);
-      else this.#add(name, next);
+      if (entries[i] !== undefined) continue;
+      added++;
+      addedBytes += entryBytes(names[i] as string);
     }
+    if (added > 0) {
+      if (!this.#roomFor(added, addedBytes, nowUs)) return this.#refusedFull(rules, costs, nowUs);
+      // Making room may have forgotten a full bucket of this very take: write it anew then.
+      for (let i = 0; i < names.length; i++) if (entries[i] !== undefined) entries[i] = this.#buckets.get(names[i] as string);
+    }
+    for (let i = 0; i < names.length; i++) this.#write(names[i] as string, entries[i], states[i] as BucketState, rules[i] as BucketRule);
     return decision;
+  }
+
+  /** Stores an admitted take's state: in place when the bucket is held, else as a new entry. */
+  #write(key: string, entry: Entry | undefined, state: BucketState, rule: BucketRule): void {
+    const expiresUs = state.updatedUs + bucketTtlMs(rule) * 1000;
+    const fullUs = fullAtUs(state, rule);
+    if (fullUs < this.#nextFullUs) this.#nextFullUs = fullUs;
+    if (entry === undefined) {
+      this.#add(key, { state, expiresUs, fullUs });
+      return;
+    }
+    entry.state = state;
+    entry.expiresUs = expiresUs;
+    entry.fullUs = fullUs;
   }
 
   async retain(keyPrefix: string, ttlsMs: readonly number[]): Promise<number> {

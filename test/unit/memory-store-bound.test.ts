@@ -34,6 +34,19 @@ describe('bounded memory bucket store', () => {
     expect(store.takeSync('drained', rule).allowed).toBe(false);
   });
 
+  it('a take of several buckets that makes room by forgetting its own full bucket still stores that bucket', () => {
+    const clock = { now: 0 };
+    const { store } = bounded({ maxBuckets: 2 }, clock);
+    const tight = { replenishRate: 1, burstCapacity: 1, requestedTokens: 1 };
+    store.takeSync('a', tight);
+    store.takeSync('b', tight);
+    clock.now = 5_000; // both full again: either may be forgotten
+    // Buckets 'a' (held) and its second one (new): room is made, and 'a' may be among the forgotten.
+    expect(store.takeAllSync('a', [tight, rule], [1, 1]).allowed).toBe(true);
+    // Its first bucket was drained by that take: still refused at once.
+    expect(store.takeAllSync('a', [tight, rule], [1, 1]).allowed).toBe(false);
+  });
+
   it('forgets a bucket once it has refilled to full, and admits the new key in its place', () => {
     const clock = { now: 0 };
     const { store, counts } = bounded({ maxBuckets: 2 }, clock);
