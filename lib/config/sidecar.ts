@@ -1,7 +1,6 @@
 // The sidecar's config file (YAML or JSON) as a zod schema: the single source of its shape. The
 // operator renders this into a ConfigMap; the sidecar validates it at start and on every reload.
 import { readFileSync } from 'node:fs';
-import { isIP } from 'node:net';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { MAX_BURST_CAPACITY } from '../token-bucket/bucket.ts';
@@ -325,14 +324,7 @@ export const overloadSchema = z
   .describe('When the sidecar itself is overloaded: requests it sheds explicitly instead of forwarding them undecided');
 
 /** An IPv4 or IPv6 address or CIDR block, e.g. 10.0.0.0/8 or ::1. */
-const addressOrCidr = z.string().refine((v) => {
-  const [address = '', bits, ...rest] = v.split('/');
-  const family = isIP(address);
-  if (family === 0 || rest.length > 0) return false;
-  if (bits === undefined) return true;
-  const n = Number(bits);
-  return /^[0-9]{1,3}$/.test(bits) && n <= (family === 4 ? 32 : 128);
-}, 'an IP address or CIDR block such as 10.0.0.0/8');
+const addressOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()], { error: 'an IP address or CIDR block such as 10.0.0.0/8' });
 
 export const decisionSchema = z
   .strictObject({
