@@ -12,7 +12,7 @@ import type { JwtKeyResult } from './jwt-key.ts';
 import { OverloadGuard } from './overload.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import { selectRule, type RouteRuntime, type RuleRuntime } from './route-runtime.ts';
-import { keyRejectionDetail, rejectKey } from './user-key.ts';
+import { claimHeaderValue, keyRejectionDetail, rejectKey } from './user-key.ts';
 
 export type Verdict =
   | {
@@ -66,6 +66,16 @@ export function admitTarget(rt: RouteRuntime, url: string): string | Problem {
     return { type: problemTypes.notFound, title: 'Not Found', status: 404, detail: 'No route matches this path.' };
   }
   return target;
+}
+
+/**
+ * Adds the one key header line the upstream reads: the identity charged (a verified claim encoded
+ * by claimHeaderValue), else, with the header key, the first one the client sent (no rule charged
+ * it); none for a jwt request no rule verified. readRequestHead forwarded no key header line itself.
+ */
+export function forwardIdentity(rt: RouteRuntime, forward: string[], charged: string | undefined, sent: string | undefined): void {
+  const identity = charged ?? (rt.jwt === undefined ? sent : undefined);
+  if (identity !== undefined) forward.push(rt.config.limiter.keyHeader, rt.jwt === undefined ? identity : claimHeaderValue(identity));
 }
 
 /** The rule for a request: a rule, `undefined` to forward unlimited, or a refusal (no rule and unmatched: refuse). */

@@ -5,14 +5,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
-import { Admission, admitTarget, isRule, ruleFor, targetPath, type KeyOutcome } from './admission.ts';
+import { Admission, admitTarget, forwardIdentity, isRule, ruleFor, targetPath, type KeyOutcome } from './admission.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
 import { hopLimitProblem } from './hop-limit.ts';
 import { KeyInFlight } from './key-in-flight.ts';
 import { problemTypes, sendProblem } from './problem.ts';
 import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime, RuleRuntime } from './route-runtime.ts';
-import { claimHeaderValue } from './user-key.ts';
 
 export interface ProxyOptions {
   readonly logger: Logger;
@@ -99,8 +98,7 @@ export class GatewayProxy {
 
     // No rule applies and unmatched requests are forwarded: no key is needed, nothing is taken.
     if (rule === undefined) {
-      // Header key: the service still reads one identity, the first sent (jwt: none was verified).
-      if (key !== undefined) forward.push(rt.config.limiter.keyHeader, key);
+      forwardIdentity(rt, forward, undefined, key);
       exchange.forwardUnlimited(forward, hasBody);
       return;
     }
@@ -128,8 +126,7 @@ export class GatewayProxy {
       sendProblem(res, overloaded, ['retry-after', '1']);
       return;
     }
-    // The service reads exactly the identity charged, once (jwt: the verified claim, encoded).
-    forward.push(rt.config.limiter.keyHeader, rt.jwt === undefined ? outcome : claimHeaderValue(outcome));
+    forwardIdentity(rt, forward, outcome, undefined);
     exchange.ask(rule, outcome, forward, hasBody);
   }
 }

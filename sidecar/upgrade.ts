@@ -11,12 +11,11 @@ import type { Duplex } from 'node:stream';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { proxyUpstream } from '../lib/config/sidecar.ts';
-import { Admission, admitTarget, targetPath } from './admission.ts';
+import { Admission, admitTarget, forwardIdentity, targetPath } from './admission.ts';
 import { hopLimitProblem } from './hop-limit.ts';
 import { problemTypes, writeSocketProblem } from './problem.ts';
 import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime } from './route-runtime.ts';
-import { claimHeaderValue } from './user-key.ts';
 
 /** After one side of a tunnel ended, the longest wait for the other to close (ms). */
 const END_GRACE_MS = 5000;
@@ -109,9 +108,7 @@ export class UpgradeProxy {
       return;
     }
     const { outcome, rateHeaders } = verdict;
-    // The service reads exactly the identity charged, once, as in proxy.ts (no rule: the first sent, header key only).
-    const identity = verdict.key ?? (rt.jwt === undefined ? key : undefined);
-    if (identity !== undefined) forward.push(rt.config.limiter.keyHeader, rt.jwt === undefined ? identity : claimHeaderValue(identity));
+    forwardIdentity(rt, forward, verdict.key, key);
     // The client may have gone while the store decided.
     if (socket.destroyed) return;
     this.#forward(req, socket, head, rt, forward, rateHeaders, outcome);
