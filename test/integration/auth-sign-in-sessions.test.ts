@@ -118,6 +118,21 @@ describe.each(['memory', 'redis'] as const)('sign-in sessions (%s store)', (stor
     expect(new URL(still.location).searchParams.get('code')).toBeTruthy();
   });
 
+  it("an id_token_hint of another user does not end the session without the user's confirmation", async () => {
+    const { b } = await signedInBrowser();
+    // Bob's own id_token, sent to alice's browser as a link.
+    const first = await rp('oidc-client', SECRETS.oidc);
+    const a = await authUrl(first);
+    const { location } = await walk(a.url.toString(), { username: 'bob', password: 'builder' });
+    const bobs = await client.authorizationCodeGrant(first, location, { pkceCodeVerifier: a.verifier, expectedNonce: a.nonce, idTokenExpected: true });
+    const page = await b.get(client.buildEndSessionUrl(first, { id_token_hint: bobs.id_token ?? '' }).toString());
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('id="sign-out"');
+    // Alice is still signed in.
+    const still = await visit(b, (await authUrl(first, { prompt: 'none' })).url);
+    expect(new URL(still.location).searchParams.get('code')).toBeTruthy();
+  });
+
   it('without id_token_hint the user confirms; the session cookie is __Host- only over https (here plain, HttpOnly)', async () => {
     const { b } = await signedInBrowser();
     const page = await b.get(`${on.stack().issuer}/end-session`);

@@ -2,15 +2,15 @@
 // browser's sign-in session and, when the request names a client (by id_token_hint or client_id)
 // and one of its registered post_logout_redirect_uris (exact match), sends the browser there with
 // state. A bad hint or an unregistered URI is an HTML page, never a redirect. Without a valid
-// id_token_hint the user confirms first (a cross-site page cannot sign them out: the session
-// cookie is SameSite=Lax, so a forged POST carries none).
+// id_token_hint of the session's own user the user confirms first (a cross-site page cannot sign
+// them out: the session cookie is SameSite=Lax, so a forged POST carries none).
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import { compactVerify, decodeJwt, decodeProtectedHeader } from 'jose';
 import { html, sendPage } from '../../../lib/web/html.ts';
 import type { AuthContext } from '../context.ts';
 import { PageError } from '../errors.ts';
 import { single, toParams, type Params } from '../params.ts';
-import { endSession } from '../sign-in-session.ts';
+import { currentSession, endSession } from '../sign-in-session.ts';
 
 /** The hint's client and user when it is an id_token this server signed (expired ones count: Logout 1.0 section 2). */
 async function readHint(ctx: AuthContext, token: string): Promise<{ clientId: string; user: string } | undefined> {
@@ -48,7 +48,11 @@ export function endSessionRoute(ctx: AuthContext): FastifyPluginAsync {
       }
       const state = value('state');
 
-      if (hint === undefined && !(request.method === 'POST' && value('confirm') === 'yes')) {
+      // A hint speaks for the session only when it names the session's user (Logout 1.0 section 2):
+      // anyone holding an id_token of their own could otherwise sign a victim out with a link.
+      const session = hint === undefined ? undefined : await currentSession(ctx, request);
+      const hintSpeaks = hint !== undefined && (session === undefined || session.user === hint.user);
+      if (!hintSpeaks && !(request.method === 'POST' && value('confirm') === 'yes')) {
         const hidden = Object.entries({ client_id: client?.client_id, post_logout_redirect_uri: target, state }).map(([k, v]) =>
           v === undefined ? html`` : html`<input type="hidden" name="${k}" value="${v}">`,
         );
