@@ -27,9 +27,3 @@ export async function commandStats(admin: Redis): Promise<{ usec: number; topLev
   }
   return { usec, topLevelCalls, calls };
 }
-
-/** Script calls Redis has run so far (EVALSHA and EVAL). */
-export async function scriptCalls(admin: Redis): Promise<number> {
-  const { calls } = await commandStats(admin);
-  return (calls['evalsha'] ?? 0) + (calls['eval'] ?? 0);
-}

@@ -6,6 +6,7 @@
 // than reimplement the formats. Everything is parsed once at start (env) or on every change of
 // the file (registry, users, keys), with messages naming the full path of each bad field.
 import { z } from 'zod';
+import { NAMESPACE } from '../tenancy/tenant-keys.ts';
 import { isSecureRedirectUri } from './redirect-uri.ts';
 
 export { hashClientSecret } from './client-secret.ts';
@@ -37,7 +38,7 @@ export const authServerConfigSchema = z.object({
   REDIS_URL: z.string().min(1).optional().describe('Codes, consents, refresh tokens and throttles in Redis when set'),
   AUTH_NAMESPACE: z
     .string()
-    .regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'a namespace name (RFC 1123 label)')
+    .regex(NAMESPACE, 'a namespace name (RFC 1123 label)')
     .default('default')
     .describe('Namespace this server serves: every Redis key starts with portcullis:auth:<namespace>:, so servers of two namespaces sharing a Redis never see each other\'s state'),
   AUTH_AUDIENCE: z

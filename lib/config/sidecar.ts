@@ -181,7 +181,7 @@ export const jwtKeySchema = z
   .describe('Verification of the Authorization: Bearer access token when the key source is jwt');
 
 /** Whether the URL's host name (no port; case-insensitive) is one of `hosts`. */
-export function jwksHostAllowed(url: string, hosts: readonly string[]): boolean {
+function jwksHostAllowed(url: string, hosts: readonly string[]): boolean {
   const host = new URL(url).hostname.toLowerCase();
   return hosts.some((h) => h.toLowerCase() === host);
 }
@@ -387,7 +387,6 @@ export type RuleConfig = z.infer<typeof ruleSchema>;
 export type JwtKeyConfig = z.infer<typeof jwtKeySchema>;
 export type RedisConfig = NonNullable<SidecarConfig['redis']>;
 export type UpstreamConfig = z.infer<typeof upstreamSchema>;
-export type DecisionConfig = SidecarConfig['decision'];
 
 /** The upstream of a proxy-mode config (the schema requires it there). */
 export function proxyUpstream(config: SidecarConfig): UpstreamConfig {

@@ -8,7 +8,7 @@ export const BUCKET_KEY_ROOT = 'portcullis:bucket:';
 export const AUTH_KEY_ROOT = 'portcullis:auth:';
 
 /** A Kubernetes namespace name (RFC 1123 label). */
-const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+export const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 export function assertNamespace(namespace: string): void {
   if (!NAMESPACE.test(namespace)) throw new RangeError(`not a namespace name: ${JSON.stringify(namespace)}`);

@@ -176,6 +176,14 @@ class InFlightCall implements ScriptReply {
   }
 }
 
+/**
+ * ioredis' reconnectOnError for every client of a namespace's Redis user: a Redis that restarted
+ * empty may take the connection before the user is set again (the operator replays the users on
+ * reconnect); the AUTH then failed and every command is refused with NOAUTH/WRONGPASS. Reconnect,
+ * and so authenticate again, instead of staying refused.
+ */
+export const reconnectOnAuthLoss = (err: Error): boolean => /^(NOAUTH|WRONGPASS)/.test(err.message);
+
 export class RedisBucketStore implements BucketStore {
   readonly client: Redis | Cluster;
   readonly #prefix: string;
@@ -214,10 +222,7 @@ export class RedisBucketStore implements BucketStore {
       maxRetriesPerRequest: 0,
       // Reconnect quickly and forever: limiting resumes within ~0.5 s of Redis returning.
       retryStrategy: (times) => Math.min(50 * times, 500),
-      // A Redis that restarted empty may take this connection before its ACL user is set again
-      // (the operator replays the users on reconnect): the AUTH then failed, so every command is
-      // refused with NOAUTH/WRONGPASS. Reconnect, and so authenticate again, instead of staying refused.
-      reconnectOnError: (err) => /^(NOAUTH|WRONGPASS)/.test(err.message),
+      reconnectOnError: reconnectOnAuthLoss,
       ...(options.password !== undefined ? { password: options.password } : {}),
     };
     let client: Redis | Cluster;

@@ -2,6 +2,7 @@
 // /.well-known/oauth-authorization-server and OpenID Connect Discovery's
 // /.well-known/openid-configuration, so the two can never disagree.
 import type { AuthContext } from './context.ts';
+import { PROMPTS } from './oidc-request.ts';
 import { RELEASABLE_CLAIMS, STANDARD_SCOPES } from './scopes.ts';
 
 /** Claims an id_token can carry besides the user claims the scopes release. */
@@ -32,7 +33,7 @@ export function serverMetadata(ctx: AuthContext): Record<string, unknown> {
     // From the key ring: Go clients assume RS256 when this is missing, and ES256 tokens then fail.
     id_token_signing_alg_values_supported: ctx.keys.algorithms(),
     claims_supported: [...TOKEN_CLAIMS, ...RELEASABLE_CLAIMS],
-    prompt_values_supported: ['none', 'login', 'consent', 'select_account'],
+    prompt_values_supported: [...PROMPTS],
     claims_parameter_supported: false,
     request_parameter_supported: false,
     // Discovery's default for this one is true: say it is not supported.

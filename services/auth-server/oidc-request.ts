@@ -6,7 +6,7 @@ import { MAX_NONCE_LENGTH } from './id-token.ts';
 import { single, type Params } from './params.ts';
 
 /** `select_account` is accepted and has nothing to select: one account per browser. */
-const PROMPTS = ['none', 'login', 'consent', 'select_account'] as const;
+export const PROMPTS = ['none', 'login', 'consent', 'select_account'] as const;
 export type Prompt = (typeof PROMPTS)[number];
 
 /** A login_hint longer than a username cannot name one; it is dropped rather than refused. */

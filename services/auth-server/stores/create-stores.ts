@@ -2,7 +2,7 @@
 // The sign-in throttle uses the sidecar's BucketStore adapters on the same choice.
 import { Redis } from 'ioredis';
 import { MemoryBucketStore } from '../../../lib/token-bucket/memory-store.ts';
-import { RedisBucketStore } from '../../../lib/token-bucket/redis-store.ts';
+import { reconnectOnAuthLoss, RedisBucketStore } from '../../../lib/token-bucket/redis-store.ts';
 import type { BucketStore } from '../../../lib/token-bucket/bucket-store.ts';
 import { createMemoryStores } from './memory.ts';
 import { createRedisStores } from './redis.ts';
@@ -32,9 +32,7 @@ export async function createStores(
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     retryStrategy: (times) => Math.min(50 * times, 1000),
-    // After a restart of an empty Redis this connection may come back before the namespace's ACL
-    // user is set again: reconnect (and authenticate again) on NOAUTH/WRONGPASS instead of staying refused.
-    reconnectOnError: (err) => /^(NOAUTH|WRONGPASS)/.test(err.message),
+    reconnectOnError: reconnectOnAuthLoss,
     lazyConnect: true,
   });
   // Without a listener ioredis prints "Unhandled error event" to stderr, outside the JSON logs.
