@@ -146,6 +146,8 @@ export function buildOperator(deps: OperatorDeps): Operator {
     }
   });
   for (const i of [informers.deployments, informers.services, informers.configMaps, informers.secrets, informers.networkPolicies, informers.podDisruptionBudgets]) i.addHandler(byOwner);
+  // The applier remembers the versions it wrote of metadata-only children until they are gone.
+  for (const i of [informers.configMaps, informers.secrets]) i.addHandler({ onDelete: (o) => applier.forget(o) });
 
   const elector = config.PORTCULLIS_LEADER_ELECTION
     ? new LeaderElector(deps.leaseClient ?? client, clock, log, {

@@ -13,7 +13,8 @@ import { routeNetworkPolicyName, routePodDisruptionBudgetName, routeServiceName,
 import { deploymentReplicas, labelSelectorString, routeReplicas, selectorString } from '../resources/route-scale.ts';
 import { injectionService } from '../resources/route-injection.ts';
 import { routeService } from '../resources/route-service.ts';
-import { routeRedisSecret, routeRedisSecretName, secretKeyData } from '../resources/redis-url-secret.ts';
+import { routeRedisSecret, routeRedisSecretName } from '../resources/redis-url-secret.ts';
+import { readSecretKey } from './source-secret.ts';
 import { usesDefaultRedisSecret } from '../resources/route-redis.ts';
 import { namespaceRedisUrlData, releaseNamespaceRedisUser, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
 import type { ResourceSettings } from '../resources/settings.ts';
@@ -124,7 +125,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     // The default Redis, as the namespace's own user, in a Secret beside the route (pods reference
     // Secrets of their namespace only).
     const source = usesDefaultRedisSecret(route, this.#d.settings) ? this.#d.settings.defaultRedisSecret : undefined;
-    const adminUrlData = source === undefined ? undefined : secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
+    const adminUrlData = source === undefined ? undefined : await readSecretKey(this.#d.client, source);
     // Redis unreachable: the rest is applied and the namespace's Secret left as it is; retried soon.
     let redisUserProblem: string | undefined;
     const redisUrlData =
@@ -296,17 +297,19 @@ export class RateLimitRouteReconciler implements Reconciler {
     );
   }
 
-  /** No route of the namespace left on the default Redis: its user there goes. */
+  /**
+   * No route of the namespace left on the default Redis: its user there goes. Every route without
+   * spec.redis counts, an invalid one too (its pods still run on the user), and the count is taken
+   * after the last await, so a route another worker set the user up for meanwhile keeps it (the
+   * DELUSER queues behind that SETUSER on the one admin connection).
+   */
   async #releaseRedisUser(namespace: string | undefined): Promise<void> {
     const source = this.#d.settings.defaultRedisSecret;
     if (this.#d.redisUsers === undefined || source === undefined || namespace === undefined) return;
-    const onDefault = this.#d.caches.routes.list(namespace).some((r) => {
-      const parsed = rateLimitRouteSchema.safeParse(r);
-      return r.metadata.deletionTimestamp === undefined && parsed.success && usesDefaultRedisSecret(parsed.data, this.#d.settings);
-    });
-    if (onDefault) return;
-    const adminUrlData = secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
-    if (adminUrlData !== undefined) await releaseNamespaceRedisUser(this.#d.redisUsers, adminUrlData, namespace, 'bucket');
+    const adminUrlData = await readSecretKey(this.#d.client, source);
+    if (adminUrlData === undefined) return;
+    const onDefault = this.#d.caches.routes.list(namespace).some((r) => r.metadata.deletionTimestamp === undefined && asRecord(r['spec'])?.['redis'] === undefined);
+    if (!onDefault) await releaseNamespaceRedisUser(this.#d.redisUsers, adminUrlData, namespace, 'bucket');
   }
 
   async #invalid(raw: KubeObject, message: string): Promise<void> {

@@ -88,6 +88,11 @@ export class Applier {
     return this.#client.apply(stampHash(desired));
   }
 
+  /** Forgets what was written of an object that is gone (deleted by anyone, the garbage collector included). */
+  forget(gone: KubeObject): void {
+    this.#written.delete(writtenKey(gone));
+  }
+
   /** Deletes a child the desired state no longer has (uid as a precondition: never a newer namesake). */
   async remove(live: KubeObject): Promise<boolean> {
     const type = resourceTypeOf(live.apiVersion, live.kind);
