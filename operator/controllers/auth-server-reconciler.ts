@@ -10,7 +10,9 @@ import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, oauthClientSecretName, SIGNIN
 import { authServerDeployment, authServerNetworkPolicy, authServerPodDisruptionBudget, authServerService } from '../resources/auth-server-deployment.ts';
 import { clientRegistrySecret, type RegisteredOAuthClient } from '../resources/client-registry-secret.ts';
 import { controllerOf, OAUTH_CLIENT_LABEL } from '../resources/metadata.ts';
-import { AUTH_REDIS_SECRET, authRedisSecret, secretKeyData } from '../resources/redis-url-secret.ts';
+import { AUTH_REDIS_SECRET, authRedisSecret } from '../resources/redis-url-secret.ts';
+import { authRedisSource } from '../resources/route-redis.ts';
+import { readSecretKey } from './source-secret.ts';
 import { credentialsOf } from '../resources/oauth-client-secret.ts';
 import { namespaceRedisUrlData, releaseNamespaceRedisUser, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
 import type { ResourceSettings } from '../resources/settings.ts';
@@ -177,13 +179,13 @@ export class AuthServerReconciler implements Reconciler {
    * REDIS_URL references it; a stale copy (the setting changed) is deleted.
    */
   async #applyRedisSecret(namespace: string, owners: Parameters<typeof authRedisSecret>[1], clients: readonly KubeObject[]): Promise<boolean> {
-    const source = this.#d.settings.authRedisUrl === undefined ? this.#d.settings.authRedisSecret : undefined;
+    const source = authRedisSource(this.#d.settings);
     if (source === undefined) {
       const stale = this.#d.caches.secrets.get(namespace, AUTH_REDIS_SECRET);
       if (stale !== undefined && isAuthServerObject(stale)) await this.#d.applier.remove(stale);
       return true;
     }
-    const adminData = secretKeyData(await this.#d.client.get(resourceTypes.secret, source.namespace, source.name), source.key);
+    const adminData = await readSecretKey(this.#d.client, source);
     if (adminData !== undefined) {
       let data: string;
       try {
@@ -253,9 +255,9 @@ export class AuthServerReconciler implements Reconciler {
       this.#d.log.info({ namespace, kind: obj.kind, name: obj.metadata.name }, 'deleted auth-server object: no OAuthClient left');
     }
     // The namespace's Redis user goes with its last OAuthClient.
-    const source = this.#d.settings.authRedisUrl === undefined ? this.#d.settings.authRedisSecret : undefined;
+    const source = authRedisSource(this.#d.settings);
     if (this.#d.redisUsers !== undefined && source !== undefined) {
-      const adminData = secretKeyData(await client.get(resourceTypes.secret, source.namespace, source.name), source.key);
+      const adminData = await readSecretKey(client, source);
       if (adminData !== undefined) await releaseNamespaceRedisUser(this.#d.redisUsers, adminData, namespace, 'auth');
     }
   }

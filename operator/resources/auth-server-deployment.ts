@@ -14,7 +14,7 @@ import {
   SIGNING_KEYS_SECRET,
 } from './auth-server-names.ts';
 import { AUTH_SERVER_MEMORY_LIMIT_MIB, type ContainerResources } from './container-resources.ts';
-import { baseLabels, containerSecurityContext, type Owner, ownerRef, podSecurityContext } from './metadata.ts';
+import { baseLabels, containerSecurityContext, type Owner, sortedOwnerRefs, podSecurityContext } from './metadata.ts';
 import { needsPodDisruptionBudget, podDisruptionBudget } from './pod-disruption-budget.ts';
 import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
 import { AUTH_REDIS_SECRET, REDIS_URL_KEY } from './redis-url-secret.ts';
@@ -60,10 +60,6 @@ export function authServerReplicas(settings: Pick<ResourceSettings, 'authRedisUr
  */
 export const AUTH_SERVER_STARTUP_PROBE = { tcpSocket: { port: 'http' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 30 };
 
-function sortedOwnerRefs(owners: readonly Owner[]) {
-  return [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef);
-}
-
 export function authServerDeployment(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
   const labels = baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server');
   const env: Array<{ name: string; value: string } | { name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }> = [
@@ -99,7 +95,7 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
       name: AUTH_SERVER_NAME,
       namespace,
       labels,
-      ownerReferences: [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef),
+      ownerReferences: sortedOwnerRefs(owners),
     },
     spec: {
       replicas,
@@ -165,7 +161,7 @@ export function authServerService(namespace: string, settings: ResourceSettings,
       name: AUTH_SERVER_NAME,
       namespace,
       labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server'),
-      ownerReferences: [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef),
+      ownerReferences: sortedOwnerRefs(owners),
     },
     spec: {
       type: 'ClusterIP',

@@ -7,7 +7,7 @@ import type { OAuthClient } from '../api/index.ts';
 import { clientRegistrySchema, hashClientSecret, type ClientRegistry } from '../../lib/config/auth-server.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { AUTH_SERVER_NAME, CLIENT_REGISTRY_KEY, CLIENT_REGISTRY_SECRET } from './auth-server-names.ts';
-import { base64, baseLabels, fromBase64, type Owner, ownerRef } from './metadata.ts';
+import { base64, baseLabels, fromBase64, type Owner, sortedOwnerRefs } from './metadata.ts';
 import type { ClientCredentials } from './oauth-client-secret.ts';
 
 export interface RegisteredOAuthClient {
@@ -42,7 +42,6 @@ export function clientRegistry(entries: readonly RegisteredOAuthClient[]): Clien
  * has an owner (the operator's cache keeps only owned objects); entries default to them.
  */
 export function clientRegistrySecret(namespace: string, entries: readonly RegisteredOAuthClient[], owners: readonly Owner[] = entries.map((e) => e.client)): KubeObject {
-  const refs = [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef);
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -50,7 +49,7 @@ export function clientRegistrySecret(namespace: string, entries: readonly Regist
       name: CLIENT_REGISTRY_SECRET,
       namespace,
       labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'client-registry'),
-      ownerReferences: refs,
+      ownerReferences: sortedOwnerRefs(owners),
     },
     type: 'Opaque',
     data: { [CLIENT_REGISTRY_KEY]: base64(`${JSON.stringify(clientRegistry(entries), null, 2)}\n`) },

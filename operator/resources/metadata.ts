@@ -16,6 +16,8 @@ export const COMPONENT_LABEL = 'app.kubernetes.io/component';
  */
 export const SIDECAR_POD_LABEL = 'portcullis.dev/sidecar';
 export const SIDECAR_POD_LABELS: Readonly<Record<string, string>> = { [SIDECAR_POD_LABEL]: 'true' };
+/** The labels spec.targetRef puts on a team's pods: what the route's NetworkPolicy selects. */
+export const injectedPodLabels = (routeName: string): Record<string, string> => ({ ...SIDECAR_POD_LABELS, [ROUTE_LABEL]: routeName });
 /** Pod-template annotation: hash of the mounted config; a new value rolls the pods. */
 export const CONFIG_HASH_ANNOTATION = 'portcullis.dev/config-hash';
 
@@ -33,6 +35,11 @@ export function controllerRef(owner: Owner): OwnerReference {
 /** A non-controller reference: the child lives as long as any of its owners. */
 export function ownerRef(owner: Owner): OwnerReference {
   return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid ?? '' };
+}
+
+/** Owner references of an object several own, by name: the same owners always render alike (no spurious apply). */
+export function sortedOwnerRefs(owners: readonly Owner[]): OwnerReference[] {
+  return [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef);
 }
 
 export function baseLabels(name: string, instance: string, component: string): Record<string, string> {

@@ -8,7 +8,7 @@
 // the periodic resync).
 import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeObject } from '../runtime/kube-object.ts';
-import { baseLabels, controllerRef, type Owner, ownerRef, ROUTE_LABEL } from './metadata.ts';
+import { baseLabels, controllerRef, type Owner, sortedOwnerRefs, ROUTE_LABEL } from './metadata.ts';
 
 /** A Secret key holding a redis:// or rediss:// URL. */
 export interface SecretKeyRef {
@@ -67,7 +67,7 @@ export function authRedisSecret(namespace: string, owners: readonly Owner[], url
       name: AUTH_REDIS_SECRET,
       namespace,
       labels: baseLabels('portcullis-auth-server', 'portcullis-auth-server', 'redis-url'),
-      ownerReferences: [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef),
+      ownerReferences: sortedOwnerRefs(owners),
     },
     type: 'Opaque',
     data: { [REDIS_URL_KEY]: urlBase64 },

@@ -14,7 +14,7 @@
 import type { RateLimitRoute } from '../api/index.ts';
 import { InvalidSpecError } from '../runtime/errors.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
-import { CONFIG_HASH_ANNOTATION, ROUTE_LABEL, SIDECAR_POD_LABELS } from './metadata.ts';
+import { CONFIG_HASH_ANNOTATION, injectedPodLabels, ROUTE_LABEL } from './metadata.ts';
 import { routeDeployment } from './route-deployment.ts';
 import { routeSidecarPorts } from './route-ports.ts';
 import { routeService } from './route-service.ts';
@@ -70,7 +70,7 @@ export function injectedSidecar(route: RateLimitRoute, settings: ResourceSetting
       template: {
         metadata: {
           // Not the gateway's labels: app.kubernetes.io/name and instance are the team chart's own (often its selector).
-          labels: { ...SIDECAR_POD_LABELS, [ROUTE_LABEL]: route.metadata.name },
+          labels: injectedPodLabels(route.metadata.name),
           annotations: { [CONFIG_HASH_ANNOTATION]: String(asRecord(asRecord(own?.['metadata'])?.['annotations'])?.[CONFIG_HASH_ANNOTATION]) },
         },
         spec: { containers: [container], volumes },

@@ -14,7 +14,7 @@
 import type { V1NetworkPolicy } from '@kubernetes/client-node';
 import type { RateLimitRoute } from '../api/index.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
-import { baseLabels, controllerRef, ROUTE_LABEL, SIDECAR_POD_LABELS } from './metadata.ts';
+import { baseLabels, controllerRef, injectedPodLabels, ROUTE_LABEL } from './metadata.ts';
 import { routeSelectorLabels } from './route-deployment.ts';
 import { routeNetworkPolicyName, routeUpstreamNetworkPolicyName } from './route-names.ts';
 import { routeSidecarPorts } from './route-ports.ts';
@@ -28,7 +28,7 @@ export function routeWantsNetworkPolicy(route: RateLimitRoute, settings: Pick<Re
 /** The labels of the pods running the route's sidecar. */
 export function routeSidecarPodLabels(route: RateLimitRoute): Record<string, string> {
   const name = route.metadata.name;
-  return route.spec.targetRef === undefined ? routeSelectorLabels(name) : { ...SIDECAR_POD_LABELS, [ROUTE_LABEL]: name };
+  return route.spec.targetRef === undefined ? routeSelectorLabels(name) : injectedPodLabels(name);
 }
 
 function policyMetadata(route: RateLimitRoute, name: string) {

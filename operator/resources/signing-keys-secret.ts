@@ -7,7 +7,7 @@ import type { V1Secret } from '@kubernetes/client-node';
 import { signingKeysFileSchema, type SigningKeysFile } from '../../lib/config/auth-server.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { AUTH_SERVER_NAME, SIGNING_KEYS_KEY, SIGNING_KEYS_SECRET } from './auth-server-names.ts';
-import { base64, baseLabels, fromBase64, type Owner, ownerRef } from './metadata.ts';
+import { base64, baseLabels, fromBase64, type Owner, sortedOwnerRefs } from './metadata.ts';
 import type { ResourceSettings } from './settings.ts';
 
 export const KEYS_CREATED_ANNOTATION = 'portcullis.dev/keys-created-at';
@@ -88,7 +88,7 @@ export function signingKeysSecret(namespace: string, state: SigningKeysState, ow
       namespace,
       labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'signing-keys'),
       annotations: { [KEYS_CREATED_ANNOTATION]: JSON.stringify(createdAt) },
-      ownerReferences: [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef),
+      ownerReferences: sortedOwnerRefs(owners),
     },
     type: 'Opaque',
     data: { [SIGNING_KEYS_KEY]: base64(`${JSON.stringify(state.file, null, 2)}\n`) },
