@@ -1,7 +1,8 @@
 // The decision service's gRPC front door: envoy.service.auth.v3.Authorization/Check, what Envoy's
 // ext_authz filter (grpc_service), Envoy Gateway's extAuth and Istio's CUSTOM action call.
-// Admitted: status OK, the limiter's headers to add upstream (headers, overwriting: with jwt the
-// verified key replaces what the client sent) and to the client's response
+// Admitted: status OK, the limiter's headers to add upstream (headers, overwriting: the key header
+// set to the identity charged replaces what the client sent), the key header's look-alikes to
+// remove (headers_to_remove) and the limiter's headers for the client's response
 // (response_headers_to_add). Refused: a denied response carrying the HTTP status, the refusal's
 // headers and the problem+json body, which Envoy returns to the client as they are; the gRPC
 // status says why (RESOURCE_EXHAUSTED, INVALID_ARGUMENT, UNAUTHENTICATED, UNAVAILABLE...).
@@ -90,7 +91,10 @@ export function checkRequestOf(message: CheckRequestMessage, keyHeader: string):
 /** The CheckResponse (as a plain object for CheckResponseType) of an answer. */
 export function checkResponseOf(answer: CheckAnswer): Record<string, unknown> {
   if (answer.allowed) {
-    return { status: { code: 0 }, ok_response: { headers: headerOptions(answer.upstreamHeaders), response_headers_to_add: headerOptions(answer.clientHeaders) } };
+    return {
+      status: { code: 0 },
+      ok_response: { headers: headerOptions(answer.upstreamHeaders), headers_to_remove: answer.removeHeaders, response_headers_to_add: headerOptions(answer.clientHeaders) },
+    };
   }
   return {
     status: { code: grpcCode(answer.problem.status), message: answer.problem.title },

@@ -1,8 +1,10 @@
 // The decision service's HTTP front door: Envoy's HTTP ext_authz (the original request, its path
 // after path_prefix) and forward-auth (Traefik ForwardAuth, Caddy forward_auth, nginx
 // auth_request: the original named in headers by a trusted peer, forwarded-request.ts).
-// Admitted: 200, empty body, the limiter's headers (and with jwt the verified key header) for the
-// gateway to copy upstream and to the client. Refused: the status, headers and problem+json body
+// Admitted: 200, empty body, the limiter's headers and the key header set to the identity charged
+// for the gateway to copy upstream and to the client, and (Envoy) the key header's look-alikes
+// named in x-envoy-auth-headers-to-remove. A forward-auth gateway copies only the headers it is
+// told to, and removes none: docs/gateway.md says what that leaves open. Refused: the status, headers and problem+json body
 // the client should get, as they are (Envoy, Traefik and Caddy return them unchanged).
 // nginx's auth_request passes only 401 and 403 on; its wiring (docs/gateway.md) reads a refusal's
 // status and headers into variables, and asks for the body in a header (PROBLEM_HEADER).
@@ -32,9 +34,14 @@ const first = (value: string | string[] | undefined): string | undefined => (Arr
 /** JSON with every non-printable-ASCII character escaped: a valid header value. */
 const headerSafe = (json: string): string => json.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
+/** Envoy's HTTP ext_authz removes the headers this response header names from the request it forwards. */
+export const HEADERS_TO_REMOVE = 'x-envoy-auth-headers-to-remove';
+
 function write(req: IncomingMessage, res: ServerResponse, answer: CheckAnswer): void {
   if (answer.allowed) {
-    res.writeHead(200, [...answer.upstreamHeaders, 'cache-control', 'no-store', 'content-length', '0']);
+    const headers = [...answer.upstreamHeaders, 'cache-control', 'no-store', 'content-length', '0'];
+    if (answer.removeHeaders.length > 0) headers.push(HEADERS_TO_REMOVE, answer.removeHeaders.join(','));
+    res.writeHead(200, headers);
     res.end();
     return;
   }
@@ -53,7 +60,7 @@ export function decisionHttpHandler(options: DecisionHttpOptions): (req: Incomin
     const rt = runtime();
     const original = originalRequest(req, trusted, pathPrefix);
     const keyValue = first(req.headersDistinct[rt.keyHeader]);
-    check(admission, rt, { method: original.method, target: original.target, keyValue, authorization: first(req.headers.authorization) }).then(
+    check(admission, rt, { method: original.method, target: original.target, keyValue, authorization: first(req.headers.authorization) }, req.socket).then(
       (answer) => write(req, res, answer),
       (err: unknown) => {
         log.error({ err }, 'decision: unexpected failure');

@@ -1,9 +1,12 @@
 // The decision service's one question, asked by every front door that answers without proxying
 // (HTTP ext_authz and forward-auth in decision-http.ts, gRPC ext_authz in decision-grpc.ts): may
-// this request go on? The same steps as the proxy (Admission.decide: route, rule, key, one take,
+// this request go on? The same pipeline as the proxy (pipeline.ts: target, rule, key, one take,
 // onStoreError, shadow, metrics); what differs is only the shape of the answer a gateway expects.
-import { claimHeaderValue } from './user-key.ts';
-import { admitTarget, targetPath, type Admission } from './admission.ts';
+// The gateway forwards the client's own headers, so an admitted answer names the one identity
+// the upstream should read (the key header, set) and the look-alikes it should not (removed).
+import type { Socket } from 'node:net';
+import type { Admission } from './admission.ts';
+import { AwaitedAdmission } from './pipeline.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import type { RouteRuntime } from './route-runtime.ts';
 
@@ -21,8 +24,10 @@ export interface CheckRequest {
 export type CheckAnswer =
   | {
       readonly allowed: true;
-      /** Headers for the request the gateway forwards (flat name/value list): the limiter's, and with jwt the verified key header. */
+      /** Headers for the request the gateway forwards, overwriting (flat name/value list): the limiter's and the key header with the identity charged. */
       readonly upstreamHeaders: readonly string[];
+      /** Header names the gateway removes from the request it forwards: the key header's look-alikes (request-head.ts keyLookAlikes). */
+      readonly removeHeaders: readonly string[];
       /** Headers for the response the client gets (the limiter's). */
       readonly clientHeaders: readonly string[];
     }
@@ -40,19 +45,17 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 const refusal = (problem: Problem, headers: readonly string[]): CheckAnswer => ({ allowed: false, problem, headers, body: JSON.stringify(problem) });
 
 /** The answer for one original request; a rejection is unexpected (the callers answer it with checkFailed). */
-export async function check(admission: Admission, rt: RouteRuntime, req: CheckRequest): Promise<CheckAnswer> {
+export async function check(admission: Admission, rt: RouteRuntime, req: CheckRequest, socket?: Socket): Promise<CheckAnswer> {
   // The same canonical target the proxy matches and forwards; what cannot be made canonical is refused.
-  const target = admitTarget(rt, req.target);
-  if (typeof target !== 'string') return refusal(target, []);
-  const path = targetPath(target);
   // The gateway checked the Host line itself; the check request carries the authority once.
-  const verdict = await admission.decide(rt, { method: req.method, path, keyValue: req.keyValue, authorization: req.authorization, hostCount: 1 });
-  if (!verdict.admitted) return refusal(verdict.problem, verdict.headers);
+  const head = { key: req.keyValue, authorization: req.authorization, hostCount: 1, hops: 0 };
+  const verdict = await new AwaitedAdmission(admission, rt, socket).admit(req.method, req.target, head);
+  if (verdict.kind !== 'admit') return verdict.kind === 'pending' ? checkFailed : refusal(verdict.problem, verdict.headers);
   rt.metrics.outcome[verdict.outcome].inc();
-  const clientHeaders = verdict.rateHeaders;
-  // jwt: the service behind learns the verified identity under the key header (replacing whatever the client sent).
-  const upstreamHeaders = rt.jwt !== undefined && verdict.key !== undefined ? [...clientHeaders, rt.keyHeader, claimHeaderValue(verdict.key)] : clientHeaders;
-  return { allowed: true, upstreamHeaders, clientHeaders };
+  const clientHeaders = verdict.headers;
+  // The service behind learns the identity charged under the key header (replacing whatever the client sent).
+  const upstreamHeaders = verdict.identity === undefined ? clientHeaders : [...clientHeaders, rt.keyHeader, verdict.identity];
+  return { allowed: true, upstreamHeaders, clientHeaders, removeHeaders: rt.keyLookAlikes };
 }
 
 /** The refusal when a check failed unexpectedly: the gateway is told to retry, never let through silently. */

@@ -1,23 +1,25 @@
-// One proxied request once its head was read: its take from the bucket (a TakeSink), its dispatch
-// to the upstream (an undici DispatchHandler that streams the response into the client's
-// node:http response) and the client's 'close'. One object per request carries all three, so the
-// hot path makes no promise, no microtask hop and no closure beyond this object's close listener.
+// One proxied request: its head read once (request-head.ts), its way through the admission
+// pipeline (pipeline.ts; this object is the request the steps act on and the store's TakeSink),
+// its dispatch to the upstream (an undici DispatchHandler that streams the response into the
+// client's node:http response) and the client's 'close'. One object per request carries it all,
+// so the hot path makes no promise, no microtask hop and no closure beyond its close listener.
 // Hop-by-hop response headers are dropped, limiter headers added, backpressure kept both ways,
 // upstream failures answered as 502/504 problem+json.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
-import { unlimited, type Admission, type Verdict } from './admission.ts';
-import type { Decision } from '../lib/token-bucket/bucket.ts';
+import type { Admission } from './admission.ts';
 import { dropResponse, removeConnectionTokens } from './hop-by-hop.ts';
+import { AdmissionRequest, PENDING, type Verdict } from './pipeline.ts';
 import { problemTypes, sendProblem } from './problem.ts';
-import type { RouteRuntime, RuleRuntime } from './route-runtime.ts';
-import type { TakeSink } from '../lib/token-bucket/bucket-store.ts';
+import { readRequestHead } from './request-head.ts';
+import type { RouteRuntime } from './route-runtime.ts';
 import type { KeyInFlight } from './key-in-flight.ts';
 
 const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 const noHeaders: string[] = [];
+const failedToForward = { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The gateway failed to forward the request.' };
 
 /** What every exchange of one proxy shares (made once). */
 export interface ExchangeContext {
@@ -29,18 +31,15 @@ export interface ExchangeContext {
   readonly keys: KeyInFlight;
 }
 
-export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
+export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHandler {
   readonly #ctx: ExchangeContext;
   readonly #req: IncomingMessage;
   readonly #res: ServerResponse;
-  readonly #rt: RouteRuntime;
   /** performance.now() when the request reached the proxy, ms. */
   readonly #start: number;
   /** The head as it goes upstream: a flat [name, value, ...] list (hop-by-hop dropped, X-Forwarded-* added). */
   #headers = noHeaders;
   #hasBody = false;
-  #storeStart = 0;
-  #rule: RuleRuntime | undefined;
   #rateHeaders = noHeaders;
   #outcome: 'forwarded' | 'store_error_allowed' = 'forwarded';
   #controller: Dispatcher.DispatchController | undefined;
@@ -48,10 +47,10 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
   #heldKey: string | undefined;
 
   constructor(ctx: ExchangeContext, req: IncomingMessage, res: ServerResponse, rt: RouteRuntime, start: number) {
+    super(ctx.admission, rt, req.socket);
     this.#ctx = ctx;
     this.#req = req;
     this.#res = res;
-    this.#rt = rt;
     this.#start = start;
     // 'close' comes once per response: on() spares the wrapper once() would allocate.
     res.on('close', this.#onClose);
@@ -71,69 +70,63 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
     this.#ctx.keys.release(key);
   };
 
+  /** Reads the head and runs the admission steps; a verdict decided at once is acted on at once. */
+  start(): void {
+    const req = this.#req;
+    const rt = this.rt;
+    const head = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
+    this.#headers = head.forward;
+    this.#hasBody = head.hasBody;
+    const verdict = this.run(req.method ?? 'GET', req.url ?? '', head);
+    if (verdict !== PENDING) this.settle(verdict);
+  }
+
   /**
-   * A request with a body counts against its key's in-flight bound until the body has arrived or
-   * its response closed (refused with 429 past it, before any charge); then the take from the
-   * rule's buckets, forwarding following in taken() or failed(). Bodiless requests are not
-   * counted: they hold a connection only as long as the upstream takes, and a burst of them is
-   * the token bucket's to judge.
+   * The hold step: a request with a body counts against its key's in-flight bound until the body
+   * has arrived or its response closed (refused with 429 past it, before any charge). Bodiless
+   * requests are not counted: they hold a connection only as long as the upstream takes, and a
+   * burst of them is the token bucket's to judge.
    */
-  ask(rule: RuleRuntime, key: string, headers: string[], hasBody: boolean): void {
-    const max = this.#rt.maxInFlightPerKey;
-    if (max > 0 && hasBody && !this.#req.complete) {
-      if (!this.#ctx.keys.acquire(key, max)) {
-        this.#settle(this.#ctx.admission.keyBusy(this.#rt, max));
-        return;
-      }
-      this.#heldKey = key;
-      this.#req.once('end', this.#releaseKey);
+  override hold(): Verdict | undefined {
+    const max = this.rt.maxInFlightPerKey;
+    if (max === 0 || !this.#hasBody || this.#req.complete) return undefined;
+    const key = this.key as string;
+    if (!this.#ctx.keys.acquire(key, max)) {
+      this.rt.metrics.outcome.key_in_flight.inc();
+      const log = this.#ctx.log;
+      if (log.isLevelEnabled('debug')) log.debug({ route: this.rt.routeId, max }, 'key has too many requests in flight; refused');
+      const detail = `Too many request bodies of this client still arriving (at most ${max}); retry once one has finished.`;
+      return { kind: 'limited', retryAfter: 1, problem: { type: problemTypes.rateLimited, title: 'Too Many Requests', status: 429, detail }, headers: ['retry-after', '1'] };
     }
-    this.#headers = headers;
-    this.#hasBody = hasBody;
-    this.#rule = rule;
-    this.#storeStart = performance.now();
-    this.#ctx.admission.overload.started(this.#req.socket);
-    this.#rt.store.takeAllInto(rule.bucketPrefix + key, rule.limits, rule.costs, this);
+    this.#heldKey = key;
+    this.#req.once('end', this.#releaseKey);
+    return undefined;
   }
 
-  /** Forwards without asking the limiter (no rule applies to the request). */
-  forwardUnlimited(headers: string[], hasBody: boolean): void {
-    this.#headers = headers;
-    this.#hasBody = hasBody;
-    this.#settle(unlimited);
+  protected fault(err: unknown): void {
+    this.#ctx.log.error({ err }, 'proxy: unexpected failure');
+    sendProblem(this.#res, failedToForward);
   }
 
-  taken(decision: Decision): void {
-    this.#ctx.admission.overload.settled(this.#req.socket);
-    this.#settle(this.#ctx.admission.decided(this.#rt, this.#rule as RuleRuntime, decision, this.#storeStart));
-  }
-
-  failed(err: Error): void {
-    this.#ctx.admission.overload.settled(this.#req.socket);
-    this.#settle(this.#ctx.admission.storeFailed(this.#rt, err));
-  }
-
-  /** Answers a refusal, or forwards the request upstream. Never throws (a store settles batches). */
-  #settle(verdict: Verdict): void {
+  /** Answers a refusal, or forwards the request upstream (as matched: its canonical target). Never throws (a store settles batches). */
+  protected settle(verdict: Verdict): void {
     const res = this.#res;
     try {
-      if (!verdict.admitted) {
-        sendProblem(res, verdict.problem, verdict.headers);
+      if (verdict.kind !== 'admit') {
+        if (verdict.kind !== 'pending') sendProblem(res, verdict.problem, verdict.headers);
         return;
       }
       // The client may have gone while the store decided: nothing to forward then.
       if (res.destroyed) return;
-      this.#rateHeaders = verdict.rateHeaders;
+      this.#rateHeaders = verdict.headers;
       this.#outcome = verdict.outcome;
+      // The one key header line the upstream reads (request-head.ts forwarded none, nor any look-alike).
+      if (verdict.identity !== undefined) this.#headers.push(this.rt.config.limiter.keyHeader, verdict.identity);
       const req = this.#req;
-      this.#rt.metrics.forwardDuration.observe((performance.now() - this.#start) / 1000);
-      this.#rt.upstream.dispatch(
-        { method: req.method as Dispatcher.HttpMethod, path: req.url as string, headers: this.#headers, body: this.#hasBody ? req : null },
-        this,
-      );
+      this.rt.metrics.forwardDuration.observe((performance.now() - this.#start) / 1000);
+      this.rt.upstream.dispatch({ method: req.method as Dispatcher.HttpMethod, path: this.target, headers: this.#headers, body: this.#hasBody ? req : null }, this);
     } catch (err) {
-      this.#ctx.log.error({ err }, 'proxy: unexpected failure');
-      sendProblem(res, { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The gateway failed to forward the request.' });
+      this.fault(err);
     }
   }
 
@@ -177,28 +170,28 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
 
   onResponseEnd(): void {
     this.#res.end();
-    this.#rt.metrics.outcome[this.#outcome].inc();
-    this.#rt.metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
+    this.rt.metrics.outcome[this.#outcome].inc();
+    this.rt.metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    this.#rt.metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
+    this.rt.metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
     if (this.#res.destroyed) return; // the client went away first
-    this.#rt.metrics.outcome.upstream_error.inc();
+    this.rt.metrics.outcome.upstream_error.inc();
     const code = (err as { code?: string }).code ?? '';
     if (this.#res.headersSent) {
-      this.#ctx.log.warn({ route: this.#rt.routeId, code, err: err.message }, 'upstream failed mid-response');
+      this.#ctx.log.warn({ route: this.rt.routeId, code, err: err.message }, 'upstream failed mid-response');
       this.#res.destroy(err);
       return;
     }
     if (code === 'UND_ERR_INVALID_ARG') {
       // The request itself cannot be forwarded as sent (the client's fault, not the upstream's).
-      this.#ctx.log.debug({ route: this.#rt.routeId, err: err.message }, 'request not forwardable');
+      this.#ctx.log.debug({ route: this.rt.routeId, err: err.message }, 'request not forwardable');
       sendProblem(this.#res, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'The request cannot be forwarded as sent.' });
       return;
     }
     const timeout = timeoutCodes.has(code);
-    this.#ctx.log.warn({ route: this.#rt.routeId, code, err: err.message }, timeout ? 'upstream timed out' : 'upstream unavailable');
+    this.#ctx.log.warn({ route: this.rt.routeId, code, err: err.message }, timeout ? 'upstream timed out' : 'upstream unavailable');
     sendProblem(this.#res, timeout
       ? { type: problemTypes.upstreamTimeout, title: 'Gateway Timeout', status: 504, detail: 'The upstream service did not answer in time.' }
       : { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The upstream service is unreachable.' });

@@ -69,6 +69,7 @@ message DeniedHttpResponse {
 }
 message OkHttpResponse {
   repeated envoy.config.core.v3.HeaderValueOption headers = 2;
+  repeated string headers_to_remove = 5;
   repeated envoy.config.core.v3.HeaderValueOption response_headers_to_add = 6;
 }
 message CheckResponse {

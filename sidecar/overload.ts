@@ -71,9 +71,10 @@ export class OverloadGuard {
     return undefined;
   }
 
-  /** A request of `socket` awaits its decision from now on. */
-  started(socket: Socket): void {
+  /** A request of `socket` (none: a gRPC check) awaits its decision from now on. */
+  started(socket: Socket | undefined): void {
     if (this.#pending++ === 0 && this.#timer === undefined) this.#arm();
+    if (socket === undefined) return;
     const s = socket as TrackedSocket;
     const awaiting = (s[kAwaiting] ?? 0) + 1;
     s[kAwaiting] = awaiting;
@@ -88,8 +89,9 @@ export class OverloadGuard {
   }
 
   /** A request of `socket` has its decision (or failed to get one). */
-  settled(socket: Socket): void {
+  settled(socket: Socket | undefined): void {
     this.#pending--;
+    if (socket === undefined) return;
     const s = socket as TrackedSocket;
     const awaiting = (s[kAwaiting] ?? 1) - 1;
     s[kAwaiting] = awaiting;

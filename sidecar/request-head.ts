@@ -4,7 +4,7 @@
 // X-Forwarded-For/-Proto/-Host added, Portcullis-Hops counted up (hop-limit.ts). No key header
 // line is forwarded, nor any line whose name a CGI/WSGI server would read as the key header (`_` for
 // `-`, any case: USER_ID is HTTP_USER_ID too): the caller adds the one identity it charged
-// (sidecar/proxy.ts), so the upstream reads exactly it.
+// (the admission verdict's identity, sidecar/pipeline.ts), so the upstream reads exactly it.
 import type { IncomingMessage } from 'node:http';
 import { dropRequest, removeConnectionTokens } from './hop-by-hop.ts';
 import { HOPS_HEADER, parseHops } from './hop-limit.ts';
@@ -90,4 +90,27 @@ export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: bo
   if (!sawHost && host !== undefined) forward.push('x-forwarded-host', host);
   forward.push(HOPS_HEADER, String(hops + 1));
   return { forward, key, authorization, hostCount, hasBody, upgrade, hops };
+}
+
+/** Separators of a key header name spelled both ways at most (2^8 - 1 look-alikes). */
+const MAX_FOLDED_SEPARATORS = 8;
+
+/**
+ * The other spellings of a (lower-case) key header name that a CGI/WSGI server reads as it: each
+ * `-` or `_` as either, other than the name itself. A gateway that forwards the client's own
+ * headers (decision mode) is told to remove them. Past MAX_FOLDED_SEPARATORS separators only the
+ * first ones vary (the rest kept as written) and the all-`_` and all-`-` spellings are added.
+ */
+export function keyLookAlikes(keyHeader: string): string[] {
+  // Words and separators alternately: ['user', '-', 'id'].
+  const pieces = keyHeader.split(/([-_])/);
+  const seps = Math.min((pieces.length - 1) / 2, MAX_FOLDED_SEPARATORS);
+  const out = new Set<string>();
+  for (let mask = 0; mask < 1 << seps; mask++) {
+    out.add(pieces.map((p, i) => (i % 2 === 1 && (i - 1) / 2 < seps ? ((mask >> ((i - 1) / 2)) & 1 ? '_' : '-') : p)).join(''));
+  }
+  out.add(keyHeader.replaceAll('-', '_'));
+  out.add(keyHeader.replaceAll('_', '-'));
+  out.delete(keyHeader);
+  return [...out];
 }

@@ -8,6 +8,7 @@ import type { RouteMetrics, RuleMetrics } from './metrics.ts';
 import type { PathSettings } from '../lib/web/canonical-target.ts';
 import { compilePathPattern, type PathMatcher } from './path-pattern.ts';
 import { keyInFlightBound } from './key-in-flight.ts';
+import { keyLookAlikes } from './request-head.ts';
 import { composeHeaderSets, type HeaderSet } from './rate-limit-headers.ts';
 import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
 
@@ -48,6 +49,8 @@ export interface RouteRuntime {
   readonly unmatched: 'forward' | 'refuse';
   /** Lower-case name of the key header (jwt: the header set from the verified claim). */
   readonly keyHeader: string;
+  /** Other spellings of keyHeader a CGI/WSGI upstream reads as it (request-head.ts keyLookAlikes). */
+  readonly keyLookAlikes: readonly string[];
   /** Set when the key is a claim of a verified access token. */
   readonly jwt: JwtKeySource | undefined;
   readonly missingKeyStatus: number;
@@ -114,6 +117,7 @@ export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, ups
     rules,
     unmatched: limiter.unmatched,
     keyHeader: limiter.keyHeader.toLowerCase(),
+    keyLookAlikes: keyLookAlikes(limiter.keyHeader.toLowerCase()),
     jwt,
     missingKeyStatus: limiter.onMissingKey.status,
     onStoreError: limiter.onStoreError,

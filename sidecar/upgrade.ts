@@ -1,6 +1,6 @@
 // HTTP/1.1 Upgrade (WebSocket and the like) through the sidecar: the node:http server's 'upgrade'
-// event. The request is admitted exactly like a normal one (route match, key, one take from the
-// bucket, onStoreError), refusals are problem+json written to the raw socket; an admitted one
+// event. The request is admitted by the same pipeline as a plain one (sidecar/pipeline.ts: route
+// match, key, one take from the bucket, onStoreError), refusals are problem+json written to the raw socket; an admitted one
 // opens its own connection to the upstream (node:http, not the keep-alive pool: the connection
 // becomes the tunnel) with Upgrade/Connection kept and X-Forwarded-* added. On the upstream's
 // 101 the response head goes to the client and the two sockets are piped; an error or close on
@@ -11,8 +11,8 @@ import type { Duplex } from 'node:stream';
 import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { proxyUpstream } from '../lib/config/sidecar.ts';
-import { Admission, admitTarget, forwardIdentity, targetPath } from './admission.ts';
-import { hopLimitProblem } from './hop-limit.ts';
+import { Admission } from './admission.ts';
+import { AwaitedAdmission } from './pipeline.ts';
 import { problemTypes, writeSocketProblem } from './problem.ts';
 import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime } from './route-runtime.ts';
@@ -84,34 +84,24 @@ export class UpgradeProxy {
 
   async #handle(req: http.IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const rt = this.#runtime();
-    const target = admitTarget(rt, req.url ?? '');
-    if (typeof target !== 'string') {
-      writeSocketProblem(socket, target);
+    const requestHead = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
+    // One take per upgrade, like one request: the tunnel's messages are not metered.
+    const admission = new AwaitedAdmission(this.#admission, rt, req.socket);
+    const verdict = await admission.admit(req.method ?? 'GET', req.url ?? '', requestHead);
+    if (verdict.kind !== 'admit') {
+      if (verdict.kind !== 'pending') writeSocketProblem(socket, verdict.problem, verdict.headers);
       return;
     }
     // Forwarded as matched (#forward sends req.url), like a plain request.
-    req.url = target;
-    const path = targetPath(target);
-    const { forward, key, authorization, hostCount, upgrade, hops } = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
-    const loop = hopLimitProblem(hops);
-    if (loop !== undefined) {
-      this.#log.warn({ hops, path }, 'upgrade: forwarding loop, request refused');
-      writeSocketProblem(socket, loop);
-      return;
-    }
+    req.url = admission.target;
+    const forward = requestHead.forward;
     // This hop passes the Upgrade on: the one hop-by-hop header pair an upgrade keeps.
-    forward.push('connection', 'Upgrade', 'upgrade', upgrade ?? '');
-    // One take per upgrade, like one request: the tunnel's messages are not metered.
-    const verdict = await this.#admission.decide(rt, { method: req.method ?? 'GET', path, keyValue: key, authorization, hostCount });
-    if (!verdict.admitted) {
-      writeSocketProblem(socket, verdict.problem, verdict.headers);
-      return;
-    }
-    const { outcome, rateHeaders } = verdict;
-    forwardIdentity(rt, forward, verdict.key, key);
+    forward.push('connection', 'Upgrade', 'upgrade', requestHead.upgrade ?? '');
+    // The one key header line the upstream reads (request-head.ts forwarded none, nor any look-alike).
+    if (verdict.identity !== undefined) forward.push(rt.config.limiter.keyHeader, verdict.identity);
     // The client may have gone while the store decided.
     if (socket.destroyed) return;
-    this.#forward(req, socket, head, rt, forward, rateHeaders, outcome);
+    this.#forward(req, socket, head, rt, forward, verdict.headers, verdict.outcome);
   }
 
   #forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, rt: RouteRuntime, headers: string[], rateHeaders: string[], outcome: 'forwarded' | 'store_error_allowed'): void {

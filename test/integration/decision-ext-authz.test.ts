@@ -19,8 +19,8 @@ describe('gRPC ext_authz (envoy.service.auth.v3.Authorization/Check)', () => {
       if (r === undefined || r.error !== undefined) throw new Error(`Check failed: ${r?.error}`);
       if (r.allowed) {
         expect(r.code).toBe(0);
-        // The same limiter headers for the upstream request and for the client's response.
-        expect(r.responseHeaders).toEqual(r.headers);
+        // The same limiter headers for the upstream request (with the identity charged) and for the client's response.
+        expect(r.headers).toEqual({ ...r.responseHeaders, 'user-id': 'grpc-user' });
         return { status: 200, headers: r.headers, body: '' };
       }
       expect(r.code).toBe(8); // RESOURCE_EXHAUSTED
@@ -34,6 +34,15 @@ describe('gRPC ext_authz (envoy.service.auth.v3.Authorization/Check)', () => {
     expect(r).toMatchObject({ code: 3, allowed: false, httpStatus: 400 });
     expect(r?.headers['content-type']).toBe('application/problem+json');
     expect(JSON.parse(r?.body ?? '')).toMatchObject({ status: 400, type: 'urn:portcullis:problem:invalid-user-id' });
+  });
+
+  it('admitted: the identity charged set upstream, and the look-alikes a CGI upstream reads as USER-ID removed (headers_to_remove)', async ({ decision }) => {
+    const [r] = await checkGrpc(decision, ['-path', '/orders', '-header', 'user-id=alice', '-header', 'USER_ID=mallory']);
+    expect(r).toMatchObject({ code: 0, allowed: true });
+    expect(r?.headers['user-id']).toBe('alice');
+    expect(r?.headersToRemove).toEqual(['user_id']);
+    // Never the key header itself: Envoy would drop the identity just set.
+    expect(r?.headersToRemove).not.toContain('user-id');
   });
 
   it('a path outside the route: denied 404 problem+json', async ({ start, redis }) => {
@@ -58,6 +67,13 @@ describe('HTTP ext_authz (Envoy http_service: the original method and path, afte
     expect(answers[0]?.body).toBe('');
     expect(answers[5]?.headers['retry-after']).toMatch(/^\d+$/);
     expect(JSON.parse(answers[5]?.body ?? '')).toMatchObject({ status: 429 });
+  });
+
+  it('admitted: the identity charged set upstream, and the look-alikes named in x-envoy-auth-headers-to-remove', async ({ decision }) => {
+    const a = await check(decision, '/orders', { 'user-id': 'alice', user_id: 'mallory' });
+    expect(a.status).toBe(200);
+    expect(a.headers['user-id']).toBe('alice');
+    expect(a.headers['x-envoy-auth-headers-to-remove']).toBe('user_id');
   });
 
   it('no USER-ID: 400 problem+json', async ({ decision }) => {

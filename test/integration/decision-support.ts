@@ -81,6 +81,8 @@ export interface CheckResult {
   readonly httpStatus?: number;
   readonly headers: Record<string, string>;
   readonly responseHeaders?: Record<string, string>;
+  /** ok_response.headers_to_remove. */
+  readonly headersToRemove?: string[];
   readonly body?: string;
   readonly error?: string;
 }

@@ -31,11 +31,12 @@ describe('CheckResponse', () => {
   const roundTrip = (o: Record<string, unknown>) => CheckResponseType.toObject(CheckResponseType.decode(CheckResponseType.encode(o).finish()), { defaults: true, oneofs: true });
 
   it('admitted: OK with the headers for upstream (overwriting) and for the client', () => {
-    const r = roundTrip(checkResponseOf({ allowed: true, upstreamHeaders: ['ratelimit', 'r', 'user-id', 'sub-1'], clientHeaders: ['ratelimit', 'r'] }));
+    const r = roundTrip(checkResponseOf({ allowed: true, upstreamHeaders: ['ratelimit', 'r', 'user-id', 'sub-1'], removeHeaders: ['user_id'], clientHeaders: ['ratelimit', 'r'] }));
     expect(r['status']).toMatchObject({ code: 0 });
     expect(r['http_response']).toBe('ok_response');
     expect(r['ok_response']).toMatchObject({
       headers: [{ header: { key: 'ratelimit', value: 'r' }, append_action: 2 }, { header: { key: 'user-id', value: 'sub-1' }, append_action: 2 }],
+      headers_to_remove: ['user_id'],
       response_headers_to_add: [{ header: { key: 'ratelimit', value: 'r' } }],
     });
   });

@@ -105,8 +105,8 @@ export const caddySite = (listen: string, decision: string, service: string): st
 http://${listen} {
   forward_auth ${decision} {
     uri /check
-    # Admitted: the limiter's headers travel on to the service.
-    copy_headers RateLimit RateLimit-Policy
+    # Admitted: the limiter's headers and the identity charged travel on to the service.
+    copy_headers RateLimit RateLimit-Policy USER-ID
   }
   reverse_proxy ${service}
 }

@@ -38,6 +38,7 @@ type result struct {
 	HTTPStatus      int32             `json:"httpStatus,omitempty"`
 	Headers         map[string]string `json:"headers"`
 	ResponseHeaders map[string]string `json:"responseHeaders,omitempty"`
+	HeadersToRemove []string          `json:"headersToRemove,omitempty"`
 	Body            string            `json:"body,omitempty"`
 	Error           string            `json:"error,omitempty"`
 }
@@ -108,6 +109,7 @@ func main() {
 			if ok := resp.GetOkResponse(); ok != nil {
 				r.Headers = headerMap(ok.GetHeaders())
 				r.ResponseHeaders = headerMap(ok.GetResponseHeadersToAdd())
+				r.HeadersToRemove = ok.GetHeadersToRemove()
 			}
 			if d := resp.GetDeniedResponse(); d != nil {
 				r.HTTPStatus = int32(d.GetStatus().GetCode())
