@@ -1,7 +1,8 @@
 // Caddy v2.11.9 (built from its Go module) with forward_auth in front of the user service, asking
 // the decision service with the site docs/gateway.md shows: the specification scenario's
 // 12 x 200 and 18 x 429 reach the client with Retry-After, the RateLimit headers and the
-// problem+json body (forward_auth returns a refusal as it is), and no USER-ID gets 400.
+// problem+json body (forward_auth returns a refusal as it is), no USER-ID gets 400, and the service
+// behind reads the one identity charged (copy_headers USER-ID), not every USER-ID line the client sent.
 import { request } from 'undici';
 import { describe, expect } from 'vitest';
 import { startCaddy } from '../harness/gateways/gateways.ts';
@@ -25,6 +26,22 @@ describe('Caddy forward_auth in front of the decision service', () => {
     // Caddy hands the admitted request's RateLimit headers to the service (copy_headers), not to the client.
     const answers = await specScenario(() => get(`${caddy.url}/healthcheck/ready`, { 'USER-ID': 'caddy-user' }), { headersWhenAdmitted: false });
     for (const a of answers.filter((x) => x.status === 200)) expect(a.body).toBe('OK');
+  });
+
+  it('the service behind reads exactly the identity charged: the first USER-ID, copied from the answer over what the client sent', async ({ start, redis }) => {
+    /** USER-ID lines as the service read them, one entry per request. */
+    const seen: string[][] = [];
+    const service = await start.upstream((req, res) => {
+      seen.push(req.headersDistinct['user-id'] ?? []);
+      res.writeHead(200, { 'content-type': 'text/plain' }).end('OK');
+    });
+    const decision = await startDecision(start, { route: { id: 'identity' }, limiter: { ...specRule }, redis: { url: redis.url, commandTimeoutMs: 2000 } }, 'decision-caddy-identity');
+    const caddy = await startCaddy(decision.port, service.port);
+    start.defer(() => caddy.program.stop());
+    const res = await request(`${caddy.url}/orders`, { headers: ['USER-ID', 'alice', 'USER-ID', 'bob'] });
+    await res.body.text();
+    expect(res.statusCode).toBe(200);
+    expect(seen).toEqual([['alice']]);
   });
 
   it('no USER-ID: 400 problem+json from the limiter', async ({ caddy }) => {
