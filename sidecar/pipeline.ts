@@ -44,6 +44,9 @@ export interface AdmissionHead {
   readonly hops: number;
 }
 
+/** The head of a request not run yet. */
+const NO_HEAD: AdmissionHead = { key: undefined, authorization: undefined, hostCount: 0, hops: 0 };
+
 const problem = (p: Problem, headers: string[] = []): Verdict => ({ kind: 'problem', problem: p, headers });
 const badRequest = (rt: RouteRuntime, detail: string): Verdict => {
   rt.metrics.outcome.bad_request.inc();
@@ -69,7 +72,7 @@ export abstract class AdmissionRequest implements TakeSink {
   method = 'GET';
   /** The target as received, then (target step) the canonical one it is matched and forwarded with. */
   target = '';
-  head: AdmissionHead | undefined;
+  head = NO_HEAD;
   rule: RuleRuntime | undefined;
   /** The key charged (key step). */
   key: string | undefined;
@@ -154,7 +157,7 @@ export class AwaitedAdmission extends AdmissionRequest {
 
 /** The key header value the upstream reads: the identity charged, else (header key) the one sent. */
 function identityOf(a: AdmissionRequest): string | undefined {
-  if (a.rt.jwt === undefined) return a.key ?? a.head?.key;
+  if (a.rt.jwt === undefined) return a.key ?? a.head.key;
   return a.key === undefined ? undefined : claimHeaderValue(a.key);
 }
 
@@ -178,7 +181,7 @@ function target(a: AdmissionRequest): Verdict | undefined {
 
 /** A forwarding loop (too many Portcullis gateways passed): 508. */
 function hops(a: AdmissionRequest): Verdict | undefined {
-  const hopCount = (a.head as AdmissionHead).hops;
+  const hopCount = a.head.hops;
   const loop = hopLimitProblem(hopCount);
   if (loop === undefined) return undefined;
   a.admission.log.warn({ hops: hopCount, path: targetPath(a.target) }, 'forwarding loop, request refused');
@@ -187,7 +190,7 @@ function hops(a: AdmissionRequest): Verdict | undefined {
 
 /** RFC 9112 section 3.2: more than one Host line is a 400 (undici would refuse to forward it, which used to surface as a 502). */
 function host(a: AdmissionRequest): Verdict | undefined {
-  return (a.head as AdmissionHead).hostCount <= 1 ? undefined : badRequest(a.rt, 'A request must carry exactly one Host header.');
+  return a.head.hostCount <= 1 ? undefined : badRequest(a.rt, 'A request must carry exactly one Host header.');
 }
 
 /** The first rule matching the method and path; none: forwarded untaken, or refused (unmatched: refuse). */
@@ -206,7 +209,7 @@ export type KeyOutcome = string | { readonly problem: Problem; readonly headers:
 /** The bucket key: the key header's first value, or the claim of the verified bearer token (later when not remembered yet). */
 function key(a: AdmissionRequest): Verdict | undefined {
   const rt = a.rt;
-  const head = a.head as AdmissionHead;
+  const head = a.head;
   const jwt = rt.jwt;
   if (jwt === undefined) return applyKey(a, headerKey(a, head.key));
   const result = jwt.resolve(head.authorization);
