@@ -54,7 +54,7 @@ const badRequest = (rt: RouteRuntime, detail: string): Verdict => {
 };
 
 /** The path of an origin-form target (without the query). */
-export const targetPath = (url: string): string => {
+const targetPath = (url: string): string => {
   const q = url.indexOf('?');
   return q < 0 ? url : url.slice(0, q);
 };
@@ -72,6 +72,8 @@ export abstract class AdmissionRequest implements TakeSink {
   method = 'GET';
   /** The target as received, then (target step) the canonical one it is matched and forwarded with. */
   target = '';
+  /** The canonical target's path, without the query (target step). */
+  path = '';
   head = NO_HEAD;
   rule: RuleRuntime | undefined;
   /** The key charged (key step). */
@@ -171,11 +173,13 @@ function target(a: AdmissionRequest): Verdict | undefined {
   if (a.target.charCodeAt(0) !== 47 /* '/' */) return badRequest(rt, 'Only origin-form request targets are accepted.');
   const canonical = canonicalTarget(a.target, rt.paths);
   if (typeof canonical !== 'string') return badRequest(rt, targetRejectionDetail[canonical.rejected]);
-  if (!rt.match(targetPath(canonical))) {
+  const path = targetPath(canonical);
+  if (!rt.match(path)) {
     rt.metrics.outcome.no_route.inc();
     return problem({ type: problemTypes.notFound, title: 'Not Found', status: 404, detail: 'No route matches this path.' });
   }
   a.target = canonical;
+  a.path = path;
   return undefined;
 }
 
@@ -184,7 +188,7 @@ function hops(a: AdmissionRequest): Verdict | undefined {
   const hopCount = a.head.hops;
   const loop = hopLimitProblem(hopCount);
   if (loop === undefined) return undefined;
-  a.admission.log.warn({ hops: hopCount, path: targetPath(a.target) }, 'forwarding loop, request refused');
+  a.admission.log.warn({ hops: hopCount, path: a.path }, 'forwarding loop, request refused');
   return problem(loop);
 }
 
@@ -196,7 +200,7 @@ function host(a: AdmissionRequest): Verdict | undefined {
 /** The first rule matching the method and path; none: forwarded untaken, or refused (unmatched: refuse). */
 function rule(a: AdmissionRequest): Verdict | undefined {
   const rt = a.rt;
-  a.rule = selectRule(rt, a.method, targetPath(a.target));
+  a.rule = selectRule(rt, a.method, a.path);
   if (a.rule !== undefined) return undefined;
   if (rt.unmatched === 'forward') return admitted(a, [], 'forwarded');
   rt.metrics.outcome.no_route.inc();
