@@ -1,10 +1,11 @@
 // HTTP/1.1 Upgrade (WebSocket and the like) through the sidecar: the node:http server's 'upgrade'
 // event. The request is admitted by the same pipeline as a plain one (sidecar/pipeline.ts: route
-// match, key, one take from the bucket, onStoreError), refusals are problem+json written to the raw socket; an admitted one
-// opens its own connection to the upstream (node:http, not the keep-alive pool: the connection
-// becomes the tunnel) with Upgrade/Connection kept and X-Forwarded-* added. On the upstream's
-// 101 the response head goes to the client and the two sockets are piped; an error or close on
-// either side destroys the other, so no socket outlives its tunnel.
+// match, key, one take from the bucket, onStoreError), refusals are problem+json written to the
+// raw socket; an admitted one opens its own connection to the upstream (node:http, not the
+// keep-alive pool: the connection becomes the tunnel) with Upgrade/Connection kept and
+// X-Forwarded-* added. On the upstream's 101 the response head goes to the client and the two
+// sockets are piped; an error or close on either side destroys the other, so no socket outlives
+// its tunnel.
 import http from 'node:http';
 import https from 'node:https';
 import type { Duplex } from 'node:stream';
