@@ -3,7 +3,7 @@
 // tokens, only takes them; until then the same take is refused here without a call, as Redis
 // would refuse it. Counted on this process's monotonic clock from the moment the call left.
 import { performance } from 'node:perf_hooks';
-import { combineDecisions, MICRO, refillWaitUs, toDecision, type BucketRule, type Decision } from './bucket.ts';
+import { combineDecisions, refilledUs, refillWaitUs, sameLimits, toDecision, type BucketRule, type Decision } from './bucket.ts';
 import type { TakeSink } from './bucket-store.ts';
 import type { KeepRefusal } from './in-flight-call.ts';
 import { BUCKET_FIELDS } from './redis-reply.ts';
@@ -49,7 +49,7 @@ export class RefusalCache {
     if (known === undefined) return false;
     // Rounded up: a later moment can only find more tokens, so the refusal stays certain.
     const elapsedUs = Math.ceil((performance.now() - known.sentMs) * 1000);
-    if (elapsedUs < known.waitUs && sameTake(known, rules, costs)) {
+    if (elapsedUs < known.waitUs && sameLimits(known.rules, known.costs, rules, costs)) {
       this.#onRefusedLocally();
       this.#answerLater(sink, refusalAfter(known, elapsedUs));
       return true;
@@ -108,20 +108,7 @@ export function refusalAfter(known: Pick<Refusal, 'rules' | 'costs' | 'tokens'>,
   const decisions: Decision[] = [];
   for (let i = 0; i < known.rules.length; i++) {
     const rule = known.rules[i] as BucketRule;
-    const tokens = Math.min(rule.burstCapacity * MICRO, (known.tokens[i] as number) + elapsedUs * rule.replenishRate);
-    decisions.push(toDecision(false, tokens, rule, known.costs[i] as number));
+    decisions.push(toDecision(false, refilledUs(known.tokens[i] as number, rule, elapsedUs), rule, known.costs[i] as number));
   }
   return combineDecisions(decisions);
-}
-
-/** True when a take asks what a remembered one asked: the same limits and costs (the same arrays, on the sidecar's path). */
-function sameTake(known: Pick<Refusal, 'rules' | 'costs'>, rules: readonly BucketRule[], costs: readonly number[]): boolean {
-  if (known.rules === rules && known.costs === costs) return true;
-  if (known.rules.length !== rules.length) return false;
-  for (let i = 0; i < rules.length; i++) {
-    const a = known.rules[i] as BucketRule;
-    const b = rules[i] as BucketRule;
-    if (a.replenishRate !== b.replenishRate || a.burstCapacity !== b.burstCapacity || known.costs[i] !== costs[i]) return false;
-  }
-  return true;
 }

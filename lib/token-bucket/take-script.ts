@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { Cluster, Redis } from 'ioredis';
-import { bucketTtlMs, type BucketRule } from './bucket.ts';
+import { bucketTtlMs, sameLimits, type BucketRule } from './bucket.ts';
 import { StoreUnavailableError } from './bucket-store.ts';
 import { bulk, sendRaw, type RawTarget } from './ioredis-raw-command.ts';
 import { BUCKET_FIELDS, HEAD_FIELDS, malformed, parseReply, type RawTake } from './redis-reply.ts';
@@ -52,7 +52,7 @@ const encodedGroups = new WeakMap<BucketRule, EncodedGroup>();
 function encodeGroup(take: ScriptTake): EncodedGroup {
   const first = take.rules[0] as BucketRule;
   const known = encodedGroups.get(first);
-  if (known !== undefined && sameLimits(known, take)) return known;
+  if (known !== undefined && sameLimits(known.rules, known.costs, take.rules, take.costs)) return known;
   let wire = bulk(String(take.rules.length));
   for (let i = 0; i < take.rules.length; i++) {
     const rule = take.rules[i] as BucketRule;
@@ -88,7 +88,7 @@ function encodeCall(takes: readonly ScriptTake[], nowUs: number | undefined): En
     for (let i = 1; i < n; i++) keys += bulk(`${t.key}:${i}`);
     keyCount += n;
     expected += 1 + BUCKET_FIELDS * n;
-    if (oneGroup && t !== first && !sameLimits(first, t)) oneGroup = false;
+    if (oneGroup && t !== first && !sameLimits(first.rules, first.costs, t.rules, t.costs)) oneGroup = false;
   }
   let body = `${bulk(String(keyCount))}${keys}${bulk(nowUs === undefined ? '' : String(Math.round(nowUs)))}`;
   let args = 1 + keyCount + 2;
@@ -179,23 +179,10 @@ export async function runTakes(client: Redis | Cluster, takes: readonly ScriptTa
 
 /** The group number (1-based) of `take` among `groups`: the first with the same limits and costs, else a new one. */
 function groupOf(groups: ScriptTake[], take: ScriptTake): number {
-  for (let g = groups.length - 1; g >= 0; g--) if (sameLimits(groups[g] as ScriptTake, take)) return g + 1;
+  for (let g = groups.length - 1; g >= 0; g--) {
+    const group = groups[g] as ScriptTake;
+    if (sameLimits(group.rules, group.costs, take.rules, take.costs)) return g + 1;
+  }
   groups.push(take);
   return groups.length;
-}
-
-/**
- * Whether two takes charge the same limits the same costs (the same arrays, or equal values: take()
- * makes new ones), and so send the same group of arguments (the key TTL follows from the limits).
- */
-function sameLimits(a: Pick<ScriptTake, 'rules' | 'costs'>, b: Pick<ScriptTake, 'rules' | 'costs'>): boolean {
-  if (a.rules === b.rules && a.costs === b.costs) return true;
-  const n = a.rules.length;
-  if (b.rules.length !== n) return false;
-  for (let i = 0; i < n; i++) {
-    const x = a.rules[i] as BucketRule;
-    const y = b.rules[i] as BucketRule;
-    if (a.costs[i] !== b.costs[i] || x.replenishRate !== y.replenishRate || x.burstCapacity !== y.burstCapacity) return false;
-  }
-  return true;
 }
