@@ -13,6 +13,7 @@ import { OverloadGuard } from './overload.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import { selectRule, type RouteRuntime, type RuleRuntime } from './route-runtime.ts';
 import { claimHeaderValue, keyRejectionDetail, rejectKey } from './user-key.ts';
+import { takeAll } from '../lib/token-bucket/take-promise.ts';
 
 export type Verdict =
   | {
@@ -137,7 +138,7 @@ export class Admission {
     const storeStart = performance.now();
     let verdict: Verdict;
     try {
-      verdict = this.decided(rt, rule, await rt.store.takeAll(rule.bucketPrefix + key, rule.limits, rule.costs), storeStart);
+      verdict = this.decided(rt, rule, await takeAll(rt.store, rule.bucketPrefix + key, rule.limits, rule.costs), storeStart);
     } catch (err) {
       verdict = this.storeFailed(rt, err);
     }

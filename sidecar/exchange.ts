@@ -93,7 +93,7 @@ export class Exchange implements TakeSink, Dispatcher.DispatchHandler {
     this.#rule = rule;
     this.#storeStart = performance.now();
     this.#ctx.admission.overload.started(this.#req.socket);
-    this.#rt.store.takeAllInto(rule.bucketPrefix + key, rule.limits, rule.costs, this);
+    this.#rt.store.take(rule.bucketPrefix + key, rule.limits, rule.costs, this);
   }
 
   /** Forwards without asking the limiter (no rule applies to the request). */

@@ -9,7 +9,7 @@
 //   in-flight-call.ts  a call's reply handed out, a slice per take
 // and redis-connection.ts (the client of each topology), bucket-retain.ts (a reload's TTLs).
 import type { Cluster, Redis } from 'ioredis';
-import { assertRule, type BucketRule, type Decision } from './bucket.ts';
+import { assertRule, type BucketRule } from './bucket.ts';
 import type { BucketStore, TakeSink } from './bucket-store.ts';
 import { retainBuckets } from './bucket-retain.ts';
 import { CallDeadlines } from './call-deadlines.ts';
@@ -95,19 +95,7 @@ export class RedisBucketStore implements BucketStore {
     return index === 0 ? `${this.#prefix}${KEY_LAYOUT}{${tag}}` : `${this.#prefix}${KEY_LAYOUT}{${tag}}:${index}`;
   }
 
-  take(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<Decision> {
-    return new Promise<Decision>((resolve, reject) => this.takeInto(key, rule, cost, { taken: resolve, failed: reject }));
-  }
-
-  takeInto(key: string, rule: BucketRule, cost: number, sink: TakeSink): void {
-    this.takeAllInto(key, [rule], [cost], sink);
-  }
-
-  takeAll(key: string, rules: readonly BucketRule[], costs: readonly number[] = rules.map((r) => r.requestedTokens)): Promise<Decision> {
-    return new Promise<Decision>((resolve, reject) => this.takeAllInto(key, rules, costs, { taken: resolve, failed: reject }));
-  }
-
-  takeAllInto(key: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): void {
+  take(key: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): void {
     const invalid = checkTake(rules, costs);
     if (invalid !== undefined) {
       sink.failed(invalid);
