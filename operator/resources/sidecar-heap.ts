@@ -2,7 +2,7 @@
 // otherwise size its heap from the container's memory limit (1 MiB semi-spaces for 256 MiB:
 // frequent scavenges, ~60 % more CPU per request in `make bench`) or, without a limit, from the
 // node's memory (hundreds of MiB under load). These caps were chosen by measurement
-// (docs/performance.md, the optimisations table): 8 MiB semi-spaces, so that a request's short-lived objects die
+// (docs/reference/performance.md, the optimisations table): 8 MiB semi-spaces, so that a request's short-lived objects die
 // young without the young generation growing to 64 MiB; the old generation capped at half the
 // limit (the sidecar's live heap is ~15-25 MiB; without a cap V8 grows it against a multi-GiB
 // limit); and glibc held to two malloc arenas (V8's background threads otherwise each grow their own).
