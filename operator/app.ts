@@ -16,7 +16,7 @@ import { Controller } from './runtime/controller.ts';
 import { createEventRecorder } from './runtime/events.ts';
 import { Informer, type InformerHandler } from './runtime/informer.ts';
 import type { KubeClient } from './runtime/kube-client.ts';
-import { keyOf, objectKey, type KubeObject } from './runtime/kube-object.ts';
+import { asRecord, keyOf, objectKey, type KubeObject } from './runtime/kube-object.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
 import { Manager } from './runtime/manager.ts';
 import type { OperatorMetrics } from './runtime/metrics.ts';
@@ -42,8 +42,16 @@ export interface OperatorDeps {
 
 export interface Operator {
   manager: Manager;
-  informers: Record<'routes' | 'clients' | 'deployments' | 'services' | 'configMaps' | 'secrets' | 'networkPolicies' | 'podDisruptionBudgets', Informer>;
+  informers: Record<'routes' | 'clients' | 'deployments' | 'targetDeployments' | 'services' | 'configMaps' | 'secrets' | 'networkPolicies' | 'podDisruptionBudgets', Informer>;
   controllers: Record<'routes' | 'clients' | 'authServers', Controller>;
+}
+
+/** The routes informer's index of spec.targetRef: `namespace/deployment` -> the routes naming it. */
+const TARGET_REF_INDEX = 'targetRef';
+
+function targetRefKeys(route: KubeObject): string[] {
+  const name = asRecord(asRecord(route['spec'])?.['targetRef'])?.['name'];
+  return typeof name === 'string' ? [objectKey(route.metadata.namespace, name)] : [];
 }
 
 /** Calls fn for every add, update and delete. */
@@ -57,20 +65,28 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const namespaces = config.PORTCULLIS_WATCH_NAMESPACES;
   // Children: the label narrows what the API server sends, the owner reference decides what is
   // kept (anyone can set the label); Secrets and ConfigMaps are cached as metadata only.
-  const informer = (type: ResourceType, child?: { metadataOnly: boolean }) =>
+  const informer = (type: ResourceType, child?: { metadataOnly: boolean }, targets?: { keep: (obj: KubeObject) => boolean }) =>
     new Informer(client, clock, log, {
       type,
       namespaces,
       ...(child === undefined ? {} : { labelSelector: MANAGED_SELECTOR, keep: ownedByPortcullis, metadataOnly: child.metadataOnly }),
+      ...(targets === undefined ? {} : { metadataOnly: true, keep: targets.keep }),
       relistIntervalMs: config.PORTCULLIS_RELIST_INTERVAL_MS,
       backoff: { baseMs: 500, maxMs: 30_000, jitter: 0.2 },
       onRestart: (reason) => metrics.informerRestarts.inc({ resource: type.plural, reason }),
     });
+  const routeInformer = informer(resourceTypes.rateLimitRoute);
+  routeInformer.addIndex(TARGET_REF_INDEX, targetRefKeys);
   const informers = {
-    routes: informer(resourceTypes.rateLimitRoute),
+    routes: routeInformer,
     clients: informer(resourceTypes.oauthClient),
     // Children only: everything the operator creates carries the managed-by label and an owner.
     deployments: informer(resourceTypes.deployment, { metadataOnly: false }),
+    // The teams' Deployments that spec.targetRef names (they carry no operator label): every
+    // Deployment's metadata goes by, only those some route targets stay in the cache, and the
+    // reconciler GETs the one it works on. Their changes (created, rolled out, the sidecar edited
+    // away) wake the routes at once instead of a poll.
+    targetDeployments: informer(resourceTypes.deployment, undefined, { keep: (d) => routeInformer.byIndex(TARGET_REF_INDEX, keyOf(d)).length > 0 }),
     services: informer(resourceTypes.service, { metadataOnly: false }),
     configMaps: informer(resourceTypes.configMap, { metadataOnly: true }),
     secrets: informer(resourceTypes.secret, { metadataOnly: true }),
@@ -145,6 +161,9 @@ export function buildOperator(deps: OperatorDeps): Operator {
       if (o.metadata.name === CLIENT_REGISTRY_SECRET) for (const c of informers.clients.list(ns)) clients.enqueue(keyOf(c));
     }
   });
+  informers.targetDeployments.addHandler(onAny((d) => {
+    for (const r of informers.routes.byIndex(TARGET_REF_INDEX, keyOf(d))) routes.enqueue(keyOf(r));
+  }));
   for (const i of [informers.deployments, informers.services, informers.configMaps, informers.secrets, informers.networkPolicies, informers.podDisruptionBudgets]) i.addHandler(byOwner);
   // The applier remembers the versions it wrote of metadata-only children until they are gone.
   for (const i of [informers.configMaps, informers.secrets]) i.addHandler({ onDelete: (o) => applier.forget(o) });
