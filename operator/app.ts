@@ -46,6 +46,11 @@ export interface Operator {
   controllers: Record<'routes' | 'clients' | 'authServers', Controller>;
 }
 
+/** The field manager of each controller's writes (server-side apply, create). */
+export const FIELD_MANAGERS = { route: 'portcullis-route', oauthClient: 'portcullis-oauth-client', authServer: 'portcullis-auth-server' } as const;
+/** The one field manager every controller wrote as before: its applied fields are handed over (runtime/applier.ts). */
+export const FORMER_FIELD_MANAGER = 'portcullis-operator';
+
 /** The routes informer's index of spec.targetRef: `namespace/deployment` -> the routes naming it. */
 const TARGET_REF_INDEX = 'targetRef';
 
@@ -94,7 +99,14 @@ export function buildOperator(deps: OperatorDeps): Operator {
     podDisruptionBudgets: informer(resourceTypes.podDisruptionBudget, { metadataOnly: false }),
   };
 
-  const applier = new Applier(client, metrics);
+  // One field manager per controller, each taking over what the operator's former single manager applied.
+  const managed = (fieldManager: string) => {
+    const own = client.withFieldManager(fieldManager);
+    return { client: own, applier: new Applier(own, metrics, { formerManagers: [FORMER_FIELD_MANAGER] }) };
+  };
+  const route = managed(FIELD_MANAGERS.route);
+  const oauthClient = managed(FIELD_MANAGERS.oauthClient);
+  const authServer = managed(FIELD_MANAGERS.authServer);
   const events = createEventRecorder(client, clock, log, 'portcullis-operator');
   const controllerOptions = {
     workers: config.PORTCULLIS_WORKERS,
@@ -104,7 +116,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const routes = new Controller(
     {
       ...controllerOptions,
-      reconciler: new RateLimitRouteReconciler({ applier, caches: informers, settings, clock, events, client, redisUsers: deps.redisUsers, log: log.child({ controller: 'ratelimitroute' }) }),
+      reconciler: new RateLimitRouteReconciler({ applier: route.applier, caches: informers, settings, clock, events, client: route.client, redisUsers: deps.redisUsers, log: log.child({ controller: 'ratelimitroute' }) }),
       keys: () => informers.routes.list().map(keyOf),
     },
     clock,
@@ -114,7 +126,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const clients = new Controller(
     {
       ...controllerOptions,
-      reconciler: new OAuthClientReconciler({ client, applier, caches: informers, clock, events, log: log.child({ controller: 'oauthclient' }) }),
+      reconciler: new OAuthClientReconciler({ client: oauthClient.client, applier: oauthClient.applier, caches: informers, clock, events, log: log.child({ controller: 'oauthclient' }) }),
       keys: () => informers.clients.list().map(keyOf),
     },
     clock,
@@ -125,7 +137,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
     {
       ...controllerOptions,
       workers: Math.min(2, config.PORTCULLIS_WORKERS),
-      reconciler: new AuthServerReconciler({ client, applier, caches: informers, settings, clock, events, redisUsers: deps.redisUsers, log: log.child({ controller: 'auth-server' }) }),
+      reconciler: new AuthServerReconciler({ client: authServer.client, applier: authServer.applier, caches: informers, settings, clock, events, redisUsers: deps.redisUsers, log: log.child({ controller: 'auth-server' }) }),
       keys: () => {
         const ns = new Set<string>();
         for (const c of informers.clients.list()) if (c.metadata.namespace !== undefined) ns.add(c.metadata.namespace);
@@ -166,7 +178,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   }));
   for (const i of [informers.deployments, informers.services, informers.configMaps, informers.secrets, informers.networkPolicies, informers.podDisruptionBudgets]) i.addHandler(byOwner);
   // The applier remembers the versions it wrote of metadata-only children until they are gone.
-  for (const i of [informers.configMaps, informers.secrets]) i.addHandler({ onDelete: (o) => applier.forget(o) });
+  for (const i of [informers.configMaps, informers.secrets]) i.addHandler({ onDelete: (o) => [route, oauthClient, authServer].forEach((c) => c.applier.forget(o)) });
 
   const elector = config.PORTCULLIS_LEADER_ELECTION
     ? new LeaderElector(deps.leaseClient ?? client, clock, log, {
