@@ -29,7 +29,7 @@ import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, resourceTypeOf } from '../runtime/resource-types.ts';
 import { conflictMessage, foreignObjectProblem } from './child-ownership.ts';
 import { EventReasons, Reasons, readyStatus, type EventReason, type ReadyState } from './conditions.ts';
-import { SidecarInjection } from './sidecar-injection.ts';
+import { SidecarInjection, TARGET_RECHECK_MS } from './sidecar-injection.ts';
 import { deploymentReadiness } from './deployment-readiness.ts';
 import { describeIssues } from './spec-issues.ts';
 import { readUpstreamService, UPSTREAM_POLL_MS } from './upstream-service.ts';
@@ -109,7 +109,8 @@ export class RateLimitRouteReconciler implements Reconciler {
         this.#d.events.event(raw, 'Warning', prepared.reason, prepared.problem);
         // No selector: the pods it would count are unknown (or not selectable) until the problem is fixed.
         await this.#writeStatus(raw, route, { status: 'False', reason: prepared.reason, message: prepared.problem }, undefined);
-        return { waiting: true };
+        // The Deployment's changes (created, released by the other route) wake the route at once.
+        return { requeueAfterMs: TARGET_RECHECK_MS };
       }
       teamDeployment = prepared.deployment;
     }
@@ -242,8 +243,8 @@ export class RateLimitRouteReconciler implements Reconciler {
       : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
     await this.#writeStatus(raw, route, state, readiness, teamDeployment);
     if (redisUserProblem !== undefined) return { waiting: true };
-    // The team's Deployment wakes no informer: its rollout is polled, less often as it drags on.
-    if (teamDeployment !== undefined && !readiness.ready) return { waiting: true };
+    // The team's Deployment is watched (app.ts): its rollout wakes the route; the recheck is a safety net.
+    if (teamDeployment !== undefined && !readiness.ready) return { requeueAfterMs: TARGET_RECHECK_MS };
     // Nor does the upstream Service: one that is not there yet, or lacks a selector, is looked at again.
     return upstream?.kind === 'unprotected' ? { requeueAfterMs: UPSTREAM_POLL_MS } : {};
   }
