@@ -1,10 +1,11 @@
 // Composition of the operator from injected parts (buildOperator never reads env or listens):
-// shared informers, the three controllers, the event -> key mappings, the manager.
+// shared informers, the four controllers, the event -> key mappings, the manager.
 import type { Logger } from 'pino';
 import type { TenantRedisUsers } from './redis/tenant-redis-users.ts';
 import { AuthServerReconciler } from './controllers/auth-server-reconciler.ts';
 import { OAuthClientReconciler } from './controllers/oauth-client-reconciler.ts';
 import { RateLimitRouteReconciler } from './controllers/rate-limit-route-reconciler.ts';
+import { RateLimitPolicyReconciler } from './controllers/rate-limit-policy-reconciler.ts';
 import type { OperatorConfig } from './config.ts';
 import { leaseNamespace, resourceSettings } from './config.ts';
 import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from './resources/auth-server-names.ts';
@@ -42,8 +43,8 @@ export interface OperatorDeps {
 
 export interface Operator {
   manager: Manager;
-  informers: Record<'routes' | 'clients' | 'deployments' | 'services' | 'configMaps' | 'secrets' | 'networkPolicies' | 'podDisruptionBudgets', Informer>;
-  controllers: Record<'routes' | 'clients' | 'authServers', Controller>;
+  informers: Record<'routes' | 'clients' | 'policies' | 'deployments' | 'services' | 'configMaps' | 'secrets' | 'networkPolicies' | 'podDisruptionBudgets', Informer>;
+  controllers: Record<'routes' | 'clients' | 'authServers' | 'policies', Controller>;
 }
 
 /** Calls fn for every add, update and delete. */
@@ -69,6 +70,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const informers = {
     routes: informer(resourceTypes.rateLimitRoute),
     clients: informer(resourceTypes.oauthClient),
+    policies: informer(resourceTypes.rateLimitPolicy),
     // Children only: everything the operator creates carries the managed-by label and an owner.
     deployments: informer(resourceTypes.deployment, { metadataOnly: false }),
     services: informer(resourceTypes.service, { metadataOnly: false }),
@@ -122,8 +124,24 @@ export function buildOperator(deps: OperatorDeps): Operator {
     metrics,
   );
 
+  const policies = new Controller(
+    {
+      ...controllerOptions,
+      reconciler: new RateLimitPolicyReconciler({ applier, caches: informers, settings, clock, events, client, redisUsers: deps.redisUsers, log: log.child({ controller: 'ratelimitpolicy' }) }),
+      keys: () => informers.policies.list().map(keyOf),
+    },
+    clock,
+    log,
+    metrics,
+  );
+
   // Event -> key mappings (level-based: a mapping only says WHICH object to look at again).
   informers.routes.addHandler(onAny((o) => routes.enqueue(keyOf(o))));
+  // Every policy of the namespace: one that goes (or changes targets) may end another's conflict.
+  informers.policies.addHandler(onAny((o) => {
+    for (const p of informers.policies.list(o.metadata.namespace)) policies.enqueue(keyOf(p));
+    policies.enqueue(keyOf(o));
+  }));
   informers.clients.addHandler(
     onAny((o) => {
       clients.enqueue(keyOf(o));
@@ -134,6 +152,8 @@ export function buildOperator(deps: OperatorDeps): Operator {
     const ns = o.metadata.namespace;
     const routeOwner = controllerOf(o, 'RateLimitRoute');
     if (routeOwner !== undefined) routes.enqueue(objectKey(ns, routeOwner.name));
+    const policyOwner = controllerOf(o, 'RateLimitPolicy');
+    if (policyOwner !== undefined) policies.enqueue(objectKey(ns, policyOwner.name));
     const clientOwner = controllerOf(o, 'OAuthClient');
     if (clientOwner !== undefined) {
       clients.enqueue(objectKey(ns, clientOwner.name));
@@ -162,11 +182,11 @@ export function buildOperator(deps: OperatorDeps): Operator {
 
   const manager = new Manager({
     informers: Object.values(informers),
-    controllers: [routes, clients, authServers],
+    controllers: [routes, clients, authServers, policies],
     elector,
     metrics,
     log,
     onLeadershipLost: deps.onLeadershipLost,
   });
-  return { manager, informers, controllers: { routes, clients, authServers } };
+  return { manager, informers, controllers: { routes, clients, authServers, policies } };
 }
