@@ -15,13 +15,12 @@ source "$here/versions.env"
 source "$here/../go-tool-cache.sh"
 
 cache_root="${PORTCULLIS_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/portcullis/k8s}"
-tool_begin gateway-api "$cache_root/gateway-api-$GATEWAY_API_VERSION" GATEWAY_API_CRDS crd "$@"
 # tool_finish prints $TOOL_DEST/bin/$TOOL_BINARY; the manifests live in crd/, not bin/.
 tool_finish() {
   if [ "$TOOL_PRINT_ENV" = 1 ]; then echo "GATEWAY_API_CRDS=$TOOL_DEST/crd"; fi
   exit 0
 }
-if [ -f "$TOOL_DEST/.complete" ]; then tool_finish; fi
+tool_begin gateway-api "$cache_root/gateway-api-$GATEWAY_API_VERSION" GATEWAY_API_CRDS crd "$@"
 tool_lock
 log "downloading sigs.k8s.io/gateway-api@$GATEWAY_API_VERSION (its CRD manifests only)"
 # A scratch module cache: the module's files are read-only there and only config/crd is kept.
