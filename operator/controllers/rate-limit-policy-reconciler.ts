@@ -74,8 +74,13 @@ export class RateLimitPolicyReconciler implements Reconciler {
     const backend = policyBackend(name, this.#d.settings);
     if (raw.metadata.deletionTimestamp !== undefined) {
       if (!(raw.metadata.finalizers ?? []).includes(POLICY_FINALIZER)) return {};
-      const routes = await this.#list(resourceTypes.httpRoute, ns);
-      for (const route of planFilters(routes ?? [], backend, new Map())) await this.#d.client.update(route);
+      // A namespace being deleted takes its routes along, and the operator's rights there may be
+      // gone already (its RoleBinding deleted first): then only the finalizer is let go.
+      const terminating = (await this.#d.client.get(resourceTypes.namespace, undefined, ns).catch(() => undefined))?.metadata.deletionTimestamp !== undefined;
+      if (!terminating) {
+        const routes = await this.#list(resourceTypes.httpRoute, ns);
+        for (const route of planFilters(routes ?? [], backend, new Map())) await this.#d.client.update(route);
+      }
       await this.#setFinalizer(raw, []);
       return {};
     }
