@@ -18,8 +18,8 @@ const policy = (name: string, route: string, extra: Record<string, unknown> = {}
     spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: route }], limiter: { replenishRate: 1, burstCapacity: 10 }, ...extra },
   });
 const as = (user: string, yaml: string) => env.cluster.kubectl(['apply', '--as', user, '-f', '-'], { input: yaml });
-async function admin(args: readonly string[]) {
-  const r = await env.cluster.kubectl(args);
+async function admin(args: readonly string[], input?: string) {
+  const r = await env.cluster.kubectl(args, input === undefined ? {} : { input });
   expect(r.code, r.stderr).toBe(0);
 }
 
@@ -28,7 +28,9 @@ beforeAll(async () => {
   // mallory: portcullis-edit only. alice: portcullis-edit, and may update HTTPRoute shop.
   await admin(['-n', TEAM, 'create', 'rolebinding', 'mallory-edit', '--clusterrole=portcullis-edit', '--user=mallory']);
   await admin(['-n', TEAM, 'create', 'rolebinding', 'alice-edit', '--clusterrole=portcullis-edit', '--user=alice']);
-  await admin(['-n', TEAM, 'create', 'role', 'shop-route', '--verb=update', '--resource=httproutes.gateway.networking.k8s.io', '--resource-name=shop']);
+  // As YAML: kubectl create role looks the resource up, and Gateway API is not installed here.
+  const role = { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: 'shop-route', namespace: TEAM }, rules: [{ apiGroups: ['gateway.networking.k8s.io'], resources: ['httproutes'], resourceNames: ['shop'], verbs: ['update'] }] };
+  await admin(['apply', '-f', '-'], stringify(role));
   await admin(['-n', TEAM, 'create', 'rolebinding', 'alice-shop-route', '--role=shop-route', '--user=alice']);
   await eventually('the policy-rights policy in force', async () => {
     const probe = await env.cluster.kubectl(['apply', '--as', 'mallory', '--dry-run=server', '-f', '-'], { input: policy('probe', 'shop') });
