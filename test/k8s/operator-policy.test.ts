@@ -24,8 +24,11 @@ beforeAll(async () => {
     const r = await env.cluster.kubectl(['apply', '--server-side', '-f', path.join(dir, 'experimental', `gateway.networking.k8s.io_${kind}.yaml`)]);
     expect(r.code, r.stderr).toBe(0);
   }
-  const r = await env.cluster.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/httproutes.gateway.networking.k8s.io', 'crd/gateways.gateway.networking.k8s.io']);
-  expect(r.code, r.stderr).toBe(0);
+  // kubectl wait fails outright on a CRD whose status has no conditions yet: ask again until Established.
+  await eventually('Gateway API CRDs established', async () => {
+    const r = await env.cluster.kubectl(['wait', '--for=condition=Established', '--timeout=10s', 'crd/httproutes.gateway.networking.k8s.io', 'crd/gateways.gateway.networking.k8s.io']);
+    return r.code === 0;
+  });
   // Deleting a policy leaves its children to the garbage collector, as any owner does.
   kcm = startControllerManager(env.cluster, ['garbagecollector']);
 }, 120_000);
