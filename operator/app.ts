@@ -1,10 +1,11 @@
 // Composition of the operator from injected parts (buildOperator never reads env or listens):
-// shared informers, the three controllers, the event -> key mappings, the manager.
+// shared informers, the four controllers, the event -> key mappings, the manager.
 import type { Logger } from 'pino';
 import type { TenantRedisUsers } from './redis/tenant-redis-users.ts';
 import { AuthServerReconciler } from './controllers/auth-server-reconciler.ts';
 import { OAuthClientReconciler } from './controllers/oauth-client-reconciler.ts';
 import { RateLimitRouteReconciler } from './controllers/rate-limit-route-reconciler.ts';
+import { RateLimitPolicyReconciler } from './controllers/rate-limit-policy-reconciler.ts';
 import type { OperatorConfig } from './config.ts';
 import { leaseNamespace, resourceSettings } from './config.ts';
 import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from './resources/auth-server-names.ts';
@@ -42,12 +43,12 @@ export interface OperatorDeps {
 
 export interface Operator {
   manager: Manager;
-  informers: Record<'routes' | 'clients' | 'deployments' | 'targetDeployments' | 'services' | 'configMaps' | 'secrets' | 'networkPolicies' | 'podDisruptionBudgets', Informer>;
-  controllers: Record<'routes' | 'clients' | 'authServers', Controller>;
+  informers: Record<'routes' | 'clients' | 'policies' | 'deployments' | 'targetDeployments' | 'services' | 'configMaps' | 'secrets' | 'networkPolicies' | 'podDisruptionBudgets', Informer>;
+  controllers: Record<'routes' | 'clients' | 'authServers' | 'policies', Controller>;
 }
 
 /** The field manager of each controller's writes (server-side apply, create). */
-export const FIELD_MANAGERS = { route: 'portcullis-route', oauthClient: 'portcullis-oauth-client', authServer: 'portcullis-auth-server' } as const;
+export const FIELD_MANAGERS = { route: 'portcullis-route', oauthClient: 'portcullis-oauth-client', authServer: 'portcullis-auth-server', policy: 'portcullis-policy' } as const;
 /** The one field manager every controller wrote as before: its applied fields are handed over (runtime/applier.ts). */
 export const FORMER_FIELD_MANAGER = 'portcullis-operator';
 
@@ -85,6 +86,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const informers = {
     routes: routeInformer,
     clients: informer(resourceTypes.oauthClient),
+    policies: informer(resourceTypes.rateLimitPolicy),
     // Children only: everything the operator creates carries the managed-by label and an owner.
     deployments: informer(resourceTypes.deployment, { metadataOnly: false }),
     // The teams' Deployments that spec.targetRef names (they carry no operator label): every
@@ -107,6 +109,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const route = managed(FIELD_MANAGERS.route);
   const oauthClient = managed(FIELD_MANAGERS.oauthClient);
   const authServer = managed(FIELD_MANAGERS.authServer);
+  const policy = managed(FIELD_MANAGERS.policy);
   const events = createEventRecorder(client, clock, log, 'portcullis-operator');
   const controllerOptions = {
     workers: config.PORTCULLIS_WORKERS,
@@ -150,8 +153,24 @@ export function buildOperator(deps: OperatorDeps): Operator {
     metrics,
   );
 
+  const policies = new Controller(
+    {
+      ...controllerOptions,
+      reconciler: new RateLimitPolicyReconciler({ applier: policy.applier, caches: informers, settings, clock, events, client: policy.client, redisUsers: deps.redisUsers, log: log.child({ controller: 'ratelimitpolicy' }) }),
+      keys: () => informers.policies.list().map(keyOf),
+    },
+    clock,
+    log,
+    metrics,
+  );
+
   // Event -> key mappings (level-based: a mapping only says WHICH object to look at again).
   informers.routes.addHandler(onAny((o) => routes.enqueue(keyOf(o))));
+  // Every policy of the namespace: one that goes (or changes targets) may end another's conflict.
+  informers.policies.addHandler(onAny((o) => {
+    for (const p of informers.policies.list(o.metadata.namespace)) policies.enqueue(keyOf(p));
+    policies.enqueue(keyOf(o));
+  }));
   informers.clients.addHandler(
     onAny((o) => {
       clients.enqueue(keyOf(o));
@@ -162,6 +181,8 @@ export function buildOperator(deps: OperatorDeps): Operator {
     const ns = o.metadata.namespace;
     const routeOwner = controllerOf(o, 'RateLimitRoute');
     if (routeOwner !== undefined) routes.enqueue(objectKey(ns, routeOwner.name));
+    const policyOwner = controllerOf(o, 'RateLimitPolicy');
+    if (policyOwner !== undefined) policies.enqueue(objectKey(ns, policyOwner.name));
     const clientOwner = controllerOf(o, 'OAuthClient');
     if (clientOwner !== undefined) {
       clients.enqueue(objectKey(ns, clientOwner.name));
@@ -178,7 +199,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   }));
   for (const i of [informers.deployments, informers.services, informers.configMaps, informers.secrets, informers.networkPolicies, informers.podDisruptionBudgets]) i.addHandler(byOwner);
   // The applier remembers the versions it wrote of metadata-only children until they are gone.
-  for (const i of [informers.configMaps, informers.secrets]) i.addHandler({ onDelete: (o) => [route, oauthClient, authServer].forEach((c) => c.applier.forget(o)) });
+  for (const i of [informers.configMaps, informers.secrets]) i.addHandler({ onDelete: (o) => [route, oauthClient, authServer, policy].forEach((c) => c.applier.forget(o)) });
 
   const elector = config.PORTCULLIS_LEADER_ELECTION
     ? new LeaderElector(deps.leaseClient ?? client, clock, log, {
@@ -193,11 +214,11 @@ export function buildOperator(deps: OperatorDeps): Operator {
 
   const manager = new Manager({
     informers: Object.values(informers),
-    controllers: [routes, clients, authServers],
+    controllers: [routes, clients, authServers, policies],
     elector,
     metrics,
     log,
     onLeadershipLost: deps.onLeadershipLost,
   });
-  return { manager, informers, controllers: { routes, clients, authServers } };
+  return { manager, informers, controllers: { routes, clients, authServers, policies } };
 }

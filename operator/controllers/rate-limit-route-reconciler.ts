@@ -43,6 +43,8 @@ export interface RateLimitRouteCaches {
   podDisruptionBudgets: Informer;
   /** The operator's copies of its default Redis Secret (`<route>-redis`). */
   secrets: Informer;
+  /** RateLimitPolicies: their decision services use the namespace's Redis user too. */
+  policies?: Informer;
 }
 
 export interface RateLimitRouteReconcilerDeps {
@@ -299,7 +301,7 @@ export class RateLimitRouteReconciler implements Reconciler {
   }
 
   /**
-   * No route of the namespace left on the default Redis: its user there goes. Every route without
+   * No route (nor RateLimitPolicy) of the namespace left on the default Redis: its user there goes. Every route without
    * spec.redis counts, an invalid one too (its pods still run on the user), and the count is taken
    * after the last await, so a route another worker set the user up for meanwhile keeps it (the
    * DELUSER queues behind that SETUSER on the one admin connection).
@@ -309,7 +311,8 @@ export class RateLimitRouteReconciler implements Reconciler {
     if (this.#d.redisUsers === undefined || source === undefined || namespace === undefined) return;
     const adminUrlData = await readSecretKey(this.#d.client, source);
     if (adminUrlData === undefined) return;
-    const onDefault = this.#d.caches.routes.list(namespace).some((r) => r.metadata.deletionTimestamp === undefined && asRecord(r['spec'])?.['redis'] === undefined);
+    const onDefaultRedis = (o: KubeObject) => o.metadata.deletionTimestamp === undefined && asRecord(o['spec'])?.['redis'] === undefined;
+    const onDefault = this.#d.caches.routes.list(namespace).some(onDefaultRedis) || (this.#d.caches.policies?.list(namespace).some(onDefaultRedis) ?? false);
     if (!onDefault) await releaseNamespaceRedisUser(this.#d.redisUsers, adminUrlData, namespace, 'bucket');
   }
 

@@ -1,5 +1,5 @@
 // Labels, names and owner references shared by every child object.
-import { GROUP, OAUTH_CLIENT_KIND, RATE_LIMIT_ROUTE_KIND } from '../api/index.ts';
+import { GROUP, OAUTH_CLIENT_KIND, RATE_LIMIT_POLICY_KIND, RATE_LIMIT_ROUTE_KIND } from '../api/index.ts';
 import type { KubeObject, OwnerReference } from '../runtime/kube-object.ts';
 
 export const MANAGED_BY = 'portcullis-operator';
@@ -58,13 +58,13 @@ export function controllerOf(child: KubeObject, kind: string): OwnerReference | 
 }
 
 /**
- * Whether a Portcullis object (a RateLimitRoute or an OAuthClient) owns this one: what the
+ * Whether a Portcullis object (a RateLimitRoute, RateLimitPolicy or OAuthClient) owns this one: what the
  * operator's caches keep. The managed-by label alone proves nothing, anyone can set it.
  */
 export function ownedByPortcullis(obj: KubeObject): boolean {
   return obj.metadata.ownerReferences?.some((r) => r.apiVersion.startsWith(`${GROUP}/`) && PORTCULLIS_OWNER_KINDS.has(r.kind)) ?? false;
 }
-const PORTCULLIS_OWNER_KINDS: ReadonlySet<string> = new Set([RATE_LIMIT_ROUTE_KIND, OAUTH_CLIENT_KIND]);
+const PORTCULLIS_OWNER_KINDS: ReadonlySet<string> = new Set([RATE_LIMIT_ROUTE_KIND, OAUTH_CLIENT_KIND, RATE_LIMIT_POLICY_KIND]);
 
 /** Hardened container security context: non-root, read-only root filesystem, no capabilities. */
 export const containerSecurityContext = {

@@ -74,7 +74,9 @@ describe('the Helm chart', () => {
         'ClusterRole//portcullis-operator-finalizers',
         'ClusterRoleBinding//portcullis-operator-finalizers',
         // On by default: a route's author needs the rights the route uses; the operator's own limits.
+        'ValidatingAdmissionPolicy//portcullis-policy-rights',
         'ValidatingAdmissionPolicy//portcullis-route-rights',
+        'ValidatingAdmissionPolicyBinding//portcullis-policy-rights',
         'ValidatingAdmissionPolicyBinding//portcullis-route-rights',
         'ValidatingAdmissionPolicy//portcullis-operator-limits',
         'ValidatingAdmissionPolicyBinding//portcullis-operator-limits',

@@ -64,6 +64,7 @@ export async function startCaches(client: MemoryKubeClient, clock: Clock) {
   const caches = {
     routes: make(resourceTypes.rateLimitRoute),
     clients: make(resourceTypes.oauthClient),
+    policies: make(resourceTypes.rateLimitPolicy),
     deployments: make(resourceTypes.deployment, { metadataOnly: false }),
     services: make(resourceTypes.service, { metadataOnly: false }),
     configMaps: make(resourceTypes.configMap, { metadataOnly: true }),
