@@ -5,9 +5,9 @@
 import type { Logger } from 'pino';
 import { oauthClientSchema, type OAuthClient } from '../api/index.ts';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
-import { CLIENT_REGISTRY_SECRET, oauthClientSecretName } from '../resources/auth-server-names.ts';
-import { registeredClientIds } from '../resources/client-registry-secret.ts';
-import { controllerOf } from '../resources/metadata.ts';
+import { CLIENT_REGISTRY_SECRET, oauthClientSecretName } from '../resources/auth/names.ts';
+import { registeredClientIds } from '../resources/auth/client-registry-secret.ts';
+import { controllerOf } from '../resources/shared/metadata.ts';
 import {
   credentialsOf,
   generateCredentials,
@@ -15,7 +15,7 @@ import {
   ROTATE_SECRET_ANNOTATION,
   ROTATED_FOR_ANNOTATION,
   type ClientCredentials,
-} from '../resources/oauth-client-secret.ts';
+} from '../resources/auth/oauth-client-secret.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';

@@ -7,7 +7,7 @@
 // admin URL. It goes with its owner, and follows the source on every reconcile (at the latest on
 // the periodic resync).
 import type { V1Secret } from '@kubernetes/client-node';
-import type { KubeObject } from '../runtime/kube-object.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
 import { baseLabels, controllerRef, type Owner, sortedOwnerRefs, ROUTE_LABEL } from './metadata.ts';
 
 /** A Secret key holding a redis:// or rediss:// URL. */

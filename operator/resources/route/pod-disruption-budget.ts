@@ -1,12 +1,12 @@
 // RateLimitRoute -> PodDisruptionBudget `<route>` while it runs more than one pod (see
-// pod-disruption-budget.ts for maxUnavailable 1 and why none for one pod).
-import type { RateLimitRoute } from '../api/index.ts';
-import type { KubeObject } from '../runtime/kube-object.ts';
-import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
-import { needsPodDisruptionBudget, podDisruptionBudget } from './pod-disruption-budget.ts';
-import { routeSelectorLabels } from './route-deployment.ts';
-import { routePodDisruptionBudgetName } from './route-names.ts';
-import { routeReplicas } from './route-scale.ts';
+// shared/pod-disruption-budget.ts for maxUnavailable 1 and why none for one pod).
+import type { RateLimitRoute } from '../../api/index.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
+import { baseLabels, controllerRef, ROUTE_LABEL } from '../shared/metadata.ts';
+import { needsPodDisruptionBudget, podDisruptionBudget } from '../shared/pod-disruption-budget.ts';
+import { routeSelectorLabels } from './deployment.ts';
+import { routePodDisruptionBudgetName } from './names.ts';
+import { routeReplicas } from './scale.ts';
 
 /**
  * The route's budget, or undefined when it runs fewer than two pods (any existing one is then

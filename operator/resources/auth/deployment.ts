@@ -2,7 +2,7 @@
 // users, signing keys) by the file paths of its config (lib/config/auth-server.ts). The
 // auth server re-reads those files when they change, so a new OAuthClient needs no restart.
 import type { V1Deployment, V1NetworkPolicy, V1Service } from '@kubernetes/client-node';
-import type { KubeObject } from '../runtime/kube-object.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
 import {
   AUTH_CONFIG_ROOT,
   AUTH_SERVER_ENTRY,
@@ -12,14 +12,14 @@ import {
   CLIENT_REGISTRY_SECRET,
   SIGNING_KEYS_KEY,
   SIGNING_KEYS_SECRET,
-} from './auth-server-names.ts';
-import { AUTH_SERVER_MEMORY_LIMIT_MIB, type ContainerResources } from './container-resources.ts';
-import { baseLabels, containerSecurityContext, type Owner, sortedOwnerRefs, podSecurityContext } from './metadata.ts';
-import { needsPodDisruptionBudget, podDisruptionBudget } from './pod-disruption-budget.ts';
-import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
-import { AUTH_REDIS_SECRET, REDIS_URL_KEY } from './redis-url-secret.ts';
-import { AUTH_SERVER_AUDIENCE, type ResourceSettings } from './settings.ts';
-import { nodeEnv, oldSpaceMiB } from './sidecar-heap.ts';
+} from './names.ts';
+import { AUTH_SERVER_MEMORY_LIMIT_MIB, type ContainerResources } from '../shared/container-resources.ts';
+import { baseLabels, containerSecurityContext, type Owner, sortedOwnerRefs, podSecurityContext } from '../shared/metadata.ts';
+import { needsPodDisruptionBudget, podDisruptionBudget } from '../shared/pod-disruption-budget.ts';
+import { priorityClassField, topologySpreadConstraints } from '../shared/pod-scheduling.ts';
+import { AUTH_REDIS_SECRET, REDIS_URL_KEY } from '../shared/redis-url-secret.ts';
+import { AUTH_SERVER_AUDIENCE, type ResourceSettings } from '../shared/settings.ts';
+import { nodeEnv, oldSpaceMiB } from '../route/sidecar-heap.ts';
 
 export const AUTH_SERVER_CONTAINER = 'auth-server';
 
@@ -84,7 +84,7 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
     );
   }
   if (settings.authRedisUrl !== undefined) env.push({ name: 'REDIS_URL', value: settings.authRedisUrl });
-  // A URL with a password only from a Secret: the operator's copy in this namespace (redis-url-secret.ts).
+  // A URL with a password only from a Secret: the operator's copy in this namespace (shared/redis-url-secret.ts).
   // Read at start, so a rotated URL reaches the auth servers with their next restart.
   else if (settings.authRedisSecret !== undefined) env.push({ name: 'REDIS_URL', valueFrom: { secretKeyRef: { name: AUTH_REDIS_SECRET, key: REDIS_URL_KEY } } });
   const replicas = authServerReplicas(settings);

@@ -9,10 +9,10 @@
 // to its shutdownGraceMs); the target pauses until both are over, so the sidecar never forwards
 // to a target that has already stopped.
 import type { V1Container, V1Deployment } from '@kubernetes/client-node';
-import type { RateLimitRoute, Target } from '../api/index.ts';
-import { contentHash } from '../runtime/compare.ts';
-import { InvalidSpecError } from '../runtime/errors.ts';
-import type { KubeObject } from '../runtime/kube-object.ts';
+import type { RateLimitRoute, Target } from '../../api/index.ts';
+import { contentHash } from '../../runtime/compare.ts';
+import { InvalidSpecError } from '../../runtime/errors.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
 import {
   baseLabels,
   CONFIG_HASH_ANNOTATION,
@@ -21,7 +21,7 @@ import {
   podSecurityContext,
   ROUTE_LABEL,
   SIDECAR_POD_LABELS,
-} from './metadata.ts';
+} from '../shared/metadata.ts';
 import {
   REDIS_URL_VOLUME,
   routeConfigMapName,
@@ -32,13 +32,13 @@ import {
   SIDECAR_REDIS_DIR,
   SIDECAR_REDIS_URL_FILE,
   TARGET_CONTAINER,
-} from './route-names.ts';
-import { overrideResources, quantitiesAsStrings, resourcesProblem } from './container-resources.ts';
-import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
-import { routeSidecarPorts } from './route-ports.ts';
-import { routeRedisSecretRef } from './route-redis.ts';
-import { routeReplicas } from './route-scale.ts';
-import type { ResourceSettings } from './settings.ts';
+} from './names.ts';
+import { overrideResources, quantitiesAsStrings, resourcesProblem } from '../shared/container-resources.ts';
+import { priorityClassField, topologySpreadConstraints } from '../shared/pod-scheduling.ts';
+import { routeSidecarPorts } from './ports.ts';
+import { routeRedisSecretRef } from './redis.ts';
+import { routeReplicas } from './scale.ts';
+import type { ResourceSettings } from '../shared/settings.ts';
 import { sidecarEnv, sidecarMemoryProblem } from './sidecar-heap.ts';
 
 export { SIDECAR_ENV, SIDECAR_MEMORY_LIMIT_MIB } from './sidecar-heap.ts';
@@ -145,7 +145,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
       ownerReferences: [controllerRef(route)],
     },
     spec: {
-      // Omitted: the count belongs to an autoscaler of the Deployment (route-scale.ts).
+      // Omitted: the count belongs to an autoscaler of the Deployment (scale.ts).
       ...(replicas === undefined ? {} : { replicas }),
       selector: { matchLabels: routeSelectorLabels(name) },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },

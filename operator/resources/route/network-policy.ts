@@ -12,13 +12,13 @@
 // the kubelet's probes come from the node, which NetworkPolicies always admit. They take effect
 // only where the cluster's CNI enforces NetworkPolicies.
 import type { V1NetworkPolicy } from '@kubernetes/client-node';
-import type { RateLimitRoute } from '../api/index.ts';
-import type { KubeObject } from '../runtime/kube-object.ts';
-import { baseLabels, controllerRef, injectedPodLabels, ROUTE_LABEL } from './metadata.ts';
-import { routeSelectorLabels } from './route-deployment.ts';
-import { routeNetworkPolicyName, routeUpstreamNetworkPolicyName } from './route-names.ts';
-import { routeSidecarPorts } from './route-ports.ts';
-import type { ResourceSettings } from './settings.ts';
+import type { RateLimitRoute } from '../../api/index.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
+import { baseLabels, controllerRef, injectedPodLabels, ROUTE_LABEL } from '../shared/metadata.ts';
+import { routeSelectorLabels } from './deployment.ts';
+import { routeNetworkPolicyName, routeUpstreamNetworkPolicyName } from './names.ts';
+import { routeSidecarPorts } from './ports.ts';
+import type { ResourceSettings } from '../shared/settings.ts';
 
 /** Whether the route gets its NetworkPolicies: the operator's setting and the route's own opt-out. */
 export function routeWantsNetworkPolicy(route: RateLimitRoute, settings: Pick<ResourceSettings, 'routeNetworkPolicy'>): boolean {

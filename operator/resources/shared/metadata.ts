@@ -1,6 +1,6 @@
 // Labels, names and owner references shared by every child object.
-import { GROUP, OAUTH_CLIENT_KIND, RATE_LIMIT_ROUTE_KIND } from '../api/index.ts';
-import type { KubeObject, OwnerReference } from '../runtime/kube-object.ts';
+import { GROUP, OAUTH_CLIENT_KIND, RATE_LIMIT_ROUTE_KIND } from '../../api/index.ts';
+import type { KubeObject, OwnerReference } from '../../runtime/kube-object.ts';
 
 export const MANAGED_BY = 'portcullis-operator';
 /** Label selector of every object the operator creates (its informers watch only these). */
