@@ -5,11 +5,11 @@ import type { Logger } from 'pino';
 import { rateLimitRouteSchema, RESERVED_ROUTE_NAME_RULE, RESERVED_ROUTE_NAMES, type RateLimitRoute } from '../api/index.ts';
 import { routeConfigMap } from '../resources/route/config-map.ts';
 import { AUTH_SERVER_NAME } from '../resources/auth/names.ts';
-import { controllerOf } from '../resources/shared/metadata.ts';
-import { routeDeployment, routeSelectorLabels } from '../resources/route/deployment.ts';
+import { controllerOf, routeSelectorLabels } from '../resources/shared/metadata.ts';
+import { routeDeployment } from '../resources/route/deployment.ts';
 import { routeNetworkPolicy, routeWantsNetworkPolicy, upstreamNetworkPolicy } from '../resources/route/network-policy.ts';
 import { routePodDisruptionBudget } from '../resources/route/pod-disruption-budget.ts';
-import { routeNetworkPolicyName, routePodDisruptionBudgetName, routeServiceName, routeUpstreamNetworkPolicyName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route/names.ts';
+import { routeUpstreamNetworkPolicyName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route/names.ts';
 import { deploymentReplicas, labelSelectorString, routeReplicas, selectorString } from '../resources/route/scale.ts';
 import { injectionService } from '../resources/route/injection.ts';
 import { routeService } from '../resources/route/service.ts';
@@ -165,13 +165,13 @@ export class RateLimitRouteReconciler implements Reconciler {
       // selector keeps the policy it had: its pods may still be there.
       const policies = routeWantsNetworkPolicy(route, this.#d.settings);
       if (policies) children.push([routeNetworkPolicy(route, this.#d.settings), networkPolicies]);
-      else stale.push([routeNetworkPolicyName(name), networkPolicies]);
+      else stale.push([name, networkPolicies]);
       if (policies && upstream?.kind === 'selector') children.push([upstreamNetworkPolicy(route, upstream.selector), networkPolicies]);
       else if (!policies || upstream === undefined) stale.push([routeUpstreamNetworkPolicyName(name), networkPolicies]);
       // The team's pods are theirs to keep available: no budget over pods the route does not run.
       const budget = teamDeployment === undefined ? routePodDisruptionBudget(route) : undefined;
       if (budget !== undefined) children.push([budget, podDisruptionBudgets]);
-      else stale.push([routePodDisruptionBudgetName(name), podDisruptionBudgets]);
+      else stale.push([name, podDisruptionBudgets]);
     } catch (err) {
       if (err instanceof InvalidSpecError) {
         await this.#invalid(raw, err.message);
@@ -238,7 +238,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     // Replicas left to an autoscaler: ready means as many pods as the Deployment asks for now.
     const readiness = deploymentReadiness(deployment, routeReplicas(route) ?? deploymentReplicas(deployment) ?? 1);
     const state: ReadyState = readiness.ready
-      ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${routeServiceName(name)} forwards port ${this.#d.settings.servicePort} to the sidecars` }
+      ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${name} forwards port ${this.#d.settings.servicePort} to the sidecars` }
       : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
     await this.#writeStatus(raw, route, state, readiness, teamDeployment);
     if (redisUserProblem !== undefined) return { waiting: true };
@@ -328,7 +328,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     const fields: Record<string, unknown> = {};
     if (pods !== undefined) Object.assign(fields, { readyReplicas: pods.readyReplicas, replicas: pods.replicas });
     if (route !== undefined) {
-      fields['service'] = routeServiceName(route.metadata.name);
+      fields['service'] = route.metadata.name; // the Service is named as the route
       const selector = statusSelector(route, teamDeployment);
       if (selector !== undefined) fields['selector'] = selector;
     }

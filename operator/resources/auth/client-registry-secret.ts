@@ -6,8 +6,8 @@ import type { V1Secret } from '@kubernetes/client-node';
 import type { OAuthClient } from '../../api/index.ts';
 import { clientRegistrySchema, hashClientSecret, type ClientRegistry } from '../../../lib/config/auth-server.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
-import { AUTH_SERVER_NAME, CLIENT_REGISTRY_KEY, CLIENT_REGISTRY_SECRET } from './names.ts';
-import { base64, baseLabels, fromBase64, type Owner, sortedOwnerRefs } from '../shared/metadata.ts';
+import { CLIENT_REGISTRY_KEY, CLIENT_REGISTRY_SECRET } from './names.ts';
+import { base64, authServerLabels, fromBase64, type Owner, sortedOwnerRefs } from '../shared/metadata.ts';
 import type { ClientCredentials } from './oauth-client-secret.ts';
 
 export interface RegisteredOAuthClient {
@@ -48,7 +48,7 @@ export function clientRegistrySecret(namespace: string, entries: readonly Regist
     metadata: {
       name: CLIENT_REGISTRY_SECRET,
       namespace,
-      labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'client-registry'),
+      labels: authServerLabels('client-registry'),
       ownerReferences: sortedOwnerRefs(owners),
     },
     type: 'Opaque',

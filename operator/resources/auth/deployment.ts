@@ -14,7 +14,7 @@ import {
   SIGNING_KEYS_SECRET,
 } from './names.ts';
 import { AUTH_SERVER_MEMORY_LIMIT_MIB, type ContainerResources } from '../shared/container-resources.ts';
-import { baseLabels, containerSecurityContext, type Owner, sortedOwnerRefs, podSecurityContext } from '../shared/metadata.ts';
+import { authServerLabels, containerSecurityContext, type Owner, sortedOwnerRefs, podSecurityContext } from '../shared/metadata.ts';
 import { needsPodDisruptionBudget, podDisruptionBudget } from '../shared/pod-disruption-budget.ts';
 import { priorityClassField, topologySpreadConstraints } from '../shared/pod-scheduling.ts';
 import { AUTH_REDIS_SECRET, REDIS_URL_KEY } from '../shared/redis-url-secret.ts';
@@ -61,7 +61,7 @@ export function authServerReplicas(settings: Pick<ResourceSettings, 'authRedisUr
 export const AUTH_SERVER_STARTUP_PROBE = { tcpSocket: { port: 'http' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 30 };
 
 export function authServerDeployment(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
-  const labels = baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server');
+  const labels = authServerLabels('auth-server');
   const env: Array<{ name: string; value: string } | { name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }> = [
     ...Object.entries(authServerNodeEnv(settings.authServerResources)).map(([name, value]) => ({ name, value })),
     { name: 'PORT', value: String(settings.authServerPort) },
@@ -160,7 +160,7 @@ export function authServerService(namespace: string, settings: ResourceSettings,
     metadata: {
       name: AUTH_SERVER_NAME,
       namespace,
-      labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server'),
+      labels: authServerLabels('auth-server'),
       ownerReferences: sortedOwnerRefs(owners),
     },
     spec: {
@@ -183,7 +183,7 @@ export function authServerNetworkPolicy(namespace: string, settings: ResourceSet
     metadata: {
       name: AUTH_SERVER_NAME,
       namespace,
-      labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server'),
+      labels: authServerLabels('auth-server'),
       ownerReferences: sortedOwnerRefs(owners),
     },
     spec: {
@@ -207,7 +207,7 @@ export function authServerPodDisruptionBudget(namespace: string, settings: Resou
   return podDisruptionBudget({
     name: AUTH_SERVER_NAME,
     namespace,
-    labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server'),
+    labels: authServerLabels('auth-server'),
     selectorLabels: authServerSelectorLabels(),
     ownerReferences: sortedOwnerRefs(owners),
   });

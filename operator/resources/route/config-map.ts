@@ -9,7 +9,7 @@ import { InvalidSpecError } from '../../runtime/errors.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
 import { issuerFor } from '../auth/deployment.ts';
 import { AUTH_SERVER_NAME } from '../auth/names.ts';
-import { baseLabels, controllerRef, ROUTE_LABEL } from '../shared/metadata.ts';
+import { controllerRef, routeLabels } from '../shared/metadata.ts';
 import { routeConfigMapName, SIDECAR_CONFIG_KEY, SIDECAR_REDIS_URL_FILE } from './names.ts';
 import { routeSidecarPorts } from './ports.ts';
 import { usesDefaultRedisSecret } from './redis.ts';
@@ -123,7 +123,7 @@ export function routeConfigMap(route: RateLimitRoute, settings: ResourceSettings
     metadata: {
       name: routeConfigMapName(name),
       namespace: route.metadata.namespace,
-      labels: { ...baseLabels('portcullis-gateway', name, 'sidecar-config'), [ROUTE_LABEL]: name },
+      labels: routeLabels(name, 'sidecar-config'),
       ownerReferences: [controllerRef(route)],
     },
     data: { [SIDECAR_CONFIG_KEY]: renderSidecarConfig(route, settings) },

@@ -13,19 +13,10 @@ import type { RateLimitRoute, Target } from '../../api/index.ts';
 import { contentHash } from '../../runtime/compare.ts';
 import { InvalidSpecError } from '../../runtime/errors.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
-import {
-  baseLabels,
-  CONFIG_HASH_ANNOTATION,
-  containerSecurityContext,
-  controllerRef,
-  podSecurityContext,
-  ROUTE_LABEL,
-  SIDECAR_POD_LABELS,
-} from '../shared/metadata.ts';
+import { CONFIG_HASH_ANNOTATION, containerSecurityContext, controllerRef, podSecurityContext, routeLabels, routeSelectorLabels, SIDECAR_POD_LABELS } from '../shared/metadata.ts';
 import {
   REDIS_URL_VOLUME,
   routeConfigMapName,
-  routeDeploymentName,
   SIDECAR_CONFIG_DIR,
   SIDECAR_CONFIG_KEY,
   SIDECAR_CONTAINER,
@@ -67,10 +58,6 @@ export function sidecarResources(route: RateLimitRoute, settings: Pick<ResourceS
   return resources;
 }
 
-export function routeSelectorLabels(route: string): Record<string, string> {
-  return { 'app.kubernetes.io/name': 'portcullis-gateway', 'app.kubernetes.io/instance': route };
-}
-
 /** The team's service beside the sidecar (not in a spec.upstream gateway, whose pods hold the sidecar only). */
 function targetContainer(target: Target): V1Container {
   return {
@@ -107,7 +94,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
   const redisMounts = secretRef === undefined ? [] : [{ name: REDIS_URL_VOLUME, mountPath: SIDECAR_REDIS_DIR, readOnly: true }];
   const ports = routeSidecarPorts(route, settings);
   const replicas = routeReplicas(route);
-  const labels = { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name };
+  const labels = routeLabels(name);
   const sidecarRes = sidecarResources(route, settings);
 
   const sidecarContainer = {
@@ -139,7 +126,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: {
-      name: routeDeploymentName(name),
+      name,
       namespace: route.metadata.namespace,
       labels,
       ownerReferences: [controllerRef(route)],

@@ -2,10 +2,8 @@
 // shared/pod-disruption-budget.ts for maxUnavailable 1 and why none for one pod).
 import type { RateLimitRoute } from '../../api/index.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
-import { baseLabels, controllerRef, ROUTE_LABEL } from '../shared/metadata.ts';
+import { controllerRef, routeLabels, routeSelectorLabels } from '../shared/metadata.ts';
 import { needsPodDisruptionBudget, podDisruptionBudget } from '../shared/pod-disruption-budget.ts';
-import { routeSelectorLabels } from './deployment.ts';
-import { routePodDisruptionBudgetName } from './names.ts';
 import { routeReplicas } from './scale.ts';
 
 /**
@@ -18,9 +16,9 @@ export function routePodDisruptionBudget(route: RateLimitRoute): KubeObject | un
   if (replicas !== undefined && !needsPodDisruptionBudget(replicas)) return undefined;
   const name = route.metadata.name;
   return podDisruptionBudget({
-    name: routePodDisruptionBudgetName(name),
+    name,
     namespace: route.metadata.namespace,
-    labels: { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name },
+    labels: routeLabels(name),
     selectorLabels: routeSelectorLabels(name),
     ownerReferences: [controllerRef(route)],
   });

@@ -3,9 +3,7 @@
 import type { V1Service } from '@kubernetes/client-node';
 import type { RateLimitRoute } from '../../api/index.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
-import { baseLabels, controllerRef, ROUTE_LABEL } from '../shared/metadata.ts';
-import { routeSelectorLabels } from './deployment.ts';
-import { routeServiceName } from './names.ts';
+import { controllerRef, routeLabels, routeSelectorLabels } from '../shared/metadata.ts';
 import type { ResourceSettings } from '../shared/settings.ts';
 
 export function routeService(route: RateLimitRoute, settings: ResourceSettings): KubeObject {
@@ -16,9 +14,9 @@ export function routeService(route: RateLimitRoute, settings: ResourceSettings):
     apiVersion: 'v1',
     kind: 'Service',
     metadata: {
-      name: routeServiceName(name),
+      name, // the route id
       namespace: route.metadata.namespace,
-      labels: { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name },
+      labels: routeLabels(name),
       ownerReferences: [controllerRef(route)],
     },
     spec: {

@@ -8,7 +8,7 @@
 // the periodic resync).
 import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeObject } from '../../runtime/kube-object.ts';
-import { baseLabels, controllerRef, type Owner, sortedOwnerRefs, ROUTE_LABEL } from './metadata.ts';
+import { authServerLabels, controllerRef, type Owner, routeLabels, sortedOwnerRefs } from './metadata.ts';
 
 /** A Secret key holding a redis:// or rediss:// URL. */
 export interface SecretKeyRef {
@@ -50,7 +50,7 @@ export function routeRedisSecret(route: Owner & { metadata: { namespace?: string
     metadata: {
       name: routeRedisSecretName(name),
       namespace: route.metadata.namespace,
-      labels: { ...baseLabels('portcullis-gateway', name, 'redis-url'), [ROUTE_LABEL]: name },
+      labels: routeLabels(name, 'redis-url'),
       ownerReferences: [controllerRef(route)],
     },
     type: 'Opaque',
@@ -66,7 +66,7 @@ export function authRedisSecret(namespace: string, owners: readonly Owner[], url
     metadata: {
       name: AUTH_REDIS_SECRET,
       namespace,
-      labels: baseLabels('portcullis-auth-server', 'portcullis-auth-server', 'redis-url'),
+      labels: authServerLabels('redis-url'),
       ownerReferences: sortedOwnerRefs(owners),
     },
     type: 'Opaque',
