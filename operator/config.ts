@@ -5,7 +5,7 @@ import { hostname } from 'node:os';
 import { z } from 'zod';
 import { dnsSubdomain, redisUrlCredentialsMessage, redisUrlHasCredentials, resourceRequirementsSchema } from './api/index.ts';
 import { type ContainerResources, DEFAULT_AUTH_SERVER_RESOURCES, quantitiesAsStrings, resourcesProblem } from './resources/shared/container-resources.ts';
-import { DEFAULT_SIDECAR_RESOURCES, sidecarMemoryProblem } from './resources/route/sidecar-heap.ts';
+import { DEFAULT_SIDECAR_RESOURCES, sidecarMemoryProblem } from './resources/shared/sidecar-heap.ts';
 import { parseSecretKeyRef } from './resources/shared/redis-url-secret.ts';
 import type { ResourceSettings } from './resources/shared/settings.ts';
 

@@ -7,9 +7,8 @@ import { authServerDeployment, authServerNetworkPolicy, authServerPodDisruptionB
 import { clientRegistrySecret, type RegisteredOAuthClient } from '../resources/auth/client-registry-secret.ts';
 import { AUTH_SERVER_NAME, oauthClientSecretName } from '../resources/auth/names.ts';
 import { credentialsOf } from '../resources/auth/oauth-client-secret.ts';
-import { authRedisSource } from '../resources/route/redis.ts';
 import { controllerOf } from '../resources/shared/metadata.ts';
-import { AUTH_REDIS_SECRET, authRedisSecret } from '../resources/shared/redis-url-secret.ts';
+import { AUTH_REDIS_SECRET, authRedisSecret, authRedisSource } from '../resources/shared/redis-url-secret.ts';
 import type { ResourceSettings } from '../resources/shared/settings.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { EventReasons, type EventReason } from './conditions.ts';

@@ -6,7 +6,7 @@ import { authServerDeployment, authServerPodDisruptionBudget } from '../../opera
 import { routeDeployment } from '../../operator/resources/route/deployment.ts';
 import { routeNetworkPolicy } from '../../operator/resources/route/network-policy.ts';
 import { routePodDisruptionBudget } from '../../operator/resources/route/pod-disruption-budget.ts';
-import { sidecarOldSpaceMiB } from '../../operator/resources/route/sidecar-heap.ts';
+import { sidecarOldSpaceMiB } from '../../operator/resources/shared/sidecar-heap.ts';
 import { InvalidSpecError } from '../../operator/runtime/errors.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { route, routeObject, settings } from './operator-fixtures.ts';

@@ -14,18 +14,14 @@ import {
   SIGNING_KEYS_SECRET,
 } from './names.ts';
 import { AUTH_SERVER_MEMORY_LIMIT_MIB, type ContainerResources } from '../shared/container-resources.ts';
-import { authServerLabels, containerSecurityContext, type Owner, sortedOwnerRefs, podSecurityContext } from '../shared/metadata.ts';
+import { authServerLabels, authServerSelectorLabels, containerSecurityContext, type Owner, sortedOwnerRefs, podSecurityContext } from '../shared/metadata.ts';
 import { needsPodDisruptionBudget, podDisruptionBudget } from '../shared/pod-disruption-budget.ts';
 import { priorityClassField, topologySpreadConstraints } from '../shared/pod-scheduling.ts';
 import { AUTH_REDIS_SECRET, REDIS_URL_KEY } from '../shared/redis-url-secret.ts';
 import { AUTH_SERVER_AUDIENCE, type ResourceSettings } from '../shared/settings.ts';
-import { nodeEnv, oldSpaceMiB } from '../route/sidecar-heap.ts';
+import { nodeEnv, oldSpaceMiB } from '../shared/sidecar-heap.ts';
 
 export const AUTH_SERVER_CONTAINER = 'auth-server';
-
-export function authServerSelectorLabels(): Record<string, string> {
-  return { 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/instance': AUTH_SERVER_NAME };
-}
 
 export function issuerFor(namespace: string, settings: Pick<ResourceSettings, 'issuerUrl'>): string {
   return settings.issuerUrl.replaceAll('{namespace}', namespace);

@@ -30,9 +30,9 @@ import { routeSidecarPorts } from './ports.ts';
 import { routeRedisSecretRef } from './redis.ts';
 import { routeReplicas } from './scale.ts';
 import type { ResourceSettings } from '../shared/settings.ts';
-import { sidecarEnv, sidecarMemoryProblem } from './sidecar-heap.ts';
+import { sidecarEnv, sidecarMemoryProblem } from '../shared/sidecar-heap.ts';
 
-export { SIDECAR_ENV, SIDECAR_MEMORY_LIMIT_MIB } from './sidecar-heap.ts';
+export { SIDECAR_ENV, SIDECAR_MEMORY_LIMIT_MIB } from '../shared/sidecar-heap.ts';
 
 /** The sidecar image runs its bundle (scripts/build-programs.ts), not the TypeScript sources. */
 export const SIDECAR_ENTRY = 'dist/sidecar/main.mjs';

@@ -63,6 +63,11 @@ export function routeSelectorLabels(route: string): Record<string, string> {
   return { 'app.kubernetes.io/name': 'portcullis-gateway', 'app.kubernetes.io/instance': route };
 }
 
+/** What selects the auth server's pods. */
+export function authServerSelectorLabels(): Record<string, string> {
+  return { 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/instance': AUTH_SERVER_NAME };
+}
+
 /** An object of a namespace's auth server. */
 export function authServerLabels(component: string): Record<string, string> {
   return baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, component);

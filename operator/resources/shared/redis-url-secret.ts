@@ -8,6 +8,7 @@
 // the periodic resync).
 import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeObject } from '../../runtime/kube-object.ts';
+import type { ResourceSettings } from './settings.ts';
 import { authServerLabels, controllerRef, type Owner, routeLabels, sortedOwnerRefs } from './metadata.ts';
 
 /** A Secret key holding a redis:// or rediss:// URL. */
@@ -72,4 +73,9 @@ export function authRedisSecret(namespace: string, owners: readonly Owner[], url
     type: 'Opaque',
     data: { [REDIS_URL_KEY]: urlBase64 },
   } satisfies V1Secret;
+}
+
+/** The Secret holding the auth servers' Redis URL, when it comes from one (not from a plain URL setting). */
+export function authRedisSource(settings: Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret'>): SecretKeyRef | undefined {
+  return settings.authRedisUrl === undefined ? settings.authRedisSecret : undefined;
 }

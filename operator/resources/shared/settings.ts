@@ -2,7 +2,7 @@
 // ports and defaults. Pure data, so that every builder stays a pure function of (CR, settings).
 import { type ContainerResources, DEFAULT_AUTH_SERVER_RESOURCES } from './container-resources.ts';
 import type { SecretKeyRef } from './redis-url-secret.ts';
-import { DEFAULT_SIDECAR_RESOURCES } from '../route/sidecar-heap.ts';
+import { DEFAULT_SIDECAR_RESOURCES } from './sidecar-heap.ts';
 
 /**
  * aud of the access tokens the operator's auth servers issue (their AUTH_AUDIENCE), and so what a

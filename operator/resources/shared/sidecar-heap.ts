@@ -6,7 +6,7 @@
 // young without the young generation growing to 64 MiB; the old generation capped at half the
 // limit (the sidecar's live heap is ~15-25 MiB; without a cap V8 grows it against a multi-GiB
 // limit); and glibc held to two malloc arenas (V8's background threads otherwise each grow their own).
-import { type ContainerResources, quantityOf } from '../shared/container-resources.ts';
+import { type ContainerResources, quantityOf } from './container-resources.ts';
 
 const MiB = 1024 * 1024;
 /** The sidecar container's default memory limit, MiB. */
