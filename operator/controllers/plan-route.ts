@@ -74,10 +74,11 @@ export function planRoute(route: RateLimitRoute, settings: ResourceSettings, obs
   try {
     const configMap = routeConfigMap(route, settings);
     configText = (configMap['data'] as Record<string, string>)[SIDECAR_CONFIG_KEY] ?? '';
-    // spec.targetRef: the team's Deployment takes the place of the route's own.
+    // The namespace's copy of the default Redis Secret first of all: new pods must find it.
     if (observed.redisUrlData !== undefined) children.push({ object: routeRedisSecret(route, observed.redisUrlData), cache: 'secrets' });
     else if (!usesDefaultRedisSecret(route, settings)) stale.push({ name: routeRedisSecretName(name), cache: 'secrets' });
     children.push({ object: configMap, cache: 'configMaps' });
+    // spec.targetRef: the team's Deployment takes the place of the route's own.
     if (teamDeployment === undefined) {
       children.push({ object: routeDeployment(route, settings, configText), cache: 'deployments' }, { object: routeService(route, settings), cache: 'services' });
     } else {
