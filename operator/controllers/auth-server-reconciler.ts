@@ -80,11 +80,14 @@ export class AuthServerReconciler implements Reconciler {
 
     await this.#d.applier.apply(plan.registry, caches.secrets);
     const recheckInMs = await this.#ensureSigningKeys(namespace, clients);
-    for (const { object, cache } of plan.children) await this.#d.applier.apply(object, caches[cache]);
-    for (const { name, cache, why } of plan.stale) {
-      const obj = caches[cache].get(namespace, name);
+    for (const step of plan.steps) {
+      if ('object' in step) {
+        await this.#d.applier.apply(step.object, caches[step.cache]);
+        continue;
+      }
+      const obj = caches[step.cache].get(namespace, step.stale);
       if (obj === undefined || !isAuthServerObject(obj) || !(await this.#d.applier.remove(obj))) continue;
-      if (why !== undefined) this.#d.log.info({ namespace }, `deleted auth-server ${obj.kind}: ${why}`);
+      if (step.why !== undefined) this.#d.log.info({ namespace }, `deleted auth-server ${obj.kind}: ${step.why}`);
     }
     for (const w of plan.warnings) {
       this.#d.log.warn({ namespace, ...w.fields }, w.log);

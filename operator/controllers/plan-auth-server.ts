@@ -31,11 +31,13 @@ export interface AuthServerObserved {
 }
 
 export interface AuthServerPlan {
-  /** In apply order (the Secrets before the Deployment that mounts them); the signing keys go right after the registry. */
+  /** The client registry, applied first; the signing keys go right after it. */
   registry: KubeObject;
-  children: Array<{ object: KubeObject; cache: AuthServerCache }>;
-  /** Objects no longer wanted, deleted when they are the auth server's own; `why` for the log. */
-  stale: Array<{ name: string; cache: AuthServerCache; why?: string }>;
+  /**
+   * Then in this order (the Secrets before the Deployment that mounts them): objects to apply, and
+   * objects no longer wanted, by name, deleted when they are the auth server's own (`why` for the log).
+   */
+  steps: Array<{ object: KubeObject; cache: AuthServerCache } | { stale: string; cache: AuthServerCache; why?: string }>;
   /** Warnings on every OAuthClient of the namespace, and the log line and fields that go with them. */
   warnings: Array<{ reason: EventReason; message: string; log: string; fields: Record<string, unknown> }>;
 }
@@ -52,14 +54,13 @@ export function registeredClients(clients: readonly OAuthClient[], clientSecrets
 
 export function planAuthServer(namespace: string, settings: ResourceSettings, observed: AuthServerObserved): AuthServerPlan {
   const owners = observed.clients;
-  const children: AuthServerPlan['children'] = [];
-  const stale: AuthServerPlan['stale'] = [];
+  const steps: AuthServerPlan['steps'] = [];
   const warnings: AuthServerPlan['warnings'] = [];
   // The auth Redis Secret (in the operator's namespace), copied beside the auth server whose
   // REDIS_URL references it; a stale copy (the setting changed) is deleted.
   const source = authRedisSource(settings);
-  if (source === undefined) stale.push({ name: AUTH_REDIS_SECRET, cache: 'secrets' });
-  else if (observed.redisUrlData !== undefined) children.push({ object: authRedisSecret(namespace, owners, observed.redisUrlData), cache: 'secrets' });
+  if (source === undefined) steps.push({ stale: AUTH_REDIS_SECRET, cache: 'secrets' });
+  else if (observed.redisUrlData !== undefined) steps.push({ object: authRedisSecret(namespace, owners, observed.redisUrlData), cache: 'secrets' });
   else if (observed.redisUserProblem !== undefined) {
     // Redis unreachable: everything else is applied, the Secret left as it is.
     const problem = observed.redisUserProblem;
@@ -68,14 +69,14 @@ export function planAuthServer(namespace: string, settings: ResourceSettings, ob
     const message = `the auth server in ${namespace} cannot start: the operator's auth Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty (the chart's auth.redis.existingSecret)`;
     warnings.push({ reason: EventReasons.RedisSecretMissing, message, log: 'auth Redis Secret missing', fields: { secret: `${source.namespace}/${source.name}` } });
   }
-  children.push({ object: authServerDeployment(namespace, settings, owners), cache: 'deployments' }, { object: authServerService(namespace, settings, owners), cache: 'services' });
+  steps.push({ object: authServerDeployment(namespace, settings, owners), cache: 'deployments' }, { object: authServerService(namespace, settings, owners), cache: 'services' });
   // A budget while the auth server runs more than one replica; the one left from more replicas goes.
   const budget = authServerPodDisruptionBudget(namespace, settings, owners);
-  if (budget !== undefined) children.push({ object: budget, cache: 'podDisruptionBudgets' });
-  else stale.push({ name: AUTH_SERVER_NAME, cache: 'podDisruptionBudgets', why: 'one replica' });
+  if (budget !== undefined) steps.push({ object: budget, cache: 'podDisruptionBudgets' });
+  else steps.push({ stale: AUTH_SERVER_NAME, cache: 'podDisruptionBudgets', why: 'one replica' });
   // The pods' NetworkPolicy, unless the operator's NetworkPolicies are turned off (then the one it made goes).
-  if (settings.routeNetworkPolicy) children.push({ object: authServerNetworkPolicy(namespace, settings, owners), cache: 'networkPolicies' });
-  else stale.push({ name: AUTH_SERVER_NAME, cache: 'networkPolicies', why: 'NetworkPolicies are turned off' });
+  if (settings.routeNetworkPolicy) steps.push({ object: authServerNetworkPolicy(namespace, settings, owners), cache: 'networkPolicies' });
+  else steps.push({ stale: AUTH_SERVER_NAME, cache: 'networkPolicies', why: 'NetworkPolicies are turned off' });
   // The users Secret is the operator's setting, not its child: tell a person when it is missing.
   const { usersSecretName, usersSecretKey } = settings;
   const data = observed.usersSecret?.['data'];
@@ -84,7 +85,7 @@ export function planAuthServer(namespace: string, settings: ResourceSettings, ob
     const message = `the auth server in ${namespace} cannot start: Secret ${usersSecretName} ${what}; create it with the users file (kubectl -n ${namespace} create secret generic ${usersSecretName} --from-file=${usersSecretKey}=users.json; password hashes from node services/auth-server/hash-password.ts)`;
     warnings.push({ reason: EventReasons.UsersSecretMissing, message, log: 'users Secret missing', fields: { secret: usersSecretName } });
   }
-  return { registry: clientRegistrySecret(namespace, registeredClients(observed.clients, observed.clientSecrets), owners), children, stale, warnings };
+  return { registry: clientRegistrySecret(namespace, registeredClients(observed.clients, observed.clientSecrets), owners), steps, warnings };
 }
 
 /** Made by the auth-server controller: owned by OAuthClients, controlled by nothing (a route's child has its route as controller). */
