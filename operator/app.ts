@@ -8,9 +8,9 @@ import { RateLimitRouteReconciler } from './controllers/rate-limit-route-reconci
 import { RateLimitPolicyReconciler } from './controllers/rate-limit-policy-reconciler.ts';
 import type { OperatorConfig } from './config.ts';
 import { leaseNamespace, resourceSettings } from './config.ts';
-import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from './resources/auth-server-names.ts';
-import { controllerOf, MANAGED_SELECTOR, ownedByPortcullis } from './resources/metadata.ts';
-import { AUTH_REDIS_SECRET } from './resources/redis-url-secret.ts';
+import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from './resources/auth/names.ts';
+import { controllerOf, MANAGED_SELECTOR, ownedByPortcullis } from './resources/shared/metadata.ts';
+import { AUTH_REDIS_SECRET } from './resources/shared/redis-url-secret.ts';
 import { Applier } from './runtime/applier.ts';
 import type { Clock } from './runtime/clock.ts';
 import { Controller } from './runtime/controller.ts';

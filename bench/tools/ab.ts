@@ -39,7 +39,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { SIDECAR_ENV } from '../../operator/resources/route-deployment.ts';
+import { SIDECAR_ENV } from '../../operator/resources/route/deployment.ts';
 import { bundleSidecar, type bundleNodeProgram } from '../../scripts/bundle.ts';
 import { connectInspector, type AllocationNode } from '../../test/harness/inspector.ts';
 import { freePort } from '../../test/harness/ports.ts';

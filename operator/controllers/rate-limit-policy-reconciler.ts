@@ -4,13 +4,13 @@
 // none written while a child's name is taken by a foreign object -> apply -> status.ancestors.
 import type { Logger } from 'pino';
 import { rateLimitPolicySchema, type RateLimitPolicy } from '../api/index.ts';
-import type { ResourceSettings } from '../resources/settings.ts';
+import type { ResourceSettings } from '../resources/shared/settings.ts';
 import { namespaceRedisUrlData, releaseNamespaceRedisUser, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
 import { decisionName, decisionRoute } from '../policies/decision-resources.ts';
 import { crdHasExternalAuth } from '../policies/external-auth-filter.ts';
 import { planFilters, planPolicy, policyBackend, type PolicyObserved } from '../policies/plan-policy.ts';
 import { ancestorStatuses, PolicyReasons, previousAncestors, type PlannedAncestor } from '../policies/policy-status.ts';
-import { usesDefaultRedisSecret } from '../resources/route-redis.ts';
+import { usesDefaultRedisSecret } from '../resources/route/redis.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
@@ -20,7 +20,7 @@ import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, resourceTypeOf, type ResourceType } from '../runtime/resource-types.ts';
-import { controllerOf } from '../resources/metadata.ts';
+import { controllerOf } from '../resources/shared/metadata.ts';
 import { foreignObjectProblem } from './child-ownership.ts';
 import { EventReasons, type EventReason } from './conditions.ts';
 import { readSecretKey } from './source-secret.ts';

@@ -1,11 +1,11 @@
-// spec.targetRef: the sidecar goes into a Deployment the team already runs (route-injection.ts says
+// spec.targetRef: the sidecar goes into a Deployment the team already runs (resources/route/injection.ts says
 // which fields). The route carries a finalizer while the sidecar may be there, so that deleting the
 // route first removes exactly what was added. The team's Deployment carries no operator label: a
 // metadata-only informer (app.ts) wakes the routes that target it on each of its changes, and each
 // reconcile reads it live.
 import type { RateLimitRoute } from '../api/index.ts';
-import { INJECTION_FINALIZER, injectedBy, injectedSidecar, injectionProblem, releasedSidecar, SIDECAR_FIELD_MANAGER } from '../resources/route-injection.ts';
-import type { ResourceSettings } from '../resources/settings.ts';
+import { INJECTION_FINALIZER, injectedBy, injectedSidecar, injectionProblem, releasedSidecar, SIDECAR_FIELD_MANAGER } from '../resources/route/injection.ts';
+import type { ResourceSettings } from '../resources/shared/settings.ts';
 import { isSubset } from '../runtime/compare.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';

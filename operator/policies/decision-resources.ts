@@ -10,14 +10,14 @@ import { API_VERSION, RATE_LIMIT_ROUTE_KIND, type RateLimitPolicy, type RateLimi
 import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../lib/config/sidecar.ts';
 import { InvalidSpecError } from '../runtime/errors.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
-import { baseLabels, controllerRef, ROUTE_LABEL } from '../resources/metadata.ts';
-import { routeRedisSecret } from '../resources/redis-url-secret.ts';
-import { sidecarConfigFor } from '../resources/route-config-map.ts';
-import { routeDeployment, routeSelectorLabels } from '../resources/route-deployment.ts';
-import { routeConfigMapName, SIDECAR_CONFIG_KEY } from '../resources/route-names.ts';
-import { routePodDisruptionBudget } from '../resources/route-pod-disruption-budget.ts';
-import { sidecarPorts, type SidecarPorts } from '../resources/route-ports.ts';
-import type { ResourceSettings } from '../resources/settings.ts';
+import { baseLabels, controllerRef, ROUTE_LABEL, routeSelectorLabels } from '../resources/shared/metadata.ts';
+import { routeRedisSecret } from '../resources/shared/redis-url-secret.ts';
+import { sidecarConfigFor } from '../resources/route/config-map.ts';
+import { routeDeployment } from '../resources/route/deployment.ts';
+import { routeConfigMapName, SIDECAR_CONFIG_KEY } from '../resources/route/names.ts';
+import { routePodDisruptionBudget } from '../resources/route/pod-disruption-budget.ts';
+import { sidecarPorts, type SidecarPorts } from '../resources/route/ports.ts';
+import type { ResourceSettings } from '../resources/shared/settings.ts';
 
 /** On every child of a policy: which policy it serves. */
 export const POLICY_LABEL = 'portcullis.dev/policy';

@@ -5,8 +5,8 @@
 // status says per ancestor. No I/O: the reconciler reads, calls this, writes.
 import { GATEWAY_API_GROUP, type PolicyTargetRef, type RateLimitPolicy } from '../api/index.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
-import type { ResourceSettings } from '../resources/settings.ts';
-import { routeRedisSecretName } from '../resources/redis-url-secret.ts';
+import type { ResourceSettings } from '../resources/shared/settings.ts';
+import { routeRedisSecretName } from '../resources/shared/redis-url-secret.ts';
 import {
   decisionConfigMap,
   decisionDeployment,

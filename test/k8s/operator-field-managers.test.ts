@@ -8,7 +8,7 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FIELD_MANAGERS, FORMER_FIELD_MANAGER } from '../../operator/app.ts';
-import { routeConfigMapName, routeDeploymentName } from '../../operator/resources/route-names.ts';
+import { routeConfigMapName } from '../../operator/resources/route/names.ts';
 import { createHttpKubeClient } from '../../operator/runtime/http-kube-client.ts';
 import type { KubeClient } from '../../operator/runtime/kube-client.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
@@ -65,7 +65,7 @@ describe('field managers', () => {
     expect(created.status).toBe(201);
     const route = await eventually('route status', async () => {
       const r = await admin.get(resourceTypes.rateLimitRoute, NS, 'web');
-      return r?.['status'] !== undefined && (await admin.get(resourceTypes.configMap, NS, routeConfigMapName('web'))) !== undefined && (await admin.get(resourceTypes.deployment, NS, routeDeploymentName('web'))) !== undefined ? r : undefined;
+      return r?.['status'] !== undefined && (await admin.get(resourceTypes.configMap, NS, routeConfigMapName('web'))) !== undefined && (await admin.get(resourceTypes.deployment, NS, 'web')) !== undefined ? r : undefined;
     });
     // The new operator's own writes: its controller's manager, never the former one.
     expect(appliers(await admin.get(resourceTypes.configMap, NS, routeConfigMapName('web')))).toEqual([FIELD_MANAGERS.route]);
@@ -75,7 +75,7 @@ describe('field managers', () => {
 
     // The state an upgrade starts from.
     await leftByFormerOperator(resourceTypes.configMap, routeConfigMapName('web'));
-    await leftByFormerOperator(resourceTypes.deployment, routeDeploymentName('web'));
+    await leftByFormerOperator(resourceTypes.deployment, 'web');
     const live = (await admin.get(resourceTypes.rateLimitRoute, NS, 'web')) as KubeObject;
     await admin.apply({ ...minimal(live), status: live['status'] }, 'status', FORMER_FIELD_MANAGER);
     await admin.apply(minimal(live), 'status', FIELD_MANAGERS.route);
@@ -84,7 +84,7 @@ describe('field managers', () => {
     operator = await startOperator(env, 'op-fm-2');
     for (const [type, name] of [
       [resourceTypes.configMap, routeConfigMapName('web')],
-      [resourceTypes.deployment, routeDeploymentName('web')],
+      [resourceTypes.deployment, 'web'],
     ] as const) {
       const after = await eventually(`${type.kind} handed over`, async () => {
         const o = await admin.get(type, NS, name);

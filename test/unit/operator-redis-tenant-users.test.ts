@@ -8,7 +8,7 @@ import { AuthServerReconciler } from '../../operator/controllers/auth-server-rec
 import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
 import { RateLimitPolicyReconciler } from '../../operator/controllers/rate-limit-policy-reconciler.ts';
 import type { TenantRedisUsers } from '../../operator/redis/tenant-redis-users.ts';
-import type { ResourceSettings } from '../../operator/resources/settings.ts';
+import type { ResourceSettings } from '../../operator/resources/shared/settings.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { MemoryKubeClient } from '../harness/memory-kube-client.ts';

@@ -4,9 +4,9 @@
 // (a finalizer holds the deletion). status.selector is the team Deployment's, whose pods it counts.
 import { describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd, rateLimitRouteSchema, TARGET_REF_IMMUTABLE_RULE, WORKLOAD_RULE } from '../../operator/api/index.ts';
-import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { INJECTION_FINALIZER, injectedSidecar, SIDECAR_FIELD_MANAGER } from '../../operator/resources/route-injection.ts';
+import { renderSidecarConfig } from '../../operator/resources/route/config-map.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { INJECTION_FINALIZER, injectedSidecar, SIDECAR_FIELD_MANAGER } from '../../operator/resources/route/injection.ts';
 import { TARGET_RECHECK_MS } from '../../operator/controllers/sidecar-injection.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import type { MemoryKubeClient } from '../harness/memory-kube-client.ts';

@@ -11,14 +11,14 @@
 // rlr- (ports: a pod's port names must be unique, at most 15 characters), so nothing collides with
 // the team's pod. The team's container gets no preStop pause: a roll of such a Deployment can fail
 // the requests in flight on the team's side that a target route's shutdown order would save.
-import type { RateLimitRoute } from '../api/index.ts';
-import { InvalidSpecError } from '../runtime/errors.ts';
-import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
-import { CONFIG_HASH_ANNOTATION, injectedPodLabels, ROUTE_LABEL } from './metadata.ts';
-import { routeDeployment } from './route-deployment.ts';
-import { routeSidecarPorts } from './route-ports.ts';
-import { routeService } from './route-service.ts';
-import type { ResourceSettings } from './settings.ts';
+import type { RateLimitRoute } from '../../api/index.ts';
+import { InvalidSpecError } from '../../runtime/errors.ts';
+import { asRecord, type KubeObject } from '../../runtime/kube-object.ts';
+import { CONFIG_HASH_ANNOTATION, injectedPodLabels, ROUTE_LABEL } from '../shared/metadata.ts';
+import { routeDeployment } from './deployment.ts';
+import { routeSidecarPorts } from './ports.ts';
+import { routeService } from './service.ts';
+import type { ResourceSettings } from '../shared/settings.ts';
 
 /** Owns the injected fields of a team's Deployment (and nothing else). */
 export const SIDECAR_FIELD_MANAGER = 'portcullis-operator-sidecar';

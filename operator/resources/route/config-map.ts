@@ -3,18 +3,18 @@
 // sidecar a config it would reject.
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { WORKLOAD_RULE, type Limit, type LimiterKey, type RateLimitRoute, type Rule } from '../api/index.ts';
-import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../lib/config/sidecar.ts';
-import { InvalidSpecError } from '../runtime/errors.ts';
-import type { KubeObject } from '../runtime/kube-object.ts';
-import { issuerFor } from './auth-server-deployment.ts';
-import { AUTH_SERVER_NAME } from './auth-server-names.ts';
-import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
-import { routeConfigMapName, SIDECAR_CONFIG_KEY, SIDECAR_REDIS_URL_FILE } from './route-names.ts';
-import { routeSidecarPorts } from './route-ports.ts';
-import { usesDefaultRedisSecret } from './route-redis.ts';
-import { bucketKeyPrefix } from '../../lib/tenancy/tenant-keys.ts';
-import { AUTH_SERVER_AUDIENCE, AUTH_SERVER_JWKS_PATH, type ResourceSettings } from './settings.ts';
+import { WORKLOAD_RULE, type Limit, type LimiterKey, type RateLimitRoute, type Rule } from '../../api/index.ts';
+import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../../lib/config/sidecar.ts';
+import { InvalidSpecError } from '../../runtime/errors.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
+import { issuerFor } from '../auth/deployment.ts';
+import { AUTH_SERVER_NAME } from '../auth/names.ts';
+import { controllerRef, routeLabels } from '../shared/metadata.ts';
+import { routeConfigMapName, SIDECAR_CONFIG_KEY, SIDECAR_REDIS_URL_FILE } from './names.ts';
+import { routeSidecarPorts } from './ports.ts';
+import { usesDefaultRedisSecret } from './redis.ts';
+import { bucketKeyPrefix } from '../../../lib/tenancy/tenant-keys.ts';
+import { AUTH_SERVER_AUDIENCE, AUTH_SERVER_JWKS_PATH, type ResourceSettings } from '../shared/settings.ts';
 
 type SidecarLimiter = SidecarConfigInput['limiter'];
 type SidecarRule = NonNullable<SidecarLimiter['rules']>[number];
@@ -123,7 +123,7 @@ export function routeConfigMap(route: RateLimitRoute, settings: ResourceSettings
     metadata: {
       name: routeConfigMapName(name),
       namespace: route.metadata.namespace,
-      labels: { ...baseLabels('portcullis-gateway', name, 'sidecar-config'), [ROUTE_LABEL]: name },
+      labels: routeLabels(name, 'sidecar-config'),
       ownerReferences: [controllerRef(route)],
     },
     data: { [SIDECAR_CONFIG_KEY]: renderSidecarConfig(route, settings) },

@@ -1,26 +1,9 @@
-// Names of a RateLimitRoute's children.
-
-/** Deployment and Service share the route's name (the Service name is the route id). */
-export function routeDeploymentName(route: string): string {
-  return route;
-}
-
-export function routeServiceName(route: string): string {
-  return route;
-}
-
-/** The NetworkPolicy and the PodDisruptionBudget share the route's name too. */
-export function routeNetworkPolicyName(route: string): string {
-  return route;
-}
+// Names of a RateLimitRoute's children. The Deployment, the Service (its name is the route id),
+// the NetworkPolicy and the PodDisruptionBudget are named as the route itself.
 
 /** spec.upstream: the policy over the upstream Service's pods. A dot, which no route name has, so no route's own policy is named so. */
 export function routeUpstreamNetworkPolicyName(route: string): string {
   return `${route}.upstream`;
-}
-
-export function routePodDisruptionBudgetName(route: string): string {
-  return route;
 }
 
 export function routeConfigMapName(route: string): string {

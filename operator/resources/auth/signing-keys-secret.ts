@@ -4,11 +4,11 @@
 // next key took over), then it is dropped. When each key was created is kept in an annotation,
 // because the keys file itself has no room for it.
 import type { V1Secret } from '@kubernetes/client-node';
-import { signingKeysFileSchema, type SigningKeysFile } from '../../lib/config/auth-server.ts';
-import type { KubeObject } from '../runtime/kube-object.ts';
-import { AUTH_SERVER_NAME, SIGNING_KEYS_KEY, SIGNING_KEYS_SECRET } from './auth-server-names.ts';
-import { base64, baseLabels, fromBase64, type Owner, sortedOwnerRefs } from './metadata.ts';
-import type { ResourceSettings } from './settings.ts';
+import { signingKeysFileSchema, type SigningKeysFile } from '../../../lib/config/auth-server.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
+import { SIGNING_KEYS_KEY, SIGNING_KEYS_SECRET } from './names.ts';
+import { base64, authServerLabels, fromBase64, type Owner, sortedOwnerRefs } from '../shared/metadata.ts';
+import type { ResourceSettings } from '../shared/settings.ts';
 
 export const KEYS_CREATED_ANNOTATION = 'portcullis.dev/keys-created-at';
 /** Published keys are dropped this long after their tokens could last have expired, ms (clock skew). */
@@ -86,7 +86,7 @@ export function signingKeysSecret(namespace: string, state: SigningKeysState, ow
     metadata: {
       name: SIGNING_KEYS_SECRET,
       namespace,
-      labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'signing-keys'),
+      labels: authServerLabels('signing-keys'),
       annotations: { [KEYS_CREATED_ANNOTATION]: JSON.stringify(createdAt) },
       ownerReferences: sortedOwnerRefs(owners),
     },

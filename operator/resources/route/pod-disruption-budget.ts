@@ -1,12 +1,10 @@
 // RateLimitRoute -> PodDisruptionBudget `<route>` while it runs more than one pod (see
-// pod-disruption-budget.ts for maxUnavailable 1 and why none for one pod).
-import type { RateLimitRoute } from '../api/index.ts';
-import type { KubeObject } from '../runtime/kube-object.ts';
-import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
-import { needsPodDisruptionBudget, podDisruptionBudget } from './pod-disruption-budget.ts';
-import { routeSelectorLabels } from './route-deployment.ts';
-import { routePodDisruptionBudgetName } from './route-names.ts';
-import { routeReplicas } from './route-scale.ts';
+// shared/pod-disruption-budget.ts for maxUnavailable 1 and why none for one pod).
+import type { RateLimitRoute } from '../../api/index.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
+import { controllerRef, routeLabels, routeSelectorLabels } from '../shared/metadata.ts';
+import { needsPodDisruptionBudget, podDisruptionBudget } from '../shared/pod-disruption-budget.ts';
+import { routeReplicas } from './scale.ts';
 
 /**
  * The route's budget, or undefined when it runs fewer than two pods (any existing one is then
@@ -18,9 +16,9 @@ export function routePodDisruptionBudget(route: RateLimitRoute): KubeObject | un
   if (replicas !== undefined && !needsPodDisruptionBudget(replicas)) return undefined;
   const name = route.metadata.name;
   return podDisruptionBudget({
-    name: routePodDisruptionBudgetName(name),
+    name,
     namespace: route.metadata.namespace,
-    labels: { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name },
+    labels: routeLabels(name),
     selectorLabels: routeSelectorLabels(name),
     ownerReferences: [controllerRef(route)],
   });

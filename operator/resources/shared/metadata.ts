@@ -1,6 +1,7 @@
 // Labels, names and owner references shared by every child object.
-import { GROUP, OAUTH_CLIENT_KIND, RATE_LIMIT_POLICY_KIND, RATE_LIMIT_ROUTE_KIND } from '../api/index.ts';
-import type { KubeObject, OwnerReference } from '../runtime/kube-object.ts';
+import { GROUP, OAUTH_CLIENT_KIND, RATE_LIMIT_POLICY_KIND, RATE_LIMIT_ROUTE_KIND } from '../../api/index.ts';
+import type { KubeObject, OwnerReference } from '../../runtime/kube-object.ts';
+import { AUTH_SERVER_NAME } from '../auth/names.ts';
 
 export const MANAGED_BY = 'portcullis-operator';
 /** Label selector of every object the operator creates (its informers watch only these). */
@@ -50,6 +51,26 @@ export function baseLabels(name: string, instance: string, component: string): R
     'app.kubernetes.io/managed-by': MANAGED_BY,
     'app.kubernetes.io/part-of': 'portcullis',
   };
+}
+
+/** A route's child: the gateway's labels and the route's name (what the route's informers map back by). */
+export function routeLabels(route: string, component = 'gateway'): Record<string, string> {
+  return { ...baseLabels('portcullis-gateway', route, component), [ROUTE_LABEL]: route };
+}
+
+/** What selects a route's own pods (its Deployment, Service, budget and policies). */
+export function routeSelectorLabels(route: string): Record<string, string> {
+  return { 'app.kubernetes.io/name': 'portcullis-gateway', 'app.kubernetes.io/instance': route };
+}
+
+/** What selects the auth server's pods. */
+export function authServerSelectorLabels(): Record<string, string> {
+  return { 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/instance': AUTH_SERVER_NAME };
+}
+
+/** An object of a namespace's auth server. */
+export function authServerLabels(component: string): Record<string, string> {
+  return baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, component);
 }
 
 /** The controller owner of a child, if it is of the given kind. */

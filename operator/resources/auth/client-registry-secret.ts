@@ -3,11 +3,11 @@
 // redirect URIs, scopes, auth methods, and the resource-server, consent-skip and insecure-redirect flags. Sorted by client_id
 // so that the same clients render the same bytes.
 import type { V1Secret } from '@kubernetes/client-node';
-import type { OAuthClient } from '../api/index.ts';
-import { clientRegistrySchema, hashClientSecret, type ClientRegistry } from '../../lib/config/auth-server.ts';
-import type { KubeObject } from '../runtime/kube-object.ts';
-import { AUTH_SERVER_NAME, CLIENT_REGISTRY_KEY, CLIENT_REGISTRY_SECRET } from './auth-server-names.ts';
-import { base64, baseLabels, fromBase64, type Owner, sortedOwnerRefs } from './metadata.ts';
+import type { OAuthClient } from '../../api/index.ts';
+import { clientRegistrySchema, hashClientSecret, type ClientRegistry } from '../../../lib/config/auth-server.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
+import { CLIENT_REGISTRY_KEY, CLIENT_REGISTRY_SECRET } from './names.ts';
+import { base64, authServerLabels, fromBase64, type Owner, sortedOwnerRefs } from '../shared/metadata.ts';
 import type { ClientCredentials } from './oauth-client-secret.ts';
 
 export interface RegisteredOAuthClient {
@@ -48,7 +48,7 @@ export function clientRegistrySecret(namespace: string, entries: readonly Regist
     metadata: {
       name: CLIENT_REGISTRY_SECRET,
       namespace,
-      labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'client-registry'),
+      labels: authServerLabels('client-registry'),
       ownerReferences: sortedOwnerRefs(owners),
     },
     type: 'Opaque',

@@ -1,12 +1,10 @@
 // RateLimitRoute -> Service in front of the sidecars (never the target directly): `http` to the
 // proxy and `metrics` to the sidecars' admin port (/metrics), for a ServiceMonitor.
 import type { V1Service } from '@kubernetes/client-node';
-import type { RateLimitRoute } from '../api/index.ts';
-import type { KubeObject } from '../runtime/kube-object.ts';
-import { baseLabels, controllerRef, ROUTE_LABEL } from './metadata.ts';
-import { routeSelectorLabels } from './route-deployment.ts';
-import { routeServiceName } from './route-names.ts';
-import type { ResourceSettings } from './settings.ts';
+import type { RateLimitRoute } from '../../api/index.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
+import { controllerRef, routeLabels, routeSelectorLabels } from '../shared/metadata.ts';
+import type { ResourceSettings } from '../shared/settings.ts';
 
 export function routeService(route: RateLimitRoute, settings: ResourceSettings): KubeObject {
   const name = route.metadata.name;
@@ -16,9 +14,9 @@ export function routeService(route: RateLimitRoute, settings: ResourceSettings):
     apiVersion: 'v1',
     kind: 'Service',
     metadata: {
-      name: routeServiceName(name),
+      name, // the route id
       namespace: route.metadata.namespace,
-      labels: { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name },
+      labels: routeLabels(name),
       ownerReferences: [controllerRef(route)],
     },
     spec: {
@@ -26,7 +24,7 @@ export function routeService(route: RateLimitRoute, settings: ResourceSettings):
       selector: routeSelectorLabels(name),
       ports: [
         { name: 'http', port: settings.servicePort, targetPort: 'http', protocol: 'TCP' },
-        // By name: the sidecar's admin port moves up when the target's port takes it (route-ports.ts).
+        // By name: the sidecar's admin port moves up when the target's port takes it (ports.ts).
         { name: 'metrics', port: metricsPort, targetPort: 'admin', protocol: 'TCP' },
       ],
     },

@@ -2,11 +2,11 @@
 // reconciler and passed in; this builder only shapes the object.
 import type { V1Secret } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import { CLIENT_ID_KEY, CLIENT_SECRET_KEY, type OAuthClient } from '../api/index.ts';
-import { generateClientSecret } from '../../lib/config/client-secret.ts';
-import type { KubeObject } from '../runtime/kube-object.ts';
-import { oauthClientSecretName } from './auth-server-names.ts';
-import { base64, baseLabels, controllerRef, fromBase64, OAUTH_CLIENT_LABEL } from './metadata.ts';
+import { CLIENT_ID_KEY, CLIENT_SECRET_KEY, type OAuthClient } from '../../api/index.ts';
+import { generateClientSecret } from '../../../lib/config/client-secret.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
+import { oauthClientSecretName } from './names.ts';
+import { base64, baseLabels, controllerRef, fromBase64, OAUTH_CLIENT_LABEL } from '../shared/metadata.ts';
 
 /** Annotation on the OAuthClient: set or change its value to ask for a new client secret. */
 export const ROTATE_SECRET_ANNOTATION = 'portcullis.dev/rotate-secret';

@@ -9,8 +9,8 @@
 // or an autoscaler on the route) has the operator write it into the Deployment; a route that
 // omits it leaves Deployment.spec.replicas alone: server-side apply then does not own the field,
 // so an autoscaler of the Deployment (or kubectl scale deployment) sets it and reconciles keep it.
-import type { RateLimitRoute } from '../api/index.ts';
-import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
+import type { RateLimitRoute } from '../../api/index.ts';
+import { asRecord, type KubeObject } from '../../runtime/kube-object.ts';
 
 /** Labels as a selector string, sorted by key: `a=1,b=2`. */
 export function selectorString(labels: Record<string, string>): string {

@@ -1,8 +1,8 @@
 // The sidecar shares the pod's network namespace with the target: its ports must differ from the
 // target's. Preferred ports come from the settings; a collision moves the sidecar's port up. A
 // spec.upstream gateway pod has no target container (targetPort undefined): nothing to avoid.
-import type { RateLimitRoute } from '../api/index.ts';
-import type { ResourceSettings } from './settings.ts';
+import type { RateLimitRoute } from '../../api/index.ts';
+import type { ResourceSettings } from '../shared/settings.ts';
 
 export interface SidecarPorts {
   proxy: number;

@@ -1,16 +1,11 @@
 // Which Secret key a route's sidecar reads its Redis URL from, if any: the route's own
 // spec.redis.secretRef, else (a route naming no Redis) the operator's copy of its default Redis
-// Secret (redis-url-secret.ts).
-import type { RateLimitRoute } from '../api/index.ts';
-import { REDIS_URL_KEY, routeRedisSecretName, type SecretKeyRef } from './redis-url-secret.ts';
-import type { ResourceSettings } from './settings.ts';
+// Secret (shared/redis-url-secret.ts).
+import type { RateLimitRoute } from '../../api/index.ts';
+import { REDIS_URL_KEY, routeRedisSecretName } from '../shared/redis-url-secret.ts';
+import type { ResourceSettings } from '../shared/settings.ts';
 
 /** The route names no Redis and the operator's default is a Secret: the route gets a copy of it. */
-/** The Secret holding the auth servers' Redis URL, when it comes from one (not from a plain URL setting). */
-export function authRedisSource(settings: Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret'>): SecretKeyRef | undefined {
-  return settings.authRedisUrl === undefined ? settings.authRedisSecret : undefined;
-}
-
 export function usesDefaultRedisSecret(route: RateLimitRoute, settings: Pick<ResourceSettings, 'defaultRedisSecret'>): boolean {
   return route.spec.redis === undefined && settings.defaultRedisSecret !== undefined;
 }

@@ -9,39 +9,30 @@
 // to its shutdownGraceMs); the target pauses until both are over, so the sidecar never forwards
 // to a target that has already stopped.
 import type { V1Container, V1Deployment } from '@kubernetes/client-node';
-import type { RateLimitRoute, Target } from '../api/index.ts';
-import { contentHash } from '../runtime/compare.ts';
-import { InvalidSpecError } from '../runtime/errors.ts';
-import type { KubeObject } from '../runtime/kube-object.ts';
-import {
-  baseLabels,
-  CONFIG_HASH_ANNOTATION,
-  containerSecurityContext,
-  controllerRef,
-  podSecurityContext,
-  ROUTE_LABEL,
-  SIDECAR_POD_LABELS,
-} from './metadata.ts';
+import type { RateLimitRoute, Target } from '../../api/index.ts';
+import { contentHash } from '../../runtime/compare.ts';
+import { InvalidSpecError } from '../../runtime/errors.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
+import { CONFIG_HASH_ANNOTATION, containerSecurityContext, controllerRef, podSecurityContext, routeLabels, routeSelectorLabels, SIDECAR_POD_LABELS } from '../shared/metadata.ts';
 import {
   REDIS_URL_VOLUME,
   routeConfigMapName,
-  routeDeploymentName,
   SIDECAR_CONFIG_DIR,
   SIDECAR_CONFIG_KEY,
   SIDECAR_CONTAINER,
   SIDECAR_REDIS_DIR,
   SIDECAR_REDIS_URL_FILE,
   TARGET_CONTAINER,
-} from './route-names.ts';
-import { overrideResources, quantitiesAsStrings, resourcesProblem } from './container-resources.ts';
-import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
-import { routeSidecarPorts } from './route-ports.ts';
-import { routeRedisSecretRef } from './route-redis.ts';
-import { routeReplicas } from './route-scale.ts';
-import type { ResourceSettings } from './settings.ts';
-import { sidecarEnv, sidecarMemoryProblem } from './sidecar-heap.ts';
+} from './names.ts';
+import { overrideResources, quantitiesAsStrings, resourcesProblem } from '../shared/container-resources.ts';
+import { priorityClassField, topologySpreadConstraints } from '../shared/pod-scheduling.ts';
+import { routeSidecarPorts } from './ports.ts';
+import { routeRedisSecretRef } from './redis.ts';
+import { routeReplicas } from './scale.ts';
+import type { ResourceSettings } from '../shared/settings.ts';
+import { sidecarEnv, sidecarMemoryProblem } from '../shared/sidecar-heap.ts';
 
-export { SIDECAR_ENV, SIDECAR_MEMORY_LIMIT_MIB } from './sidecar-heap.ts';
+export { SIDECAR_ENV, SIDECAR_MEMORY_LIMIT_MIB } from '../shared/sidecar-heap.ts';
 
 /** The sidecar image runs its bundle (scripts/build-programs.ts), not the TypeScript sources. */
 export const SIDECAR_ENTRY = 'dist/sidecar/main.mjs';
@@ -65,10 +56,6 @@ export function sidecarResources(route: RateLimitRoute, settings: Pick<ResourceS
   const problem = resourcesProblem(resources) ?? sidecarMemoryProblem(resources);
   if (problem !== undefined) throw new InvalidSpecError(`spec.sidecar.resources: ${problem}`);
   return resources;
-}
-
-export function routeSelectorLabels(route: string): Record<string, string> {
-  return { 'app.kubernetes.io/name': 'portcullis-gateway', 'app.kubernetes.io/instance': route };
 }
 
 /** The team's service beside the sidecar (not in a spec.upstream gateway, whose pods hold the sidecar only). */
@@ -107,7 +94,7 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
   const redisMounts = secretRef === undefined ? [] : [{ name: REDIS_URL_VOLUME, mountPath: SIDECAR_REDIS_DIR, readOnly: true }];
   const ports = routeSidecarPorts(route, settings);
   const replicas = routeReplicas(route);
-  const labels = { ...baseLabels('portcullis-gateway', name, 'gateway'), [ROUTE_LABEL]: name };
+  const labels = routeLabels(name);
   const sidecarRes = sidecarResources(route, settings);
 
   const sidecarContainer = {
@@ -139,13 +126,13 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: {
-      name: routeDeploymentName(name),
+      name,
       namespace: route.metadata.namespace,
       labels,
       ownerReferences: [controllerRef(route)],
     },
     spec: {
-      // Omitted: the count belongs to an autoscaler of the Deployment (route-scale.ts).
+      // Omitted: the count belongs to an autoscaler of the Deployment (scale.ts).
       ...(replicas === undefined ? {} : { replicas }),
       selector: { matchLabels: routeSelectorLabels(name) },
       strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0, maxSurge: 1 } },

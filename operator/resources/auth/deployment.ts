@@ -2,7 +2,7 @@
 // users, signing keys) by the file paths of its config (lib/config/auth-server.ts). The
 // auth server re-reads those files when they change, so a new OAuthClient needs no restart.
 import type { V1Deployment, V1NetworkPolicy, V1Service } from '@kubernetes/client-node';
-import type { KubeObject } from '../runtime/kube-object.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
 import {
   AUTH_CONFIG_ROOT,
   AUTH_SERVER_ENTRY,
@@ -12,20 +12,16 @@ import {
   CLIENT_REGISTRY_SECRET,
   SIGNING_KEYS_KEY,
   SIGNING_KEYS_SECRET,
-} from './auth-server-names.ts';
-import { AUTH_SERVER_MEMORY_LIMIT_MIB, type ContainerResources } from './container-resources.ts';
-import { baseLabels, containerSecurityContext, type Owner, sortedOwnerRefs, podSecurityContext } from './metadata.ts';
-import { needsPodDisruptionBudget, podDisruptionBudget } from './pod-disruption-budget.ts';
-import { priorityClassField, topologySpreadConstraints } from './pod-scheduling.ts';
-import { AUTH_REDIS_SECRET, REDIS_URL_KEY } from './redis-url-secret.ts';
-import { AUTH_SERVER_AUDIENCE, type ResourceSettings } from './settings.ts';
-import { nodeEnv, oldSpaceMiB } from './sidecar-heap.ts';
+} from './names.ts';
+import { AUTH_SERVER_MEMORY_LIMIT_MIB, type ContainerResources } from '../shared/container-resources.ts';
+import { authServerLabels, authServerSelectorLabels, containerSecurityContext, type Owner, sortedOwnerRefs, podSecurityContext } from '../shared/metadata.ts';
+import { needsPodDisruptionBudget, podDisruptionBudget } from '../shared/pod-disruption-budget.ts';
+import { priorityClassField, topologySpreadConstraints } from '../shared/pod-scheduling.ts';
+import { AUTH_REDIS_SECRET, REDIS_URL_KEY } from '../shared/redis-url-secret.ts';
+import { AUTH_SERVER_AUDIENCE, type ResourceSettings } from '../shared/settings.ts';
+import { nodeEnv, oldSpaceMiB } from '../shared/sidecar-heap.ts';
 
 export const AUTH_SERVER_CONTAINER = 'auth-server';
-
-export function authServerSelectorLabels(): Record<string, string> {
-  return { 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/instance': AUTH_SERVER_NAME };
-}
 
 export function issuerFor(namespace: string, settings: Pick<ResourceSettings, 'issuerUrl'>): string {
   return settings.issuerUrl.replaceAll('{namespace}', namespace);
@@ -61,7 +57,7 @@ export function authServerReplicas(settings: Pick<ResourceSettings, 'authRedisUr
 export const AUTH_SERVER_STARTUP_PROBE = { tcpSocket: { port: 'http' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 30 };
 
 export function authServerDeployment(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
-  const labels = baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server');
+  const labels = authServerLabels('auth-server');
   const env: Array<{ name: string; value: string } | { name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }> = [
     ...Object.entries(authServerNodeEnv(settings.authServerResources)).map(([name, value]) => ({ name, value })),
     { name: 'PORT', value: String(settings.authServerPort) },
@@ -84,7 +80,7 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
     );
   }
   if (settings.authRedisUrl !== undefined) env.push({ name: 'REDIS_URL', value: settings.authRedisUrl });
-  // A URL with a password only from a Secret: the operator's copy in this namespace (redis-url-secret.ts).
+  // A URL with a password only from a Secret: the operator's copy in this namespace (shared/redis-url-secret.ts).
   // Read at start, so a rotated URL reaches the auth servers with their next restart.
   else if (settings.authRedisSecret !== undefined) env.push({ name: 'REDIS_URL', valueFrom: { secretKeyRef: { name: AUTH_REDIS_SECRET, key: REDIS_URL_KEY } } });
   const replicas = authServerReplicas(settings);
@@ -160,7 +156,7 @@ export function authServerService(namespace: string, settings: ResourceSettings,
     metadata: {
       name: AUTH_SERVER_NAME,
       namespace,
-      labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server'),
+      labels: authServerLabels('auth-server'),
       ownerReferences: sortedOwnerRefs(owners),
     },
     spec: {
@@ -183,7 +179,7 @@ export function authServerNetworkPolicy(namespace: string, settings: ResourceSet
     metadata: {
       name: AUTH_SERVER_NAME,
       namespace,
-      labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server'),
+      labels: authServerLabels('auth-server'),
       ownerReferences: sortedOwnerRefs(owners),
     },
     spec: {
@@ -207,7 +203,7 @@ export function authServerPodDisruptionBudget(namespace: string, settings: Resou
   return podDisruptionBudget({
     name: AUTH_SERVER_NAME,
     namespace,
-    labels: baseLabels('portcullis-auth-server', AUTH_SERVER_NAME, 'auth-server'),
+    labels: authServerLabels('auth-server'),
     selectorLabels: authServerSelectorLabels(),
     ownerReferences: sortedOwnerRefs(owners),
   });

@@ -7,8 +7,9 @@
 // admin URL. It goes with its owner, and follows the source on every reconcile (at the latest on
 // the periodic resync).
 import type { V1Secret } from '@kubernetes/client-node';
-import type { KubeObject } from '../runtime/kube-object.ts';
-import { baseLabels, controllerRef, type Owner, sortedOwnerRefs, ROUTE_LABEL } from './metadata.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
+import type { ResourceSettings } from './settings.ts';
+import { authServerLabels, controllerRef, type Owner, routeLabels, sortedOwnerRefs } from './metadata.ts';
 
 /** A Secret key holding a redis:// or rediss:// URL. */
 export interface SecretKeyRef {
@@ -50,7 +51,7 @@ export function routeRedisSecret(route: Owner & { metadata: { namespace?: string
     metadata: {
       name: routeRedisSecretName(name),
       namespace: route.metadata.namespace,
-      labels: { ...baseLabels('portcullis-gateway', name, 'redis-url'), [ROUTE_LABEL]: name },
+      labels: routeLabels(name, 'redis-url'),
       ownerReferences: [controllerRef(route)],
     },
     type: 'Opaque',
@@ -66,10 +67,15 @@ export function authRedisSecret(namespace: string, owners: readonly Owner[], url
     metadata: {
       name: AUTH_REDIS_SECRET,
       namespace,
-      labels: baseLabels('portcullis-auth-server', 'portcullis-auth-server', 'redis-url'),
+      labels: authServerLabels('redis-url'),
       ownerReferences: sortedOwnerRefs(owners),
     },
     type: 'Opaque',
     data: { [REDIS_URL_KEY]: urlBase64 },
   } satisfies V1Secret;
+}
+
+/** The Secret holding the auth servers' Redis URL, when it comes from one (not from a plain URL setting). */
+export function authRedisSource(settings: Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret'>): SecretKeyRef | undefined {
+  return settings.authRedisUrl === undefined ? settings.authRedisSecret : undefined;
 }

@@ -8,7 +8,7 @@
 // unhealthyPodEvictionPolicy AlwaysAllow: a pod that is not ready serves nothing, so evicting it
 // costs nothing, and a crash-looping pod must not block a drain.
 import type { V1PodDisruptionBudget } from '@kubernetes/client-node';
-import type { KubeObject, OwnerReference } from '../runtime/kube-object.ts';
+import type { KubeObject, OwnerReference } from '../../runtime/kube-object.ts';
 
 export interface PodDisruptionBudgetInput {
   name: string;

@@ -1,7 +1,7 @@
 // Container resources of the pods the operator renders: the operator's defaults (settings), a
 // route's override, and the checks the API server would otherwise only make at pod creation.
-import type { ResourceRequirements } from '../api/index.ts';
-import { quantityValue } from '../runtime/compare.ts';
+import type { ResourceRequirements } from '../../api/index.ts';
+import { quantityValue } from '../../runtime/compare.ts';
 
 /** requests and limits with every quantity a string (what the API server returns). */
 export interface ContainerResources {

@@ -12,13 +12,12 @@
 // the kubelet's probes come from the node, which NetworkPolicies always admit. They take effect
 // only where the cluster's CNI enforces NetworkPolicies.
 import type { V1NetworkPolicy } from '@kubernetes/client-node';
-import type { RateLimitRoute } from '../api/index.ts';
-import type { KubeObject } from '../runtime/kube-object.ts';
-import { baseLabels, controllerRef, injectedPodLabels, ROUTE_LABEL } from './metadata.ts';
-import { routeSelectorLabels } from './route-deployment.ts';
-import { routeNetworkPolicyName, routeUpstreamNetworkPolicyName } from './route-names.ts';
-import { routeSidecarPorts } from './route-ports.ts';
-import type { ResourceSettings } from './settings.ts';
+import type { RateLimitRoute } from '../../api/index.ts';
+import type { KubeObject } from '../../runtime/kube-object.ts';
+import { controllerRef, injectedPodLabels, routeLabels, routeSelectorLabels } from '../shared/metadata.ts';
+import { routeUpstreamNetworkPolicyName } from './names.ts';
+import { routeSidecarPorts } from './ports.ts';
+import type { ResourceSettings } from '../shared/settings.ts';
 
 /** Whether the route gets its NetworkPolicies: the operator's setting and the route's own opt-out. */
 export function routeWantsNetworkPolicy(route: RateLimitRoute, settings: Pick<ResourceSettings, 'routeNetworkPolicy'>): boolean {
@@ -35,7 +34,7 @@ function policyMetadata(route: RateLimitRoute, name: string) {
   return {
     name,
     namespace: route.metadata.namespace,
-    labels: { ...baseLabels('portcullis-gateway', route.metadata.name, 'gateway'), [ROUTE_LABEL]: route.metadata.name },
+    labels: routeLabels(route.metadata.name),
     ownerReferences: [controllerRef(route)],
   };
 }
@@ -45,7 +44,7 @@ export function routeNetworkPolicy(route: RateLimitRoute, settings: ResourceSett
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
-    metadata: policyMetadata(route, routeNetworkPolicyName(route.metadata.name)),
+    metadata: policyMetadata(route, route.metadata.name),
     spec: {
       podSelector: { matchLabels: routeSidecarPodLabels(route) },
       policyTypes: ['Ingress'],
