@@ -5,7 +5,7 @@
 // invocation; the script runs a call's takes in arrival order, atomically, so the decisions are
 // exactly those of separate calls at the same Redis time. Grouping per slot keeps that: every
 // bucket of a take lives in the take's slot, so two takes of one bucket are always in one group,
-// in arrival order. docs/capacity.md has what the grouping gives on a Cluster.
+// in arrival order. docs/how-to/plan-capacity.md has what the grouping gives on a Cluster.
 // With batching off (a batch of 1) on one node, the calls of one tick leave in one write (a
 // pipeline), as ioredis' auto-pipelining would send them.
 import type { Cluster, Pipeline, Redis } from 'ioredis';
