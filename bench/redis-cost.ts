@@ -24,6 +24,7 @@ import { RedisBucketStore } from '../lib/token-bucket/redis-store.ts';
 import { startRedis, startRedisCluster } from '../test/harness/redis.ts';
 import { commandStats, redisCpuUs } from './lib/redis-info.ts';
 import { runRedisInstructions, type RedisInstructionsResult } from './redis-instructions.ts';
+import { takeOne } from '../lib/token-bucket/take-promise.ts';
 
 const LIGHT_DECISIONS = Number(process.env['BENCH_REDIS_LIGHT'] ?? 20_000);
 const SATURATED_DECISIONS = Number(process.env['BENCH_REDIS_SATURATED'] ?? 200_000);
@@ -69,7 +70,7 @@ const approaches = (mode: 'light' | 'saturated'): Approach[] => [
     async open(url) {
       const store = new RedisBucketStore({ url, keyPrefix: 'pc:', commandTimeoutMs: 5000 });
       await store.ready();
-      return { decide: (user) => store.take(`u${user}`, RULE), close: () => store.close() };
+      return { decide: (user) => takeOne(store, `u${user}`, RULE), close: () => store.close() };
     },
   },
   ...(mode === 'saturated'
@@ -80,7 +81,7 @@ const approaches = (mode: 'light' | 'saturated'): Approach[] => [
           async open(url: string) {
             const store = new RedisBucketStore({ url, keyPrefix: 'pc1:', commandTimeoutMs: 5000, maxBatch: 1 });
             await store.ready();
-            return { decide: (user: number) => store.take(`u${user}`, RULE), close: () => store.close() };
+            return { decide: (user: number) => takeOne(store, `u${user}`, RULE), close: () => store.close() };
           },
         },
       ]
@@ -243,7 +244,7 @@ async function runCluster(seeds: { host: string; port: number }[], shards: Redis
   const store = new RedisBucketStore({ cluster: { nodes: seeds }, keyPrefix: `pcc${maxBatch}:`, commandTimeoutMs: 5000, maxBatch });
   await store.ready();
   try {
-    for (let i = 0; i < 600; i++) await store.take(`u${i % users}`, RULE); // the script loaded on every shard
+    for (let i = 0; i < 600; i++) await takeOne(store, `u${i % users}`, RULE); // the script loaded on every shard
     const shardOf = await shardOfUsers(shards, store, users);
     const decided = shards.map(() => 0);
     for (const node of shards) {
@@ -258,7 +259,7 @@ async function runCluster(seeds: { host: string; port: number }[], shards: Redis
         while (next < CLUSTER_DECISIONS) {
           const user = next++ % users;
           (decided[shardOf[user] as number] as number)++;
-          await store.take(`u${user}`, RULE);
+          await takeOne(store, `u${user}`, RULE);
         }
       }),
     );
@@ -303,7 +304,7 @@ async function bucketMemory(url: string, admin: Redis): Promise<BucketMemory> {
     await admin.flushall();
     // A user id of 36 characters (a UUID) on a route and rule with short names.
     const user = (i: number) => `all:api:${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`;
-    await store.take(user(0), RULE);
+    await takeOne(store, user(0), RULE);
     const key = store.keyOf(user(0));
     const memoryUsageBytes = Number(await admin.call('MEMORY', 'USAGE', key, 'SAMPLES', '0'));
     await admin.flushall();
@@ -312,7 +313,7 @@ async function bucketMemory(url: string, admin: Redis): Promise<BucketMemory> {
     let next = 0;
     await Promise.all(
       Array.from({ length: IN_FLIGHT }, async () => {
-        while (next < MEMORY_BUCKETS) await store.take(user(next++), RULE);
+        while (next < MEMORY_BUCKETS) await takeOne(store, user(next++), RULE);
       }),
     );
     const after = await used();

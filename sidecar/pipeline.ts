@@ -272,7 +272,7 @@ function take(a: AdmissionRequest): Verdict {
   const rule = a.rule as RuleRuntime;
   a.storeStart = performance.now();
   a.admission.overload.started(a.socket);
-  a.rt.store.takeAllInto(rule.bucketPrefix + (a.key as string), rule.limits, rule.costs, a);
+  a.rt.store.take(rule.bucketPrefix + (a.key as string), rule.limits, rule.costs, a);
   return PENDING;
 }
 

@@ -23,7 +23,7 @@ export interface RuleRuntime {
   /** undefined: every method. */
   readonly methods: ReadonlySet<string> | undefined;
   readonly limits: readonly BucketRule[];
-  /** Each limit's requestedTokens, made once for the store's takeAllInto. */
+  /** Each limit's requestedTokens, made once for the store's take. */
   readonly costs: readonly number[];
   /**
    * Bucket keys are `<route id>:<rule>:<user id>`, so two routes or two rules never share a

@@ -4,7 +4,7 @@
 import type { BucketRule, Decision } from './bucket.ts';
 
 /**
- * Receives the outcome of one takeInto(): exactly one of the two is called, once. Neither may
+ * Receives the outcome of one take(): exactly one of the two is called, once. Neither may
  * throw (a store settles a whole batch in one loop; a sink that throws is its own bug).
  */
 export interface TakeSink {
@@ -15,25 +15,15 @@ export interface TakeSink {
 
 export interface BucketStore {
   /**
-   * Atomically refills the bucket named `key`, then takes `cost` tokens (default
-   * rule.requestedTokens) when it holds enough. Rejects when the store is unreachable or slower
-   * than its timeout (StoreUnavailableError); callers decide the failure policy.
+   * Atomically refills the buckets named after `key` (one per rule) and takes each its cost
+   * (costs[i] tokens from bucket i) when every one holds it; a refusal charges none. The decision
+   * is the most constraining bucket's, with each bucket's in `limits` when there are several
+   * (bucket.ts takeAllUs). The outcome goes to `sink`, possibly before take returns (the memory
+   * store decides at once): no promise, no microtask on the gateway's hot path. `failed` hears of
+   * a store unreachable or slower than its timeout (StoreUnavailableError; callers decide the
+   * failure policy) and of invalid rules (RangeError). take-promise.ts has the promise forms.
    */
-  take(key: string, rule: BucketRule, cost?: number): Promise<Decision>;
-  /**
-   * take() for the gateway's hot path: no promise, no microtask; the outcome goes to `sink`,
-   * possibly before takeInto returns (the memory store decides at once).
-   */
-  takeInto(key: string, rule: BucketRule, cost: number, sink: TakeSink): void;
-  /**
-   * Several limits on one request, atomically: admitted only when every bucket (one per rule,
-   * all named after `key`) holds its cost, and then every one is charged; a refusal charges none.
-   * The decision is the most constraining bucket's, with each bucket's in `limits` (bucket.ts
-   * takeAllUs). `costs` holds one cost per rule.
-   */
-  takeAll(key: string, rules: readonly BucketRule[], costs?: readonly number[]): Promise<Decision>;
-  /** takeAll() for the hot path, as takeInto() is for take(). */
-  takeAllInto(key: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): void;
+  take(key: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): void;
   /**
    * Limits changed (a reload): every stored bucket whose key starts with `keyPrefix` keeps its
    * state for at least ttlsMs[i] from now (bucket i of a take; bucket.ts bucketTtlMs of the new

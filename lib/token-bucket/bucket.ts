@@ -114,23 +114,35 @@ export function assertRule(rule: BucketRule, cost: number): void {
  * backwards (e.g. a Redis failover) refills nothing and never moves the state's time back.
  */
 export function takeUs(state: BucketState | undefined, rule: BucketRule, nowUs: number, cost: number): TakeResult {
-  const rate = rule.replenishRate;
-  const capacity = rule.burstCapacity * MICRO;
   const need = cost * MICRO;
-  let tokens: number;
-  let now = nowUs;
-  if (state === undefined) {
-    tokens = capacity;
-  } else {
-    if (now < state.updatedUs) now = state.updatedUs;
-    const elapsed = now - state.updatedUs;
-    // Cap elapsed before multiplying so elapsed * rate stays exact.
-    if (elapsed >= fillTimeUs(rule)) tokens = capacity;
-    else tokens = Math.min(capacity, state.microTokens + elapsed * rate);
-  }
+  let tokens = tokensAt(state, rule, nowUs);
   const allowed = tokens >= need;
   if (allowed) tokens -= need;
-  return { decision: toDecision(allowed, tokens, rule, cost), state: { microTokens: tokens, updatedUs: now } };
+  return { decision: toDecision(allowed, tokens, rule, cost), state: { microTokens: tokens, updatedUs: stateTimeUs(state, nowUs) } };
+}
+
+/**
+ * The refill, the one place it is written (token-bucket.lua has its twin): the micro-tokens of a
+ * bucket that held `microTokens`, `elapsedUs` (integer >= 0) later, at most its capacity. Elapsed
+ * is capped at the fill time before multiplying, so elapsed x rate stays exact.
+ */
+export function refilledUs(microTokens: number, rule: BucketRule, elapsedUs: number): number {
+  const capacity = rule.burstCapacity * MICRO;
+  return elapsedUs >= fillTimeUs(rule) ? capacity : Math.min(capacity, microTokens + elapsedUs * rule.replenishRate);
+}
+
+/**
+ * Micro-tokens of the bucket `state` at `nowUs`: a missing state is a full bucket; a clock behind
+ * the state's time (e.g. a Redis failover) refills nothing.
+ */
+function tokensAt(state: BucketState | undefined, rule: BucketRule, nowUs: number): number {
+  if (state === undefined) return rule.burstCapacity * MICRO;
+  return refilledUs(state.microTokens, rule, nowUs > state.updatedUs ? nowUs - state.updatedUs : 0);
+}
+
+/** The time of a state computed at `nowUs` from `state`: never before the state's own (a clock that went backwards). */
+function stateTimeUs(state: BucketState | undefined, nowUs: number): number {
+  return state !== undefined && nowUs < state.updatedUs ? state.updatedUs : nowUs;
 }
 
 /**
@@ -196,20 +208,11 @@ export function takeAllUs(
   const times: number[] = [];
   let allowed = true;
   for (let i = 0; i < n; i++) {
-    const rule = rules[i] as BucketRule;
     const state = states[i];
-    const capacity = rule.burstCapacity * MICRO;
-    let t: number;
-    let now = nowUs;
-    if (state === undefined) t = capacity;
-    else {
-      if (now < state.updatedUs) now = state.updatedUs;
-      const elapsed = now - state.updatedUs;
-      t = elapsed >= fillTimeUs(rule) ? capacity : Math.min(capacity, state.microTokens + elapsed * rule.replenishRate);
-    }
+    const t = tokensAt(state, rules[i] as BucketRule, nowUs);
     if (t < (costs[i] as number) * MICRO) allowed = false;
     tokens.push(t);
-    times.push(now);
+    times.push(stateTimeUs(state, nowUs));
   }
   const decisions: Decision[] = [];
   const after: BucketState[] = [];
@@ -236,4 +239,20 @@ export function combineDecisions(decisions: readonly Decision[]): Decision {
     if (pick.allowed ? d.remaining < pick.remaining : d.retryAfterMs > pick.retryAfterMs) pick = d;
   }
   return { ...pick, limits: decisions };
+}
+
+/**
+ * Whether two takes charge the same limits the same costs: the same arrays (a route's, on the
+ * sidecar's path), or equal rates, capacities and costs (take() makes new arrays every call).
+ */
+export function sameLimits(aRules: readonly BucketRule[], aCosts: readonly number[], bRules: readonly BucketRule[], bCosts: readonly number[]): boolean {
+  if (aRules === bRules && aCosts === bCosts) return true;
+  const n = aRules.length;
+  if (bRules.length !== n) return false;
+  for (let i = 0; i < n; i++) {
+    const x = aRules[i] as BucketRule;
+    const y = bRules[i] as BucketRule;
+    if (aCosts[i] !== bCosts[i] || x.replenishRate !== y.replenishRate || x.burstCapacity !== y.burstCapacity) return false;
+  }
+  return true;
 }

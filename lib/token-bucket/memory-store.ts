@@ -81,21 +81,6 @@ export class MemoryBucketStore implements BucketStore {
     }
   }
 
-  async take(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Promise<Decision> {
-    return this.takeSync(key, rule, cost);
-  }
-
-  takeInto(key: string, rule: BucketRule, cost: number, sink: TakeSink): void {
-    let decision: Decision;
-    try {
-      decision = this.takeSync(key, rule, cost);
-    } catch (err) {
-      sink.failed(err as Error);
-      return;
-    }
-    sink.taken(decision);
-  }
-
   /** Synchronous form (no promise) for callers on a hot path. */
   takeSync(key: string, rule: BucketRule, cost: number = rule.requestedTokens): Decision {
     assertRule(rule, cost);
@@ -109,11 +94,7 @@ export class MemoryBucketStore implements BucketStore {
     return decision;
   }
 
-  async takeAll(key: string, rules: readonly BucketRule[], costs: readonly number[] = rules.map((r) => r.requestedTokens)): Promise<Decision> {
-    return this.takeAllSync(key, rules, costs);
-  }
-
-  takeAllInto(key: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): void {
+  take(key: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): void {
     let decision: Decision;
     try {
       decision = this.takeAllSync(key, rules, costs);
@@ -125,7 +106,7 @@ export class MemoryBucketStore implements BucketStore {
   }
 
   /**
-   * Synchronous takeAll. Bucket i > 0 of a take is stored under key + NUL + i: keys never hold a
+   * Synchronous take. Bucket i > 0 of a take is stored under key + NUL + i: keys never hold a
    * NUL, so no other key can name it.
    */
   takeAllSync(key: string, rules: readonly BucketRule[], costs: readonly number[]): Decision {

@@ -1,24 +1,24 @@
 // The token-bucket script as a plain call: one batch of takes encoded as one EVALSHA and sent on
 // an ioredis client (single node, Sentinel or Cluster). The Redis store sends every batch through
 // it; the equivalence tests call it with an explicit time to replay exact sequences.
-// The call is written to the wire by this module, not argument by argument by ioredis: a route's
-// limits and costs are the same in every call, so their part of the command is encoded once, and a
-// call adds only its keys and counts. ioredis still routes the call (on a Cluster by its first key;
-// every key of a call shares that key's slot), queues it and decodes the reply. A Redis that lost
-// the script (a restart without persistence, a failover, SCRIPT FLUSH) answers NOSCRIPT; the call
-// is then sent once more as EVAL with the script's text, which also loads it for the next EVALSHA.
+// The call is written to the wire by this module (sent by ioredis-raw-command.ts), not argument by
+// argument by ioredis: a route's limits and costs are the same in every call, so their part of the
+// command is encoded once, and a call adds only its keys and counts. ioredis still routes the call
+// (on a Cluster by its first key; every key of a call shares that key's slot), queues it and
+// decodes the reply. A Redis that lost the script (a restart without persistence, a failover,
+// SCRIPT FLUSH) answers NOSCRIPT; the call is then sent once more as EVAL with the script's text,
+// which also loads it for the next EVALSHA.
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Command, type Cluster, type Pipeline, type Redis } from 'ioredis';
-import { bucketTtlMs, type BucketRule } from './bucket.ts';
+import type { Cluster, Redis } from 'ioredis';
+import { bucketTtlMs, sameLimits, type BucketRule } from './bucket.ts';
 import { StoreUnavailableError } from './bucket-store.ts';
+import { bulk, sendRaw, type RawTarget } from './ioredis-raw-command.ts';
 import { BUCKET_FIELDS, HEAD_FIELDS, malformed, parseReply, type RawTake } from './redis-reply.ts';
 
 const script = readFileSync(new URL('./token-bucket.lua', import.meta.url), 'utf8');
 const sha = createHash('sha1').update(script).digest('hex');
 
-/** One RESP bulk string. */
-const bulk = (arg: string): string => `$${Buffer.byteLength(arg)}\r\n${arg}\r\n`;
 /** The command and its first argument, as EVALSHA and as EVAL. */
 const evalshaHead = `${bulk('EVALSHA')}${bulk(sha)}`;
 const evalHead = `${bulk('EVAL')}${bulk(script)}`;
@@ -32,7 +32,7 @@ export interface ScriptTake {
 }
 
 /** Where a call is sent: a client, or a pipeline that writes the calls of one turn at once. */
-export type ScriptTarget = Redis | Cluster | Pipeline;
+export type ScriptTarget = RawTarget;
 
 /** A group's arguments (its bucket count, then four per bucket), encoded, with how many there are. */
 interface EncodedGroup {
@@ -52,7 +52,7 @@ const encodedGroups = new WeakMap<BucketRule, EncodedGroup>();
 function encodeGroup(take: ScriptTake): EncodedGroup {
   const first = take.rules[0] as BucketRule;
   const known = encodedGroups.get(first);
-  if (known !== undefined && sameLimits(known, take)) return known;
+  if (known !== undefined && sameLimits(known.rules, known.costs, take.rules, take.costs)) return known;
   let wire = bulk(String(take.rules.length));
   for (let i = 0; i < take.rules.length; i++) {
     const rule = take.rules[i] as BucketRule;
@@ -88,7 +88,7 @@ function encodeCall(takes: readonly ScriptTake[], nowUs: number | undefined): En
     for (let i = 1; i < n; i++) keys += bulk(`${t.key}:${i}`);
     keyCount += n;
     expected += 1 + BUCKET_FIELDS * n;
-    if (oneGroup && t !== first && !sameLimits(first, t)) oneGroup = false;
+    if (oneGroup && t !== first && !sameLimits(first.rules, first.costs, t.rules, t.costs)) oneGroup = false;
   }
   let body = `${bulk(String(keyCount))}${keys}${bulk(nowUs === undefined ? '' : String(Math.round(nowUs)))}`;
   let args = 1 + keyCount + 2;
@@ -112,24 +112,10 @@ function encodeCall(takes: readonly ScriptTake[], nowUs: number | undefined): En
   return { body, args, firstKey: first.key, expected };
 }
 
-/** A script call whose wire form is written here; its arguments hold only what ioredis routes by (the first key). */
-class ScriptCall extends Command {
-  readonly #wire: string;
-
-  constructor(call: EncodedCall, loaded: boolean) {
-    super(loaded ? 'evalsha' : 'eval', [loaded ? sha : script, 1, call.firstKey], { replyEncoding: 'utf8' });
-    this.#wire = `*${call.args + 2}\r\n${loaded ? evalshaHead : evalHead}${call.body}`;
-  }
-
-  override toWritable(): string {
-    return this.#wire;
-  }
-}
-
 function send(target: ScriptTarget, call: EncodedCall, loaded: boolean): Promise<unknown> {
-  const command = new ScriptCall(call, loaded);
-  target.sendCommand(command);
-  return command.promise;
+  const wire = `*${call.args + 2}\r\n${loaded ? evalshaHead : evalHead}${call.body}`;
+  // Its route holds only what ioredis routes by: the first key.
+  return sendRaw(target, loaded ? 'evalsha' : 'eval', [loaded ? sha : script, 1, call.firstKey], wire);
 }
 
 /** Receives the outcome of one script call: the reply's fields, or why there are none. Exactly one is called, once. */
@@ -193,23 +179,10 @@ export async function runTakes(client: Redis | Cluster, takes: readonly ScriptTa
 
 /** The group number (1-based) of `take` among `groups`: the first with the same limits and costs, else a new one. */
 function groupOf(groups: ScriptTake[], take: ScriptTake): number {
-  for (let g = groups.length - 1; g >= 0; g--) if (sameLimits(groups[g] as ScriptTake, take)) return g + 1;
+  for (let g = groups.length - 1; g >= 0; g--) {
+    const group = groups[g] as ScriptTake;
+    if (sameLimits(group.rules, group.costs, take.rules, take.costs)) return g + 1;
+  }
   groups.push(take);
   return groups.length;
-}
-
-/**
- * Whether two takes charge the same limits the same costs (the same arrays, or equal values: take()
- * makes new ones), and so send the same group of arguments (the key TTL follows from the limits).
- */
-function sameLimits(a: Pick<ScriptTake, 'rules' | 'costs'>, b: Pick<ScriptTake, 'rules' | 'costs'>): boolean {
-  if (a.rules === b.rules && a.costs === b.costs) return true;
-  const n = a.rules.length;
-  if (b.rules.length !== n) return false;
-  for (let i = 0; i < n; i++) {
-    const x = a.rules[i] as BucketRule;
-    const y = b.rules[i] as BucketRule;
-    if (a.costs[i] !== b.costs[i] || x.replenishRate !== y.replenishRate || x.burstCapacity !== y.burstCapacity) return false;
-  }
-  return true;
 }

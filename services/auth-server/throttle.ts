@@ -13,6 +13,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 import type { BucketRule } from '../../lib/token-bucket/bucket.ts';
 import type { BucketStore } from '../../lib/token-bucket/bucket-store.ts';
+import { takeOne } from '../../lib/token-bucket/take-promise.ts';
 
 export interface Budget {
   readonly burst: number;
@@ -72,7 +73,7 @@ export function createSignInThrottle(store: BucketStore, limits: ThrottleLimits,
   const addressRule = ruleFor(limits.perAddress);
   const take = async (key: string, rule: BucketRule) => {
     try {
-      return await store.take(key, rule);
+      return await takeOne(store, key, rule);
     } catch (err) {
       onStoreError(err);
       throw new StoreUnavailable(err);

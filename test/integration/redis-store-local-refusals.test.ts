@@ -10,6 +10,7 @@ import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket/redis-store.ts';
 import { test } from '../harness/fixtures.ts';
 import { scriptCalls } from '../harness/redis.ts';
+import { takeAll, takeOne } from '../../lib/token-bucket/take-promise.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -29,14 +30,14 @@ describe('refusals answered by the Redis store itself', () => {
     // 5 tokens a second: a refused take waits up to 200 ms.
     const rule: BucketRule = { replenishRate: 5, burstCapacity: 1, requestedTokens: 1 };
     await withStore({ localRefusals: 100 }, async (store, refusedHere) => {
-      await store.take('warm-up', rule); // loads the script
-      expect((await store.take('flood', rule)).allowed).toBe(true);
-      const fromRedis = await store.take('flood', rule);
+      await takeOne(store, 'warm-up', rule); // loads the script
+      expect((await takeOne(store, 'flood', rule)).allowed).toBe(true);
+      const fromRedis = await takeOne(store, 'flood', rule);
       expect(fromRedis.allowed).toBe(false);
       expect(fromRedis.retryAfterMs).toBeGreaterThan(150);
       const calls = await scriptCalls(admin);
       const local: Decision[] = [];
-      for (let i = 0; i < 5; i++) local.push(await store.take('flood', rule));
+      for (let i = 0; i < 5; i++) local.push(await takeOne(store, 'flood', rule));
       expect(await scriptCalls(admin)).toBe(calls);
       expect(refusedHere()).toBe(5);
       for (const d of local) {
@@ -49,7 +50,7 @@ describe('refusals answered by the Redis store itself', () => {
       }
       // Past Redis' wait the take is Redis' again, and the token has come back.
       await sleep(fromRedis.retryAfterMs + 20);
-      expect((await store.take('flood', rule)).allowed).toBe(true);
+      expect((await takeOne(store, 'flood', rule)).allowed).toBe(true);
       expect(await scriptCalls(admin)).toBe(calls + 1);
       expect(refusedHere()).toBe(5);
     });
@@ -61,12 +62,12 @@ describe('refusals answered by the Redis store itself', () => {
     const rules = [perSecond, perMinuteIsh];
     const costs = [1, 1];
     await withStore({ localRefusals: 100 }, async (store, refusedHere) => {
-      await store.takeAll('two-warm', rules, costs);
-      expect((await store.takeAll('two', rules, costs)).allowed).toBe(true);
-      const fromRedis = await store.takeAll('two', rules, costs);
+      await takeAll(store, 'two-warm', rules, costs);
+      expect((await takeAll(store, 'two', rules, costs)).allowed).toBe(true);
+      const fromRedis = await takeAll(store, 'two', rules, costs);
       expect(fromRedis.allowed).toBe(false);
       const calls = await scriptCalls(admin);
-      const local = await store.takeAll('two', rules, costs);
+      const local = await takeAll(store, 'two', rules, costs);
       expect(await scriptCalls(admin)).toBe(calls);
       expect(refusedHere()).toBe(1);
       expect(local.allowed).toBe(false);
@@ -87,29 +88,29 @@ describe('refusals answered by the Redis store itself', () => {
     await withStore({ localRefusals: 100 }, async (store, refusedHere) => {
       const costs = [1];
       const rules = [rule];
-      await store.takeAll('reload', rules, costs);
-      expect((await store.takeAll('reload', rules, costs)).allowed).toBe(false);
+      await takeAll(store, 'reload', rules, costs);
+      expect((await takeAll(store, 'reload', rules, costs)).allowed).toBe(false);
       let calls = await scriptCalls(admin);
-      expect((await store.takeAll('reload', rules, costs)).allowed).toBe(false);
+      expect((await takeAll(store, 'reload', rules, costs)).allowed).toBe(false);
       expect(await scriptCalls(admin)).toBe(calls);
       // A reload that keeps the limit builds equal objects: still refused here.
-      expect((await store.takeAll('reload', [{ ...rule }], [1])).allowed).toBe(false);
+      expect((await takeAll(store, 'reload', [{ ...rule }], [1])).allowed).toBe(false);
       expect(await scriptCalls(admin)).toBe(calls);
       expect(refusedHere()).toBe(2);
       // Another limit, or another cost, is Redis' to decide.
-      await store.takeAll('reload', [{ ...rule, burstCapacity: 2 }], [1]);
+      await takeAll(store, 'reload', [{ ...rule, burstCapacity: 2 }], [1]);
       expect(await scriptCalls(admin)).toBe(calls + 1);
-      await store.takeAll('reload', [{ ...rule, replenishRate: 3 }], [1]);
+      await takeAll(store, 'reload', [{ ...rule, replenishRate: 3 }], [1]);
       expect(await scriptCalls(admin)).toBe(calls + 2);
       expect(refusedHere()).toBe(2);
 
       // 4,000 tokens a second: a refused take's token is due within 0.25 ms, too soon to remember.
       const fast: BucketRule = { replenishRate: 4000, burstCapacity: 1, requestedTokens: 1 };
       const fastRules = [fast];
-      const decisions = await Promise.all(Array.from({ length: 3 }, () => store.takeAll('fast', fastRules, costs)));
+      const decisions = await Promise.all(Array.from({ length: 3 }, () => takeAll(store, 'fast', fastRules, costs)));
       expect(decisions.map((d) => d.allowed)).toEqual([true, false, false]);
       calls = await scriptCalls(admin);
-      await store.takeAll('fast', fastRules, costs);
+      await takeAll(store, 'fast', fastRules, costs);
       expect(await scriptCalls(admin)).toBe(calls + 1);
       expect(refusedHere()).toBe(2);
     });
@@ -119,14 +120,14 @@ describe('refusals answered by the Redis store itself', () => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 1, requestedTokens: 1 };
     await withStore({ localRefusals: 2 }, async (store, refusedHere) => {
       for (const key of ['a', 'b', 'c']) {
-        await store.take(`keep-${key}`, rule);
-        expect((await store.take(`keep-${key}`, rule)).allowed).toBe(false);
+        await takeOne(store, `keep-${key}`, rule);
+        expect((await takeOne(store, `keep-${key}`, rule)).allowed).toBe(false);
       }
       const calls = await scriptCalls(admin);
-      await store.take('keep-c', rule);
-      await store.take('keep-b', rule);
+      await takeOne(store, 'keep-c', rule);
+      await takeOne(store, 'keep-b', rule);
       expect(await scriptCalls(admin)).toBe(calls);
-      await store.take('keep-a', rule);
+      await takeOne(store, 'keep-a', rule);
       expect(await scriptCalls(admin)).toBe(calls + 1);
       expect(refusedHere()).toBe(2);
     });
@@ -135,10 +136,10 @@ describe('refusals answered by the Redis store itself', () => {
   it('off by default: every refusal is a script call', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 1, requestedTokens: 1 };
     await withStore({}, async (store, refusedHere) => {
-      await store.take('off', rule);
-      await store.take('off', rule);
+      await takeOne(store, 'off', rule);
+      await takeOne(store, 'off', rule);
       const calls = await scriptCalls(admin);
-      for (let i = 0; i < 3; i++) expect((await store.take('off', rule)).allowed).toBe(false);
+      for (let i = 0; i < 3; i++) expect((await takeOne(store, 'off', rule)).allowed).toBe(false);
       expect(await scriptCalls(admin)).toBe(calls + 3);
       expect(refusedHere()).toBe(0);
     });
@@ -153,7 +154,7 @@ describe('refusals answered by the Redis store itself', () => {
     const key = stores[0]?.keyOf('hammered') as string;
     try {
       // The first take starts the bucket and gives Redis' time of the first decision.
-      expect((await (stores[0] as RedisBucketStore).take('hammered', rule)).allowed).toBe(true);
+      expect((await takeOne((stores[0] as RedisBucketStore), 'hammered', rule)).allowed).toBe(true);
       const firstUs = decodeBucketValue(await admin.getBuffer(key))?.updatedUs as number;
       let admitted = 1;
       let refused = 0;
@@ -163,7 +164,7 @@ describe('refusals answered by the Redis store itself', () => {
         stores.flatMap((store) =>
           Array.from({ length: 4 }, async () => {
             while (performance.now() < until) {
-              const d = await store.take('hammered', rule);
+              const d = await takeOne(store, 'hammered', rule);
               if (d.allowed) admitted++;
               else refused++;
               // A local refusal settles without I/O: yield, as requests arriving on sockets would.

@@ -12,6 +12,7 @@ import { createTenantRedisUsers, type TenantRedisUsers } from '../../operator/re
 import { createRedisStores } from '../../services/auth-server/stores/redis.ts';
 import { eventually } from '../harness/eventually.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
+import { takeAll, takeOne } from '../../lib/token-bucket/take-promise.ts';
 
 const ADMIN_PASSWORD = 'admin-Jr5t2Wq8Lx0Pz4Kc';
 const rule = { replenishRate: 1, burstCapacity: 5, requestedTokens: 1 };
@@ -64,10 +65,10 @@ describe('per-namespace Redis users', () => {
   it("a namespace's bucket user runs the sidecar's bucket script on its own prefix, also after Redis forgot the script", async () => {
     const store = bucketStore(urlOf('team-a', 'bucket'), bucketKeyPrefix('team-a'));
     await store.ready();
-    expect((await store.take('api:ann', rule)).allowed).toBe(true);
-    expect((await store.takeAll('api:search:ann', [rule, { ...rule, burstCapacity: 9 }])).allowed).toBe(true);
+    expect((await takeOne(store, 'api:ann', rule)).allowed).toBe(true);
+    expect((await takeAll(store, 'api:search:ann', [rule, { ...rule, burstCapacity: 9 }])).allowed).toBe(true);
     await admin.script('FLUSH'); // the next call answers NOSCRIPT and goes again as EVAL
-    expect((await store.take('api:ann', rule)).remaining).toBe(3);
+    expect((await takeOne(store, 'api:ann', rule)).remaining).toBe(3);
     expect(await admin.exists(`${bucketKeyPrefix('team-a')}v2:{api:ann}`)).toBe(1);
   });
 
@@ -99,7 +100,7 @@ describe('per-namespace Redis users', () => {
     expect(await s.consents.get('alice', 'app')).toBeUndefined();
     const throttle = bucketStore(urlOf('team-a', 'auth'), `${prefix}signin:`);
     await throttle.ready();
-    expect((await throttle.take('alice', rule)).allowed).toBe(true);
+    expect((await takeOne(throttle, 'alice', rule)).allowed).toBe(true);
   });
 
   describe("one namespace's credentials reach nothing of the other's, nor the server", () => {
@@ -124,7 +125,7 @@ describe('per-namespace Redis users', () => {
       await expect(a.eval(`return redis.call('SET', '${victim.bucket}', 'x')`, 0)).rejects.toThrow(/can't access at least one of the keys/);
       // The bucket store pointed at the other namespace's prefix: refused, nothing written.
       const aimed = bucketStore(urlOf('team-a', purpose), bucketKeyPrefix('team-b'));
-      await expect(aimed.take('api:ann', rule)).rejects.toThrow();
+      await expect(takeOne(aimed, 'api:ann', rule)).rejects.toThrow();
       if (purpose === 'auth') {
         await expect(a.hgetall(victim.consent)).rejects.toThrow(/NOPERM/);
         await expect(a.hdel(victim.consent, 'app')).rejects.toThrow(/NOPERM/);
@@ -193,15 +194,15 @@ describe('per-namespace Redis users', () => {
       await first.close();
       const store = bucketStore(url, bucketKeyPrefix('team-r'));
       await store.ready();
-      expect((await store.take('api:ann', rule)).allowed).toBe(true);
+      expect((await takeOne(store, 'api:ann', rule)).allowed).toBe(true);
       await lone.kill();
       await lone.start();
       // The store's connection comes back to a server without its user: its AUTH fails and takes are refused.
-      await eventually('refused while the user is missing', () => store.take('api:ann', rule).then(() => false, (err: Error) => err.message.length > 0), 10_000);
+      await eventually('refused while the user is missing', () => takeOne(store, 'api:ann', rule).then(() => false, (err: Error) => err.message.length > 0), 10_000);
       const again = createTenantRedisUsers();
       expect(await again.grant(lone.url, 'team-r', 'bucket')).toBe(url);
       // Without reconnecting on NOAUTH the connection would stay unauthenticated for good.
-      const decision = await eventually('the store decides again', () => store.take('api:ann', rule).catch(() => undefined), 10_000);
+      const decision = await eventually('the store decides again', () => takeOne(store, 'api:ann', rule).catch(() => undefined), 10_000);
       expect(decision.allowed).toBe(true);
       await again.close();
     } finally {

@@ -12,6 +12,7 @@ import { decodeBucketValue, encodeBucketValue } from '../../lib/token-bucket/buc
 import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket/redis-store.ts';
 import { test } from '../harness/fixtures.ts';
 import { scriptCalls } from '../harness/redis.ts';
+import { takeAll, takeOne } from '../../lib/token-bucket/take-promise.ts';
 
 const it = test
   /** Runs body with a ready store on the file's Redis, and closes the store afterwards. */
@@ -33,13 +34,13 @@ describe('batched takes on Redis', () => {
       c: { replenishRate: 5, burstCapacity: 5, requestedTokens: 5 },
     };
     await withStore({ commandTimeoutMs: 5000 }, async (store) => {
-      await store.take('warm-up', rules.a as BucketRule); // loads the script (EVAL once, then EVALSHA)
+      await takeOne(store, 'warm-up', rules.a as BucketRule); // loads the script (EVAL once, then EVALSHA)
       for (let turn = 0; turn < 6; turn++) {
         // 30 takes in one turn, interleaved over three new buckets with different rules. One call
         // runs at one Redis time and the buckets start full, so the decisions do not depend on it.
         const order = Array.from({ length: 30 }, (_, i) => ['a', 'b', 'c'][(i * 7 + turn) % 3] as string);
         const before = await scriptCalls(admin);
-        const got = await Promise.all(order.map((k) => store.take(`batch-${turn}-${k}`, rules[k] as BucketRule)));
+        const got = await Promise.all(order.map((k) => takeOne(store, `batch-${turn}-${k}`, rules[k] as BucketRule)));
         expect(await scriptCalls(admin)).toBe(before + 1);
         // The same takes, one after another, through the pure function at one time.
         const states: Record<string, BucketState | undefined> = {};
@@ -59,7 +60,7 @@ describe('batched takes on Redis', () => {
     const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000 });
     await store.ready();
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 1 };
-    const takes = Array.from({ length: 5 }, (_, i) => store.take(`closing-${i}`, rule));
+    const takes = Array.from({ length: 5 }, (_, i) => takeOne(store, `closing-${i}`, rule));
     await store.close();
     expect((await Promise.all(takes)).map((d) => d.allowed)).toEqual([true, true, true, true, true]);
   });
@@ -69,7 +70,7 @@ describe('batched takes on Redis', () => {
     const b: BucketRule = { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 };
     const two = [a, b];
     await withStore({ commandTimeoutMs: 5000 }, async (store) => {
-      await store.take('warm-up-groups', a);
+      await takeOne(store, 'warm-up-groups', a);
       const monitor = await admin.monitor();
       const calls: string[][] = [];
       monitor.on('monitor', (_time: string, args: string[]) => {
@@ -78,11 +79,11 @@ describe('batched takes on Redis', () => {
       try {
         // 12 takes of rule a (each through take(), so with arrays of its own), 6 of both limits.
         await Promise.all([
-          ...Array.from({ length: 12 }, (_, i) => store.take(`group-a-${i % 4}`, a)),
-          ...Array.from({ length: 6 }, (_, i) => store.takeAll(`group-ab-${i % 2}`, two, [2, 3])),
+          ...Array.from({ length: 12 }, (_, i) => takeOne(store, `group-a-${i % 4}`, a)),
+          ...Array.from({ length: 6 }, (_, i) => takeAll(store, `group-ab-${i % 2}`, two, [2, 3])),
         ]);
         // Then a turn of rule a alone: one group, so no group numbers at all.
-        const alone = await Promise.all(Array.from({ length: 5 }, () => store.take('group-a-alone', a)));
+        const alone = await Promise.all(Array.from({ length: 5 }, () => takeOne(store, 'group-a-alone', a)));
         expect(alone.map((d) => d.allowed)).toEqual([true, true, true, true, true]);
         expect(alone.map((d) => d.remaining)).toEqual([8, 6, 4, 2, 0]);
         await admin.ping(); // the monitor has seen the calls by the time this answers
@@ -108,13 +109,13 @@ describe('batched takes on Redis', () => {
   it('after SCRIPT FLUSH (a Redis that lost its scripts: a restart without persistence, a failover) the next batch is decided, none failed, and buckets keep their state', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 5000 }, async (store) => {
-      const first = await Promise.all(Array.from({ length: 6 }, () => store.take('flushed', rule)));
+      const first = await Promise.all(Array.from({ length: 6 }, () => takeOne(store, 'flushed', rule)));
       expect(first.map((d) => d.allowed)).toEqual(Array(6).fill(true));
       for (let round = 0; round < 2; round++) {
         await admin.script('FLUSH');
         const evals = await scriptCalls(admin, 'eval');
         // EVALSHA on the same connection now gets NOSCRIPT; the store must send the script again.
-        const results = await Promise.allSettled(Array.from({ length: 4 }, () => store.take('flushed', rule)));
+        const results = await Promise.allSettled(Array.from({ length: 4 }, () => takeOne(store, 'flushed', rule)));
         expect(await scriptCalls(admin, 'eval')).toBe(evals + 1);
         expect(results.map((r) => r.status)).toEqual(Array(4).fill('fulfilled'));
         const allowed = results.filter((r) => r.status === 'fulfilled' && r.value.allowed).length;
@@ -128,9 +129,9 @@ describe('batched takes on Redis', () => {
   it('splits a turn larger than maxBatch and still admits exactly the burst', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 50, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 5000, maxBatch: 16 }, async (store) => {
-      await store.take('warm-up-2', rule);
+      await takeOne(store, 'warm-up-2', rule);
       const before = await scriptCalls(admin);
-      const decisions = await Promise.all(Array.from({ length: 80 }, () => store.take('split', rule)));
+      const decisions = await Promise.all(Array.from({ length: 80 }, () => takeOne(store, 'split', rule)));
       expect(await scriptCalls(admin)).toBe(before + 5); // 80 takes / 16 per call
       // 50 tokens, at most a fraction of one refilled while the calls ran.
       expect(decisions.filter((d) => d.allowed).length).toBe(50);
@@ -140,7 +141,7 @@ describe('batched takes on Redis', () => {
   it('maxBatch 1 sends one call per take, the calls of one tick in one write', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 5000, maxBatch: 1 }, async (store) => {
-      await store.take('warm-up-3', rule);
+      await takeOne(store, 'warm-up-3', rule);
       const before = await scriptCalls(admin);
       const stream = (store.client as Redis).stream;
       const write = stream.write;
@@ -150,7 +151,7 @@ describe('batched takes on Redis', () => {
         return write.apply(this, args);
       } as typeof write;
       try {
-        const decisions = await Promise.all(Array.from({ length: 12 }, (_, i) => store.take(`single-${i}`, rule)));
+        const decisions = await Promise.all(Array.from({ length: 12 }, (_, i) => takeOne(store, `single-${i}`, rule)));
         expect(decisions.every((d) => d.allowed && d.remaining === 99)).toBe(true);
       } finally {
         stream.write = write;
@@ -167,24 +168,24 @@ describe('batched takes on Redis', () => {
       expect(pid).toBeGreaterThan(0);
       process.kill(pid, 'SIGSTOP'); // frozen, connections open: the call times out
       try {
-        const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => store.take(`stalled-${i}`, rule)));
+        const results = await Promise.allSettled(Array.from({ length: 10 }, (_, i) => takeOne(store, `stalled-${i}`, rule)));
         expect(results.map((r) => r.status === 'rejected' && r.reason instanceof StoreUnavailableError)).toEqual(Array(10).fill(true));
       } finally {
         process.kill(pid, 'SIGCONT');
       }
     });
   });
-  it('takeInto settles each sink exactly once, after the call (never before takeInto returns), in one script call per turn', async ({ redisAdmin: admin, withStore }) => {
+  it('take settles each sink exactly once, after the call (never before take returns), in one script call per turn', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 4, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 5000 }, async (store) => {
-      await store.take('warm-up-4', rule);
+      await takeOne(store, 'warm-up-4', rule);
       const before = await scriptCalls(admin);
       const outcomes: string[][] = Array.from({ length: 6 }, () => []);
       const settled = Promise.all(
         outcomes.map(
           (log, i) =>
             new Promise<void>((resolve) => {
-              store.takeInto('sink-one', rule, 1, {
+              store.take('sink-one', [rule], [1], {
                 taken: (d) => {
                   log.push(d.allowed ? `allowed ${d.remaining}` : 'limited');
                   resolve();
@@ -194,7 +195,7 @@ describe('batched takes on Redis', () => {
                   resolve();
                 },
               });
-              expect(log, `take ${i} settled before takeInto returned`).toEqual([]);
+              expect(log, `take ${i} settled before take returned`).toEqual([]);
             }),
         ),
       );
@@ -208,14 +209,14 @@ describe('batched takes on Redis', () => {
   it('a stalled call fails at the command timeout, its late reply settles nothing, and calls after it are timed from their own start', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 4, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 300 }, async (store) => {
-      await store.take('warm-up-late', rule);
+      await takeOne(store, 'warm-up-late', rule);
       const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
       expect(pid).toBeGreaterThan(0);
       const settlements: { take: string; how: string; ms: number }[] = [];
       const t0 = performance.now();
       const ask = (take: string) =>
         new Promise<void>((resolve) =>
-          store.takeInto(take, rule, 1, {
+          store.take(take, [rule], [1], {
             taken: () => {
               settlements.push({ take, how: 'taken', ms: performance.now() - t0 });
               resolve();
@@ -237,7 +238,7 @@ describe('batched takes on Redis', () => {
         process.kill(pid, 'SIGCONT');
         resumed = true;
         // Redis now answers both calls: a second settlement would land by then.
-        await store.take('after-resume', rule);
+        await takeOne(store, 'after-resume', rule);
         await new Promise((r) => setTimeout(r, 50));
       } finally {
         if (!resumed) process.kill(pid, 'SIGCONT');
@@ -264,13 +265,13 @@ describe('batched takes on Redis', () => {
     }
   });
 
-  it('takeInto reports an invalid rule to failed() without calling Redis, and a stalled Redis to failed() with StoreUnavailableError', async ({ redisAdmin: admin, withStore }) => {
+  it('take reports an invalid rule to failed() without calling Redis, and a stalled Redis to failed() with StoreUnavailableError', async ({ redisAdmin: admin, withStore }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 4, requestedTokens: 1 };
     await withStore({ commandTimeoutMs: 300 }, async (store) => {
-      await store.take('warm-up-5', rule);
+      await takeOne(store, 'warm-up-5', rule);
       const before = await scriptCalls(admin);
       const invalid: unknown[] = [];
-      store.takeInto('sink-invalid', rule, 5, { taken: (d) => invalid.push(d), failed: (err) => invalid.push(err) });
+      store.take('sink-invalid', [rule], [5], { taken: (d) => invalid.push(d), failed: (err) => invalid.push(err) });
       expect(invalid).toHaveLength(1);
       expect(invalid[0]).toBeInstanceOf(RangeError);
       expect(await scriptCalls(admin)).toBe(before);
@@ -278,7 +279,7 @@ describe('batched takes on Redis', () => {
       const pid = Number(/process_id:(\d+)/.exec(await admin.info('server'))?.[1]);
       process.kill(pid, 'SIGSTOP');
       try {
-        const err = await new Promise<unknown>((resolve) => store.takeInto('sink-stalled', rule, 1, { taken: resolve, failed: resolve }));
+        const err = await new Promise<unknown>((resolve) => store.take('sink-stalled', [rule], [1], { taken: resolve, failed: resolve }));
         expect(err).toBeInstanceOf(StoreUnavailableError);
       } finally {
         process.kill(pid, 'SIGCONT');

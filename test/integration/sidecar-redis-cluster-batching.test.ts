@@ -14,6 +14,7 @@ import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket
 import { runTakes } from '../../lib/token-bucket/take-script.ts';
 import { test } from '../harness/fixtures.ts';
 import { scriptCalls } from '../harness/redis.ts';
+import { takeOne } from '../../lib/token-bucket/take-promise.ts';
 
 /** Users whose bucket keys (with the default prefix, route `all`) all hash to one slot. */
 function usersSharingASlot(count: number, prefix: string): string[] {
@@ -41,7 +42,7 @@ const it = test
     await store.ready();
     try {
       // Every shard has run the script once, so the calls counted below are EVALSHA only.
-      await Promise.all([0, 1, 2].map((shard) => store.take(userOnShard(shard, 'warm'), { replenishRate: 1, burstCapacity: 1, requestedTokens: 0 })));
+      await Promise.all([0, 1, 2].map((shard) => takeOne(store, userOnShard(shard, 'warm'), { replenishRate: 1, burstCapacity: 1, requestedTokens: 0 })));
       await body(store);
     } finally {
       await store.close();
@@ -71,7 +72,7 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
         // Each user three times, interleaved: 45 takes, the third of each refused.
         const order = Array.from({ length: 45 }, (_, i) => users[(i * 7 + turn) % users.length] as string);
         const before = await Promise.all(nodes.map((n) => scriptCalls(n)));
-        const got = await Promise.all(order.map((u) => store.take(u, rule)));
+        const got = await Promise.all(order.map((u) => takeOne(store, u, rule)));
         const after = await Promise.all(nodes.map((n) => scriptCalls(n)));
         const slotsPerShard = [0, 0, 0];
         for (const slot of new Set(order.map((u) => keySlot(store.keyOf(u))))) slotsPerShard[owner.get(slot) as number]! += 1;
@@ -94,7 +95,7 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
     await withStore({ maxBatch: 16 }, async (store) => {
       const user = userOnShard(1, 'split-');
       const before = await Promise.all(nodes.map((n) => scriptCalls(n)));
-      const decisions = await Promise.all(Array.from({ length: 80 }, () => store.take(user, rule)));
+      const decisions = await Promise.all(Array.from({ length: 80 }, () => takeOne(store, user, rule)));
       const after = await Promise.all(nodes.map((n) => scriptCalls(n)));
       expect(after.map((n, i) => n - (before[i] as number))).toEqual([0, 5, 0]);
       expect(decisions.filter((d) => d.allowed).length).toBe(50);
@@ -107,7 +108,7 @@ describe('batches per slot on a three-shard Redis Cluster', () => {
       await withStore({ maxBatch }, async (store) => {
         const users = [0, 1, 2].flatMap((shard) => Array.from({ length: 4 }, (_, i) => userOnShard(shard, `spread-${maxBatch}-${i}-`)));
         const before = await Promise.all(nodes.map((n) => scriptCalls(n)));
-        const decisions = await Promise.all(users.map((u) => store.take(u, rule)));
+        const decisions = await Promise.all(users.map((u) => takeOne(store, u, rule)));
         const after = await Promise.all(nodes.map((n) => scriptCalls(n)));
         expect(decisions.every((d) => d.allowed)).toBe(true);
         expect(after.map((n, i) => n - (before[i] as number))).toEqual([4, 4, 4]);

@@ -7,6 +7,7 @@ import { takeUs, type BucketRule, type BucketState } from '../../lib/token-bucke
 import { RedisBucketStore } from '../../lib/token-bucket/redis-store.ts';
 import { runTakes } from '../../lib/token-bucket/take-script.ts';
 import { test } from '../harness/fixtures.ts';
+import { takeOne } from '../../lib/token-bucket/take-promise.ts';
 
 const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
 
@@ -35,7 +36,7 @@ describe('Redis Cluster', () => {
         expect(lua?.decision).toEqual(pure.decision);
       }
       // Twelve takes of 2 from a burst of 10 in well under the 2 s a refill of 2 needs: empty.
-      expect((await store.take('all:cluster-direct', rule)).allowed).toBe(false);
+      expect((await takeOne(store, 'all:cluster-direct', rule)).allowed).toBe(false);
       expect(key).toBe('portcullis:bucket:v2:{all:cluster-direct}');
       expect(await cluster.pttl(key)).toBeGreaterThan(0);
     } finally {

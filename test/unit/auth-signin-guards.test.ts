@@ -36,7 +36,12 @@ describe('sign-in throttle', () => {
 
   it('fails closed when the store fails, and reports the error', async () => {
     const errors: unknown[] = [];
-    const broken: BucketStore = { take: () => Promise.reject(new Error('connection refused')) } as unknown as BucketStore;
+    const broken: BucketStore = {
+      take: (_key, _rules, _costs, sink) => sink.failed(new Error('connection refused')),
+      ready: async () => {},
+      isReady: () => false,
+      close: async () => {},
+    };
     const throttle = createSignInThrottle(broken, limits, (err) => errors.push(err));
     await expect(throttle.attempt('bob', '192.0.2.1')).rejects.toBeInstanceOf(StoreUnavailable);
     expect(errors.length).toBeGreaterThan(0);

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { MICRO, take, takeAllUs, takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
 import { MemoryBucketStore } from '../../lib/token-bucket/memory-store.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
+import { takeOne } from '../../lib/token-bucket/take-promise.ts';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 400);
 
@@ -221,7 +222,7 @@ describe('token bucket, for any sequence of times and costs', () => {
           const first = clock;
           for (const step of steps) {
             clock += step.dtMs;
-            const d = await store.take(step.key, rule);
+            const d = await takeOne(store, step.key, rule);
             if (d.allowed) admitted.set(step.key, (admitted.get(step.key) ?? 0) + rule.requestedTokens);
             expect(d.remaining).toBeGreaterThanOrEqual(0);
             expect(d.remaining).toBeLessThanOrEqual(rule.burstCapacity);

@@ -2,7 +2,7 @@
 // left (capped at its capacity), then bucket.ts' own decision for those tokens.
 import { describe, expect, it } from 'vitest';
 import { MICRO, takeAllUs, type BucketRule } from '../../lib/token-bucket/bucket.ts';
-import { refusalAfter } from '../../lib/token-bucket/redis-store.ts';
+import { refusalAfter } from '../../lib/token-bucket/refusal-cache.ts';
 
 describe('refusalAfter', () => {
   const slow: BucketRule = { replenishRate: 2, burstCapacity: 4, requestedTokens: 3 };

@@ -2,7 +2,8 @@
 // The sign-in throttle uses the sidecar's BucketStore adapters on the same choice.
 import { Redis } from 'ioredis';
 import { MemoryBucketStore } from '../../../lib/token-bucket/memory-store.ts';
-import { reconnectOnAuthLoss, RedisBucketStore } from '../../../lib/token-bucket/redis-store.ts';
+import { reconnectOnAuthLoss } from '../../../lib/token-bucket/redis-connection.ts';
+import { RedisBucketStore } from '../../../lib/token-bucket/redis-store.ts';
 import type { BucketStore } from '../../../lib/token-bucket/bucket-store.ts';
 import { createMemoryStores } from './memory.ts';
 import { createRedisStores } from './redis.ts';

@@ -66,7 +66,33 @@ export function timeAuthStores(stores: AuthStores, nowMs: () => number, observe:
   };
 }
 
-/** The sign-in throttle's bucket store with its promise-returning takes timed as `throttle.*`. */
+/**
+ * The sign-in throttle's bucket store with its takes timed as `throttle.take`: from the call to
+ * the sink's answer (the port's take answers through a sink, not a promise).
+ */
 export function timeBucketStore(store: BucketStore, nowMs: () => number, observe: StoreCallObserver): BucketStore {
-  return timeCalls(store, 'throttle', new Set(['take', 'takeAll']), nowMs, observe);
+  const timed: BucketStore = {
+    take(key, rules, costs, sink) {
+      const start = nowMs();
+      const done = (ok: boolean) => observe('throttle.take', (nowMs() - start) / 1000, ok);
+      store.take(key, rules, costs, {
+        taken(decision) {
+          done(true);
+          sink.taken(decision);
+        },
+        failed(err) {
+          done(false);
+          sink.failed(err);
+        },
+      });
+    },
+    ready: () => store.ready(),
+    isReady: () => store.isReady(),
+    close: () => store.close(),
+  };
+  if (store.retain !== undefined) {
+    const retain = store.retain.bind(store);
+    return { ...timed, retain };
+  }
+  return timed;
 }
