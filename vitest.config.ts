@@ -1,4 +1,4 @@
-// Test tiers (docs/testing.md). Each tier is a vitest project so that the Makefile can run
+// Test tiers (docs/how-to/testing.md). Each tier is a vitest project so that the Makefile can run
 // them one after another and report each one loudly.
 import { defineConfig } from 'vitest/config';
 

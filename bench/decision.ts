@@ -10,7 +10,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route-deployment.ts';
+import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route/deployment.ts';
 import { builtTool } from '../test/harness/gateways/gateways.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram, startSidecar } from '../test/harness/programs.ts';

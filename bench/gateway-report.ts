@@ -1,5 +1,5 @@
 // The gateway suite's result and its reading: the per-round ratios between the fronts, the goals
-// judged from them (docs/performance.md#goals), and the Markdown table of bench/results/gateway.md.
+// judged from them (docs/reference/performance.md#goals), and the Markdown table of bench/results/gateway.md.
 import { median, r2 } from './lib/measure.ts';
 
 export interface Latency {

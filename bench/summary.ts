@@ -21,7 +21,7 @@ const isOperatorScale = (x: Record<string, unknown>) => Array.isArray(x['runs'])
 
 const loadavg = (xs: number[] | undefined) => (xs ?? []).map((x) => x.toFixed(1)).join(' ');
 
-/** The headline rows: each performance goal (docs/performance.md) with its measured figure, and the context rows that explain them. */
+/** The headline rows: each performance goal (docs/reference/performance.md) with its measured figure, and the context rows that explain them. */
 export function headline(dir: string): string {
   const g = read<GatewayBenchResult>(dir, 'gateway', isGateway);
   const t = read<TokenBenchResult>(dir, 'token', isToken);

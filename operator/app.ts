@@ -1,22 +1,23 @@
 // Composition of the operator from injected parts (buildOperator never reads env or listens):
-// shared informers, the three controllers, the event -> key mappings, the manager.
+// shared informers, the four controllers, the event -> key mappings, the manager.
 import type { Logger } from 'pino';
 import type { TenantRedisUsers } from './redis/tenant-redis-users.ts';
 import { AuthServerReconciler } from './controllers/auth-server-reconciler.ts';
 import { OAuthClientReconciler } from './controllers/oauth-client-reconciler.ts';
 import { RateLimitRouteReconciler } from './controllers/rate-limit-route-reconciler.ts';
+import { RateLimitPolicyReconciler } from './controllers/rate-limit-policy-reconciler.ts';
 import type { OperatorConfig } from './config.ts';
 import { leaseNamespace, resourceSettings } from './config.ts';
-import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from './resources/auth-server-names.ts';
-import { controllerOf, MANAGED_SELECTOR, ownedByPortcullis } from './resources/metadata.ts';
-import { AUTH_REDIS_SECRET } from './resources/redis-url-secret.ts';
+import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from './resources/auth/names.ts';
+import { controllerOf, MANAGED_SELECTOR, ownedByPortcullis } from './resources/shared/metadata.ts';
+import { AUTH_REDIS_SECRET } from './resources/shared/redis-url-secret.ts';
 import { Applier } from './runtime/applier.ts';
 import type { Clock } from './runtime/clock.ts';
 import { Controller } from './runtime/controller.ts';
 import { createEventRecorder } from './runtime/events.ts';
 import { Informer, type InformerHandler } from './runtime/informer.ts';
 import type { KubeClient } from './runtime/kube-client.ts';
-import { keyOf, objectKey, type KubeObject } from './runtime/kube-object.ts';
+import { asRecord, keyOf, objectKey, type KubeObject } from './runtime/kube-object.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
 import { Manager } from './runtime/manager.ts';
 import type { OperatorMetrics } from './runtime/metrics.ts';
@@ -42,8 +43,21 @@ export interface OperatorDeps {
 
 export interface Operator {
   manager: Manager;
-  informers: Record<'routes' | 'clients' | 'deployments' | 'services' | 'configMaps' | 'secrets' | 'networkPolicies' | 'podDisruptionBudgets', Informer>;
-  controllers: Record<'routes' | 'clients' | 'authServers', Controller>;
+  informers: Record<'routes' | 'clients' | 'policies' | 'deployments' | 'targetDeployments' | 'services' | 'configMaps' | 'secrets' | 'networkPolicies' | 'podDisruptionBudgets', Informer>;
+  controllers: Record<'routes' | 'clients' | 'authServers' | 'policies', Controller>;
+}
+
+/** The field manager of each controller's writes (server-side apply, create). */
+export const FIELD_MANAGERS = { route: 'portcullis-route', oauthClient: 'portcullis-oauth-client', authServer: 'portcullis-auth-server', policy: 'portcullis-policy' } as const;
+/** The one field manager every controller wrote as before: its applied fields are handed over (runtime/applier.ts). */
+export const FORMER_FIELD_MANAGER = 'portcullis-operator';
+
+/** The routes informer's index of spec.targetRef: `namespace/deployment` -> the routes naming it. */
+const TARGET_REF_INDEX = 'targetRef';
+
+function targetRefKeys(route: KubeObject): string[] {
+  const name = asRecord(asRecord(route['spec'])?.['targetRef'])?.['name'];
+  return typeof name === 'string' ? [objectKey(route.metadata.namespace, name)] : [];
 }
 
 /** Calls fn for every add, update and delete. */
@@ -57,20 +71,29 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const namespaces = config.PORTCULLIS_WATCH_NAMESPACES;
   // Children: the label narrows what the API server sends, the owner reference decides what is
   // kept (anyone can set the label); Secrets and ConfigMaps are cached as metadata only.
-  const informer = (type: ResourceType, child?: { metadataOnly: boolean }) =>
+  const informer = (type: ResourceType, child?: { metadataOnly: boolean }, targets?: { keep: (obj: KubeObject) => boolean }) =>
     new Informer(client, clock, log, {
       type,
       namespaces,
       ...(child === undefined ? {} : { labelSelector: MANAGED_SELECTOR, keep: ownedByPortcullis, metadataOnly: child.metadataOnly }),
+      ...(targets === undefined ? {} : { metadataOnly: true, keep: targets.keep }),
       relistIntervalMs: config.PORTCULLIS_RELIST_INTERVAL_MS,
       backoff: { baseMs: 500, maxMs: 30_000, jitter: 0.2 },
       onRestart: (reason) => metrics.informerRestarts.inc({ resource: type.plural, reason }),
     });
+  const routeInformer = informer(resourceTypes.rateLimitRoute);
+  routeInformer.addIndex(TARGET_REF_INDEX, targetRefKeys);
   const informers = {
-    routes: informer(resourceTypes.rateLimitRoute),
+    routes: routeInformer,
     clients: informer(resourceTypes.oauthClient),
+    policies: informer(resourceTypes.rateLimitPolicy),
     // Children only: everything the operator creates carries the managed-by label and an owner.
     deployments: informer(resourceTypes.deployment, { metadataOnly: false }),
+    // The teams' Deployments that spec.targetRef names (they carry no operator label): every
+    // Deployment's metadata goes by, only those some route targets stay in the cache, and the
+    // reconciler GETs the one it works on. Their changes (created, rolled out, the sidecar edited
+    // away) wake the routes at once instead of a poll.
+    targetDeployments: informer(resourceTypes.deployment, undefined, { keep: (d) => routeInformer.byIndex(TARGET_REF_INDEX, keyOf(d)).length > 0 }),
     services: informer(resourceTypes.service, { metadataOnly: false }),
     configMaps: informer(resourceTypes.configMap, { metadataOnly: true }),
     secrets: informer(resourceTypes.secret, { metadataOnly: true }),
@@ -78,7 +101,15 @@ export function buildOperator(deps: OperatorDeps): Operator {
     podDisruptionBudgets: informer(resourceTypes.podDisruptionBudget, { metadataOnly: false }),
   };
 
-  const applier = new Applier(client, metrics);
+  // One field manager per controller, each taking over what the operator's former single manager applied.
+  const managed = (fieldManager: string) => {
+    const own = client.withFieldManager(fieldManager);
+    return { client: own, applier: new Applier(own, metrics, { formerManagers: [FORMER_FIELD_MANAGER] }) };
+  };
+  const route = managed(FIELD_MANAGERS.route);
+  const oauthClient = managed(FIELD_MANAGERS.oauthClient);
+  const authServer = managed(FIELD_MANAGERS.authServer);
+  const policy = managed(FIELD_MANAGERS.policy);
   const events = createEventRecorder(client, clock, log, 'portcullis-operator');
   const controllerOptions = {
     workers: config.PORTCULLIS_WORKERS,
@@ -88,7 +119,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const routes = new Controller(
     {
       ...controllerOptions,
-      reconciler: new RateLimitRouteReconciler({ applier, caches: informers, settings, clock, events, client, redisUsers: deps.redisUsers, log: log.child({ controller: 'ratelimitroute' }) }),
+      reconciler: new RateLimitRouteReconciler({ applier: route.applier, caches: informers, settings, clock, events, client: route.client, redisUsers: deps.redisUsers, log: log.child({ controller: 'ratelimitroute' }) }),
       keys: () => informers.routes.list().map(keyOf),
     },
     clock,
@@ -98,7 +129,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const clients = new Controller(
     {
       ...controllerOptions,
-      reconciler: new OAuthClientReconciler({ client, applier, caches: informers, clock, events, log: log.child({ controller: 'oauthclient' }) }),
+      reconciler: new OAuthClientReconciler({ client: oauthClient.client, applier: oauthClient.applier, caches: informers, clock, events, log: log.child({ controller: 'oauthclient' }) }),
       keys: () => informers.clients.list().map(keyOf),
     },
     clock,
@@ -109,7 +140,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
     {
       ...controllerOptions,
       workers: Math.min(2, config.PORTCULLIS_WORKERS),
-      reconciler: new AuthServerReconciler({ client, applier, caches: informers, settings, clock, events, redisUsers: deps.redisUsers, log: log.child({ controller: 'auth-server' }) }),
+      reconciler: new AuthServerReconciler({ client: authServer.client, applier: authServer.applier, caches: informers, settings, clock, events, redisUsers: deps.redisUsers, log: log.child({ controller: 'auth-server' }) }),
       keys: () => {
         const ns = new Set<string>();
         for (const c of informers.clients.list()) if (c.metadata.namespace !== undefined) ns.add(c.metadata.namespace);
@@ -122,8 +153,24 @@ export function buildOperator(deps: OperatorDeps): Operator {
     metrics,
   );
 
+  const policies = new Controller(
+    {
+      ...controllerOptions,
+      reconciler: new RateLimitPolicyReconciler({ applier: policy.applier, caches: informers, settings, clock, events, client: policy.client, redisUsers: deps.redisUsers, log: log.child({ controller: 'ratelimitpolicy' }) }),
+      keys: () => informers.policies.list().map(keyOf),
+    },
+    clock,
+    log,
+    metrics,
+  );
+
   // Event -> key mappings (level-based: a mapping only says WHICH object to look at again).
   informers.routes.addHandler(onAny((o) => routes.enqueue(keyOf(o))));
+  // Every policy of the namespace: one that goes (or changes targets) may end another's conflict.
+  informers.policies.addHandler(onAny((o) => {
+    for (const p of informers.policies.list(o.metadata.namespace)) policies.enqueue(keyOf(p));
+    policies.enqueue(keyOf(o));
+  }));
   informers.clients.addHandler(
     onAny((o) => {
       clients.enqueue(keyOf(o));
@@ -134,6 +181,8 @@ export function buildOperator(deps: OperatorDeps): Operator {
     const ns = o.metadata.namespace;
     const routeOwner = controllerOf(o, 'RateLimitRoute');
     if (routeOwner !== undefined) routes.enqueue(objectKey(ns, routeOwner.name));
+    const policyOwner = controllerOf(o, 'RateLimitPolicy');
+    if (policyOwner !== undefined) policies.enqueue(objectKey(ns, policyOwner.name));
     const clientOwner = controllerOf(o, 'OAuthClient');
     if (clientOwner !== undefined) {
       clients.enqueue(objectKey(ns, clientOwner.name));
@@ -145,9 +194,12 @@ export function buildOperator(deps: OperatorDeps): Operator {
       if (o.metadata.name === CLIENT_REGISTRY_SECRET) for (const c of informers.clients.list(ns)) clients.enqueue(keyOf(c));
     }
   });
+  informers.targetDeployments.addHandler(onAny((d) => {
+    for (const r of informers.routes.byIndex(TARGET_REF_INDEX, keyOf(d))) routes.enqueue(keyOf(r));
+  }));
   for (const i of [informers.deployments, informers.services, informers.configMaps, informers.secrets, informers.networkPolicies, informers.podDisruptionBudgets]) i.addHandler(byOwner);
   // The applier remembers the versions it wrote of metadata-only children until they are gone.
-  for (const i of [informers.configMaps, informers.secrets]) i.addHandler({ onDelete: (o) => applier.forget(o) });
+  for (const i of [informers.configMaps, informers.secrets]) i.addHandler({ onDelete: (o) => [route, oauthClient, authServer, policy].forEach((c) => c.applier.forget(o)) });
 
   const elector = config.PORTCULLIS_LEADER_ELECTION
     ? new LeaderElector(deps.leaseClient ?? client, clock, log, {
@@ -162,11 +214,11 @@ export function buildOperator(deps: OperatorDeps): Operator {
 
   const manager = new Manager({
     informers: Object.values(informers),
-    controllers: [routes, clients, authServers],
+    controllers: [routes, clients, authServers, policies],
     elector,
     metrics,
     log,
     onLeadershipLost: deps.onLeadershipLost,
   });
-  return { manager, informers, controllers: { routes, clients, authServers } };
+  return { manager, informers, controllers: { routes, clients, authServers, policies } };
 }

@@ -4,10 +4,10 @@
 import { hostname } from 'node:os';
 import { z } from 'zod';
 import { dnsSubdomain, redisUrlCredentialsMessage, redisUrlHasCredentials, resourceRequirementsSchema } from './api/index.ts';
-import { type ContainerResources, DEFAULT_AUTH_SERVER_RESOURCES, quantitiesAsStrings, resourcesProblem } from './resources/container-resources.ts';
-import { DEFAULT_SIDECAR_RESOURCES, sidecarMemoryProblem } from './resources/sidecar-heap.ts';
-import { parseSecretKeyRef } from './resources/redis-url-secret.ts';
-import type { ResourceSettings } from './resources/settings.ts';
+import { type ContainerResources, DEFAULT_AUTH_SERVER_RESOURCES, quantitiesAsStrings, resourcesProblem } from './resources/shared/container-resources.ts';
+import { DEFAULT_SIDECAR_RESOURCES, sidecarMemoryProblem } from './resources/shared/sidecar-heap.ts';
+import { parseSecretKeyRef } from './resources/shared/redis-url-secret.ts';
+import type { ResourceSettings } from './resources/shared/settings.ts';
 
 const boolish = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])

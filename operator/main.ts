@@ -12,6 +12,7 @@ import { createMetrics } from './runtime/metrics.ts';
 import { createRequestRateLimiter } from './runtime/request-rate-limiter.ts';
 import { createTenantRedisUsers } from './redis/tenant-redis-users.ts';
 
+/** The clients' default field manager: the leader lease and Events (each controller writes as its own, app.ts). */
 export const FIELD_MANAGER = 'portcullis-operator';
 
 let config: OperatorConfig;

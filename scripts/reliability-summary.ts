@@ -1,6 +1,6 @@
 // Adds up the reliability counts every test file wrote to test-results/reliability/ (see
 // test/harness/reliability-setup.ts): cases tried, faults injected, requests sent, log lines
-// scanned for secrets, failures. Prints a Markdown table (the numbers in docs/reliability.md) and
+// scanned for secrets, failures. Prints a Markdown table (the numbers in docs/reference/reliability.md) and
 // writes test-results/reliability-summary.json.
 //   node scripts/reliability-summary.ts
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';

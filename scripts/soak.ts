@@ -20,7 +20,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { SIDECAR_ENTRY, SIDECAR_ENV, SIDECAR_MEMORY_LIMIT_MIB } from '../operator/resources/route-deployment.ts';
+import { SIDECAR_ENTRY, SIDECAR_ENV, SIDECAR_MEMORY_LIMIT_MIB } from '../operator/resources/route/deployment.ts';
 import type { SidecarConfigInput } from '../lib/config/sidecar.ts';
 import { connectInspector, type Inspector } from '../test/harness/inspector.ts';
 import { freePort } from '../test/harness/ports.ts';
@@ -50,7 +50,7 @@ const RULE = { replenishRate: 5, burstCapacity: 10, requestedTokens: 1 };
 const HEAP_MARGIN = 24 * MiB;
 /** ...but only this much over the second half of the run, once warm: growth there would be a leak. */
 const HEAP_SECOND_HALF_MARGIN = 8 * MiB;
-/** The sidecar container's memory limit (operator/resources/route-deployment.ts): its RSS must stay under it. */
+/** The sidecar container's memory limit (operator/resources/route/deployment.ts): its RSS must stay under it. */
 const SIDECAR_RSS_LIMIT = SIDECAR_MEMORY_LIMIT_MIB * MiB;
 /** Every process is started with its inspector on a free port, for the heap readings. */
 const INSPECT = '--inspect=127.0.0.1:0';

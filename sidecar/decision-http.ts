@@ -4,7 +4,7 @@
 // Admitted: 200, empty body, the limiter's headers (and with jwt the verified key header) for the
 // gateway to copy upstream and to the client. Refused: the status, headers and problem+json body
 // the client should get, as they are (Envoy, Traefik and Caddy return them unchanged).
-// nginx's auth_request passes only 401 and 403 on; its wiring (docs/gateway.md) reads a refusal's
+// nginx's auth_request passes only 401 and 403 on; its wiring (docs/concepts/gateway.md) reads a refusal's
 // status and headers into variables, and asks for the body in a header (PROBLEM_HEADER).
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { BlockList } from 'node:net';

@@ -1,7 +1,7 @@
 // The event-loop delay gauges of prom-client's default metrics (nodejs_eventloop_lag_{min,max,
 // mean,stddev,p50,p90,p99}_seconds), sampled every EVENT_LOOP_SAMPLE_MS instead of every 10 ms.
 // prom-client samples with monitorEventLoopDelay at 10 ms: a timer that wakes an idle sidecar 100
-// times a second (0.5 s of CPU a minute per pod with no traffic; docs/performance.md). monitorEventLoopDelay records the whole time between two samples, so a coarser
+// times a second (0.5 s of CPU a minute per pod with no traffic; docs/reference/performance.md). monitorEventLoopDelay records the whole time between two samples, so a coarser
 // resolution would also move every value's baseline (an idle loop would read ~0.1 s); these gauges
 // take the sampling interval out and report the delay beyond it, which is the loop's lag whatever
 // the resolution. Like prom-client's, they cover the time since the previous scrape.

@@ -1,7 +1,7 @@
 // Which request a decision-service HTTP check is about. Forward-auth gateways send a check
 // request of their own and name the original in headers: Traefik's ForwardAuth and Caddy's
 // forward_auth X-Forwarded-Method and X-Forwarded-Uri, nginx's auth_request whatever its
-// configuration sets (docs/gateway.md: X-Original-Method and X-Original-URI). Those headers are
+// configuration sets (docs/concepts/gateway.md: X-Original-Method and X-Original-URI). Those headers are
 // believed only from trusted peers (decision.trustedProxies): anyone else could name any path
 // and spend or dodge another route's budget. Otherwise the check request itself is the original,
 // as Envoy's HTTP ext_authz sends it (its path_prefix removed).

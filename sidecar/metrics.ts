@@ -4,7 +4,7 @@
 // histogram series a bucket search, and prom-client reads them when /metrics is scraped.
 // prom-client's own children build a label hash string, validate the labels and look the series
 // up by that string on every call: under callgrind those four calls cost ~30 k of the sidecar's
-// ~230 k instructions per request, the hot series ~4 k (docs/performance.md, the optimisations table).
+// ~230 k instructions per request, the hot series ~4 k (docs/reference/performance.md, the optimisations table).
 // The exposition is the text prom-client writes for the same updates
 // (test/unit/sidecar-hot-metrics.test.ts).
 import { Counter, Registry, collectDefaultMetrics } from 'prom-client';

@@ -4,7 +4,7 @@
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
-import { SIDECAR_ENTRY, SIDECAR_ENV } from '../../operator/resources/route-deployment.ts';
+import { SIDECAR_ENTRY, SIDECAR_ENV } from '../../operator/resources/route/deployment.ts';
 import { bundleNodeProgram } from '../../scripts/bundle.ts';
 import { freePort } from '../../test/harness/ports.ts';
 import { startProgram, startSidecar, type Program, type RunningSidecar, type SidecarLaunch, type StartOptions } from '../../test/harness/programs.ts';

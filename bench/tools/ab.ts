@@ -25,21 +25,21 @@
 // turns).
 // --store memory runs both with the in-memory bucket, which takes the Redis batching out of the
 // count (how many takes share a script call depends on timing). It still moves between runs on a
-// shared VM (docs/performance.md, "How the figures are made"): compare several --callgrind-runs.
+// shared VM (docs/how-to/measure-performance.md): compare several --callgrind-runs.
 // --rounds 0 skips the wall clock. Run it once with no change (A against A) to see this machine's
 // noise before reading a difference.
 // --hash-keys gives B the Redis settings the operator renders (redis.hashKeys: true, the bucket key
 // an HMAC of route and user, and a namespace key prefix), against A's plain keys.
 // --env (repeatable) sets B's environment only, over SIDECAR_ENV (to A/B a runtime setting on the
 // same code: --base HEAD).
-// Prints a Markdown table; writes nothing to bench/results (quote it in docs/performance.md).
+// Prints a Markdown table; writes nothing to bench/results (quote it in docs/reference/performance.md).
 import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, symlinkSync, copyFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { SIDECAR_ENV } from '../../operator/resources/route-deployment.ts';
+import { SIDECAR_ENV } from '../../operator/resources/route/deployment.ts';
 import { bundleSidecar, type bundleNodeProgram } from '../../scripts/bundle.ts';
 import { connectInspector, type AllocationNode } from '../../test/harness/inspector.ts';
 import { freePort } from '../../test/harness/ports.ts';

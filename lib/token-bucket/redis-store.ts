@@ -9,7 +9,7 @@
 // invocation; the script runs a call's takes in arrival order, atomically, so the decisions are
 // exactly those of separate calls at the same Redis time. Grouping per slot keeps that: every
 // bucket of a take lives in the take's slot, so two takes of one bucket are always in one group,
-// in arrival order. docs/capacity.md has what the grouping gives on a Cluster.
+// in arrival order. docs/how-to/plan-capacity.md has what the grouping gives on a Cluster.
 // Refusals answered here (optional, `localRefusals`): a take Redis refused leaves its bucket short
 // of the cost for a time the reply fixes, since no replica ever adds tokens, only takes them; until
 // then the same take is refused without a call, as Redis would refuse it (ADR 0015).

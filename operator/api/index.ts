@@ -4,10 +4,12 @@ export * from './limiter.ts';
 export * from './redis-url.ts';
 export * from './rate-limit-route.ts';
 export * from './oauth-client.ts';
+export * from './rate-limit-policy.ts';
 
 import { rateLimitRouteCrd } from './rate-limit-route.ts';
 import { oauthClientCrd } from './oauth-client.ts';
+import { rateLimitPolicyCrd } from './rate-limit-policy.ts';
 import type { CrdSource } from './common.ts';
 
 /** Every kind, in the order crds/ lists them. */
-export const crdSources: readonly CrdSource[] = [rateLimitRouteCrd, oauthClientCrd];
+export const crdSources: readonly CrdSource[] = [rateLimitRouteCrd, oauthClientCrd, rateLimitPolicyCrd];

@@ -1,21 +1,40 @@
 // spec.limiter of a RateLimitRoute: either one token bucket for every request (the single-limit
 // form) or ordered rules, each with a path, optional methods and up to four buckets; shadow mode
 // (enforce: false); and where the bucket key comes from (a request header, or a claim of a
-// verified access token). Mirrors the sidecar's limiter config (lib/config/sidecar.ts), which the
-// operator renders from it. As in rate-limit-route.ts, every cross-field rule is written twice:
-// a zod refinement (the operator's check) and a CEL rule with the same message (the API server's).
+// verified access token). The operator renders it into the sidecar's limiter config
+// (lib/config/sidecar-limiter.ts). Both take their bounds and cross-field rules from
+// lib/config/limiter.ts, where each rule is written once with its message and its CEL twin: the
+// zod refinement is the operator's check, the CEL rule the API server's.
 import { z } from 'zod';
+import {
+  celValidation,
+  DEFAULT_KEY_HEADER,
+  HEADER_NAME_PATTERN,
+  HEADER_NAME_PROBLEM,
+  keyJwtFieldsRule,
+  limiterFormRule,
+  MAX_LIMITS_PER_RULE,
+  MAX_RULES,
+  methodsRule,
+  MISSING_KEY_STATUS,
+  ON_STORE_ERROR,
+  refineParams,
+  requestedTokensRule,
+  RULE_NAME_MAX,
+  RULE_NAME_PATTERN,
+  RULE_NAME_PROBLEM,
+  ruleNamesRule,
+  singleLimitRule,
+  UNMATCHED,
+} from '../../lib/config/limiter.ts';
 
-export const REQUESTED_TOKENS_RULE = 'requestedTokens must not exceed burstCapacity: such a request could never be admitted';
-export const LIMITER_FORM_RULE = 'set exactly one of rules and the single-limit form (replenishRate, burstCapacity, requestedTokens)';
-export const SINGLE_LIMIT_RULE = 'the single-limit form needs replenishRate and burstCapacity';
-export const RULE_NAMES_RULE = 'rule names must be unique';
-export const METHODS_RULE = 'methods must be unique';
-export const KEY_JWT_FIELDS_RULE = 'claim, audience and issuer apply only to source jwt';
-
-/** Bounds the sidecar shares (MAX_LIMITS_PER_RULE, MAX_RULES in lib/config/sidecar.ts). */
-export const MAX_LIMITS_PER_RULE = 4;
-export const MAX_RULES = 32;
+export { MAX_LIMITS_PER_RULE, MAX_RULES };
+export const REQUESTED_TOKENS_RULE = requestedTokensRule.message;
+export const LIMITER_FORM_RULE = limiterFormRule.message;
+export const SINGLE_LIMIT_RULE = singleLimitRule.message;
+export const RULE_NAMES_RULE = ruleNamesRule.message;
+export const METHODS_RULE = methodsRule.message;
+export const KEY_JWT_FIELDS_RULE = keyJwtFieldsRule.message;
 
 export const HTTP_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'CONNECT', 'TRACE'] as const;
 
@@ -23,36 +42,24 @@ const replenishRate = z.int().min(1).max(1_000_000);
 const burstCapacity = z.int().min(1).max(10_000_000);
 const requestedTokens = z.int().min(1).max(10_000_000);
 
-/** requestedTokens <= burstCapacity where both are set (absent requestedTokens means 1). */
-const affordable = (l: { requestedTokens?: number | undefined; burstCapacity?: number | undefined }) =>
-  l.requestedTokens === undefined || l.burstCapacity === undefined || l.requestedTokens <= l.burstCapacity;
-const affordableCel = {
-  rule: '!has(self.requestedTokens) || !has(self.burstCapacity) || self.requestedTokens <= self.burstCapacity',
-  message: REQUESTED_TOKENS_RULE,
-  fieldPath: '.requestedTokens',
-  reason: 'FieldValueInvalid',
-};
-
 export const limitSchema = z
   .strictObject({
     replenishRate: replenishRate.describe('Tokens restored to the bucket per second (>= 1).'),
     burstCapacity: burstCapacity.describe('Maximum number of tokens the bucket holds (its size, >= 1).'),
     requestedTokens: requestedTokens.optional().describe('Tokens one request costs (>= 1, <= burstCapacity; 1 when omitted).'),
   })
-  .refine(affordable, { message: REQUESTED_TOKENS_RULE, path: ['requestedTokens'] })
-  .meta({ 'x-kubernetes-validations': [affordableCel] })
+  .refine(requestedTokensRule.holds, refineParams(requestedTokensRule))
+  .meta({ 'x-kubernetes-validations': [celValidation(requestedTokensRule)] })
   .describe('One token bucket per key, e.g. {replenishRate: 10, burstCapacity: 20} next to {replenishRate: 1, burstCapacity: 600} for a short and a long window.');
 export type Limit = z.infer<typeof limitSchema>;
-
-const unique = (values: readonly string[]) => new Set(values).size === values.length;
 
 export const ruleSchema = z
   .strictObject({
     name: z
       .string()
       .min(1)
-      .max(63)
-      .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/, 'must be lower-case letters, digits and dashes, starting and ending with a letter or digit')
+      .max(RULE_NAME_MAX)
+      .regex(RULE_NAME_PATTERN, RULE_NAME_PROBLEM)
       .describe('Name of the rule, unique in the route. Part of its bucket keys: the sidecar keeps the buckets of a rule across config changes as long as its name stays.'),
     path: z
       .string()
@@ -65,7 +72,7 @@ export const ruleSchema = z
       .array(z.enum(HTTP_METHODS))
       .min(1)
       .max(HTTP_METHODS.length)
-      .refine(unique, METHODS_RULE)
+      .refine(methodsRule.holds, refineParams(methodsRule))
       .optional()
       .meta({ 'x-kubernetes-list-type': 'set' })
       .describe('HTTP methods the rule applies to, e.g. [POST, PUT]; every method when omitted.'),
@@ -118,18 +125,10 @@ export const limiterKeySchema = z
       .optional()
       .describe('jwt: who issues the access tokens. When omitted, the auth server the operator runs in the route namespace: its issuer URL as the operator is configured, its keys fetched from its Service inside the cluster.'),
   })
-  .refine((k) => k.source === 'jwt' || (k.claim === undefined && k.audience === undefined && k.issuer === undefined), { message: KEY_JWT_FIELDS_RULE })
-  .meta({
-    'x-kubernetes-validations': [
-      { rule: "self.source == 'jwt' || (!has(self.claim) && !has(self.audience) && !has(self.issuer))", message: KEY_JWT_FIELDS_RULE },
-    ],
-  })
+  .refine(keyJwtFieldsRule.holds, refineParams(keyJwtFieldsRule))
+  .meta({ 'x-kubernetes-validations': [celValidation(keyJwtFieldsRule)] })
   .describe('Where the bucket key of a request comes from.');
 export type LimiterKey = z.infer<typeof limiterKeySchema>;
-
-type SingleForm = { replenishRate?: number | undefined; burstCapacity?: number | undefined; requestedTokens?: number | undefined };
-const hasSingleForm = (l: SingleForm) => l.replenishRate !== undefined || l.burstCapacity !== undefined || l.requestedTokens !== undefined;
-const SINGLE_FORM_CEL = '(has(self.replenishRate) || has(self.burstCapacity) || has(self.requestedTokens))';
 
 export const limiterSchema = z
   .strictObject({
@@ -146,16 +145,16 @@ export const limiterSchema = z
       .array(ruleSchema)
       .min(1)
       .max(MAX_RULES)
-      .refine((rules) => unique(rules.map((r) => r.name)), RULE_NAMES_RULE)
+      .refine(ruleNamesRule.holds, refineParams(ruleNamesRule))
       .optional()
       .meta({
         'x-kubernetes-list-type': 'map',
         'x-kubernetes-list-map-keys': ['name'],
-        'x-kubernetes-validations': [{ rule: 'self.all(r, self.exists_one(s, s.name == r.name))', message: RULE_NAMES_RULE }],
+        'x-kubernetes-validations': [celValidation(ruleNamesRule)],
       })
       .describe(`Rules form (instead of the single-limit fields): up to ${MAX_RULES} rules in order; the first whose path and methods match a request decides its limits.`),
     unmatched: z
-      .enum(['forward', 'refuse'])
+      .enum(UNMATCHED)
       .default('forward')
       .describe('Rules form: a request no rule matches is forwarded without a limit (forward) or refused with 404 problem+json (refuse).'),
     enforce: z
@@ -167,8 +166,8 @@ export const limiterSchema = z
       .string()
       .min(1)
       .max(256)
-      .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'must be an HTTP header name')
-      .default('USER-ID')
+      .regex(HEADER_NAME_PATTERN, HEADER_NAME_PROBLEM)
+      .default(DEFAULT_KEY_HEADER)
       .describe(
         'key source header: the request header whose first value is the bucket key (one bucket per distinct value). key source jwt: the header the sidecar sets to the verified claim on the forwarded request (whatever the client sent in it is dropped).',
       ),
@@ -176,30 +175,22 @@ export const limiterSchema = z
       .strictObject({
         status: z
           .int()
-          .min(400)
-          .max(499)
-          .default(400)
+          .min(MISSING_KEY_STATUS.min)
+          .max(MISSING_KEY_STATUS.max)
+          .default(MISSING_KEY_STATUS.default)
           .describe('HTTP status (4xx) of the application/problem+json error sent when the key header is missing.'),
       })
-      .default({ status: 400 })
+      .default({ status: MISSING_KEY_STATUS.default })
       .describe('What a request without the key header gets: a clear 4xx problem+json error, never a 500.'),
     onStoreError: z
-      .enum(['allow', 'deny'])
+      .enum(ON_STORE_ERROR)
       .default('allow')
       .describe('When Redis is unreachable or slow: allow (fail open: requests pass uncounted) or deny (503).'),
   })
-  .refine((l) => (l.rules !== undefined) !== hasSingleForm(l), { message: LIMITER_FORM_RULE })
-  .refine((l) => l.rules !== undefined || !hasSingleForm(l) || (l.replenishRate !== undefined && l.burstCapacity !== undefined), {
-    message: SINGLE_LIMIT_RULE,
-  })
-  .refine(affordable, { message: REQUESTED_TOKENS_RULE, path: ['requestedTokens'] })
-  .meta({
-    'x-kubernetes-validations': [
-      { rule: `has(self.rules) != ${SINGLE_FORM_CEL}`, message: LIMITER_FORM_RULE },
-      { rule: `has(self.rules) || !${SINGLE_FORM_CEL} || (has(self.replenishRate) && has(self.burstCapacity))`, message: SINGLE_LIMIT_RULE },
-      affordableCel,
-    ],
-  })
+  .refine(limiterFormRule.holds, refineParams(limiterFormRule))
+  .refine(singleLimitRule.holds, refineParams(singleLimitRule))
+  .refine(requestedTokensRule.holds, refineParams(requestedTokensRule))
+  .meta({ 'x-kubernetes-validations': [limiterFormRule, singleLimitRule, requestedTokensRule].map(celValidation) })
   .describe(
     'Token-bucket limiter of the route (as in the RequestRateLimiter filter of Spring Cloud Gateway), one bucket per key: either the single-limit form (replenishRate, burstCapacity, requestedTokens) or rules.',
   );

@@ -2,21 +2,17 @@
 // every OAuthClient there, the signing keys (generated once, rotated on a timer, old public keys
 // kept until their tokens expire), the Deployment and the Service. No OAuthClient left: the
 // objects are deleted here explicitly (their owner references would let the garbage collector do
-// it too, where one runs).
+// it too, where one runs). get -> observe -> pure plan (plan-auth-server.ts) -> apply.
 import type { Logger } from 'pino';
 import { oauthClientSchema } from '../api/index.ts';
 import { generateSigningJwks } from '../../lib/config/auth-server.ts';
-import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, oauthClientSecretName, SIGNING_KEYS_SECRET } from '../resources/auth-server-names.ts';
-import { authServerDeployment, authServerNetworkPolicy, authServerPodDisruptionBudget, authServerService } from '../resources/auth-server-deployment.ts';
-import { clientRegistrySecret, type RegisteredOAuthClient } from '../resources/client-registry-secret.ts';
-import { controllerOf, OAUTH_CLIENT_LABEL } from '../resources/metadata.ts';
-import { AUTH_REDIS_SECRET, authRedisSecret } from '../resources/redis-url-secret.ts';
-import { authRedisSource } from '../resources/route-redis.ts';
+import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from '../resources/auth/names.ts';
+import { controllerOf, OAUTH_CLIENT_LABEL } from '../resources/shared/metadata.ts';
+import { AUTH_REDIS_SECRET, authRedisSource } from '../resources/shared/redis-url-secret.ts';
 import { readSecretKey } from './source-secret.ts';
-import { credentialsOf } from '../resources/oauth-client-secret.ts';
 import { namespaceRedisUrlData, releaseNamespaceRedisUser, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
-import type { ResourceSettings } from '../resources/settings.ts';
-import { planSigningKeys, signingKeysSecret, signingKeysStateOf, type SigningKeysState } from '../resources/signing-keys-secret.ts';
+import type { ResourceSettings } from '../resources/shared/settings.ts';
+import { planSigningKeys, signingKeysSecret, signingKeysStateOf, type SigningKeysState } from '../resources/auth/signing-keys-secret.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { EventRecorder } from '../runtime/events.ts';
@@ -27,6 +23,7 @@ import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, type ResourceType } from '../runtime/resource-types.ts';
+import { describeOwner, isAuthServerObject, planAuthServer, type AuthServerObserved } from './plan-auth-server.ts';
 
 /** A namespace Redis user that could not be made is tried again this soon (ms). */
 const REDIS_USER_RETRY_MS = 10_000;
@@ -53,17 +50,6 @@ export interface AuthServerReconcilerDeps {
   redisUsers?: TenantRedisUsers;
 }
 
-/** Made by the auth-server controller: owned by OAuthClients, controlled by nothing (a route's child has its route as controller). */
-function isAuthServerObject(obj: KubeObject): boolean {
-  const refs = obj.metadata.ownerReferences ?? [];
-  return refs.every((r) => r.controller !== true) && refs.some((r) => r.kind === 'OAuthClient');
-}
-
-function describeOwner(obj: KubeObject): string {
-  const controller = obj.metadata.ownerReferences?.find((r) => r.controller === true);
-  return controller === undefined ? 'exists and is not the auth server\'s' : `is controlled by ${controller.kind} ${controller.name}`;
-}
-
 export class AuthServerReconciler implements Reconciler {
   readonly name = 'auth-server';
   readonly #d: AuthServerReconcilerDeps;
@@ -83,21 +69,6 @@ export class AuthServerReconciler implements Reconciler {
       await this.#prune(namespace);
       return {};
     }
-
-    // One live list of the clients' Secrets (the cache holds their metadata only).
-    const secrets = await this.#d.client.list(resourceTypes.secret, { namespace, labelSelector: OAUTH_CLIENT_LABEL, keep: (s) => controllerOf(s, 'OAuthClient') !== undefined });
-    const byName = new Map(secrets.items.map((s) => [s.metadata.name, s]));
-    const entries: RegisteredOAuthClient[] = [];
-    for (const client of clients) {
-      const secret = byName.get(oauthClientSecretName(client.metadata.name));
-      const credentials = credentialsOf(secret);
-      // Only a Secret this very OAuthClient owns counts (not one left over by a deleted namesake).
-      if (secret !== undefined && credentials !== undefined && controllerOf(secret, 'OAuthClient')?.uid === client.metadata.uid) {
-        entries.push({ client, credentials });
-      }
-    }
-
-    const owners = clients;
     const conflicts = await this.#foreignObjects(namespace);
     if (conflicts.length > 0) {
       const message = `the auth server in ${namespace} cannot run: ${conflicts.join('; ')}. The operator does not take over objects it did not make for the auth server; delete or rename them`;
@@ -105,17 +76,46 @@ export class AuthServerReconciler implements Reconciler {
       for (const c of live) this.#d.events?.event(c, 'Warning', EventReasons.Conflict, message);
       return { waiting: true };
     }
-    await this.#d.applier.apply(clientRegistrySecret(namespace, entries, owners), caches.secrets);
-    const recheckInMs = await this.#ensureSigningKeys(namespace, owners);
-    const redisUserOk = await this.#applyRedisSecret(namespace, owners, live);
-    await this.#d.applier.apply(authServerDeployment(namespace, this.#d.settings, owners), caches.deployments);
-    await this.#d.applier.apply(authServerService(namespace, this.#d.settings, owners), caches.services);
-    await this.#applyBudget(namespace, owners);
-    await this.#applyNetworkPolicy(namespace, owners);
-    await this.#checkUsersSecret(namespace, live);
+    const plan = planAuthServer(namespace, this.#d.settings, await this.#observe(namespace, clients));
+
+    await this.#d.applier.apply(plan.registry, caches.secrets);
+    const recheckInMs = await this.#ensureSigningKeys(namespace, clients);
+    for (const step of plan.steps) {
+      if ('object' in step) {
+        await this.#d.applier.apply(step.object, caches[step.cache]);
+        continue;
+      }
+      const obj = caches[step.cache].get(namespace, step.stale);
+      if (obj === undefined || !isAuthServerObject(obj) || !(await this.#d.applier.remove(obj))) continue;
+      if (step.why !== undefined) this.#d.log.info({ namespace }, `deleted auth-server ${obj.kind}: ${step.why}`);
+    }
+    for (const w of plan.warnings) {
+      this.#d.log.warn({ namespace, ...w.fields }, w.log);
+      for (const c of live) this.#d.events?.event(c, 'Warning', w.reason, w.message);
+    }
     // A namespace Redis user that could not be made is tried again soon.
-    const next = redisUserOk ? recheckInMs : Math.min(recheckInMs ?? REDIS_USER_RETRY_MS, REDIS_USER_RETRY_MS);
+    const redisUserFailed = plan.warnings.some((w) => w.reason === EventReasons.RedisUserFailed);
+    const next = redisUserFailed ? Math.min(recheckInMs ?? REDIS_USER_RETRY_MS, REDIS_USER_RETRY_MS) : recheckInMs;
     return next === undefined ? {} : { requeueAfterMs: next };
+  }
+
+  /** The reads the plan needs: the clients' Secrets, the namespace's Redis URL, the users Secret. */
+  async #observe(namespace: string, clients: AuthServerObserved['clients']): Promise<AuthServerObserved> {
+    const { client } = this.#d;
+    // One live list of the clients' Secrets (the cache holds their metadata only).
+    const secrets = await client.list(resourceTypes.secret, { namespace, labelSelector: OAUTH_CLIENT_LABEL, keep: (s) => controllerOf(s, 'OAuthClient') !== undefined });
+    const source = authRedisSource(this.#d.settings);
+    const adminData = source === undefined ? undefined : await readSecretKey(client, source);
+    let redisUserProblem: string | undefined;
+    const redisUrlData =
+      adminData === undefined
+        ? undefined
+        : await namespaceRedisUrlData(this.#d.redisUsers, adminData, namespace, 'auth').catch((err: unknown) => {
+            redisUserProblem = (err as Error).message;
+            return undefined;
+          });
+    const usersSecret = await client.get(resourceTypes.secret, namespace, this.#d.settings.usersSecretName);
+    return { clients, clientSecrets: secrets.items, redisUrlData, redisUserProblem, usersSecret };
   }
 
   async #ensureSigningKeys(namespace: string, owners: Parameters<typeof signingKeysSecret>[2]): Promise<number | undefined> {
@@ -151,71 +151,6 @@ export class AuthServerReconciler implements Reconciler {
       await this.#d.applier.apply(desired, this.#d.caches.secrets);
     }
     return plan.recheckInMs;
-  }
-
-  /** A budget while the auth server runs more than one replica; the one left from more replicas goes. */
-  async #applyBudget(namespace: string, owners: Parameters<typeof authServerPodDisruptionBudget>[2]): Promise<void> {
-    const budget = authServerPodDisruptionBudget(namespace, this.#d.settings, owners);
-    if (budget !== undefined) {
-      await this.#d.applier.apply(budget, this.#d.caches.podDisruptionBudgets);
-      return;
-    }
-    const live = this.#d.caches.podDisruptionBudgets.get(namespace, AUTH_SERVER_NAME);
-    if (live !== undefined && isAuthServerObject(live) && (await this.#d.applier.remove(live))) this.#d.log.info({ namespace }, 'deleted auth-server PodDisruptionBudget: one replica');
-  }
-
-  /** The pods' NetworkPolicy, unless the operator's NetworkPolicies are turned off (then the one it made goes). */
-  async #applyNetworkPolicy(namespace: string, owners: Parameters<typeof authServerNetworkPolicy>[2]): Promise<void> {
-    if (this.#d.settings.routeNetworkPolicy) {
-      await this.#d.applier.apply(authServerNetworkPolicy(namespace, this.#d.settings, owners), this.#d.caches.networkPolicies);
-      return;
-    }
-    const live = this.#d.caches.networkPolicies.get(namespace, AUTH_SERVER_NAME);
-    if (live !== undefined && isAuthServerObject(live) && (await this.#d.applier.remove(live))) this.#d.log.info({ namespace }, 'deleted auth-server NetworkPolicy: NetworkPolicies are turned off');
-  }
-
-  /**
-   * The auth Redis Secret (in the operator's namespace), copied beside the auth server whose
-   * REDIS_URL references it; a stale copy (the setting changed) is deleted.
-   */
-  async #applyRedisSecret(namespace: string, owners: Parameters<typeof authRedisSecret>[1], clients: readonly KubeObject[]): Promise<boolean> {
-    const source = authRedisSource(this.#d.settings);
-    if (source === undefined) {
-      const stale = this.#d.caches.secrets.get(namespace, AUTH_REDIS_SECRET);
-      if (stale !== undefined && isAuthServerObject(stale)) await this.#d.applier.remove(stale);
-      return true;
-    }
-    const adminData = await readSecretKey(this.#d.client, source);
-    if (adminData !== undefined) {
-      let data: string;
-      try {
-        data = await namespaceRedisUrlData(this.#d.redisUsers, adminData, namespace, 'auth');
-      } catch (err) {
-        // Redis unreachable: everything else is applied, the Secret left as it is.
-        const problem = (err as Error).message;
-        this.#d.log.warn({ namespace, err: problem }, 'could not make the namespace Redis user');
-        for (const c of clients) this.#d.events?.event(c, 'Warning', EventReasons.RedisUserFailed, `could not make the namespace's Redis user with the operator's auth Redis (${problem}); retrying`);
-        return false;
-      }
-      await this.#d.applier.apply(authRedisSecret(namespace, owners, data), this.#d.caches.secrets);
-      return true;
-    }
-    const message = `the auth server in ${namespace} cannot start: the operator's auth Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty (the chart's auth.redis.existingSecret)`;
-    this.#d.log.warn({ namespace, secret: `${source.namespace}/${source.name}` }, 'auth Redis Secret missing');
-    for (const c of clients) this.#d.events?.event(c, 'Warning', EventReasons.RedisSecretMissing, message);
-    return true;
-  }
-
-  /** The users Secret is the operator's setting, not its child: tell a person when it is missing. */
-  async #checkUsersSecret(namespace: string, clients: readonly KubeObject[]): Promise<void> {
-    const { usersSecretName, usersSecretKey } = this.#d.settings;
-    const users = await this.#d.client.get(resourceTypes.secret, namespace, usersSecretName);
-    const data = users?.['data'];
-    const hasKey = typeof data === 'object' && data !== null && usersSecretKey in data;
-    if (hasKey) return;
-    const message = `the auth server in ${namespace} cannot start: Secret ${usersSecretName} ${users === undefined ? 'does not exist' : `has no key ${usersSecretKey}`}; create it with the users file (kubectl -n ${namespace} create secret generic ${usersSecretName} --from-file=${usersSecretKey}=users.json; password hashes from node services/auth-server/hash-password.ts)`;
-    this.#d.log.warn({ namespace, secret: usersSecretName }, 'users Secret missing');
-    for (const c of clients) this.#d.events?.event(c, 'Warning', EventReasons.UsersSecretMissing, message);
   }
 
   /**

@@ -3,7 +3,7 @@
 // Deployment from a chart), so before a child is written its live copy must be controlled by this
 // very route (kind and uid: a route deleted and recreated under the same name is another owner
 // until the garbage collector has removed the old one's children).
-import { controllerOf, type Owner } from '../resources/metadata.ts';
+import { controllerOf, type Owner } from '../resources/shared/metadata.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 
 /** Why the live object is not this owner's to write, or undefined when it is (or does not exist). */

@@ -2,20 +2,12 @@
 // POST that fails if the Secret exists, after a live read when the cache has none, so neither a
 // stale cache nor an operator restart can ever replace a secret a client already uses — and the
 // status (clientId, secretName, Ready once the auth server's registry lists the client).
+// get -> parse -> read the Secret -> pure plan (plan-oauth-client.ts) -> the Secret -> status.
 import type { Logger } from 'pino';
-import { oauthClientSchema, type OAuthClient } from '../api/index.ts';
-import { hashClientSecret } from '../../lib/config/auth-server.ts';
-import { CLIENT_REGISTRY_SECRET, oauthClientSecretName } from '../resources/auth-server-names.ts';
-import { registeredClientIds } from '../resources/client-registry-secret.ts';
-import { controllerOf } from '../resources/metadata.ts';
-import {
-  credentialsOf,
-  generateCredentials,
-  oauthClientSecret,
-  ROTATE_SECRET_ANNOTATION,
-  ROTATED_FOR_ANNOTATION,
-  type ClientCredentials,
-} from '../resources/oauth-client-secret.ts';
+import type { OAuthClient } from '../api/index.ts';
+import { CLIENT_REGISTRY_SECRET, oauthClientSecretName } from '../resources/auth/names.ts';
+import { registeredClientIds } from '../resources/auth/client-registry-secret.ts';
+import { generateCredentials, oauthClientSecret, type ClientCredentials } from '../resources/auth/oauth-client-secret.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
@@ -25,8 +17,8 @@ import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes } from '../runtime/resource-types.ts';
-import { EventReasons, Reasons, readyStatus, type EventReason, type ReadyState } from './conditions.ts';
-import { describeIssues } from './spec-issues.ts';
+import { EventReasons, readyStatus, type EventReason, type ReadyState } from './conditions.ts';
+import { oauthClientReadyState, parseOAuthClient, planOAuthClient, type SecretAction } from './plan-oauth-client.ts';
 
 export interface OAuthClientReconcilerDeps {
   client: KubeClient;
@@ -51,33 +43,21 @@ export class OAuthClientReconciler implements Reconciler {
     const { namespace, name } = splitKey(key);
     const raw = this.#d.caches.clients.get(namespace, name);
     if (raw === undefined || raw.metadata.deletionTimestamp !== undefined) return {};
-    const parsed = oauthClientSchema.safeParse(raw);
-    if (!parsed.success) {
-      const message = `spec is invalid: ${describeIssues(parsed.error)}; fix the OAuthClient`;
-      this.#d.events.event(raw, 'Warning', EventReasons.InvalidSpec, message);
-      await this.#writeStatus(raw, undefined, { status: 'False', reason: Reasons.InvalidSpec, message });
-      return {};
-    }
-    const client = parsed.data;
-    const secretName = oauthClientSecretName(name);
+    const parsed = parseOAuthClient(raw);
+    if (parsed.state !== undefined) return this.#refuse(raw, undefined, parsed.state);
     // The cache holds Secrets' metadata only: the credentials are read live.
-    const secret = await this.#d.client.get(resourceTypes.secret, namespace, secretName);
-
-    const owner = secret === undefined ? undefined : controllerOf(secret, 'OAuthClient');
-    if (secret !== undefined && (owner === undefined || owner.name !== name)) {
-      const message = `Secret ${secretName} exists and is not owned by this OAuthClient; delete or rename it so the operator can generate the client's credentials`;
-      this.#d.events.event(raw, 'Warning', EventReasons.SecretConflict, message);
-      await this.#writeStatus(raw, secretName, { status: 'False', reason: Reasons.SecretConflict, message });
-      return {};
-    }
-
-    const credentials = await this.#ensureSecret(raw, client, secret, owner?.uid === raw.metadata.uid);
+    const secret = await this.#d.client.get(resourceTypes.secret, namespace, oauthClientSecretName(name));
+    const plan = planOAuthClient(raw, parsed.client, secret);
+    if (!plan.ok) return this.#refuse(raw, plan.secretName, plan.state);
+    const credentials = await this.#ensureSecret(raw, parsed.client, plan.secret);
     const registered = await this.#registered(namespace ?? 'default');
-    const isRegistered = registered.get(credentials.clientId) === hashClientSecret(credentials.clientSecret);
-    const state: ReadyState = isRegistered
-      ? { status: 'True', reason: Reasons.Registered, message: `client ${credentials.clientId} is registered with the auth server; its credentials are in Secret ${secretName} (keys client_id, client_secret)` }
-      : { status: 'False', reason: Reasons.Registering, message: `credentials are in Secret ${secretName}; waiting for the auth server's client registry (Secret ${CLIENT_REGISTRY_SECRET}) to list client ${credentials.clientId}` };
-    await this.#writeStatus(raw, secretName, state, credentials.clientId);
+    await this.#writeStatus(raw, plan.secretName, oauthClientReadyState(credentials, plan.secretName, registered), credentials.clientId);
+    return {};
+  }
+
+  async #refuse(raw: KubeObject, secretName: string | undefined, state: ReadyState & { status: 'False' }): Promise<ReconcileResult> {
+    this.#d.events.event(raw, 'Warning', state.reason, state.message);
+    await this.#writeStatus(raw, secretName, state);
     return {};
   }
 
@@ -96,32 +76,28 @@ export class OAuthClientReconciler implements Reconciler {
     return ids;
   }
 
-  async #ensureSecret(raw: KubeObject, client: OAuthClient, secret: KubeObject | undefined, ownedByThis: boolean): Promise<ClientCredentials> {
-    const wantedRotation = raw.metadata.annotations?.[ROTATE_SECRET_ANNOTATION];
-    const existing = ownedByThis ? credentialsOf(secret) : undefined;
-    if (secret === undefined) {
+  /** The Secret as the plan says; the credentials it holds afterwards. */
+  async #ensureSecret(raw: KubeObject, client: OAuthClient, action: SecretAction): Promise<ClientCredentials> {
+    const secretName = oauthClientSecretName(client.metadata.name);
+    if (action.kind === 'keep') {
+      await this.#d.applier.apply(oauthClientSecret(client, action.credentials, action.rotation), this.#d.caches.secrets);
+      return action.credentials;
+    }
+    if (action.kind === 'create') {
       const credentials = generateCredentials(client);
       try {
-        await this.#d.applier.create(oauthClientSecret(client, credentials, wantedRotation));
+        await this.#d.applier.create(oauthClientSecret(client, credentials, action.rotation));
       } catch (err) {
         // Created meanwhile (a stale read): never overwrite it; the retry reads it.
-        if (isConflict(err)) throw new Error(`Secret ${oauthClientSecretName(client.metadata.name)} appeared while creating it; retrying`, { cause: err });
+        if (isConflict(err)) throw new Error(`Secret ${secretName} appeared while creating it; retrying`, { cause: err });
         throw err;
       }
-      this.#d.events.event(raw, 'Normal', EventReasons.CredentialsGenerated, `generated client ${credentials.clientId} into Secret ${oauthClientSecretName(client.metadata.name)}`);
+      this.#d.events.event(raw, 'Normal', EventReasons.CredentialsGenerated, `generated client ${credentials.clientId} into Secret ${secretName}`);
       return credentials;
     }
-    const rotatedFor = secret.metadata.annotations?.[ROTATED_FOR_ANNOTATION];
-    if (existing !== undefined && (wantedRotation === undefined || wantedRotation === rotatedFor)) {
-      // Keep the values; re-apply only metadata drift (labels, owner) — usually a skipped no-op.
-      await this.#d.applier.apply(oauthClientSecret(client, existing, rotatedFor), this.#d.caches.secrets);
-      return existing;
-    }
-    // Rotation asked for, or the Secret is unusable / left over from an older OAuthClient of this name.
-    const credentials = generateCredentials(client, existing?.clientId);
-    await this.#d.applier.force(oauthClientSecret(client, credentials, wantedRotation ?? rotatedFor));
-    const why = existing === undefined ? 'the Secret held no usable credentials' : `rotation "${wantedRotation ?? ''}" was asked for`;
-    this.#d.events.event(raw, 'Normal', EventReasons.SecretRotated, `generated a new client secret for ${credentials.clientId}: ${why}`);
+    const credentials = generateCredentials(client, action.clientId);
+    await this.#d.applier.force(oauthClientSecret(client, credentials, action.rotation));
+    this.#d.events.event(raw, 'Normal', EventReasons.SecretRotated, `generated a new client secret for ${credentials.clientId}: ${action.why}`);
     return credentials;
   }
 

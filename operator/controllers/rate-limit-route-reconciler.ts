@@ -1,27 +1,18 @@
-// RateLimitRoute reconciler: get -> (gone: done; children go with their owner) -> validate ->
-// pure desired children -> none written while any name is taken by a foreign object -> apply
-// those that differ -> status from what was observed.
+// RateLimitRoute reconciler: get -> (gone: done; children go with their owner) -> parse ->
+// observe (reads the plan needs) -> pure plan (plan-route.ts) -> none written while any name is
+// taken by a foreign object -> apply those that differ -> status from what was observed.
 import type { Logger } from 'pino';
-import { rateLimitRouteSchema, RESERVED_ROUTE_NAME_RULE, RESERVED_ROUTE_NAMES, type RateLimitRoute } from '../api/index.ts';
-import { routeConfigMap } from '../resources/route-config-map.ts';
-import { AUTH_SERVER_NAME } from '../resources/auth-server-names.ts';
-import { controllerOf } from '../resources/metadata.ts';
-import { routeDeployment, routeSelectorLabels } from '../resources/route-deployment.ts';
-import { routeNetworkPolicy, routeWantsNetworkPolicy, upstreamNetworkPolicy } from '../resources/route-network-policy.ts';
-import { routePodDisruptionBudget } from '../resources/route-pod-disruption-budget.ts';
-import { routeNetworkPolicyName, routePodDisruptionBudgetName, routeServiceName, routeUpstreamNetworkPolicyName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route-names.ts';
-import { deploymentReplicas, labelSelectorString, routeReplicas, selectorString } from '../resources/route-scale.ts';
-import { injectionService } from '../resources/route-injection.ts';
-import { routeService } from '../resources/route-service.ts';
-import { routeRedisSecret, routeRedisSecretName } from '../resources/redis-url-secret.ts';
-import { readSecretKey } from './source-secret.ts';
-import { usesDefaultRedisSecret } from '../resources/route-redis.ts';
+import type { RateLimitRoute } from '../api/index.ts';
+import { AUTH_SERVER_NAME } from '../resources/auth/names.ts';
+import { usesDefaultRedisSecret } from '../resources/route/redis.ts';
+import { controllerOf } from '../resources/shared/metadata.ts';
+import { routeRedisSecretName } from '../resources/shared/redis-url-secret.ts';
+import type { ResourceSettings } from '../resources/shared/settings.ts';
 import { namespaceRedisUrlData, releaseNamespaceRedisUser, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
-import type { ResourceSettings } from '../resources/settings.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
-import { InvalidSpecError, KubeApiError } from '../runtime/errors.ts';
+import { KubeApiError } from '../runtime/errors.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
@@ -29,9 +20,9 @@ import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, resourceTypeOf } from '../runtime/resource-types.ts';
 import { conflictMessage, foreignObjectProblem } from './child-ownership.ts';
 import { EventReasons, Reasons, readyStatus, type EventReason, type ReadyState } from './conditions.ts';
-import { SidecarInjection } from './sidecar-injection.ts';
-import { deploymentReadiness } from './deployment-readiness.ts';
-import { describeIssues } from './spec-issues.ts';
+import { parseRoute, planRoute, routeReadyState, routeStatusFields, type RouteObserved, type RoutePlan } from './plan-route.ts';
+import { SidecarInjection, TARGET_RECHECK_MS } from './sidecar-injection.ts';
+import { readSecretKey } from './source-secret.ts';
 import { readUpstreamService, UPSTREAM_POLL_MS } from './upstream-service.ts';
 
 export interface RateLimitRouteCaches {
@@ -43,6 +34,8 @@ export interface RateLimitRouteCaches {
   podDisruptionBudgets: Informer;
   /** The operator's copies of its default Redis Secret (`<route>-redis`). */
   secrets: Informer;
+  /** RateLimitPolicies: their decision services use the namespace's Redis user too. */
+  policies?: Informer;
 }
 
 export interface RateLimitRouteReconcilerDeps {
@@ -87,100 +80,16 @@ export class RateLimitRouteReconciler implements Reconciler {
       if (removedFrom !== undefined) this.#d.events.event(raw, 'Normal', EventReasons.SidecarRemoved, `removed the sidecar from Deployment ${removedFrom}`);
       return {};
     }
+    const parsed = parseRoute(raw);
+    if (parsed.problem !== undefined) return this.#invalid(raw, parsed.problem);
+    const { route } = parsed;
+    const observed = await this.#observe(raw, route);
+    if ('stop' in observed) return observed.stop;
+    const plan = planRoute(route, this.#d.settings, observed);
+    if (!plan.ok) return this.#invalid(raw, plan.problem);
+    const { teamDeployment } = observed;
 
-    const parsed = rateLimitRouteSchema.safeParse(raw);
-    if (!parsed.success) {
-      await this.#invalid(raw, `spec is invalid: ${describeIssues(parsed.error)}; fix the RateLimitRoute`);
-      return {};
-    }
-    const route = parsed.data;
-    // The API server refuses these names; a route made before that rule is refused here.
-    const nameProblem = serviceNameProblem(name) ?? ((RESERVED_ROUTE_NAMES as readonly string[]).includes(name) ? RESERVED_ROUTE_NAME_RULE : undefined);
-    if (nameProblem !== undefined) {
-      await this.#invalid(raw, nameProblem);
-      return {};
-    }
-
-    // spec.targetRef: the team's Deployment, read live, takes the place of the route's own.
-    let teamDeployment: KubeObject | undefined;
-    if (route.spec.targetRef !== undefined) {
-      const prepared = await this.#injection.prepare(raw, route, (other) => this.#d.caches.routes.get(namespace, other) !== undefined);
-      if (prepared.problem !== undefined) {
-        this.#d.events.event(raw, 'Warning', prepared.reason, prepared.problem);
-        // No selector: the pods it would count are unknown (or not selectable) until the problem is fixed.
-        await this.#writeStatus(raw, route, { status: 'False', reason: prepared.reason, message: prepared.problem }, undefined);
-        return { waiting: true };
-      }
-      teamDeployment = prepared.deployment;
-    }
-
-    // spec.upstream: the Service it names, read live (its selector, its type).
-    const upstream = await readUpstreamService(this.#d.client, route);
-    if (upstream?.kind === 'refused') {
-      this.#d.events.event(raw, 'Warning', EventReasons.UpstreamInvalid, upstream.message);
-      await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.UpstreamInvalid, message: upstream.message }, undefined);
-      return { waiting: true };
-    }
-
-    // The default Redis, as the namespace's own user, in a Secret beside the route (pods reference
-    // Secrets of their namespace only).
-    const source = usesDefaultRedisSecret(route, this.#d.settings) ? this.#d.settings.defaultRedisSecret : undefined;
-    const adminUrlData = source === undefined ? undefined : await readSecretKey(this.#d.client, source);
-    // Redis unreachable: the rest is applied and the namespace's Secret left as it is; retried soon.
-    let redisUserProblem: string | undefined;
-    const redisUrlData =
-      adminUrlData === undefined
-        ? undefined
-        : await namespaceRedisUrlData(this.#d.redisUsers, adminUrlData, route.metadata.namespace ?? 'default', 'bucket').catch((err: unknown) => {
-            redisUserProblem = (err as Error).message;
-            return undefined;
-          });
-    // The route left the default Redis (its copy is still there): its namespace's user may go.
-    if (source === undefined && this.#d.caches.secrets.get(namespace, routeRedisSecretName(name)) !== undefined) await this.#releaseRedisUser(namespace);
-
-    let children: Array<[KubeObject, Informer]>;
-    let configText = '';
-    // Children the route may have had and no longer wants (the policy switched off, one replica left).
-    const stale: Array<[string, Informer]> = [];
-    try {
-      const configMap = routeConfigMap(route, this.#d.settings);
-      configText = (configMap['data'] as Record<string, string>)[SIDECAR_CONFIG_KEY] ?? '';
-      children =
-        teamDeployment === undefined
-          ? [
-              [configMap, this.#d.caches.configMaps], // first: new pods must find the new config
-              [routeDeployment(route, this.#d.settings, configText), this.#d.caches.deployments],
-              [routeService(route, this.#d.settings), this.#d.caches.services],
-            ]
-          : [
-              [configMap, this.#d.caches.configMaps],
-              [injectionService(route, this.#d.settings, teamDeployment), this.#d.caches.services],
-            ];
-      const { networkPolicies, podDisruptionBudgets, secrets } = this.#d.caches;
-      // First of all: new pods must find it.
-      if (redisUrlData !== undefined) children.unshift([routeRedisSecret(route, redisUrlData), secrets]);
-      else if (source === undefined) stale.push([routeRedisSecretName(name), secrets]);
-      // Around the limiter: the sidecar's pods (the route's or the team's) open only the sidecar
-      // ports, the upstream's pods only to the gateway. An upstream Service gone or without a
-      // selector keeps the policy it had: its pods may still be there.
-      const policies = routeWantsNetworkPolicy(route, this.#d.settings);
-      if (policies) children.push([routeNetworkPolicy(route, this.#d.settings), networkPolicies]);
-      else stale.push([routeNetworkPolicyName(name), networkPolicies]);
-      if (policies && upstream?.kind === 'selector') children.push([upstreamNetworkPolicy(route, upstream.selector), networkPolicies]);
-      else if (!policies || upstream === undefined) stale.push([routeUpstreamNetworkPolicyName(name), networkPolicies]);
-      // The team's pods are theirs to keep available: no budget over pods the route does not run.
-      const budget = teamDeployment === undefined ? routePodDisruptionBudget(route) : undefined;
-      if (budget !== undefined) children.push([budget, podDisruptionBudgets]);
-      else stale.push([routePodDisruptionBudgetName(name), podDisruptionBudgets]);
-    } catch (err) {
-      if (err instanceof InvalidSpecError) {
-        await this.#invalid(raw, err.message);
-        return {};
-      }
-      throw err;
-    }
-
-    const conflicts = await this.#foreignChildren(route, children);
+    const conflicts = await this.#foreignChildren(route, plan.children);
     if (conflicts.length > 0) {
       const message = conflictMessage(conflicts, route.metadata.namespace ?? 'default');
       this.#d.events.event(raw, 'Warning', EventReasons.Conflict, message);
@@ -188,27 +97,9 @@ export class RateLimitRouteReconciler implements Reconciler {
       // A foreign object carries no label the caches watch, so its deletion wakes nothing: look again.
       return { waiting: true };
     }
-
-    const changed: string[] = [];
-    const deleted: string[] = [];
     let deployment: KubeObject | undefined;
     try {
-      for (const [desired, cache] of children) {
-        const outcome = await this.#d.applier.apply(desired, cache);
-        if (outcome.changed) changed.push(`${desired.kind} ${desired.metadata.name}`);
-        if (desired.kind === 'Deployment') deployment = outcome.object;
-      }
-      if (teamDeployment !== undefined) {
-        const injected = await this.#injection.apply(route, configText, teamDeployment);
-        if (injected.changed) changed.push(`the sidecar in Deployment ${teamDeployment.metadata.name}`);
-        deployment = injected.deployment;
-      }
-      for (const [childName, cache] of stale) {
-        const live = cache.get(namespace, childName);
-        // Only a child of this very route (not a namesake someone else made, nor one of a deleted route).
-        if (live === undefined || controllerOf(live, 'RateLimitRoute')?.uid !== route.metadata.uid) continue;
-        if (await this.#d.applier.remove(live)) deleted.push(`${live.kind} ${childName}`);
-      }
+      deployment = await this.#apply(raw, route, plan, teamDeployment);
     } catch (err) {
       if (err instanceof KubeApiError) {
         const message = `could not apply the route's children: ${err.message}; check the operator's RBAC and admission policies`;
@@ -217,6 +108,87 @@ export class RateLimitRouteReconciler implements Reconciler {
       }
       throw err;
     }
+    if (observed.redisUserProblem !== undefined) this.#d.log.warn({ route: key, err: observed.redisUserProblem }, 'could not make the namespace Redis user');
+    for (const w of plan.warnings) this.#d.events.event(raw, 'Warning', w.reason, w.message);
+
+    const { state, readiness } = routeReadyState(route, this.#d.settings, deployment);
+    await this.#writeStatus(raw, route, state, readiness, teamDeployment);
+    if (observed.redisUserProblem !== undefined) return { waiting: true };
+    // The team's Deployment is watched (app.ts): its rollout wakes the route; the recheck is a safety net.
+    if (teamDeployment !== undefined && !readiness.ready) return { requeueAfterMs: TARGET_RECHECK_MS };
+    // Nor does the upstream Service: one that is not there yet, or lacks a selector, is looked at again.
+    return observed.upstream?.kind === 'unprotected' ? { requeueAfterMs: UPSTREAM_POLL_MS } : {};
+  }
+
+  /** The reads the plan needs, or the result when one of them stops the reconcile (a bad targetRef or upstream). */
+  async #observe(raw: KubeObject, route: RateLimitRoute): Promise<RouteObserved | { stop: ReconcileResult }> {
+    const namespace = route.metadata.namespace ?? 'default';
+    const name = route.metadata.name;
+    // spec.targetRef: the team's Deployment, read live, takes the place of the route's own.
+    let teamDeployment: KubeObject | undefined;
+    if (route.spec.targetRef !== undefined) {
+      const prepared = await this.#injection.prepare(raw, route, (other) => this.#d.caches.routes.get(namespace, other) !== undefined);
+      if (prepared.problem !== undefined) {
+        this.#d.events.event(raw, 'Warning', prepared.reason, prepared.problem);
+        // No selector: the pods it would count are unknown (or not selectable) until the problem is fixed.
+        await this.#writeStatus(raw, route, { status: 'False', reason: prepared.reason, message: prepared.problem }, undefined);
+        // The Deployment's changes (created, released by the other route) wake the route at once.
+        return { stop: { requeueAfterMs: TARGET_RECHECK_MS } };
+      }
+      teamDeployment = prepared.deployment;
+    }
+    // spec.upstream: the Service it names, read live (its selector, its type).
+    const upstream = await readUpstreamService(this.#d.client, route);
+    if (upstream?.kind === 'refused') {
+      this.#d.events.event(raw, 'Warning', EventReasons.UpstreamInvalid, upstream.message);
+      await this.#writeStatus(raw, route, { status: 'False', reason: Reasons.UpstreamInvalid, message: upstream.message }, undefined);
+      return { stop: { waiting: true } };
+    }
+    // The default Redis, as the namespace's own user, in a Secret beside the route (pods reference
+    // Secrets of their namespace only). Redis unreachable: the rest is applied and the namespace's
+    // Secret left as it is; retried soon.
+    const source = usesDefaultRedisSecret(route, this.#d.settings) ? this.#d.settings.defaultRedisSecret : undefined;
+    const adminUrlData = source === undefined ? undefined : await readSecretKey(this.#d.client, source);
+    let redisUserProblem: string | undefined;
+    const redisUrlData =
+      adminUrlData === undefined
+        ? undefined
+        : await namespaceRedisUrlData(this.#d.redisUsers, adminUrlData, namespace, 'bucket').catch((err: unknown) => {
+            redisUserProblem = (err as Error).message;
+            return undefined;
+          });
+    // The route left the default Redis (its copy is still there): its namespace's user may go.
+    if (source === undefined && this.#d.caches.secrets.get(namespace, routeRedisSecretName(name)) !== undefined) await this.#releaseRedisUser(namespace);
+    // Could not look (e.g. RBAC): null, the plan then says nothing rather than guess.
+    const ref = route.spec.redis?.secretRef;
+    const redisSecretRef = ref === undefined ? null : await this.#d.client.get(resourceTypes.secret, namespace, ref.name).catch(() => null);
+    const authServerRunning = this.#d.caches.deployments.get(namespace, AUTH_SERVER_NAME) !== undefined;
+    return { teamDeployment, upstream, redisUrlData, redisUserProblem, redisSecretRef, authServerRunning };
+  }
+
+  /** The plan's children (those that differ), the sidecar into the team's Deployment, the stale children out; the Deployment whose pods count. */
+  async #apply(raw: KubeObject, route: RateLimitRoute, plan: RoutePlan, teamDeployment: KubeObject | undefined): Promise<KubeObject | undefined> {
+    const namespace = route.metadata.namespace;
+    const changed: string[] = [];
+    const deleted: string[] = [];
+    let deployment: KubeObject | undefined;
+    for (const { object, cache } of plan.children) {
+      const outcome = await this.#d.applier.apply(object, this.#d.caches[cache]);
+      if (outcome.changed) changed.push(`${object.kind} ${object.metadata.name}`);
+      if (object.kind === 'Deployment') deployment = outcome.object;
+    }
+    if (teamDeployment !== undefined) {
+      const injected = await this.#injection.apply(route, plan.configText, teamDeployment);
+      if (injected.changed) changed.push(`the sidecar in Deployment ${teamDeployment.metadata.name}`);
+      deployment = injected.deployment;
+    }
+    for (const { name, cache } of plan.stale) {
+      const live = this.#d.caches[cache].get(namespace, name);
+      // Only a child of this very route (not a namesake someone else made, nor one of a deleted route).
+      if (live === undefined || controllerOf(live, 'RateLimitRoute')?.uid !== route.metadata.uid) continue;
+      if (await this.#d.applier.remove(live)) deleted.push(`${live.kind} ${name}`);
+    }
+    const key = `${namespace ?? 'default'}/${route.metadata.name}`;
     if (changed.length > 0) {
       this.#d.log.info({ route: key, changed }, 'applied children');
       this.#d.events.event(raw, 'Normal', EventReasons.Applied, `applied ${changed.join(', ')}`);
@@ -225,27 +197,7 @@ export class RateLimitRouteReconciler implements Reconciler {
       this.#d.log.info({ route: key, deleted }, 'deleted children');
       this.#d.events.event(raw, 'Normal', EventReasons.Deleted, `deleted ${deleted.join(', ')}`);
     }
-
-    if (upstream?.kind === 'unprotected' && routeWantsNetworkPolicy(route, this.#d.settings)) this.#d.events.event(raw, 'Warning', EventReasons.UpstreamUnprotected, upstream.message);
-    await this.#checkRedisSecret(raw, route);
-    this.#checkJwtIssuer(raw, route);
-    if (redisUserProblem !== undefined) {
-      this.#d.log.warn({ route: key, err: redisUserProblem }, 'could not make the namespace Redis user');
-      this.#d.events.event(raw, 'Warning', EventReasons.RedisUserFailed, `could not make the namespace's Redis user with the operator's default Redis (${redisUserProblem}); retrying`);
-    } else if (source !== undefined && redisUrlData === undefined) {
-      this.#d.events.event(raw, 'Warning', EventReasons.RedisSecretMissing, `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the route's pods cannot start until it exists (the chart's redis.existingSecret)`);
-    }
-    // Replicas left to an autoscaler: ready means as many pods as the Deployment asks for now.
-    const readiness = deploymentReadiness(deployment, routeReplicas(route) ?? deploymentReplicas(deployment) ?? 1);
-    const state: ReadyState = readiness.ready
-      ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${routeServiceName(name)} forwards port ${this.#d.settings.servicePort} to the sidecars` }
-      : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
-    await this.#writeStatus(raw, route, state, readiness, teamDeployment);
-    if (redisUserProblem !== undefined) return { waiting: true };
-    // The team's Deployment wakes no informer: its rollout is polled, less often as it drags on.
-    if (teamDeployment !== undefined && !readiness.ready) return { waiting: true };
-    // Nor does the upstream Service: one that is not there yet, or lacks a selector, is looked at again.
-    return upstream?.kind === 'unprotected' ? { requeueAfterMs: UPSTREAM_POLL_MS } : {};
+    return deployment;
   }
 
   /**
@@ -253,52 +205,19 @@ export class RateLimitRouteReconciler implements Reconciler {
    * objects with the operator's label; a miss is confirmed with one live GET (a child not yet
    * created, or a foreign object the label-filtered cache cannot see).
    */
-  async #foreignChildren(route: RateLimitRoute, children: ReadonlyArray<[KubeObject, Informer]>): Promise<string[]> {
+  async #foreignChildren(route: RateLimitRoute, children: RoutePlan['children']): Promise<string[]> {
     // All at once: a new route misses every one of them.
     const lives = await Promise.all(
-      children.map(([desired, cache]) => {
-        const { namespace, name } = desired.metadata;
-        return cache.get(namespace, name) ?? this.#d.client.get(resourceTypeOf(desired.apiVersion, desired.kind), namespace, name);
+      children.map(({ object, cache }) => {
+        const { namespace, name } = object.metadata;
+        return this.#d.caches[cache].get(namespace, name) ?? this.#d.client.get(resourceTypeOf(object.apiVersion, object.kind), namespace, name);
       }),
     );
     return lives.flatMap((live) => foreignObjectProblem(live, route) ?? []);
   }
 
   /**
-   * A missing Secret (or key) is the kubelet's to report (the pod stays in ContainerCreating), so
-   * it does not make the spec invalid; a Warning Event says it where the route's owner looks.
-   */
-  async #checkRedisSecret(raw: KubeObject, route: RateLimitRoute): Promise<void> {
-    const ref = route.spec.redis?.secretRef;
-    if (ref === undefined) return;
-    const secret = await this.#d.client.get(resourceTypes.secret, route.metadata.namespace, ref.name).catch(() => null);
-    if (secret === null) return; // could not look (e.g. RBAC): say nothing rather than guess
-    const data = asRecord(secret?.['data']);
-    if (data !== undefined && ref.key in data) return;
-    const what = secret === undefined ? `Secret ${ref.name} does not exist` : `Secret ${ref.name} has no key ${ref.key}`;
-    this.#d.events.event(raw, 'Warning', EventReasons.RedisSecretMissing, `spec.redis.secretRef: ${what}; the route's pods cannot start until it does (kubectl -n ${route.metadata.namespace} create secret generic ${ref.name} --from-literal=${ref.key}=redis://...)`);
-  }
-
-  /**
-   * A jwt key without an issuer of its own trusts the namespace's auth server, which the operator
-   * runs only while an OAuthClient exists there: without it every request of the route is a 503
-   * (the sidecar cannot fetch the keys), so say so where the team looks.
-   */
-  #checkJwtIssuer(raw: KubeObject, route: RateLimitRoute): void {
-    const { key } = route.spec.limiter;
-    if (key.source !== 'jwt' || key.issuer !== undefined) return;
-    const namespace = route.metadata.namespace ?? 'default';
-    if (this.#d.caches.deployments.get(namespace, AUTH_SERVER_NAME) !== undefined) return;
-    this.#d.events.event(
-      raw,
-      'Warning',
-      EventReasons.AuthServerMissing,
-      `spec.limiter.key is jwt without an issuer, so it trusts the Portcullis auth server of namespace ${namespace}, which runs only while an OAuthClient exists there: until one does (or spec.limiter.key.issuer names another issuer) the sidecars cannot fetch signing keys and answer 503`,
-    );
-  }
-
-  /**
-   * No route of the namespace left on the default Redis: its user there goes. Every route without
+   * No route (nor RateLimitPolicy) of the namespace left on the default Redis: its user there goes. Every route without
    * spec.redis counts, an invalid one too (its pods still run on the user), and the count is taken
    * after the last await, so a route another worker set the user up for meanwhile keeps it (the
    * DELUSER queues behind that SETUSER on the one admin connection).
@@ -308,40 +227,22 @@ export class RateLimitRouteReconciler implements Reconciler {
     if (this.#d.redisUsers === undefined || source === undefined || namespace === undefined) return;
     const adminUrlData = await readSecretKey(this.#d.client, source);
     if (adminUrlData === undefined) return;
-    const onDefault = this.#d.caches.routes.list(namespace).some((r) => r.metadata.deletionTimestamp === undefined && asRecord(r['spec'])?.['redis'] === undefined);
+    const onDefaultRedis = (o: KubeObject) => o.metadata.deletionTimestamp === undefined && asRecord(o['spec'])?.['redis'] === undefined;
+    const onDefault = this.#d.caches.routes.list(namespace).some(onDefaultRedis) || (this.#d.caches.policies?.list(namespace).some(onDefaultRedis) ?? false);
     if (!onDefault) await releaseNamespaceRedisUser(this.#d.redisUsers, adminUrlData, namespace, 'bucket');
   }
 
-  async #invalid(raw: KubeObject, message: string): Promise<void> {
+  async #invalid(raw: KubeObject, message: string): Promise<ReconcileResult> {
     this.#d.events.event(raw, 'Warning', EventReasons.InvalidSpec, message);
     await this.#writeStatus(raw, undefined, { status: 'False', reason: Reasons.InvalidSpec, message }, undefined);
+    return {};
   }
 
   /** teamDeployment: spec.targetRef's Deployment as read this reconcile (its pods are the ones counted). */
-  async #writeStatus(
-    raw: KubeObject,
-    route: RateLimitRoute | undefined,
-    state: ReadyState,
-    pods: { readyReplicas: number; replicas: number } | undefined,
-    teamDeployment?: KubeObject,
-  ): Promise<void> {
+  async #writeStatus(raw: KubeObject, route: RateLimitRoute | undefined, state: ReadyState, pods: { readyReplicas: number; replicas: number } | undefined, teamDeployment?: KubeObject): Promise<void> {
     const fields: Record<string, unknown> = {};
     if (pods !== undefined) Object.assign(fields, { readyReplicas: pods.readyReplicas, replicas: pods.replicas });
-    if (route !== undefined) {
-      fields['service'] = routeServiceName(route.metadata.name);
-      const selector = statusSelector(route, teamDeployment);
-      if (selector !== undefined) fields['selector'] = selector;
-    }
+    if (route !== undefined) Object.assign(fields, routeStatusFields(route, teamDeployment));
     await this.#d.applier.applyStatus(raw, readyStatus(raw, state, this.#d.clock.now(), fields));
   }
-}
-
-/**
- * status.selector, what /scale reports and an autoscaler lists pods by: the selector of the pods
- * status.replicas counts. Those are the route's own pods (the gateway labels), or with
- * spec.targetRef the team Deployment's, which carry none of the gateway labels: its own selector.
- */
-function statusSelector(route: RateLimitRoute, teamDeployment: KubeObject | undefined): string | undefined {
-  if (route.spec.targetRef === undefined) return selectorString(routeSelectorLabels(route.metadata.name));
-  return labelSelectorString(asRecord(teamDeployment?.['spec'])?.['selector']);
 }

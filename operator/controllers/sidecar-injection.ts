@@ -1,15 +1,22 @@
-// spec.targetRef: the sidecar goes into a Deployment the team already runs (route-injection.ts says
+// spec.targetRef: the sidecar goes into a Deployment the team already runs (resources/route/injection.ts says
 // which fields). The route carries a finalizer while the sidecar may be there, so that deleting the
-// route first removes exactly what was added. The team's Deployment carries no operator label, so
-// no informer sees it: each reconcile reads it live, and a route still rolling out is polled.
+// route first removes exactly what was added. The team's Deployment carries no operator label: a
+// metadata-only informer (app.ts) wakes the routes that target it on each of its changes, and each
+// reconcile reads it live.
 import type { RateLimitRoute } from '../api/index.ts';
-import { INJECTION_FINALIZER, injectedBy, injectedSidecar, injectionProblem, releasedSidecar, SIDECAR_FIELD_MANAGER } from '../resources/route-injection.ts';
-import type { ResourceSettings } from '../resources/settings.ts';
+import { INJECTION_FINALIZER, injectedBy, injectedSidecar, injectionProblem, releasedSidecar, SIDECAR_FIELD_MANAGER } from '../resources/route/injection.ts';
+import type { ResourceSettings } from '../resources/shared/settings.ts';
 import { isSubset } from '../runtime/compare.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes } from '../runtime/resource-types.ts';
 import { Reasons } from './conditions.ts';
+
+/**
+ * A route waiting on its team's Deployment (missing, rolling out, held by another route) looks
+ * again after this long, ms, even without an event: a safety net for a missed watch event.
+ */
+export const TARGET_RECHECK_MS = 5 * 60_000;
 
 export type Prepared = { deployment: KubeObject; problem?: undefined } | { deployment?: undefined; problem: string; reason: typeof Reasons.TargetRefInvalid | typeof Reasons.TargetRefInUse };
 

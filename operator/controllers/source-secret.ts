@@ -1,6 +1,6 @@
 // A Secret the operator copies from (its Redis URLs, in the release namespace), read live: the
 // caches hold Secrets as metadata only.
-import { secretKeyData, type SecretKeyRef } from '../resources/redis-url-secret.ts';
+import { secretKeyData, type SecretKeyRef } from '../resources/shared/redis-url-secret.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { resourceTypes } from '../runtime/resource-types.ts';
 

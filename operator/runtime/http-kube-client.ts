@@ -145,7 +145,10 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
     return json as KubeObject;
   }
 
-  const client: KubeClient = {
+  // One transport (dispatcher, credentials, request rate) for every field manager's client.
+  const clientAs = (fieldManager: string): KubeClient => ({
+    withFieldManager: clientAs,
+
     async get(type, namespace, name) {
       const { status, json } = await request('get', type.plural, HttpMethod.GET, resourcePath(type, namespace, name), {});
       return status === 404 ? undefined : asObject(json, 'get');
@@ -224,21 +227,21 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
       }
     },
 
-    async apply(obj, subresource, fieldManager) {
+    async apply(obj, subresource, as) {
       const { type, path } = pathOf(obj, subresource);
-      const { json } = await request('apply', subresource === undefined ? type.plural : `${type.plural}/${subresource}`, HttpMethod.PATCH, path, { fieldManager: fieldManager ?? options.fieldManager, force: 'true' }, obj, APPLY_PATCH_CONTENT_TYPE);
+      const { json } = await request('apply', subresource === undefined ? type.plural : `${type.plural}/${subresource}`, HttpMethod.PATCH, path, { fieldManager: as ?? fieldManager, force: 'true' }, obj, APPLY_PATCH_CONTENT_TYPE);
       return asObject(json, 'apply');
     },
 
     async create(obj) {
       const type = resourceTypeOf(obj.apiVersion, obj.kind);
-      const { json } = await request('create', type.plural, HttpMethod.POST, resourcePath(type, obj.metadata.namespace), { fieldManager: options.fieldManager }, obj);
+      const { json } = await request('create', type.plural, HttpMethod.POST, resourcePath(type, obj.metadata.namespace), { fieldManager }, obj);
       return asObject(json, 'create');
     },
 
     async update(obj) {
       const { type, path } = pathOf(obj);
-      const { json } = await request('update', type.plural, HttpMethod.PUT, path, { fieldManager: options.fieldManager }, obj);
+      const { json } = await request('update', type.plural, HttpMethod.PUT, path, { fieldManager }, obj);
       return asObject(json, 'update');
     },
 
@@ -247,6 +250,6 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
       const { status } = await request('delete', type.plural, HttpMethod.DELETE, resourcePath(type, namespace, name), {}, body);
       return status !== 404;
     },
-  };
-  return client;
+  });
+  return clientAs(options.fieldManager);
 }

@@ -7,7 +7,7 @@ import { backoffDelay, type BackoffPolicy } from './backoff.ts';
 import { sleep, type Clock } from './clock.ts';
 import { isGone, isThrottled } from './errors.ts';
 import type { KubeClient } from './kube-client.ts';
-import { keyOf, objectKey, type KubeObject } from './kube-object.ts';
+import { keyOf, objectKey, type KubeObject, type ObjectMeta } from './kube-object.ts';
 import type { ResourceType } from './resource-types.ts';
 
 /** Consecutive 429 answers logged at info before they are logged as warnings. */
@@ -28,7 +28,9 @@ export interface InformerOptions {
   metadataOnly?: boolean;
   /**
    * Objects the cache holds; the rest are dropped as they arrive (a label anyone can set is no
-   * proof that the operator made an object, so children are kept by their owner reference).
+   * proof that the operator made an object, so children are kept by their owner reference). It may
+   * change its answer over time (a Deployment becomes the target of a route): an object it drops is
+   * added on its next event, and a deletion it keeps is reported even if the cache never held it.
    */
   keep?: (obj: KubeObject) => boolean;
   /** Relist (full list, diffed against the cache) at least this often, ms. */
@@ -43,17 +45,30 @@ export interface InformerOptions {
 /** kubectl apply's copy of the whole object, as large as the object itself. */
 const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
 
-/** Drops what the operator never reads and what costs the most memory (managedFields, kubectl's copy). */
+/**
+ * Drops what the operator never reads and what costs the most memory: kubectl's copy, and the
+ * field sets of managedFields (only who manages the object is kept: the Applier migrates fields of
+ * a field manager the operator no longer uses).
+ */
 function trim(obj: KubeObject): KubeObject {
   const annotations = obj.metadata.annotations;
   const lastApplied = annotations !== undefined && LAST_APPLIED in annotations;
-  if (obj.metadata.managedFields === undefined && !lastApplied) return obj;
-  const { managedFields: _dropped, ...metadata } = obj.metadata;
+  const managedFields = obj.metadata.managedFields;
+  if (managedFields === undefined && !lastApplied) return obj;
+  const { managedFields: _dropped, ...rest } = obj.metadata;
+  const metadata: ObjectMeta = rest;
+  if (managedFields !== undefined) metadata.managedFields = managedFields.map(({ manager, operation, subresource }) => ({ manager, operation, ...(subresource === undefined ? {} : { subresource }) }));
   if (lastApplied) {
     const { [LAST_APPLIED]: _copy, ...rest } = annotations;
     metadata.annotations = rest;
   }
   return { ...obj, metadata };
+}
+
+interface Index {
+  readonly keysOf: (obj: KubeObject) => readonly string[];
+  /** index key -> object keys */
+  readonly entries: Map<string, Set<string>>;
 }
 
 export class Informer {
@@ -70,6 +85,7 @@ export class Informer {
   readonly #syncedScopes = new Set<string>();
   readonly #syncWaiters: Array<() => void> = [];
   readonly #loops: Promise<void>[] = [];
+  readonly #indexes = new Map<string, Index>();
 
   constructor(client: KubeClient, clock: Clock, log: Logger, options: InformerOptions) {
     this.type = options.type;
@@ -82,6 +98,23 @@ export class Informer {
 
   addHandler(handler: InformerHandler): void {
     this.#handlers.push(handler);
+  }
+
+  /**
+   * Keeps the cached objects findable by keysOf (e.g. routes by the Deployment they target), for
+   * event mappings that would otherwise scan the whole cache on every event.
+   */
+  addIndex(name: string, keysOf: (obj: KubeObject) => readonly string[]): void {
+    const index: Index = { keysOf, entries: new Map() };
+    this.#indexes.set(name, index);
+    for (const [key, obj] of this.#store) this.#indexAdd(index, key, obj);
+  }
+
+  /** The cached objects whose index `name` has key `value`. */
+  byIndex(name: string, value: string): KubeObject[] {
+    const keys = this.#indexes.get(name)?.entries.get(value);
+    if (keys === undefined) return [];
+    return [...keys].flatMap((k) => this.#store.get(k) ?? []);
   }
 
   get(namespace: string | undefined, name: string): KubeObject | undefined {
@@ -143,7 +176,7 @@ export class Informer {
                 const rv = event.object.metadata.resourceVersion;
                 if (rv !== undefined && rv !== '') resourceVersion = rv;
                 if (event.type === 'BOOKMARK') return;
-                if (event.type === 'DELETED') this.#remove(event.object);
+                if (event.type === 'DELETED') this.#remove(event.object, true);
                 else this.#upsert(event.object);
               },
               AbortSignal.any([this.#stop.signal, window.signal]),
@@ -200,17 +233,43 @@ export class Informer {
     const old = this.#store.get(key);
     if (old !== undefined && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
     this.#store.set(key, obj);
+    for (const index of this.#indexes.values()) {
+      if (old !== undefined) this.#indexDelete(index, key, old);
+      this.#indexAdd(index, key, obj);
+    }
     for (const h of this.#handlers) {
       if (old === undefined) h.onAdd?.(obj);
       else h.onUpdate?.(old, obj);
     }
   }
 
-  #remove(obj: KubeObject): void {
+  /** watched: a DELETED event, reported even if the cache dropped the object before keep wanted it. */
+  #remove(obj: KubeObject, watched = false): void {
     const key = keyOf(obj);
     const old = this.#store.get(key);
-    if (old === undefined) return;
+    if (old === undefined) {
+      const keep = this.#options.keep;
+      if (watched && keep !== undefined && keep(obj)) for (const h of this.#handlers) h.onDelete?.(trim(obj));
+      return;
+    }
     this.#store.delete(key);
+    for (const index of this.#indexes.values()) this.#indexDelete(index, key, old);
     for (const h of this.#handlers) h.onDelete?.(old);
+  }
+
+  #indexAdd(index: Index, key: string, obj: KubeObject): void {
+    for (const value of index.keysOf(obj)) {
+      const keys = index.entries.get(value);
+      if (keys === undefined) index.entries.set(value, new Set([key]));
+      else keys.add(key);
+    }
+  }
+
+  #indexDelete(index: Index, key: string, obj: KubeObject): void {
+    for (const value of index.keysOf(obj)) {
+      const keys = index.entries.get(value);
+      keys?.delete(key);
+      if (keys?.size === 0) index.entries.delete(value);
+    }
   }
 }

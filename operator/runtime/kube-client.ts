@@ -54,6 +54,11 @@ export interface KubeClient {
   create(obj: KubeObject): Promise<KubeObject>;
   /** PUT with metadata.resourceVersion (optimistic concurrency); 409 on a stale version. */
   update(obj: KubeObject): Promise<KubeObject>;
+  /**
+   * The same client (connections, credentials, request rate) writing as another field manager by
+   * default: one per controller, so that each owns exactly the fields it applies.
+   */
+  withFieldManager(fieldManager: string): KubeClient;
   /** DELETE; false when it was already gone. `uid` is a precondition. */
   delete(type: ResourceType, namespace: string | undefined, name: string, uid?: string): Promise<boolean>;
 }

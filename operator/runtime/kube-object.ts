@@ -10,6 +10,15 @@ export interface OwnerReference {
   blockOwnerDeletion?: boolean;
 }
 
+/** One entry of metadata.managedFields: who set which fields, by which kind of request. */
+export interface ManagedFieldsEntry {
+  manager?: string;
+  operation?: string;
+  /** Set for a subresource's fields, e.g. 'status'. */
+  subresource?: string;
+  [field: string]: unknown;
+}
+
 export interface ObjectMeta {
   name: string;
   namespace?: string;
@@ -22,7 +31,7 @@ export interface ObjectMeta {
   creationTimestamp?: string;
   deletionTimestamp?: string;
   finalizers?: string[];
-  managedFields?: unknown[];
+  managedFields?: ManagedFieldsEntry[];
 }
 
 export interface KubeObject {

@@ -2,7 +2,7 @@
 // A static table instead of API discovery: discovery costs requests on every start and the set
 // of kinds is fixed by the operator's RBAC anyway. The Portcullis kinds come from the API module,
 // so the table cannot disagree with the CRDs.
-import { GROUP, OAUTH_CLIENT_KIND, OAUTH_CLIENT_PLURAL, RATE_LIMIT_ROUTE_KIND, RATE_LIMIT_ROUTE_PLURAL, VERSION } from '../api/index.ts';
+import { GATEWAY_API_GROUP, GROUP, OAUTH_CLIENT_KIND, OAUTH_CLIENT_PLURAL, RATE_LIMIT_POLICY_KIND, RATE_LIMIT_POLICY_PLURAL, RATE_LIMIT_ROUTE_KIND, RATE_LIMIT_ROUTE_PLURAL, VERSION } from '../api/index.ts';
 
 export interface ResourceType {
   readonly group: string; // '' for the core group
@@ -19,6 +19,11 @@ export function apiVersionOf(type: ResourceType): string {
 export const resourceTypes = {
   rateLimitRoute: { group: GROUP, version: VERSION, kind: RATE_LIMIT_ROUTE_KIND, plural: RATE_LIMIT_ROUTE_PLURAL, namespaced: true },
   oauthClient: { group: GROUP, version: VERSION, kind: OAUTH_CLIENT_KIND, plural: OAUTH_CLIENT_PLURAL, namespaced: true },
+  rateLimitPolicy: { group: GROUP, version: VERSION, kind: RATE_LIMIT_POLICY_KIND, plural: RATE_LIMIT_POLICY_PLURAL, namespaced: true },
+  // Gateway API (read live by the RateLimitPolicy reconciler: the CRDs may not be installed).
+  httpRoute: { group: GATEWAY_API_GROUP, version: 'v1', kind: 'HTTPRoute', plural: 'httproutes', namespaced: true },
+  gateway: { group: GATEWAY_API_GROUP, version: 'v1', kind: 'Gateway', plural: 'gateways', namespaced: true },
+  customResourceDefinition: { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', plural: 'customresourcedefinitions', namespaced: false },
   deployment: { group: 'apps', version: 'v1', kind: 'Deployment', plural: 'deployments', namespaced: true },
   service: { group: '', version: 'v1', kind: 'Service', plural: 'services', namespaced: true },
   configMap: { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true },

@@ -19,7 +19,10 @@ export async function consentCovers(ctx: AuthContext, client: RegisteredClient, 
   return consent !== undefined && ix.scope.every((s) => consent.scopes.includes(s));
 }
 
-/** `id` is the interaction's current id ('' when none was handed out, e.g. after a session). */
+/**
+ * `id` is the interaction's current id ('' when none was handed out, e.g. after a session);
+ * `covered` is consentCovers' answer when the caller already asked it.
+ */
 export async function continueAsUser(
   ctx: AuthContext,
   reply: FastifyReply,
@@ -28,8 +31,9 @@ export async function continueAsUser(
   client: RegisteredClient,
   user: string,
   authTime: number,
+  covered?: boolean,
 ): Promise<FastifyReply> {
-  if (await consentCovers(ctx, client, ix, user)) {
+  if (covered ?? (await consentCovers(ctx, client, ix, user))) {
     if (id !== '') await completeInteraction(ctx, id);
     return redirectWithCode(ctx, reply, { ...ix, user, authTime });
   }

@@ -11,11 +11,11 @@
 // before the sign-in (fixation) is worth nothing after it. Over https the cookies carry the
 // __Host- prefix (Secure, Path=/, no Domain: no sibling or parent domain can set them).
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { CompactEncrypt, compactDecrypt, decodeProtectedHeader } from 'jose';
 import { readCookie, serializeCookie } from '../../lib/web/cookies.ts';
 import type { AuthContext } from './context.ts';
 import { PageError } from './errors.ts';
 import { randomToken, safeEqual, sha256 } from './random.ts';
+import { seal, unseal } from './sealed-token.ts';
 import { interactionSchema, type Interaction } from './stores/types.ts';
 
 const BROWSER_COOKIE = 'portcullis_browser';
@@ -46,21 +46,15 @@ const SEALED = /^[A-Za-z0-9_-]{1,512}\.\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{1,8000
 /** Seals an interaction that has no signed-in user into an opaque string for the browser to carry. */
 export async function sealInteraction(ctx: AuthContext, ix: Interaction): Promise<string> {
   if (ix.user !== undefined) throw new Error('a signed-in interaction is stored, never sealed');
-  const [current] = ctx.keys.sealingKeys();
-  if (current === undefined) throw new Error('no sealing key');
-  return new CompactEncrypt(new TextEncoder().encode(JSON.stringify(ix)))
-    .setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: current.kid })
-    .encrypt(current.key);
+  return seal(ctx.keys, JSON.stringify(ix));
 }
 
 /** The sealed interaction, or undefined when it was not sealed by a key this server holds. */
 async function openSealed(ctx: AuthContext, sealed: string): Promise<Interaction | undefined> {
+  const plaintext = await unseal(ctx.keys, sealed);
+  if (plaintext === undefined) return undefined;
   try {
-    const { kid, alg, enc } = decodeProtectedHeader(sealed);
-    const key = ctx.keys.sealingKeys().find((k) => k.kid === kid);
-    if (key === undefined || alg !== 'dir' || enc !== 'A256GCM') return undefined;
-    const { plaintext } = await compactDecrypt(sealed, key.key, { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] });
-    const parsed = interactionSchema.safeParse(JSON.parse(new TextDecoder().decode(plaintext)));
+    const parsed = interactionSchema.safeParse(JSON.parse(plaintext));
     return parsed.success && parsed.data.user === undefined ? parsed.data : undefined;
   } catch {
     return undefined;

@@ -1,24 +1,26 @@
-// A refresh token sealed for the store (JWE dir + A256GCM under the key ring's sealing key, as
-// interactions are): the reuse grace window hands the same successor to every replica of a client
-// that refreshed at once, without the store ever holding a usable token in clear.
+// Values sealed for someone else to hold (JWE dir + A256GCM under the key ring's current sealing
+// key): interactions carried by the browser until sign-in, and the reuse grace window's refresh
+// token successor kept in the store, which so never holds a usable token in clear. The content
+// type keeps one kind of sealed value from being opened as another.
 import { CompactEncrypt, compactDecrypt, decodeProtectedHeader } from 'jose';
 import type { KeyRing } from './key-ring.ts';
 
-/** Content type that keeps a sealed token from being opened as anything else (and the reverse). */
-const CTY = 'portcullis-refresh-token';
+/** Content type of a sealed refresh token (sealed interactions carry none, as they always have). */
+export const REFRESH_TOKEN_CTY = 'portcullis-refresh-token';
 
-export async function sealToken(keys: KeyRing, token: string): Promise<string> {
+export async function seal(keys: KeyRing, plaintext: string, cty?: string): Promise<string> {
   const [current] = keys.sealingKeys();
   if (current === undefined) throw new Error('no sealing key');
-  return new CompactEncrypt(new TextEncoder().encode(token)).setProtectedHeader({ alg: 'dir', enc: 'A256GCM', kid: current.kid, cty: CTY }).encrypt(current.key);
+  const header = { alg: 'dir', enc: 'A256GCM', kid: current.kid, ...(cty === undefined ? {} : { cty }) };
+  return new CompactEncrypt(new TextEncoder().encode(plaintext)).setProtectedHeader(header).encrypt(current.key);
 }
 
-/** The token, or undefined when it was not sealed by a key this server still holds. */
-export async function openToken(keys: KeyRing, sealed: string): Promise<string | undefined> {
+/** The plaintext, or undefined when it was not sealed with this content type by a key this server still holds. */
+export async function unseal(keys: KeyRing, sealed: string, cty?: string): Promise<string | undefined> {
   try {
-    const { kid, cty } = decodeProtectedHeader(sealed);
-    const key = keys.sealingKeys().find((k) => k.kid === kid);
-    if (key === undefined || cty !== CTY) return undefined;
+    const header = decodeProtectedHeader(sealed);
+    const key = keys.sealingKeys().find((k) => k.kid === header.kid);
+    if (key === undefined || header.alg !== 'dir' || header.enc !== 'A256GCM' || header.cty !== cty) return undefined;
     const { plaintext } = await compactDecrypt(sealed, key.key, { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] });
     return new TextDecoder().decode(plaintext);
   } catch {

@@ -3,7 +3,7 @@
 // app, signs in on Portcullis's page and lands on the upstream with the identity headers; an
 // --allowed-group the user is not in is refused; an expired session refreshes without a sign-in;
 // sign-out through the auth server's end-session endpoint ends it. On the memory store and Redis.
-// The flags are docs/auth-server.md's ("Behind oauth2-proxy"), from test/harness/peers/oauth2-proxy.ts.
+// The flags are docs/concepts/auth-server.md's ("Behind oauth2-proxy"), from test/harness/peers/oauth2-proxy.ts.
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';

@@ -2,7 +2,7 @@
 // kubelet's summary API (/api/v1/nodes/NODE/proxy/stats/summary), at idle and while a client
 // pod drives the gateway. Written to bench/results/e2e-footprint.{json,md}.
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { SIDECAR_MEMORY_LIMIT_MIB } from '../../operator/resources/route-deployment.ts';
+import { SIDECAR_MEMORY_LIMIT_MIB } from '../../operator/resources/route/deployment.ts';
 import { Kube } from '../harness/kind/kube.ts';
 import { deploymentOfPod } from './support/pod-owner.ts';
 import { writeResult } from './support/results.ts';

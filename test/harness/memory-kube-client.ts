@@ -208,6 +208,14 @@ export class MemoryKubeClient implements KubeClient {
     return clone(this.#store(type, key, next, 'MODIFIED'));
   }
 
+  /**
+   * The memory client keeps one default manager (what it applies without a fieldManager) whatever
+   * its name: every controller's client is this one. Managers named on apply are tracked apart.
+   */
+  withFieldManager(): KubeClient {
+    return this;
+  }
+
   async create(obj: KubeObject) {
     const type = resourceTypeOf(obj.apiVersion, obj.kind);
     this.#record({ verb: 'create', kind: type.kind, namespace: obj.metadata.namespace, name: obj.metadata.name });

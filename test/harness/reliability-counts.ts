@@ -1,4 +1,4 @@
-// Counts for the numbers of docs/reliability.md: cases tried, faults injected, requests
+// Counts for the numbers of docs/reference/reliability.md: cases tried, faults injected, requests
 // sent. Each test file adds to in-memory counters; the shared setup file (reliability-setup.ts)
 // writes them to test-results/reliability/ after the file, and scripts/reliability-summary.ts
 // adds every file's numbers up.

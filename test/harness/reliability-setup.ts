@@ -1,7 +1,7 @@
 // vitest setupFiles entry of every tier (vitest.config.ts). For each test file it:
 //   - wraps fetch so that every credential the test sends or receives (client secrets, passwords,
 //     codes, verifiers, tokens, Basic/Bearer values, cookies) is tracked for the log scanner, and
-//     counts the requests for the reliability numbers (docs/reliability.md);
+//     counts the requests for the reliability numbers (docs/reference/reliability.md);
 //   - after the file (around it: after its afterAll hooks and after its file fixtures stopped the
 //     programs, so their shutdown lines are read too), scans every log line of every program the
 //     file started (test/harness/programs.ts) and fails the file when a tracked secret or a

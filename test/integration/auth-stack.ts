@@ -9,9 +9,9 @@ import { hashPassword } from '../../lib/config/passwords.ts';
 import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
 import { freePort } from '../harness/ports.ts';
 import { startProgram, startSidecar, startUserService, type Program } from '../harness/programs.ts';
-import { authServerNodeEnv } from '../../operator/resources/auth-server-deployment.ts';
-import { AUTH_SERVER_ENTRY } from '../../operator/resources/auth-server-names.ts';
-import { DEFAULT_AUTH_SERVER_RESOURCES } from '../../operator/resources/container-resources.ts';
+import { authServerNodeEnv } from '../../operator/resources/auth/deployment.ts';
+import { AUTH_SERVER_ENTRY } from '../../operator/resources/auth/names.ts';
+import { DEFAULT_AUTH_SERVER_RESOURCES } from '../../operator/resources/shared/container-resources.ts';
 
 /**
  * The auth server as its pods run it: the bundle (built by the tier's global setup) with the V8

@@ -1,5 +1,5 @@
 // Caddy v2.11.9 (built from its Go module) with forward_auth in front of the user service, asking
-// the decision service with the site docs/gateway.md shows: the specification scenario's
+// the decision service with the site docs/concepts/gateway.md shows: the specification scenario's
 // 12 x 200 and 18 x 429 reach the client with Retry-After, the RateLimit headers and the
 // problem+json body (forward_auth returns a refusal as it is), and no USER-ID gets 400.
 import { request } from 'undici';

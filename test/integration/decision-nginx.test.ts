@@ -1,5 +1,5 @@
 // nginx (Debian's) with auth_request in front of the user service, asking the decision service
-// with the server block docs/gateway.md shows: the specification scenario's 12 x 200 and
+// with the server block docs/concepts/gateway.md shows: the specification scenario's 12 x 200 and
 // 18 x 429 reach the client with Retry-After, the RateLimit headers and the problem+json body
 // (auth_request alone would turn every 429 into a 500), and a request without USER-ID gets 400.
 import { request } from 'undici';

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { Pool } from 'undici';
 import { describe, expect } from 'vitest';
-import { SIDECAR_ENTRY, SIDECAR_ENV } from '../../operator/resources/route-deployment.ts';
+import { SIDECAR_ENTRY, SIDECAR_ENV } from '../../operator/resources/route/deployment.ts';
 import { test } from '../harness/fixtures.ts';
 import { repoRoot } from '../harness/programs.ts';
 

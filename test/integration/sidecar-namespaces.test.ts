@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
 import { rateLimitRouteSchema } from '../../operator/api/index.ts';
 import { createTenantRedisUsers } from '../../operator/redis/tenant-redis-users.ts';
-import { sidecarConfigFor } from '../../operator/resources/route-config-map.ts';
-import { defaultResourceSettings } from '../../operator/resources/settings.ts';
+import { sidecarConfigFor } from '../../operator/resources/route/config-map.ts';
+import { defaultResourceSettings } from '../../operator/resources/shared/settings.ts';
 import { perDescribe, type Starter } from '../harness/fixtures.ts';
 
 /** The sidecar config the operator renders for route `api` in `namespace` (its Redis: `redisUrl`), on the test's upstream. */

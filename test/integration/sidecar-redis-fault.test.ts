@@ -145,7 +145,7 @@ describe('Redis killed during traffic', () => {
     expect(frozen(d.samples).every((x) => x.status === 503)).toBe(true);
     for (const s of [a.samples, d.samples]) expect(Math.max(...s.map((x) => x.ms))).toBeLessThan(commandTimeoutMs + marginMs);
     // The connection never dropped, so ioredis still says "ready": readiness stays up for allow;
-    // for deny it reflects the store's connection state (docs/gateway.md, "Admin port").
+    // for deny it reflects the store's connection state (docs/concepts/gateway.md, "Admin port").
     expect(readyAllow).toBe(200);
     expect([200, 503]).toContain(readyDeny);
     // Thawed: limiting again.

@@ -1,5 +1,5 @@
 // The auth server as the OpenID Connect issuer of a real kube-apiserver: the API server runs with
-// a structured AuthenticationConfiguration (the one docs/auth-server.md gives) whose JWT issuer is
+// a structured AuthenticationConfiguration (the one docs/concepts/auth-server.md gives) whose JWT issuer is
 // the auth server behind an https front with its own CA, as an Ingress would serve it. An id_token
 // from the code flow (what kubectl sends after kubelogin) authenticates the user with their groups,
 // RBAC bound to a prefixed group grants exactly what it says, and a token for another audience is
@@ -22,7 +22,7 @@ const KUBERNETES_SECRET = 'kubernetes-client-secret-0123456789abcdef0123';
 /** kubelogin's loopback redirect. */
 const KUBELOGIN_REDIRECT = 'http://localhost:8000';
 
-/** The AuthenticationConfiguration of docs/auth-server.md, with the test's issuer and CA. */
+/** The AuthenticationConfiguration of docs/concepts/auth-server.md, with the test's issuer and CA. */
 function authenticationConfiguration(issuer: string, caPem: string): Record<string, unknown> {
   return {
     apiVersion: 'apiserver.config.k8s.io/v1',

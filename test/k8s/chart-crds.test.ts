@@ -43,8 +43,8 @@ describe('the CRDs as chart templates (crds.enabled)', () => {
     expect(crdsIn(res.stdout)).toEqual([]);
   });
 
-  it('render exactly the two CRDs of crds/, with the keep annotation unless crds.keep is false', async () => {
-    expect(committed.map((c) => c.metadata.name).sort()).toEqual(['oauthclients.portcullis.dev', 'ratelimitroutes.portcullis.dev']);
+  it('render exactly the three CRDs of crds/, with the keep annotation unless crds.keep is false', async () => {
+    expect(committed.map((c) => c.metadata.name).sort()).toEqual(['oauthclients.portcullis.dev', 'ratelimitpolicies.portcullis.dev', 'ratelimitroutes.portcullis.dev']);
     const kept = await template(['--set', 'crds.enabled=true']);
     expect(kept.code, kept.stderr).toBe(0);
     expect(byName(crdsIn(kept.stdout))).toEqual(byName(committed.map(withKeep)));

@@ -12,11 +12,11 @@
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { authServerDeployment } from '../../operator/resources/auth-server-deployment.ts';
-import { ROUTE_LABEL } from '../../operator/resources/metadata.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { injectedSidecar } from '../../operator/resources/route-injection.ts';
-import { defaultResourceSettings } from '../../operator/resources/settings.ts';
+import { authServerDeployment } from '../../operator/resources/auth/deployment.ts';
+import { ROUTE_LABEL } from '../../operator/resources/shared/metadata.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { injectedSidecar } from '../../operator/resources/route/injection.ts';
+import { defaultResourceSettings } from '../../operator/resources/shared/settings.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
 import { route } from '../unit/operator-fixtures.ts';

@@ -4,10 +4,10 @@ import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments, stringify } from 'yaml';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
-import { authServerDeployment } from '../../operator/resources/auth-server-deployment.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { injectedSidecar } from '../../operator/resources/route-injection.ts';
-import { defaultResourceSettings } from '../../operator/resources/settings.ts';
+import { authServerDeployment } from '../../operator/resources/auth/deployment.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { injectedSidecar } from '../../operator/resources/route/injection.ts';
+import { defaultResourceSettings } from '../../operator/resources/shared/settings.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { chartRedisArgs } from '../harness/redis.ts';
 import { route } from '../unit/operator-fixtures.ts';
@@ -74,7 +74,9 @@ describe('the Helm chart', () => {
         'ClusterRole//portcullis-operator-finalizers',
         'ClusterRoleBinding//portcullis-operator-finalizers',
         // On by default: a route's author needs the rights the route uses; the operator's own limits.
+        'ValidatingAdmissionPolicy//portcullis-policy-rights',
         'ValidatingAdmissionPolicy//portcullis-route-rights',
+        'ValidatingAdmissionPolicyBinding//portcullis-policy-rights',
         'ValidatingAdmissionPolicyBinding//portcullis-route-rights',
         'ValidatingAdmissionPolicy//portcullis-operator-limits',
         'ValidatingAdmissionPolicyBinding//portcullis-operator-limits',

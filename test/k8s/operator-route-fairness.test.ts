@@ -1,12 +1,13 @@
 // One tenant cannot starve another of the operator, on a real API server: team-b floods it with
 // 300 RateLimitRoutes whose spec.targetRef names a Deployment that does not exist (each stays
-// TargetRefInvalid and is looked at again with backoff, 5 s doubling to 2 min). Once every one has
+// TargetRefInvalid; the Deployments are watched, so a route is looked at again only when its
+// Deployment appears, or after a 5 min safety recheck). Once every one has
 // been reconciled, a new team-a route must still become Ready within 10 s: the work queue hands out
 // keys round robin per namespace, so team-a's key waits for one reconcile, not for team-b's backlog.
 // 300 is enough for a FIFO queue to show it: the retries of 300 routes outrun the request rate
 // (20/s), so a FIFO backlog holds team-a's key behind a hundred or more team-b keys.
 // The API server's audit log then holds the operator to two bounds: its request rate (client-side
-// token bucket, PORTCULLIS_KUBE_QPS/BURST) over the whole flood, and the backoff per broken route.
+// token bucket, PORTCULLIS_KUBE_QPS/BURST) over the whole flood, and the looks per broken route.
 import { describe, expect, it } from 'vitest';
 import { eventually, kget, operatorForbidden, operatorRequests, type AuditEvent } from './operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
@@ -101,11 +102,11 @@ describe('fair work under a flood of broken routes', () => {
     );
     const readyMs = Math.round(performance.now() - start);
 
-    // The backoff window: 30 s from 20 s after settling. By then every broken route is 20 s past
-    // its first reconcile; its later reconciles (one live GET of the missing Deployment each) are at
-    // least 4.5, 9, 18, 36 s apart (5 s doubling, jitter -10%), and an event on a route only speeds
-    // the doubling up. So from 20 s on no two are closer than 18 s: at most 2 in 30 s per route
-    // (a fixed 10 s poll makes 3, a 5 s one 6).
+    // The quiet window: 30 s from 20 s after settling. A broken route's reconcile (one live GET of
+    // the missing Deployment) comes on its own events (created, its status written) and then not
+    // before the 5 min safety recheck: nothing announces a Deployment that never comes. The bound
+    // of 2 looks in 30 s per route is the one a polling backoff (5 s doubling) had to meet; a fixed
+    // 10 s poll makes 3, a 5 s one 6.
     const windowStart = new Date(ms(settled) + 20_000).toISOString();
     const windowEnd = new Date(ms(settled) + 50_000).toISOString();
     await sleep(Math.max(0, ms(windowEnd) - Date.now() + 1000));

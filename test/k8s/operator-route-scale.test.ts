@@ -4,6 +4,7 @@
 // A route that omits spec.target.replicas leaves the Deployment's count to another field manager:
 // what it sets survives reconciles, including one that re-applies the Deployment.
 import { describe, expect, it } from 'vitest';
+import { FIELD_MANAGERS } from '../../operator/app.ts';
 import { eventually, kget, operatorForbidden, resyncs } from './operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
@@ -61,7 +62,7 @@ describe('RateLimitRoute /scale', () => {
     await kubectl(['apply', '-f', '-'], route('auto', ''));
     const first = (await eventually('deployment', () => deployment('auto'))) as Obj;
     expect(first['spec']['replicas']).toBe(1); // the API server's default
-    const operatorFields = (dep: Obj) => JSON.stringify(dep['metadata']['managedFields'].filter((f: Obj) => f['manager'] === 'portcullis-operator' && f['operation'] === 'Apply').map((f: Obj) => f['fieldsV1']));
+    const operatorFields = (dep: Obj) => JSON.stringify(dep['metadata']['managedFields'].filter((f: Obj) => f['manager'] === FIELD_MANAGERS.route && f['operation'] === 'Apply').map((f: Obj) => f['fieldsV1']));
     expect(operatorFields(first)).toContain('f:template');
     expect(operatorFields(first)).not.toContain('f:replicas');
 

@@ -63,7 +63,7 @@ describe('operator: RateLimitRoute on a real API server, as the chart ServiceAcc
       ]);
     }
     const dep = (await kget(env.cluster, ['-n', NS, 'deployment', 'all', '--show-managed-fields'])) as Obj;
-    expect(dep['metadata']['managedFields'].map((f: Obj) => `${f['manager']}/${f['operation']}`)).toContain('portcullis-operator/Apply');
+    expect(dep['metadata']['managedFields'].map((f: Obj) => `${f['manager']}/${f['operation']}`)).toContain('portcullis-route/Apply'); // the route controller's own field manager;
     const containers = dep['spec']['template']['spec']['containers'];
     expect(containers.map((c: Obj) => c['name'])).toEqual(['target', 'sidecar']);
     expect(containers[1]['command']).toEqual(['node', 'dist/sidecar/main.mjs']);

@@ -7,10 +7,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { rateLimitRouteSchema, type RateLimitRoute } from '../../operator/api/index.ts';
-import { authServerDeployment } from '../../operator/resources/auth-server-deployment.ts';
-import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { injectedSidecar } from '../../operator/resources/route-injection.ts';
+import { authServerDeployment } from '../../operator/resources/auth/deployment.ts';
+import { renderSidecarConfig } from '../../operator/resources/route/config-map.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { injectedSidecar } from '../../operator/resources/route/injection.ts';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
 import { oauthClient, routeObject, settings } from '../unit/operator-fixtures.ts';
 import { helmTemplate, OPERATOR_EVERY_OPTION } from './chart-render.ts';

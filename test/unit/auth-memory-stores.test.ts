@@ -3,6 +3,7 @@
 // same behaviours through the real server in test/integration/auth-errors.test.ts.)
 import { describe, expect, it } from 'vitest';
 import { createMemoryStores } from '../../services/auth-server/stores/memory.ts';
+import { createMemorySessionStore } from '../../services/auth-server/stores/memory-sessions.ts';
 
 function clock(start = 1_000_000) {
   let t = start;
@@ -94,5 +95,18 @@ describe('memory stores', () => {
     c.advance(500);
     expect(await s.revoked.isRevoked('j')).toBe(false);
     await s.close();
+  });
+});
+
+describe('memory sign-in sessions', () => {
+  it('the sweep drops sessions that expired, of users who never come back, and keeps live ones', async () => {
+    const sessions = createMemorySessionStore();
+    const session = (user: string) => ({ user, authTime: 0, endsAt: 10_000_000 });
+    for (let i = 0; i < 100; i++) await sessions.create(`gone-${i}`, session(`user-${i}`), 0, 1_000);
+    await sessions.create('live', session('alice'), 0, 60_000);
+    expect(sessions.size).toBe(101);
+    sessions.sweep(2_000);
+    expect(sessions.size).toBe(1);
+    expect(await sessions.touch('live', 2_000, 60_000)).toEqual(session('alice'));
   });
 });

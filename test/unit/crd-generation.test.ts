@@ -69,11 +69,18 @@ describe.each(crdSources.map((s) => [s.kind, s] as const))('the %s CRD', (_kind,
     expect((version as Node)['subresources']).toEqual(source.scale === undefined ? { status: {} } : { status: {}, scale: source.scale });
     expect((spec['names'] as Node)['shortNames']).toEqual(source.shortNames);
     expect((spec['names'] as Node)['categories']).toContain('portcullis');
-    expect(((version as Node)['additionalPrinterColumns'] as Node[]).map((c) => c['name'])).toContain('Status');
+    // A Gateway API policy reports per ancestor (Accepted), the other kinds a Ready condition.
+    expect(((version as Node)['additionalPrinterColumns'] as Node[]).map((c) => c['name'])).toContain(source.kind === 'RateLimitPolicy' ? 'Accepted' : 'Status');
   });
 
-  it('describes observedGeneration and conditions in the status', () => {
+  it('describes observedGeneration and conditions in the status (per ancestor for a policy)', () => {
     const status = at(root, 'status');
+    if (source.kind === 'RateLimitPolicy') {
+      const ancestor = (at(status, 'ancestors')['items'] as Node);
+      expect(at(ancestor, 'conditions')['x-kubernetes-list-map-keys']).toEqual(['type']);
+      expect(at(at(ancestor, 'conditions')['items'] as Node, 'observedGeneration')['type']).toBe('integer');
+      return;
+    }
     expect(at(status, 'observedGeneration')['type']).toBe('integer');
     expect(at(status, 'conditions')['x-kubernetes-list-map-keys']).toEqual(['type']);
   });

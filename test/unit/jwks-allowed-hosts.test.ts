@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseSidecarConfig, type SidecarConfigInput } from '../../lib/config/sidecar.ts';
 import { loadOperatorConfig, resourceSettings } from '../../operator/config.ts';
-import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
+import { renderSidecarConfig } from '../../operator/resources/route/config-map.ts';
 import type { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';

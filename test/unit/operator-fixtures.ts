@@ -1,9 +1,9 @@
 // Shared fixtures of the operator unit tests (not a test file itself).
 import { oauthClientSchema, rateLimitRouteSchema, type OAuthClient, type RateLimitRoute } from '../../operator/api/index.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
-import { defaultResourceSettings, type ResourceSettings } from '../../operator/resources/settings.ts';
+import { defaultResourceSettings, type ResourceSettings } from '../../operator/resources/shared/settings.ts';
 import { pino } from 'pino';
-import { ownedByPortcullis } from '../../operator/resources/metadata.ts';
+import { ownedByPortcullis } from '../../operator/resources/shared/metadata.ts';
 import { Informer } from '../../operator/runtime/informer.ts';
 import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
@@ -64,6 +64,7 @@ export async function startCaches(client: MemoryKubeClient, clock: Clock) {
   const caches = {
     routes: make(resourceTypes.rateLimitRoute),
     clients: make(resourceTypes.oauthClient),
+    policies: make(resourceTypes.rateLimitPolicy),
     deployments: make(resourceTypes.deployment, { metadataOnly: false }),
     services: make(resourceTypes.service, { metadataOnly: false }),
     configMaps: make(resourceTypes.configMap, { metadataOnly: true }),

@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { RESERVED_ROUTE_NAME_RULE, rateLimitRouteCrd } from '../../operator/api/index.ts';
 import { AuthServerReconciler } from '../../operator/controllers/auth-server-reconciler.ts';
-import { AUTH_SERVER_NAME } from '../../operator/resources/auth-server-names.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
+import { AUTH_SERVER_NAME } from '../../operator/resources/auth/names.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { MemoryKubeClient } from '../harness/memory-kube-client.ts';

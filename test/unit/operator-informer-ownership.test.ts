@@ -8,7 +8,7 @@ import { Informer } from '../../operator/runtime/informer.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
-import { MANAGED_SELECTOR, ownedByPortcullis } from '../../operator/resources/metadata.ts';
+import { MANAGED_SELECTOR, ownedByPortcullis } from '../../operator/resources/shared/metadata.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
 
 const log = pino({ level: 'silent' });

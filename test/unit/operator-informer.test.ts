@@ -10,7 +10,7 @@ import { ManualClock, flush } from '../harness/manual-clock.ts';
 const log = pino({ level: 'silent' });
 
 function cm(name: string, value: string, ns = 'default'): KubeObject {
-  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, managedFields: [{ manager: 'x' }] }, data: { value } };
+  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, managedFields: [{ manager: 'x', operation: 'Apply', fieldsV1: { 'f:data': {} } }] }, data: { value } };
 }
 
 function setup(namespaces?: string[]) {
@@ -34,12 +34,12 @@ function setup(namespaces?: string[]) {
 }
 
 describe('informer', () => {
-  it('lists, then follows the watch; the cache drops managedFields', async () => {
+  it('lists, then follows the watch; the cache keeps only who manages each object, not the field sets', async () => {
     const { client, informer, seen } = setup();
     client.put(cm('a', '1'));
     informer.start();
     await informer.waitForSync();
-    expect(informer.get('default', 'a')?.metadata.managedFields).toBeUndefined();
+    expect(informer.get('default', 'a')?.metadata.managedFields).toEqual([{ manager: 'x', operation: 'Apply' }]);
     await flush();
     client.put(cm('b', '1'));
     client.put(cm('a', '2'));

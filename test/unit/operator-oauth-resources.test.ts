@@ -1,12 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { clientRegistrySchema, hashClientSecret, loadAuthServerConfig, signingKeysFileSchema } from '../../lib/config/auth-server.ts';
 import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
-import { authServerDeployment, authServerFiles, authServerService } from '../../operator/resources/auth-server-deployment.ts';
-import type { ContainerResources } from '../../operator/resources/container-resources.ts';
-import { clientRegistrySecret } from '../../operator/resources/client-registry-secret.ts';
-import { fromBase64 } from '../../operator/resources/metadata.ts';
-import { credentialsOf, generateCredentials, oauthClientSecret } from '../../operator/resources/oauth-client-secret.ts';
-import { planSigningKeys, signingKeysSecret, signingKeysStateOf } from '../../operator/resources/signing-keys-secret.ts';
+import { authServerDeployment, authServerFiles, authServerService } from '../../operator/resources/auth/deployment.ts';
+import type { ContainerResources } from '../../operator/resources/shared/container-resources.ts';
+import { clientRegistrySecret } from '../../operator/resources/auth/client-registry-secret.ts';
+import { fromBase64 } from '../../operator/resources/shared/metadata.ts';
+import { credentialsOf, generateCredentials, oauthClientSecret } from '../../operator/resources/auth/oauth-client-secret.ts';
+import { planSigningKeys, signingKeysSecret, signingKeysStateOf } from '../../operator/resources/auth/signing-keys-secret.ts';
 import { oauthClient, settings } from './operator-fixtures.ts';
 
 describe('OAuthClient -> Secret and auth-server objects', () => {

@@ -8,11 +8,11 @@ import { rateLimitRouteCrd, rateLimitRouteSchema, REDIS_URL_CREDENTIALS_PATTERN,
 import { loadOperatorConfig, resourceSettings } from '../../operator/config.ts';
 import { AuthServerReconciler } from '../../operator/controllers/auth-server-reconciler.ts';
 import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
-import { authServerDeployment, authServerReplicas } from '../../operator/resources/auth-server-deployment.ts';
-import { routeConfigMap } from '../../operator/resources/route-config-map.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { SIDECAR_CONFIG_KEY } from '../../operator/resources/route-names.ts';
-import type { ResourceSettings } from '../../operator/resources/settings.ts';
+import { authServerDeployment, authServerReplicas } from '../../operator/resources/auth/deployment.ts';
+import { routeConfigMap } from '../../operator/resources/route/config-map.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { SIDECAR_CONFIG_KEY } from '../../operator/resources/route/names.ts';
+import type { ResourceSettings } from '../../operator/resources/shared/settings.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { MemoryKubeClient } from '../harness/memory-kube-client.ts';

@@ -6,8 +6,9 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuthServerReconciler } from '../../operator/controllers/auth-server-reconciler.ts';
 import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
+import { RateLimitPolicyReconciler } from '../../operator/controllers/rate-limit-policy-reconciler.ts';
 import type { TenantRedisUsers } from '../../operator/redis/tenant-redis-users.ts';
-import type { ResourceSettings } from '../../operator/resources/settings.ts';
+import type { ResourceSettings } from '../../operator/resources/shared/settings.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
@@ -62,6 +63,7 @@ describe('reconciling with per-namespace Redis users', () => {
     const events = recordingEvents();
     const deps = { applier: new Applier(client), caches, settings, clock, events, client, log: silent, redisUsers: users };
     const routes = new RateLimitRouteReconciler(deps);
+    const policies = new RateLimitPolicyReconciler(deps);
     const auth = new AuthServerReconciler(deps);
     const run = async (fn: () => Promise<unknown>) => {
       await flush();
@@ -69,7 +71,7 @@ describe('reconciling with per-namespace Redis users', () => {
       await flush();
     };
     client.put(source);
-    return { client, users, route: (key = 'team-a/all') => run(() => routes.reconcile(key)), auth: (ns = 'team-a') => run(() => auth.reconcile(ns)) };
+    return { client, users, policy: (key: string) => run(() => policies.reconcile(key)), route: (key = 'team-a/all') => run(() => routes.reconcile(key)), auth: (ns = 'team-a') => run(() => auth.reconcile(ns)) };
   }
 
   it("a route's Secret holds its namespace's user's URL, never the admin URL; the last route of the namespace deletes the user", async () => {
@@ -87,6 +89,25 @@ describe('reconciling with per-namespace Redis users', () => {
     expect(users.calls.filter((c) => c.startsWith('revoke'))).toEqual([]);
     await client.delete(resourceTypes.rateLimitRoute, 'team-a', 'other');
     await route('team-a/other');
+    expect(users.calls.filter((c) => c.startsWith('revoke'))).toEqual(['revoke bucket team-a admin']);
+  });
+
+  it('a RateLimitPolicy on the default Redis keeps the namespace user when the last route goes (its decision pods use it)', async () => {
+    const { client, users, route, policy } = await setup();
+    client.put(routeObject('all'));
+    await route('team-a/all');
+    client.put({
+      apiVersion: 'portcullis.dev/v1alpha1',
+      kind: 'RateLimitPolicy',
+      metadata: { name: 'orders', namespace: 'team-a', uid: 'uid-orders' },
+      spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'shop' }], limiter: { replenishRate: 1, burstCapacity: 10 } },
+    });
+    await client.delete(resourceTypes.rateLimitRoute, 'team-a', 'all');
+    await route('team-a/all');
+    expect(users.calls.filter((c) => c.startsWith('revoke'))).toEqual([]);
+    // The policy goes too: the last user of the namespace's Redis user takes it along.
+    await client.delete(resourceTypes.rateLimitPolicy, 'team-a', 'orders');
+    await policy('team-a/orders');
     expect(users.calls.filter((c) => c.startsWith('revoke'))).toEqual(['revoke bucket team-a admin']);
   });
 

@@ -2,11 +2,11 @@
 // the NetworkPolicy, the PodDisruptionBudget, topology spread, priority, startup probes and the
 // sidecar's resources with the heap caps that follow them, as rendered from (route, settings).
 import { describe, expect, it } from 'vitest';
-import { authServerDeployment, authServerPodDisruptionBudget } from '../../operator/resources/auth-server-deployment.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { routeNetworkPolicy } from '../../operator/resources/route-network-policy.ts';
-import { routePodDisruptionBudget } from '../../operator/resources/route-pod-disruption-budget.ts';
-import { sidecarOldSpaceMiB } from '../../operator/resources/sidecar-heap.ts';
+import { authServerDeployment, authServerPodDisruptionBudget } from '../../operator/resources/auth/deployment.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { routeNetworkPolicy } from '../../operator/resources/route/network-policy.ts';
+import { routePodDisruptionBudget } from '../../operator/resources/route/pod-disruption-budget.ts';
+import { sidecarOldSpaceMiB } from '../../operator/resources/shared/sidecar-heap.ts';
 import { InvalidSpecError } from '../../operator/runtime/errors.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { route, routeObject, settings } from './operator-fixtures.ts';

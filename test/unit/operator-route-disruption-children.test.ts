@@ -3,7 +3,7 @@
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { AuthServerReconciler } from '../../operator/controllers/auth-server-reconciler.ts';
 import { OAuthClientReconciler } from '../../operator/controllers/oauth-client-reconciler.ts';
-import type { ResourceSettings } from '../../operator/resources/settings.ts';
+import type { ResourceSettings } from '../../operator/resources/shared/settings.ts';
 import { Applier } from '../../operator/runtime/applier.ts';
 import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';

@@ -2,7 +2,7 @@
 // server. The operator runs that server only while an OAuthClient exists in the namespace, so a
 // route reconciled without it gets a Warning Event saying why its requests will be 503s.
 import { describe, expect, it } from 'vitest';
-import { authServerDeployment } from '../../operator/resources/auth-server-deployment.ts';
+import { authServerDeployment } from '../../operator/resources/auth/deployment.ts';
 import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { oauthClient, routeObject, settings, routeReconciler } from './operator-fixtures.ts';
 

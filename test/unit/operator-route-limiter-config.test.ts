@@ -5,8 +5,8 @@ import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
 import { authServerConfigSchema } from '../../lib/config/auth-server.ts';
-import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
-import { AUTH_SERVER_AUDIENCE } from '../../operator/resources/settings.ts';
+import { renderSidecarConfig } from '../../operator/resources/route/config-map.ts';
+import { AUTH_SERVER_AUDIENCE } from '../../operator/resources/shared/settings.ts';
 import { route, settings } from './operator-fixtures.ts';
 
 /** The limiter section as written to the ConfigMap (before the sidecar's defaults). */

@@ -1,6 +1,6 @@
 import { describe, expect, it, vi } from 'vitest';
 import { LIMITER_FORM_RULE } from '../../operator/api/index.ts';
-import { CONFIG_HASH_ANNOTATION } from '../../operator/resources/metadata.ts';
+import { CONFIG_HASH_ANNOTATION } from '../../operator/resources/shared/metadata.ts';
 import { KubeApiError } from '../../operator/runtime/errors.ts';
 import { asRecord, type KubeObject } from '../../operator/runtime/kube-object.ts';
 import type { MemoryKubeClient } from '../harness/memory-kube-client.ts';

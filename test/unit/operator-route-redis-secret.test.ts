@@ -2,9 +2,9 @@
 // redis.urlFile points, the route becomes Ready like any other, and a missing Secret or key is a
 // Warning Event (the kubelet is the one that cannot start the pod), not an invalid spec.
 import { describe, expect, it } from 'vitest';
-import { routeConfigMap } from '../../operator/resources/route-config-map.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { SIDECAR_CONFIG_KEY } from '../../operator/resources/route-names.ts';
+import { routeConfigMap } from '../../operator/resources/route/config-map.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { SIDECAR_CONFIG_KEY } from '../../operator/resources/route/names.ts';
 import { asRecord } from '../../operator/runtime/kube-object.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';

@@ -1,12 +1,12 @@
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
-import { CONFIG_HASH_ANNOTATION } from '../../operator/resources/metadata.ts';
-import { renderSidecarConfig, routeConfigMap } from '../../operator/resources/route-config-map.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { sidecarPorts } from '../../operator/resources/route-ports.ts';
-import { routeService } from '../../operator/resources/route-service.ts';
-import { serviceNameProblem } from '../../operator/resources/route-names.ts';
+import { CONFIG_HASH_ANNOTATION } from '../../operator/resources/shared/metadata.ts';
+import { renderSidecarConfig, routeConfigMap } from '../../operator/resources/route/config-map.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { sidecarPorts } from '../../operator/resources/route/ports.ts';
+import { routeService } from '../../operator/resources/route/service.ts';
+import { serviceNameProblem } from '../../operator/resources/route/names.ts';
 import { route, settings } from './operator-fixtures.ts';
 
 interface Container {

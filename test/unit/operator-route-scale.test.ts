@@ -3,9 +3,9 @@
 // omitted leaves Deployment.spec.replicas to whoever scales the Deployment.
 import { describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd } from '../../operator/api/index.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
-import { labelSelectorString, selectorString } from '../../operator/resources/route-scale.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { renderSidecarConfig } from '../../operator/resources/route/config-map.ts';
+import { labelSelectorString, selectorString } from '../../operator/resources/route/scale.ts';
 import { asRecord } from '../../operator/runtime/kube-object.ts';
 import type { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';

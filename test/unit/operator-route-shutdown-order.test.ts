@@ -4,8 +4,8 @@
 // this pins the rendered timings against the sidecar's own default drain.
 import { describe, expect, it } from 'vitest';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
-import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
+import { renderSidecarConfig } from '../../operator/resources/route/config-map.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
 import { route, settings } from './operator-fixtures.ts';
 
 interface PodSpec {

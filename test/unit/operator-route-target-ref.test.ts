@@ -4,9 +4,10 @@
 // (a finalizer holds the deletion). status.selector is the team Deployment's, whose pods it counts.
 import { describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd, rateLimitRouteSchema, TARGET_REF_IMMUTABLE_RULE, WORKLOAD_RULE } from '../../operator/api/index.ts';
-import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { INJECTION_FINALIZER, injectedSidecar, SIDECAR_FIELD_MANAGER } from '../../operator/resources/route-injection.ts';
+import { renderSidecarConfig } from '../../operator/resources/route/config-map.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { INJECTION_FINALIZER, injectedSidecar, SIDECAR_FIELD_MANAGER } from '../../operator/resources/route/injection.ts';
+import { TARGET_RECHECK_MS } from '../../operator/controllers/sidecar-injection.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import type { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
@@ -65,7 +66,7 @@ describe('spec.targetRef: into an existing Deployment', () => {
     const { client, reconcile } = await setup();
     client.put(teamDeployment());
     client.put(refRoute());
-    expect(await reconcile()).toEqual({ waiting: true }); // not ready yet: polled
+    expect(await reconcile()).toEqual({ requeueAfterMs: TARGET_RECHECK_MS }); // not ready yet: its rollout wakes the route, the recheck is a safety net
 
     expect(route(client)['metadata']['finalizers']).toEqual([INJECTION_FINALIZER]);
     expect(client.writes('Deployment')).toEqual([expect.objectContaining({ verb: 'apply', name: 'web', fieldManager: SIDECAR_FIELD_MANAGER })]);
@@ -197,10 +198,10 @@ describe('spec.targetRef: into an existing Deployment', () => {
     expect(events.list).toContainEqual(expect.objectContaining({ reason: 'SidecarRemoved', message: 'removed the sidecar from Deployment web' }));
   });
 
-  it('a missing Deployment: TargetRefInvalid naming it, nothing else written, polled', async () => {
+  it('a missing Deployment: TargetRefInvalid naming it, nothing else written, looked at again only as a safety net', async () => {
     const { client, reconcile } = await setup();
     client.put(refRoute());
-    expect(await reconcile()).toEqual({ waiting: true });
+    expect(await reconcile()).toEqual({ requeueAfterMs: TARGET_RECHECK_MS });
     expect(ready(client)).toMatchObject({ status: 'False', reason: 'TargetRefInvalid' });
     expect(ready(client)?.['message']).toMatch(/Deployment web \(spec.targetRef\) does not exist/);
     expect(client.writes().filter((w) => w.kind !== 'RateLimitRoute')).toEqual([]);

@@ -3,9 +3,9 @@
 // route's own Service in front of the sidecars; the team's workload and Service are not touched.
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd, rateLimitRouteSchema, WORKLOAD_RULE } from '../../operator/api/index.ts';
-import { renderSidecarConfig } from '../../operator/resources/route-config-map.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { routeService } from '../../operator/resources/route-service.ts';
+import { renderSidecarConfig } from '../../operator/resources/route/config-map.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { routeService } from '../../operator/resources/route/service.ts';
 import { asRecord, type KubeObject } from '../../operator/runtime/kube-object.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';

@@ -6,9 +6,9 @@
 // and never scraped.
 import { describe, expect, it } from 'vitest';
 import { rateLimitRouteSchema } from '../../operator/api/index.ts';
-import { ROUTE_LABEL, SIDECAR_POD_LABEL, SIDECAR_POD_LABELS } from '../../operator/resources/metadata.ts';
-import { routeDeployment } from '../../operator/resources/route-deployment.ts';
-import { injectedSidecar, INJECTED_CONTAINER, INJECTED_PORTS } from '../../operator/resources/route-injection.ts';
+import { ROUTE_LABEL, SIDECAR_POD_LABEL, SIDECAR_POD_LABELS } from '../../operator/resources/shared/metadata.ts';
+import { routeDeployment } from '../../operator/resources/route/deployment.ts';
+import { injectedSidecar, INJECTED_CONTAINER, INJECTED_PORTS } from '../../operator/resources/route/injection.ts';
 import { routeObject, settings } from './operator-fixtures.ts';
 
 type Pod = { metadata: { labels: Record<string, string> }; spec: { containers: Array<{ name: string; ports: Array<{ name: string }> }> } };

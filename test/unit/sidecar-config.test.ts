@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ConfigError, deprecatedOptions, parseSidecarConfig, parseSidecarConfigText, sidecarConfigSchema } from '../../lib/config/sidecar.ts';
+import { limiterFormRule } from '../../lib/config/limiter.ts';
 
 const minimal = {
   upstream: { url: 'http://127.0.0.1:8081' },
@@ -92,7 +93,7 @@ redis: { url: redis://redis:6379, keyPrefix: "pc:", commandTimeoutMs: 30 }
     ]);
     expect(limiter).toMatchObject({ unmatched: 'forward', enforce: true, key: 'header' });
     const limit = { replenishRate: 1, burstCapacity: 1 };
-    expect(() => parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, rules } })).toThrow(/either rules or the single-limit form/);
+    expect(() => parseSidecarConfig({ ...minimal, limiter: { ...minimal.limiter, rules } })).toThrow(limiterFormRule.message);
     expect(() => parseSidecarConfig({ ...minimal, limiter: { rules: [{ name: 'a', limits: [limit] }, { name: 'a', limits: [limit] }] } })).toThrow(/rule names must be unique/);
     expect(() => parseSidecarConfig({ ...minimal, limiter: { rules: [{ name: 'a', limits: Array.from({ length: 5 }, () => limit) }] } })).toThrow(/limiter\.rules\.0\.limits/);
     expect(() => parseSidecarConfig({ ...minimal, limiter: { rules: [{ name: 'a', limits: [{ ...limit, requestedTokens: 2 }] }] } })).toThrow(/requestedTokens must not exceed burstCapacity/);

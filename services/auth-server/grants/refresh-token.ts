@@ -6,7 +6,7 @@
 import { OAuthError } from '../errors.ts';
 import { denyAccessTokens, issueTokens, newRefreshToken, parseRefreshToken } from '../issue-tokens.ts';
 import { single } from '../params.ts';
-import { openToken, sealToken } from '../sealed-token.ts';
+import { REFRESH_TOKEN_CTY, seal, unseal } from '../sealed-token.ts';
 import { parseScope } from '../scopes.ts';
 import type { Grant } from './types.ts';
 
@@ -36,11 +36,11 @@ export const refreshTokenGrant: Grant = {
 
     const next = newRefreshToken(parsed.familyId);
     const graceMs = ctx.settings.refreshReuseGraceSeconds * 1000;
-    const grace = graceMs > 0 ? { ms: graceMs, sealedSuccessor: await sealToken(ctx.keys, next.token) } : undefined;
+    const grace = graceMs > 0 ? { ms: graceMs, sealedSuccessor: await seal(ctx.keys, next.token, REFRESH_TOKEN_CTY) } : undefined;
     const rotated = await ctx.stores.refresh.rotate(parsed.familyId, parsed.hash, next.hash, now, ctx.settings.refreshTokenTtlSeconds * 1000, grace);
     let successor = next.token;
     if (rotated.status === 'grace') {
-      const opened = await openToken(ctx.keys, rotated.successor);
+      const opened = await unseal(ctx.keys, rotated.successor, REFRESH_TOKEN_CTY);
       if (opened === undefined) throw new OAuthError('invalid_grant', 'the refresh token is invalid or expired');
       successor = opened;
       log.info({ client_id: client.client_id, user: rotated.grant.user }, 'refresh token presented again within the reuse grace window; its successor returned');

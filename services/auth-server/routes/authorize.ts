@@ -109,10 +109,11 @@ export function authorizeRoute(ctx: AuthContext): FastifyPluginAsync {
       // for a new sign-in (prompt=login) or the sign-in is older than max_age.
       const session = await currentSession(ctx, request);
       if (session !== undefined && !oidc.prompt.includes('login') && (oidc.maxAge === undefined || ctx.now() - session.authTime <= oidc.maxAge * 1000)) {
-        if (oidc.prompt.includes('none') && !(await consentCovers(ctx, client, ix, session.user))) {
+        const covered = await consentCovers(ctx, client, ix, session.user);
+        if (oidc.prompt.includes('none') && !covered) {
           return fail(new OAuthError('consent_required', 'the user has not allowed this application these scopes'));
         }
-        return continueAsUser(ctx, reply, '', ix, client, session.user, session.authTime);
+        return continueAsUser(ctx, reply, '', ix, client, session.user, session.authTime, covered);
       }
       // Without a usable session the sign-in page must show: prompt=none cannot be answered.
       if (oidc.prompt.includes('none')) return fail(new OAuthError('login_required', 'the user must sign in'));

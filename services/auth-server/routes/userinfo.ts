@@ -9,16 +9,14 @@ import type { AuthContext } from '../context.ts';
 import { noStore } from '../oauth-reply.ts';
 import { single, toParams } from '../params.ts';
 import { OPENID, userClaims } from '../scopes.ts';
-
-const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
+import { bearerChallenge, bearerFromHeader } from '../../../lib/web/bearer.ts';
 
 type BearerError = 'invalid_request' | 'invalid_token' | 'insufficient_scope';
 const STATUS: Record<BearerError, number> = { invalid_request: 400, invalid_token: 401, insufficient_scope: 403 };
 
 /** RFC 6750 3: no credentials at all is a bare challenge; anything else names the error. */
 function challenge(ctx: AuthContext, reply: FastifyReply, error: BearerError | undefined, description: string): FastifyReply {
-  const realm = `Bearer realm="${ctx.settings.issuer}"`;
-  const header = error === undefined ? realm : `${realm}, error="${error}", error_description="${description}"${error === 'insufficient_scope' ? `, scope="${OPENID}"` : ''}`;
+  const header = bearerChallenge(ctx.settings.issuer, error, description, error === 'insufficient_scope' ? OPENID : undefined);
   return noStore(reply)
     .code(error === undefined ? 401 : STATUS[error])
     .header('www-authenticate', header)
@@ -29,14 +27,13 @@ function challenge(ctx: AuthContext, reply: FastifyReply, error: BearerError | u
 type Presented = { kind: 'none' } | { kind: 'malformed'; reason: string } | { kind: 'token'; token: string };
 
 function presentedToken(request: FastifyRequest): Presented {
-  const header = request.headers.authorization;
+  const header = bearerFromHeader(request.headers.authorization);
   const form = request.method === 'POST' && request.headers['content-type']?.startsWith('application/x-www-form-urlencoded') === true ? toParams(request.body) : undefined;
   const inBody = form === undefined ? ({ kind: 'absent' } as const) : single(form, 'access_token');
   if (inBody.kind === 'repeated') return { kind: 'malformed', reason: 'access_token repeated' };
-  if (header !== undefined && /^Bearer(\s|$)/i.test(header)) {
+  if (header.kind !== 'none') {
     if (inBody.kind === 'value') return { kind: 'malformed', reason: 'one token, in one place' };
-    const token = header.slice(6).trim();
-    return token !== '' && TOKEN68.test(token) ? { kind: 'token', token } : { kind: 'malformed', reason: 'the Authorization header is malformed' };
+    return header.kind === 'token' ? header : { kind: 'malformed', reason: 'the Authorization header is malformed' };
   }
   return inBody.kind === 'value' ? { kind: 'token', token: inBody.value } : { kind: 'none' };
 }

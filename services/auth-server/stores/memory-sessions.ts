@@ -1,8 +1,15 @@
 // Sign-in sessions in memory (the embedded default, one process): by the hash of the cookie value,
-// with a per-user index so that revoking a consent ends the user's sessions.
+// with a per-user index so that revoking a consent ends the user's sessions. `sweep` drops what
+// expired, so users who never come back do not hold memory.
 import type { SessionStore, SignInSession } from './types.ts';
 
-export function createMemorySessionStore(): SessionStore {
+export interface MemorySessionStore extends SessionStore {
+  sweep(nowMs: number): void;
+  /** Sessions held, expired or not. */
+  readonly size: number;
+}
+
+export function createMemorySessionStore(): MemorySessionStore {
   const sessions = new Map<string, { session: SignInSession; expiresAt: number }>();
   const byUser = new Map<string, Set<string>>();
   const forget = (idHash: string) => {
@@ -36,6 +43,13 @@ export function createMemorySessionStore(): SessionStore {
     async deleteUser(user) {
       for (const id of [...(byUser.get(user) ?? [])]) forget(id);
       byUser.delete(user);
+    },
+    sweep(nowMs) {
+      for (const [id, entry] of sessions) if (entry.expiresAt <= nowMs) forget(id);
+      for (const [user, ids] of byUser) if (ids.size === 0) byUser.delete(user);
+    },
+    get size() {
+      return sessions.size;
     },
   };
 }

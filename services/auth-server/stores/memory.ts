@@ -83,8 +83,10 @@ export function createMemoryStores(now: () => number): AuthStores {
   const byUserClient = new Map<string, Set<string>>();
   const revokedJtis = new ExpiringMap<true>(now);
   const consents = new Map<string, Map<string, Consent>>();
+  const sessions = createMemorySessionStore();
   const sweeper = setInterval(() => {
     for (const m of [interactions, codes, families, revokedJtis]) m.sweep();
+    sessions.sweep(now());
   }, 60_000);
   sweeper.unref();
 
@@ -234,7 +236,7 @@ export function createMemoryStores(now: () => number): AuthStores {
     refresh: refreshStore,
     revoked: revokedStore,
     consents: consentStore,
-    sessions: createMemorySessionStore(),
+    sessions,
     async close() {
       clearInterval(sweeper);
     },

@@ -6,6 +6,7 @@
 import type { FastifyPluginAsync, FastifyReply } from 'fastify';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { z } from 'zod';
+import { bearerChallenge, bearerFromHeader } from '../../../lib/web/bearer.ts';
 
 export interface ResourceServerSettings {
   readonly issuer: string;
@@ -66,14 +67,12 @@ export function createAccessTokenVerifier(settings: ResourceServerSettings, keys
 }
 
 const REALM = 'user-service';
-const TOKEN68 = /^[A-Za-z0-9\-._~+/]+=*$/;
 const PROFILE_CLAIMS = ['name', 'given_name', 'family_name', 'preferred_username', 'picture', 'locale', 'zoneinfo', 'email', 'email_verified'] as const;
 
-function bearerError(reply: FastifyReply, status: number, error: string | undefined, description: string, extra = ''): FastifyReply {
-  const challenge = error === undefined ? `Bearer realm="${REALM}"` : `Bearer realm="${REALM}", error="${error}", error_description="${description}"${extra}`;
+function bearerError(reply: FastifyReply, status: number, error: string | undefined, description: string, scope?: string): FastifyReply {
   return reply
     .code(status)
-    .header('www-authenticate', challenge)
+    .header('www-authenticate', bearerChallenge(REALM, error, description, scope))
     .header('cache-control', 'no-store')
     .type('application/json; charset=utf-8')
     .send(error === undefined ? { error: 'unauthorized', error_description: description } : { error, error_description: description });
@@ -82,12 +81,11 @@ function bearerError(reply: FastifyReply, status: number, error: string | undefi
 export function meRoute(verify: AccessTokenVerifier): FastifyPluginAsync {
   return async (app) => {
     app.get('/me', async (request, reply) => {
-      const header = request.headers.authorization;
+      const bearer = bearerFromHeader(request.headers.authorization);
       // RFC 6750 3.1: no credentials -> a bare challenge without an error code.
-      if (header === undefined || !/^Bearer(\s|$)/i.test(header)) return bearerError(reply, 401, undefined, 'a Bearer access token is required');
-      const token = header.slice(6).trim();
-      if (token === '' || !TOKEN68.test(token)) return bearerError(reply, 400, 'invalid_request', 'the Authorization header is malformed');
-      const check = await verify(token);
+      if (bearer.kind === 'none') return bearerError(reply, 401, undefined, 'a Bearer access token is required');
+      if (bearer.kind === 'malformed') return bearerError(reply, 400, 'invalid_request', 'the Authorization header is malformed');
+      const check = await verify(bearer.token);
       if (!check.ok) {
         if (check.unavailable === true) {
           request.log.warn({ reason: check.reason }, 'token verification unavailable');
@@ -96,7 +94,7 @@ export function meRoute(verify: AccessTokenVerifier): FastifyPluginAsync {
         return bearerError(reply, 401, 'invalid_token', check.reason);
       }
       const scopes = check.claims.scope.split(' ');
-      if (!scopes.includes('profile')) return bearerError(reply, 403, 'insufficient_scope', 'the profile scope is required', ', scope="profile"');
+      if (!scopes.includes('profile')) return bearerError(reply, 403, 'insufficient_scope', 'the profile scope is required', 'profile');
       const profile: Record<string, unknown> = { sub: check.claims.sub };
       for (const claim of PROFILE_CLAIMS) if (check.claims[claim] !== undefined) profile[claim] = check.claims[claim];
       return reply.header('cache-control', 'no-store').send(profile);

@@ -1,7 +1,7 @@
 // Real gateways no one here wrote, started in front of the user service and asking the decision
 // service: nginx (Debian's, auth_request) and Caddy (built from its Go module, forward_auth), each
 // a foreground process on a free loopback port with its files in a temp folder. The configs are
-// the ones docs/gateway.md shows (nginxConfig, caddyfile), so the documented snippets are tested.
+// the ones docs/concepts/gateway.md shows (nginxConfig, caddyfile), so the documented snippets are tested.
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,7 +23,7 @@ export function builtTool(script: string, name: string): string {
 }
 
 /**
- * The nginx server block of docs/gateway.md ("nginx"): auth_request to the decision service, and
+ * The nginx server block of docs/concepts/gateway.md ("nginx"): auth_request to the decision service, and
  * the error_page wiring that turns its refusals (which auth_request reports as 500) back into
  * their status, Retry-After, RateLimit headers and problem+json body.
  */
@@ -100,7 +100,7 @@ http {
   return { program, url: `http://127.0.0.1:${port}` };
 }
 
-/** The Caddyfile site of docs/gateway.md ("Caddy"): forward_auth to the decision service, then the service. */
+/** The Caddyfile site of docs/concepts/gateway.md ("Caddy"): forward_auth to the decision service, then the service. */
 export const caddySite = (listen: string, decision: string, service: string): string => `
 http://${listen} {
   forward_auth ${decision} {

@@ -6,6 +6,8 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export default function setup(): void {
-  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'build-tools.sh');
-  execFileSync(script, [], { stdio: 'inherit' });
+  const here = path.dirname(fileURLToPath(import.meta.url));
+  execFileSync(path.join(here, 'build-tools.sh'), [], { stdio: 'inherit' });
+  // Gateway API's CRD manifests (the RateLimitPolicy tests), fetched once through the Go module proxy.
+  execFileSync(path.join(here, 'gateway-api-crds.sh'), [], { stdio: 'inherit' });
 }

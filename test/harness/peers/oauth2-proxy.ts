@@ -1,6 +1,6 @@
 // Test helper (not a test file): oauth2-proxy (built from its Go module by build-oauth2-proxy.sh)
 // in front of a small upstream that echoes the identity headers it receives, both on free
-// loopback ports. The flags are those of docs/auth-server.md ("Behind oauth2-proxy").
+// loopback ports. The flags are those of docs/concepts/auth-server.md ("Behind oauth2-proxy").
 import { execFileSync } from 'node:child_process';
 import type { RequestListener } from 'node:http';
 import path from 'node:path';
@@ -54,7 +54,7 @@ export interface OAuth2ProxyOptions {
   readonly extraArgs?: readonly string[];
 }
 
-/** The oauth2-proxy flags of the configuration docs/auth-server.md shows. */
+/** The oauth2-proxy flags of the configuration docs/concepts/auth-server.md shows. */
 export function oauth2ProxyArgs(o: OAuth2ProxyOptions): string[] {
   const url = `http://127.0.0.1:${o.port}`;
   return [
