@@ -45,13 +45,21 @@ export function route(ctx: E2eContext, name: string, o: RouteOptions): object {
   };
 }
 
-/** The auth server's users Secret under the chart's default name and key, passwords hashed with scrypt. */
-export async function usersSecret(users: ReadonlyArray<{ username: string; password: string; name?: string }>): Promise<object> {
+/** The auth server's users Secret under the chart's default name and key, passwords hashed with scrypt; an email given is a verified one. */
+export async function usersSecret(users: ReadonlyArray<{ username: string; password: string; name?: string; email?: string }>): Promise<object> {
   const records = await Promise.all(
     users.map(async (u) => ({
       username: u.username,
       password_hash: await hashPassword(u.password),
-      ...(u.name === undefined ? {} : { profile: { name: u.name, preferred_username: u.username } }),
+      ...(u.name === undefined && u.email === undefined
+        ? {}
+        : {
+            profile: {
+              preferred_username: u.username,
+              ...(u.name === undefined ? {} : { name: u.name }),
+              ...(u.email === undefined ? {} : { email: u.email, email_verified: true }),
+            },
+          }),
     })),
   );
   return { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'portcullis-auth-users' }, stringData: { 'users.json': JSON.stringify({ users: records }) } };
