@@ -65,4 +65,24 @@ export default tseslint.config(
       'no-restricted-imports': ['error', { patterns: [{ regex: '^(\\.\\./)+bench(/|$)', message: 'tests never import bench/: move what both need into test/harness.' }] }],
     },
   },
+  // Benchmarks and the harness build on test support only, never on a test tier's files.
+  ...[
+    ['bench/**/*.ts', '^(\\.\\./)+test/'],
+    ['test/harness/*.ts', '^\\.\\./'],
+    ['test/harness/*/**/*.ts', '^\\.\\./\\.\\./'],
+  ].map(([files, up]) => ({
+    files: [files],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            { regex: `${up}(unit|integration|browser|k8s|e2e)/`, message: 'import test support (test/harness), not a test tier: move what is shared into test/harness.' },
+            // Flat config replaces a rule's options per file: the harness keeps the bench/ ban above.
+            ...(files.startsWith('test/') ? [{ regex: '^(\\.\\./)+bench(/|$)', message: 'tests never import bench/: move what both need into test/harness.' }] : []),
+          ],
+        },
+      ],
+    },
+  })),
 );

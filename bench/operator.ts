@@ -19,7 +19,7 @@ import { spawnSync } from 'node:child_process';
 import { parseAllDocuments } from 'yaml';
 import { quantityOf } from '../operator/resources/shared/container-resources.ts';
 import { k8sTools } from '../test/harness/k8s/cluster.ts';
-import { auditEvents, eventually, metricValue, startOperator, startOperatorEnv, type AuditEvent } from '../test/k8s/operator-env.ts';
+import { auditEvents, eventually, metricValue, startOperator, startOperatorEnv, type AuditEvent } from '../test/harness/k8s/operator-env.ts';
 import { makeCgroup } from './lib/cgroup.ts';
 
 const NS = 'bench';

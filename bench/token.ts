@@ -17,8 +17,8 @@ import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair } from 'jo
 import { hashPassword } from '../lib/config/auth-server.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
-import { authorize, browser, type Browserish } from '../test/integration/auth-flow.ts';
-import { AUDIENCE, AUTH_SERVER_AS_DEPLOYED, SECRETS, startStack } from '../test/integration/auth-stack.ts';
+import { authorize, browser, type Browserish } from '../test/harness/auth-flow.ts';
+import { AUDIENCE, AUTH_SERVER_AS_DEPLOYED, SECRETS, startStack } from '../test/harness/auth-stack.ts';
 import { cpuUs, median, peakRssMiB } from './lib/measure.ts';
 import { ensureLoadgen, runList, type LoadgenResult } from './lib/loadgen.ts';
 

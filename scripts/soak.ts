@@ -27,8 +27,8 @@ import { freePort } from '../test/harness/ports.ts';
 import { repoRoot, startProgram, startSidecar, type Program, type RunningSidecar } from '../test/harness/programs.ts';
 import { MiB, peakRssBytes, rssBytes } from '../test/harness/raw-http.ts';
 import { startRedis, type RedisServer } from '../test/harness/redis.ts';
-import { authorize, pkce, tokenRequest } from '../test/integration/auth-flow.ts';
-import { AUTH_SERVER_AS_DEPLOYED, SECRETS, startStack, type Stack } from '../test/integration/auth-stack.ts';
+import { authorize, pkce, tokenRequest } from '../test/harness/auth-flow.ts';
+import { AUTH_SERVER_AS_DEPLOYED, SECRETS, startStack, type Stack } from '../test/harness/auth-stack.ts';
 
 const SOAK_SECONDS = Number(process.env.SOAK_SECONDS ?? 60);
 const DURATION_MS = SOAK_SECONDS * 1000;

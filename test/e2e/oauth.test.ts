@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import { chromium, type Browser } from 'playwright-core';
 import * as oidc from 'openid-client';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { walk } from '../integration/auth-flow.ts';
+import { walk } from '../harness/auth-flow.ts';
 import { eventually, Kube, type PortForward } from '../harness/kind/kube.ts';
 import { freePort } from '../harness/ports.ts';
 import { deploy, namespaceFor, oauthClient, route, usersSecret } from './support/workloads.ts';

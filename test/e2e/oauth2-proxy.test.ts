@@ -6,7 +6,7 @@
 // `Authorization: Bearer`; the route's sidecar verifies it and charges the user's own bucket.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { browser, walk, type Browserish } from '../integration/auth-flow.ts';
+import { browser, walk, type Browserish } from '../harness/auth-flow.ts';
 import { Kube, type PortForward } from '../harness/kind/kube.ts';
 import { freePort } from '../harness/ports.ts';
 import { OAUTH2_PROXY, OAUTH2_PROXY_PORT, oauth2ProxyObjects } from './support/oauth2-proxy.ts';

@@ -15,7 +15,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, test as base } from 'vitest';
-import { startStack, type Stack, type StackOptions } from '../integration/auth-stack.ts';
+import { startStack, type Stack, type StackOptions } from './auth-stack.ts';
 import { startSidecar, startUserService, type RunningService, type RunningSidecar, type SidecarConfig, type SidecarLaunch } from './programs.ts';
 import { chartRedisArgs, startRedis, startRedisCluster, type RedisClusterServer, type RedisServer } from './redis.ts';
 

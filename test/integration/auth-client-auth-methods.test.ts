@@ -4,8 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
 import { stackOn } from '../harness/fixtures.ts';
-import { authorize, tokenRequest } from './auth-flow.ts';
-import { SECRETS } from './auth-stack.ts';
+import { authorize, tokenRequest } from '../harness/auth-flow.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 const BOTH_SECRET = 'both-client-secret-0123456789abcdef0123456789';
 

@@ -5,7 +5,7 @@
 // not in the store, so one store is enough here.
 import { describe, expect, it } from 'vitest';
 import { stackOn } from '../harness/fixtures.ts';
-import { SECRETS } from './auth-stack.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 describe('client secret guessing', () => {
   // A burst of 3 failures refilling one per 60 s: the test never waits for a refill.

@@ -4,8 +4,8 @@
 import * as oauth from 'oauth4webapi';
 import { describe, expect, it } from 'vitest';
 import { perDescribe } from '../harness/fixtures.ts';
-import { authorize, tokenRequest, walk } from './auth-flow.ts';
-import { AUDIENCE, SECRETS } from './auth-stack.ts';
+import { authorize, tokenRequest, walk } from '../harness/auth-flow.ts';
+import { AUDIENCE, SECRETS } from '../harness/auth-stack.ts';
 
 const insecure = { [oauth.allowInsecureRequests]: true };
 

@@ -4,9 +4,9 @@
 // client replaying someone else's used code revoked the owner's tokens. Both attacks run here
 // against the real server, on the memory store and on a redis-server configured as the chart's.
 import { describe, expect, it } from 'vitest';
-import { authorize, pkce, tokenRequest } from './auth-flow.ts';
+import { authorize, pkce, tokenRequest } from '../harness/auth-flow.ts';
 import { stackOn } from '../harness/fixtures.ts';
-import { SECRETS } from './auth-stack.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 
 describe.each(['memory', 'redis'] as const)('code redemption checks before it consumes (%s store)', (store) => {

@@ -2,8 +2,8 @@
 // memory and on the Redis store.
 import { describe, expect, it } from 'vitest';
 import { perDescribe } from '../harness/fixtures.ts';
-import { authorize, browser, hidden, pkce, tokenRequest, trySignIn } from './auth-flow.ts';
-import { SECRETS, type Stack } from './auth-stack.ts';
+import { authorize, browser, hidden, pkce, tokenRequest, trySignIn } from '../harness/auth-flow.ts';
+import { SECRETS, type Stack } from '../harness/auth-stack.ts';
 
 async function introspect(stack: Stack, token: string) {
   const res = await fetch(`${stack.issuer}/introspect`, {

@@ -4,7 +4,7 @@
 // session id all survived the sign-in, so the attacker completed consent (or read and revoked
 // the victim's consents) as the victim. A sign-in now moves everything to a new id and cookie.
 import { describe, expect, it } from 'vitest';
-import { browser, CookieJar, hidden } from './auth-flow.ts';
+import { browser, CookieJar, hidden } from '../harness/auth-flow.ts';
 import { stackOn } from '../harness/fixtures.ts';
 
 

@@ -7,8 +7,8 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { perDescribe, stackOn } from '../harness/fixtures.ts';
 import { chartRedisArgs } from '../harness/redis.ts';
-import { authorize, tokenRequest, trySignIn } from './auth-flow.ts';
-import { SECRETS, type Stack } from './auth-stack.ts';
+import { authorize, tokenRequest, trySignIn } from '../harness/auth-flow.ts';
+import { SECRETS, type Stack } from '../harness/auth-stack.ts';
 
 /** Throttle budgets small enough to lock bob out in a few attempts. */
 const TIGHT = { AUTH_SIGNIN_USER_ADDRESS_BURST: '2', AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1' };

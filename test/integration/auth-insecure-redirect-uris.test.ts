@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { RegisteredClient } from '../../lib/config/auth-server.ts';
-import { walk } from './auth-flow.ts';
+import { walk } from '../harness/auth-flow.ts';
 import { stackOn } from '../harness/fixtures.ts';
 
 describe('http redirect URIs in the client registry', () => {

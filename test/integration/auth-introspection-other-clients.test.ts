@@ -5,9 +5,9 @@
 // are looked up in the store).
 import { describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
-import { authorize, tokenRequest } from './auth-flow.ts';
+import { authorize, tokenRequest } from '../harness/auth-flow.ts';
 import { stackOn } from '../harness/fixtures.ts';
-import { SECRETS } from './auth-stack.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 const RESOURCE_SERVER_SECRET = 'resource-server-secret-0123456789abcdef0123456';
 

@@ -3,9 +3,9 @@
 // code although the form equivalent was refused. Against the real server at /token, /revoke and
 // /introspect, on the memory store and on a redis-server configured as the chart's.
 import { describe, expect, it } from 'vitest';
-import { authorize, tokenRequest } from './auth-flow.ts';
+import { authorize, tokenRequest } from '../harness/auth-flow.ts';
 import { stackOn } from '../harness/fixtures.ts';
-import { SECRETS } from './auth-stack.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 describe.each(['memory', 'redis'] as const)('repeated keys in a JSON body (%s store)', (store) => {
   const on = stackOn(store);

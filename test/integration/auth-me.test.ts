@@ -3,8 +3,8 @@
 import { SignJWT, generateKeyPair, importJWK } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { perDescribe } from '../harness/fixtures.ts';
-import { authorize, tokenRequest } from './auth-flow.ts';
-import { AUDIENCE, SECRETS } from './auth-stack.ts';
+import { authorize, tokenRequest } from '../harness/auth-flow.ts';
+import { AUDIENCE, SECRETS } from '../harness/auth-stack.ts';
 
 describe('GET /me (resource server, RFC 6750)', () => {
   const stack = perDescribe((start) => start.authStack({ userService: true }));

@@ -4,8 +4,8 @@
 // memory store and on Redis. The public port serves no /metrics.
 import { describe, expect, it } from 'vitest';
 import { perDescribe } from '../harness/fixtures.ts';
-import { authorize, tokenRequest, trySignIn } from './auth-flow.ts';
-import { SECRETS } from './auth-stack.ts';
+import { authorize, tokenRequest, trySignIn } from '../harness/auth-flow.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 import { chartRedisArgs } from '../harness/redis.ts';
 
 type Samples = Map<string, number>;

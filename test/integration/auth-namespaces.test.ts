@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { authKeyPrefix } from '../../lib/tenancy/tenant-keys.ts';
 import { createTenantRedisUsers } from '../../operator/redis/tenant-redis-users.ts';
 import { perDescribe } from '../harness/fixtures.ts';
-import { authorize, tokenRequest, trySignIn } from './auth-flow.ts';
-import { SECRETS } from './auth-stack.ts';
+import { authorize, tokenRequest, trySignIn } from '../harness/auth-flow.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 const THROTTLE = { AUTH_TRUST_PROXY: 'true', AUTH_SIGNIN_USER_BURST: '3', AUTH_SIGNIN_USER_PER_MINUTE: '1', AUTH_SIGNIN_USER_ADDRESS_BURST: '10', AUTH_SIGNIN_ADDRESS_BURST: '50' };
 

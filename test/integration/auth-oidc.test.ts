@@ -6,8 +6,8 @@ import * as client from 'openid-client';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { describe, expect, it } from 'vitest';
 import { stackOn } from '../harness/fixtures.ts';
-import { walk } from './auth-flow.ts';
-import { AUDIENCE, SECRETS } from './auth-stack.ts';
+import { walk } from '../harness/auth-flow.ts';
+import { AUDIENCE, SECRETS } from '../harness/auth-stack.ts';
 
 const insecure = { [oauth.allowInsecureRequests]: true };
 

@@ -4,8 +4,8 @@
 // page itself needs no Redis: nothing is stored before someone signs in.
 import { describe, expect, it } from 'vitest';
 import { perDescribe } from '../harness/fixtures.ts';
-import { authorize, browser, hidden, tokenRequest } from './auth-flow.ts';
-import { SECRETS } from './auth-stack.ts';
+import { authorize, browser, hidden, tokenRequest } from '../harness/auth-flow.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 describe('auth server when Redis is down', () => {
   const redis = perDescribe((start) => start.redis());

@@ -9,8 +9,8 @@ import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { perDescribe } from '../harness/fixtures.ts';
 import { chartRedisArgs } from '../harness/redis.ts';
-import { authorize, tokenRequest } from './auth-flow.ts';
-import { SECRETS, startStack } from './auth-stack.ts';
+import { authorize, tokenRequest } from '../harness/auth-flow.ts';
+import { SECRETS, startStack } from '../harness/auth-stack.ts';
 
 const PASSWORD = 'Zq7w1Lr0p9XkT3vB6nY2mC8dF5gH4jK0';
 

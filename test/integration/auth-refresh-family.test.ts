@@ -4,9 +4,9 @@
 // first family was created, while every rotation extended the family itself).
 import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
-import { authorize, tokenRequest } from './auth-flow.ts';
+import { authorize, tokenRequest } from '../harness/auth-flow.ts';
 import { stackOn } from '../harness/fixtures.ts';
-import { SECRETS } from './auth-stack.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 const MAX_AGE_S = 3;
 

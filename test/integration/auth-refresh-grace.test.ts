@@ -5,8 +5,8 @@
 import { describe, expect, it } from 'vitest';
 import { perDescribe } from '../harness/fixtures.ts';
 import { chartRedisArgs } from '../harness/redis.ts';
-import { authorize, tokenRequest } from './auth-flow.ts';
-import { SECRETS } from './auth-stack.ts';
+import { authorize, tokenRequest } from '../harness/auth-flow.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 const GRACE_S = 2;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

@@ -7,8 +7,8 @@ import { describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
 import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
 import { perDescribe } from '../harness/fixtures.ts';
-import { authorize, browser, hidden, tokenRequest } from './auth-flow.ts';
-import { SECRETS } from './auth-stack.ts';
+import { authorize, browser, hidden, tokenRequest } from '../harness/auth-flow.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 const kidOf = (jwt: string) => (JSON.parse(Buffer.from(jwt.split('.')[0] ?? '', 'base64url').toString()) as { kid: string }).kid;
 

@@ -7,8 +7,8 @@ import * as client from 'openid-client';
 import { describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
 import { stackOn } from '../harness/fixtures.ts';
-import { browser, hidden, walk, type Browserish } from './auth-flow.ts';
-import { SECRETS } from './auth-stack.ts';
+import { browser, hidden, walk, type Browserish } from '../harness/auth-flow.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 const SECOND_SECRET = 'second-oidc-secret-0123456789abcdef0123456789';
 const SIGNED_OUT = 'http://127.0.0.1:1/signed-out';

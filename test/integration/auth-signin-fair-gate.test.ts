@@ -3,7 +3,7 @@
 // sign-ins (its throttle budget allows 30 at once) filled the gate's queue, and everyone else got
 // 503 until the flood had been hashed, one scrypt at a time; the flood could start again each minute.
 import { describe, expect, it } from 'vitest';
-import { openSignIn } from './auth-flow.ts';
+import { openSignIn } from '../harness/auth-flow.ts';
 import { perDescribe } from '../harness/fixtures.ts';
 
 const FLOOD = '198.51.100.7';

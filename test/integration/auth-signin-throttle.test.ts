@@ -4,9 +4,9 @@
 // parallel sign-ins queued on the thread pool without bound.
 import { describe, expect, it } from 'vitest';
 import { authServerConfigSchema } from '../../lib/config/auth-server.ts';
-import { authorize, openSignIn, tokenRequest, trySignIn } from './auth-flow.ts';
+import { authorize, openSignIn, tokenRequest, trySignIn } from '../harness/auth-flow.ts';
 import { perDescribe } from '../harness/fixtures.ts';
-import { SECRETS, type Stack } from './auth-stack.ts';
+import { SECRETS, type Stack } from '../harness/auth-stack.ts';
 
 function signIn(stack: Stack) {
   return (username: string, password: string, address: string): Promise<Response> =>

@@ -4,8 +4,8 @@
 import * as client from 'openid-client';
 import { describe, expect, it } from 'vitest';
 import { stackOn } from '../harness/fixtures.ts';
-import { authorize, pkce, tokenRequest, walk } from './auth-flow.ts';
-import { SECRETS } from './auth-stack.ts';
+import { authorize, pkce, tokenRequest, walk } from '../harness/auth-flow.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 describe.each(['memory', 'redis'] as const)('userinfo (%s store)', (store) => {
   const on = stackOn(store);

@@ -16,8 +16,8 @@ import { describe, expect, it } from 'vitest';
 import { perDescribe } from '../harness/fixtures.ts';
 import { chartRedisArgs } from '../harness/redis.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
-import { authorize, openSignIn, pkce } from './auth-flow.ts';
-import { SECRETS } from './auth-stack.ts';
+import { authorize, openSignIn, pkce } from '../harness/auth-flow.ts';
+import { SECRETS } from '../harness/auth-stack.ts';
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 150);
 const XSS = '<script>alert(1)</script>"\'><img src=x onerror=alert(1)>';

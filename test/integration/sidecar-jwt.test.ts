@@ -9,8 +9,8 @@ import { describe, expect } from 'vitest';
 import { test } from '../harness/fixtures.ts';
 import { freePort } from '../harness/ports.ts';
 import { startSidecar, type RunningSidecar } from '../harness/programs.ts';
-import { authorize, tokenRequest } from './auth-flow.ts';
-import { AUDIENCE, SECRETS } from './auth-stack.ts';
+import { authorize, tokenRequest } from '../harness/auth-flow.ts';
+import { AUDIENCE, SECRETS } from '../harness/auth-stack.ts';
 
 const it = test
   .extend('stack', { scope: 'file' }, ({ start }) => start.authStack({ userService: true }))

@@ -5,7 +5,7 @@
 // allowed to update each targeted HTTPRoute.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { eventually, startOperatorEnv, type OperatorEnv } from './operator-env.ts';
+import { eventually, startOperatorEnv, type OperatorEnv } from '../harness/k8s/operator-env.ts';
 
 const TEAM = 'team-w';
 let env: OperatorEnv;

@@ -6,7 +6,7 @@
 // with host paths or privileged containers, whatever its ClusterRole allows.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { stringify } from 'yaml';
-import { eventually, startOperatorEnv, type OperatorEnv } from './operator-env.ts';
+import { eventually, startOperatorEnv, type OperatorEnv } from '../harness/k8s/operator-env.ts';
 
 const TEAM = 'team-v';
 let env: OperatorEnv;

@@ -12,8 +12,8 @@ import { eventually } from '../harness/eventually.ts';
 import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
 import { starter } from '../harness/fixtures.ts';
 import { startTlsFront, type TlsFront } from '../harness/tls-front.ts';
-import { authorize, pkce, tokenRequest } from '../integration/auth-flow.ts';
-import { SECRETS, type Stack } from '../integration/auth-stack.ts';
+import { authorize, pkce, tokenRequest } from '../harness/auth-flow.ts';
+import { SECRETS, type Stack } from '../harness/auth-stack.ts';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
 
 /** The client kubectl signs in as through kubelogin: confidential, as an OAuthClient registers it, and with PKCE. */

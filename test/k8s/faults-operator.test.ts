@@ -5,7 +5,7 @@
 // ever regenerated, no child is duplicated, and nothing the operator asked for was forbidden.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordCases, recordFaults } from '../harness/reliability-counts.ts';
-import { auditEvents, eventually, kget, operatorForbidden, reconciling, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { auditEvents, eventually, kget, operatorForbidden, reconciling, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
 
 const NS = 'team-faults';
 const ROUTES = Array.from({ length: 8 }, (_, i) => `route-${i}`);

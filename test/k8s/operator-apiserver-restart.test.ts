@@ -2,7 +2,7 @@
 // breaks, lists fail with connection errors, not 410) and comes back. The operator must restart
 // its list/watch with backoff, relist, and reconcile what changed while it was blind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, kget, metricValue, operatorIdle, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, metricValue, operatorIdle, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
 
 const NS = 'team-r';
 let env: OperatorEnv;

@@ -4,7 +4,7 @@
 // ConfigMaps as metadata only, and only objects a Portcullis object owns. Before, the initial list
 // of the flood alone did not fit the heap and the operator crash-looped for every namespace.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
 
 const FLOOD_NS = 'team-b';
 const NS = 'team-a';

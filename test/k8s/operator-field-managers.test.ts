@@ -13,7 +13,7 @@ import { createHttpKubeClient } from '../../operator/runtime/http-kube-client.ts
 import type { KubeClient } from '../../operator/runtime/kube-client.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { resourceTypes, type ResourceType } from '../../operator/runtime/resource-types.ts';
-import { eventually, operatorForbidden, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, operatorForbidden, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
 
 const NS = 'team-fm';
 const FORMER_LABEL = 'portcullis.dev/set-by-an-older-operator';

@@ -1,7 +1,7 @@
 // Two operator processes; only the leader reconciles; after the leader is
 // killed (SIGKILL: no lease release) the standby takes over within the lease duration.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, kget, LEASE, metricValue, operatorIdle, RELEASE_NS, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, LEASE, metricValue, operatorIdle, RELEASE_NS, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
 
 const NS = 'team-l';
 const LEASE_MS = 4000; // FAST timings of operator-env.ts

@@ -5,7 +5,7 @@
 // namespace stayed Terminating for good. The RoleBinding is deleted first here, on purpose.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startControllerManager, type ControllerManager } from '../harness/k8s/controller-manager.ts';
-import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
 
 const NS = 'team-d';
 let env: OperatorEnv;

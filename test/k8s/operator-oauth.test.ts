@@ -3,7 +3,7 @@
 // is the operator's own doing (the namespace reconcile rebuilds it from the clients that exist).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
-import { eventually, kget, operatorForbidden, operatorIdle, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorIdle, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
 
 const NS = 'team-o';
 let env: OperatorEnv;

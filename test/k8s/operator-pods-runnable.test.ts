@@ -13,8 +13,8 @@ import { take, takeUs, type BucketRule, type BucketState } from '../../lib/token
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { freePort, waitForPort } from '../harness/ports.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { authorize, tokenRequest } from '../integration/auth-flow.ts';
-import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { authorize, tokenRequest } from '../harness/auth-flow.ts';
+import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
 import { createPodRunner, type PodRunner } from './pod-runner.ts';
 
 const NS = 'team-p';

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TARGET_NAMESPACE_RULE } from '../../operator/api/index.ts';
 import { startControllerManager, type ControllerManager } from '../harness/k8s/controller-manager.ts';
-import { eventually, kget, operatorForbidden } from './operator-env.ts';
+import { eventually, kget, operatorForbidden } from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-p';

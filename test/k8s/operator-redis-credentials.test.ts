@@ -13,8 +13,8 @@ import { parseAllDocuments } from 'yaml';
 import { hashPassword } from '../../lib/config/auth-server.ts';
 import { freePort, waitForPort } from '../harness/ports.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { authorize } from '../integration/auth-flow.ts';
-import { eventually, kget, RELEASE, RELEASE_NS, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { authorize } from '../harness/auth-flow.ts';
+import { eventually, kget, RELEASE, RELEASE_NS, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
 import { createPodRunner, type PodRunner } from './pod-runner.ts';
 
 const NS = 'team-c';

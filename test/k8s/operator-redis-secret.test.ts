@@ -9,7 +9,7 @@ import { hashBucketKey, keyHashSecretOf } from '../../lib/token-bucket/key-hash.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/ports.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from './operator-env.ts';
+import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
 import { createPodRunner, type PodRunner, type RunningPod } from './pod-runner.ts';
 
 const NS = 'team-s';

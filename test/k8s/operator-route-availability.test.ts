@@ -4,7 +4,7 @@
 // and the sidecar's own resources in the pod template), the route's budget goes at one replica
 // and comes back at two, and a no-op resync writes nothing. The chart's operator budget applies too.
 import { describe, expect, it } from 'vitest';
-import { eventually, kget, operatorForbidden, operatorIdle, operatorWrites, RELEASE_NS, resyncs } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorIdle, operatorWrites, RELEASE_NS, resyncs } from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-avail';

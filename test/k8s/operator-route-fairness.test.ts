@@ -9,7 +9,7 @@
 // The API server's audit log then holds the operator to two bounds: its request rate (client-side
 // token bucket, PORTCULLIS_KUBE_QPS/BURST) over the whole flood, and the looks per broken route.
 import { describe, expect, it } from 'vitest';
-import { eventually, kget, operatorForbidden, operatorRequests, type AuditEvent } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorRequests, type AuditEvent } from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
 const TEAM_A = 'team-a';

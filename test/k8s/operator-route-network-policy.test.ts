@@ -6,7 +6,7 @@
 // the route's own Service as upstream (CEL), and the operator an ExternalName upstream.
 import { describe, expect, it } from 'vitest';
 import { UPSTREAM_SELF_RULE } from '../../operator/api/index.ts';
-import { eventually, kget, operatorForbidden } from './operator-env.ts';
+import { eventually, kget, operatorForbidden } from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-np';

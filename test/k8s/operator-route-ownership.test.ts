@@ -3,7 +3,7 @@
 // exactly as it was, the route reports Conflict with a Warning Event, and once the Service is
 // deleted the route converges on its own (the operator looks again later).
 import { describe, expect, it } from 'vitest';
-import { eventually, kget, operatorForbidden, operatorWrites, resyncs } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorWrites, resyncs } from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-o';

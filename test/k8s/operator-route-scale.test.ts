@@ -5,7 +5,7 @@
 // what it sets survives reconciles, including one that re-applies the Deployment.
 import { describe, expect, it } from 'vitest';
 import { FIELD_MANAGERS } from '../../operator/app.ts';
-import { eventually, kget, operatorForbidden, resyncs } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, resyncs } from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-h';

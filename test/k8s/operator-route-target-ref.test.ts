@@ -6,7 +6,7 @@
 // what was added before the finalizer lets it go. The status counts and selects the team's pods.
 import { describe, expect, it } from 'vitest';
 import { RESERVED_ROUTE_NAME_RULE, RESERVED_ROUTE_NAMES, TARGET_REF_IMMUTABLE_RULE } from '../../operator/api/index.ts';
-import { eventually, kget, operatorForbidden, resyncs } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, resyncs } from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-r';

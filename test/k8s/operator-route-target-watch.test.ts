@@ -5,7 +5,7 @@
 // undone at once. Polled, the first would wait for the next step of the backoff (looks at 0, 5,
 // 25 and 65 s: its own status write nudges it once), the second for the resync.
 import { describe, expect, it } from 'vitest';
-import { eventually, kget, operatorForbidden, operatorRequests } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorRequests } from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-w';

@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { WORKLOAD_RULE } from '../../operator/api/index.ts';
-import { eventually, kget, operatorForbidden, operatorWrites } from './operator-env.ts';
+import { eventually, kget, operatorForbidden, operatorWrites } from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-u';

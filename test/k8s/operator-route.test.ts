@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { parseSidecarConfigText } from '../../lib/config/sidecar.ts';
-import { eventually, kget, metricValue, operatorForbidden, operatorIdle, operatorWrites, resyncs } from './operator-env.ts';
+import { eventually, kget, metricValue, operatorForbidden, operatorIdle, operatorWrites, resyncs } from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-a';

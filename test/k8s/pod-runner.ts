@@ -10,7 +10,7 @@ import path from 'node:path';
 import { expect } from 'vitest';
 import { freePort } from '../harness/ports.ts';
 import { startProgram, type Program } from '../harness/programs.ts';
-import { kget, type OperatorEnv } from './operator-env.ts';
+import { kget, type OperatorEnv } from '../harness/k8s/operator-env.ts';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl
 

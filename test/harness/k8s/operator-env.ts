@@ -7,11 +7,11 @@ import { mkdtempSync, readFileSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { startCluster, type Cluster } from '../harness/k8s/cluster.ts';
-import { freePort } from '../harness/ports.ts';
-import { startProgram, type Program, type StartOptions } from '../harness/programs.ts';
+import { startCluster, type Cluster } from './cluster.ts';
+import { freePort } from '../ports.ts';
+import { startProgram, type Program, type StartOptions } from '../programs.ts';
 
-import { eventually } from '../harness/eventually.ts';
+import { eventually } from '../eventually.ts';
 
 // The k8s tests (and bench/operator.ts) take the one polling helper from here with the rest.
 export { eventually };
