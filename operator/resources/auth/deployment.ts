@@ -149,16 +149,16 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
   } satisfies V1Deployment;
 }
 
+/** The name, labels and owners the auth server's Service and NetworkPolicy carry. */
+function authServerMetadata(namespace: string, owners: readonly Owner[]) {
+  return { name: AUTH_SERVER_NAME, namespace, labels: authServerLabels('auth-server'), ownerReferences: sortedOwnerRefs(owners) };
+}
+
 export function authServerService(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: {
-      name: AUTH_SERVER_NAME,
-      namespace,
-      labels: authServerLabels('auth-server'),
-      ownerReferences: sortedOwnerRefs(owners),
-    },
+    metadata: authServerMetadata(namespace, owners),
     spec: {
       type: 'ClusterIP',
       selector: authServerSelectorLabels(),
@@ -176,12 +176,7 @@ export function authServerNetworkPolicy(namespace: string, settings: ResourceSet
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
-    metadata: {
-      name: AUTH_SERVER_NAME,
-      namespace,
-      labels: authServerLabels('auth-server'),
-      ownerReferences: sortedOwnerRefs(owners),
-    },
+    metadata: authServerMetadata(namespace, owners),
     spec: {
       podSelector: { matchLabels: authServerSelectorLabels() },
       policyTypes: ['Ingress'],
