@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import { rateLimitPolicySchema, type RateLimitPolicy } from '../api/index.ts';
 import type { ResourceSettings } from '../resources/shared/settings.ts';
-import { namespaceRedisUrlData, releaseNamespaceRedisUser, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
+import { namespaceRedisUrlData, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
 import { decisionName, decisionRoute } from '../policies/decision-resources.ts';
 import { crdHasExternalAuth } from '../policies/external-auth-filter.ts';
 import { planFilters, planPolicy, policyBackend, type PolicyObserved } from '../policies/plan-policy.ts';
@@ -18,9 +18,10 @@ import { InvalidSpecError, isNotFound } from '../runtime/errors.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
-import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
+import { splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, resourceTypeOf, type ResourceType } from '../runtime/resource-types.ts';
 import { controllerOf } from '../resources/shared/metadata.ts';
+import { releaseUnusedBucketUser } from './bucket-redis-user.ts';
 import { foreignObjectProblem } from './child-ownership.ts';
 import { EventReasons, type EventReason } from './conditions.ts';
 import { readSecretKey } from './source-secret.ts';
@@ -72,7 +73,7 @@ export class RateLimitPolicyReconciler implements Reconciler {
     const { namespace, name } = splitKey(key);
     const raw = this.#d.caches.policies.get(namespace, name);
     if (raw === undefined) {
-      await this.#releaseRedisUser(namespace);
+      await releaseUnusedBucketUser(this.#d, namespace);
       return {};
     }
     const ns = namespace ?? 'default';
@@ -177,21 +178,6 @@ export class RateLimitPolicyReconciler implements Reconciler {
       return undefined;
     }
     return namespaceRedisUrlData(this.#d.redisUsers, admin, ns, 'bucket');
-  }
-
-  /**
-   * The namespace's Redis user goes with the last route or policy on the default Redis (the route
-   * reconciler counts policies the same way), counted after the last await.
-   */
-  async #releaseRedisUser(namespace: string | undefined): Promise<void> {
-    const source = this.#d.settings.defaultRedisSecret;
-    if (this.#d.redisUsers === undefined || source === undefined || namespace === undefined) return;
-    const adminUrlData = await readSecretKey(this.#d.client, source);
-    if (adminUrlData === undefined) return;
-    const onDefault = (o: KubeObject) => o.metadata.deletionTimestamp === undefined && asRecord(o['spec'])?.['redis'] === undefined;
-    if (!this.#d.caches.routes.list(namespace).some(onDefault) && !this.#d.caches.policies.list(namespace).some(onDefault)) {
-      await releaseNamespaceRedisUser(this.#d.redisUsers, adminUrlData, namespace, 'bucket');
-    }
   }
 
   #cacheOf(kind: string): Informer {

@@ -8,7 +8,7 @@ import { usesDefaultRedisSecret } from '../resources/route/redis.ts';
 import { controllerOf } from '../resources/shared/metadata.ts';
 import { routeRedisSecretName } from '../resources/shared/redis-url-secret.ts';
 import type { ResourceSettings } from '../resources/shared/settings.ts';
-import { namespaceRedisUrlData, releaseNamespaceRedisUser, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
+import { namespaceRedisUrlData, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
@@ -16,8 +16,9 @@ import { KubeApiError } from '../runtime/errors.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
-import { asRecord, splitKey, type KubeObject } from '../runtime/kube-object.ts';
+import { splitKey, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, resourceTypeOf } from '../runtime/resource-types.ts';
+import { releaseUnusedBucketUser } from './bucket-redis-user.ts';
 import { conflictMessage, foreignObjectProblem } from './child-ownership.ts';
 import { EventReasons, Reasons, readyStatus, type EventReason, type ReadyState } from './conditions.ts';
 import { parseRoute, planRoute, routeReadyState, routeStatusFields, type RouteObserved, type RoutePlan } from './plan-route.ts';
@@ -34,8 +35,8 @@ export interface RateLimitRouteCaches {
   podDisruptionBudgets: Informer;
   /** The operator's copies of its default Redis Secret (`<route>-redis`). */
   secrets: Informer;
-  /** RateLimitPolicies: their decision services use the namespace's Redis user too. */
-  policies?: Informer;
+  /** RateLimitPolicies: their decision services use the namespace's Redis user too (required: without them a route would release it from under a policy). */
+  policies: Informer;
 }
 
 export interface RateLimitRouteReconcilerDeps {
@@ -72,7 +73,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     const { namespace, name } = splitKey(key);
     const raw = this.#d.caches.routes.get(namespace, name);
     if (raw === undefined) {
-      await this.#releaseRedisUser(namespace);
+      await releaseUnusedBucketUser(this.#d, namespace);
       return {};
     }
     if (raw.metadata.deletionTimestamp !== undefined) {
@@ -158,7 +159,7 @@ export class RateLimitRouteReconciler implements Reconciler {
             return undefined;
           });
     // The route left the default Redis (its copy is still there): its namespace's user may go.
-    if (source === undefined && this.#d.caches.secrets.get(namespace, routeRedisSecretName(name)) !== undefined) await this.#releaseRedisUser(namespace);
+    if (source === undefined && this.#d.caches.secrets.get(namespace, routeRedisSecretName(name)) !== undefined) await releaseUnusedBucketUser(this.#d, namespace);
     // Could not look (e.g. RBAC): null, the plan then says nothing rather than guess.
     const ref = route.spec.redis?.secretRef;
     const redisSecretRef = ref === undefined ? null : await this.#d.client.get(resourceTypes.secret, namespace, ref.name).catch(() => null);
@@ -214,22 +215,6 @@ export class RateLimitRouteReconciler implements Reconciler {
       }),
     );
     return lives.flatMap((live) => foreignObjectProblem(live, route) ?? []);
-  }
-
-  /**
-   * No route (nor RateLimitPolicy) of the namespace left on the default Redis: its user there goes. Every route without
-   * spec.redis counts, an invalid one too (its pods still run on the user), and the count is taken
-   * after the last await, so a route another worker set the user up for meanwhile keeps it (the
-   * DELUSER queues behind that SETUSER on the one admin connection).
-   */
-  async #releaseRedisUser(namespace: string | undefined): Promise<void> {
-    const source = this.#d.settings.defaultRedisSecret;
-    if (this.#d.redisUsers === undefined || source === undefined || namespace === undefined) return;
-    const adminUrlData = await readSecretKey(this.#d.client, source);
-    if (adminUrlData === undefined) return;
-    const onDefaultRedis = (o: KubeObject) => o.metadata.deletionTimestamp === undefined && asRecord(o['spec'])?.['redis'] === undefined;
-    const onDefault = this.#d.caches.routes.list(namespace).some(onDefaultRedis) || (this.#d.caches.policies?.list(namespace).some(onDefaultRedis) ?? false);
-    if (!onDefault) await releaseNamespaceRedisUser(this.#d.redisUsers, adminUrlData, namespace, 'bucket');
   }
 
   async #invalid(raw: KubeObject, message: string): Promise<ReconcileResult> {
