@@ -11,6 +11,7 @@ import { crdHasExternalAuth } from '../policies/external-auth-filter.ts';
 import { planFilters, planPolicy, policyBackend, type PolicyObserved } from '../policies/plan-policy.ts';
 import { ancestorStatuses, PolicyReasons, previousAncestors, type PlannedAncestor } from '../policies/policy-status.ts';
 import { usesDefaultRedisSecret } from '../resources/route/redis.ts';
+import { routeRedisSecretName } from '../resources/shared/redis-url-secret.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
@@ -171,7 +172,11 @@ export class RateLimitPolicyReconciler implements Reconciler {
   /** The operator's default Redis as the namespace's own user, when the policy names no Redis and the default is a Secret. */
   async #redisUrlData(raw: KubeObject, policy: RateLimitPolicy, ns: string): Promise<string | undefined> {
     const source = usesDefaultRedisSecret(decisionRoute(policy), this.#d.settings) ? this.#d.settings.defaultRedisSecret : undefined;
-    if (source === undefined) return undefined;
+    if (source === undefined) {
+      // The policy left the default Redis (its copy is still there): its namespace's user may go.
+      if (this.#d.caches.secrets.get(ns, routeRedisSecretName(decisionName(policy.metadata.name))) !== undefined) await releaseUnusedBucketUser(this.#d, ns);
+      return undefined;
+    }
     const admin = await readSecretKey(this.#d.client, source);
     if (admin === undefined) {
       this.#d.events.event(raw, 'Warning', EventReasons.RedisSecretMissing, `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the decision pods cannot start until it exists`);

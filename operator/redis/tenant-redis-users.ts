@@ -1,7 +1,8 @@
 // The operator's side of per-namespace Redis users (lib/tenancy/tenant-acl.ts): with the admin URL
 // from the operator's own Secret it creates or updates a namespace's user (ACL SETUSER, the same
 // rules every time, so a reconcile repairs a user changed by hand) and deletes it when the
-// namespace's last route or OAuthClient goes (ACL DELUSER, which also closes its connections).
+// namespace's last route, RateLimitPolicy or OAuthClient on it goes (ACL DELUSER, which also closes
+// its connections).
 // One admin connection per Redis, made on first use and kept; a new admin URL (rotation) replaces it.
 // ACL users live in the server's memory only (the bundled Redis keeps no files): whenever the admin
 // connection comes back after a loss, the users granted through it are set again at once, so a

@@ -1,8 +1,9 @@
 // The reconcilers with per-namespace Redis users (a recording stand-in for operator/redis/; the
 // real one runs against redis-server in test/integration/redis-tenant-users.test.ts and the whole
 // operator in test/k8s/operator-redis-tenants.test.ts): a namespace's Secrets hold its own user's
-// URL, never the admin's, and its last route or OAuthClient takes the user with it. The pure
-// pieces: the ACL rules, the derived passwords and URLs.
+// URL, never the admin's, and its last route or OAuthClient takes the user with it (routes and
+// RateLimitPolicies share the bucket user: the last of either to be deleted or to move to a Redis
+// of its own). The pure pieces: the ACL rules, the derived passwords and URLs.
 import { afterEach, describe, expect, it } from 'vitest';
 import { AuthServerReconciler } from '../../operator/controllers/auth-server-reconciler.ts';
 import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
@@ -29,6 +30,17 @@ const settings: ResourceSettings = {
   authRedisSecret: { namespace: 'portcullis-system', name: 'creds', key: 'redis-url' },
 };
 const source: KubeObject = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'portcullis-system' }, data: { 'redis-url': b64(ADMIN) } };
+
+const OWN_REDIS = { url: 'redis://own-redis.team-a.svc:6379' };
+
+function policyObject(name: string, redis?: typeof OWN_REDIS): KubeObject {
+  return {
+    apiVersion: 'portcullis.dev/v1alpha1',
+    kind: 'RateLimitPolicy',
+    metadata: { name, namespace: 'team-a', uid: `uid-${name}` },
+    spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'shop' }], limiter: { replenishRate: 1, burstCapacity: 10 }, ...(redis === undefined ? {} : { redis }) },
+  };
+}
 
 /** Records grants and revokes; grants answer a URL naming the namespace's user. */
 function recordingUsers(): TenantRedisUsers & { calls: string[]; down: boolean } {
@@ -96,12 +108,7 @@ describe('reconciling with per-namespace Redis users', () => {
     const { client, users, route, policy } = await setup();
     client.put(routeObject('all'));
     await route('team-a/all');
-    client.put({
-      apiVersion: 'portcullis.dev/v1alpha1',
-      kind: 'RateLimitPolicy',
-      metadata: { name: 'orders', namespace: 'team-a', uid: 'uid-orders' },
-      spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'shop' }], limiter: { replenishRate: 1, burstCapacity: 10 } },
-    });
+    client.put(policyObject('orders'));
     await client.delete(resourceTypes.rateLimitRoute, 'team-a', 'all');
     await route('team-a/all');
     expect(users.calls.filter((c) => c.startsWith('revoke'))).toEqual([]);
@@ -109,6 +116,57 @@ describe('reconciling with per-namespace Redis users', () => {
     await client.delete(resourceTypes.rateLimitPolicy, 'team-a', 'orders');
     await policy('team-a/orders');
     expect(users.calls.filter((c) => c.startsWith('revoke'))).toEqual(['revoke bucket team-a admin']);
+  });
+
+  /** The live object (finalizers and all) with spec.redis set: it moves to a Redis of its own. */
+  function moveOff(client: MemoryKubeClient, type: typeof resourceTypes.rateLimitRoute | typeof resourceTypes.rateLimitPolicy, name: string): void {
+    const live = client.peek(type, 'team-a', name) as KubeObject;
+    client.put({ ...live, spec: { ...(live['spec'] as Obj), redis: OWN_REDIS } });
+  }
+  const revokes = (calls: string[]) => calls.filter((c) => c.startsWith('revoke'));
+
+  it('a RateLimitPolicy moving to a Redis of its own takes the namespace user along when nothing else uses it', async () => {
+    const { client, users, policy } = await setup();
+    client.put(policyObject('orders'));
+    await policy('team-a/orders');
+    expect(users.calls).toEqual(['grant bucket team-a admin']);
+    expect(client.peek(resourceTypes.secret, 'team-a', 'orders-decision-redis')).toBeDefined();
+    moveOff(client, resourceTypes.rateLimitPolicy, 'orders');
+    await policy('team-a/orders');
+    expect(revokes(users.calls)).toEqual(['revoke bucket team-a admin']);
+    expect(client.peek(resourceTypes.secret, 'team-a', 'orders-decision-redis')).toBeUndefined();
+    // Its copy is gone: later reconciles leave the user (maybe made again for another) alone.
+    await policy('team-a/orders');
+    expect(revokes(users.calls)).toEqual(['revoke bucket team-a admin']);
+  });
+
+  it('a RateLimitPolicy moving off the default Redis keeps the namespace user while a route uses it; the route moving off after it takes it along', async () => {
+    const { client, users, route, policy } = await setup();
+    client.put(routeObject('all'));
+    client.put(policyObject('orders'));
+    await route('team-a/all');
+    await policy('team-a/orders');
+    moveOff(client, resourceTypes.rateLimitPolicy, 'orders');
+    await policy('team-a/orders');
+    expect(revokes(users.calls)).toEqual([]);
+    moveOff(client, resourceTypes.rateLimitRoute, 'all');
+    await route('team-a/all');
+    expect(revokes(users.calls)).toEqual(['revoke bucket team-a admin']);
+  });
+
+  it('a route moving off the default Redis keeps the namespace user while a RateLimitPolicy uses it; the policy moving off after it takes it along', async () => {
+    const { client, users, route, policy } = await setup();
+    client.put(routeObject('all'));
+    client.put(policyObject('orders'));
+    await route('team-a/all');
+    await policy('team-a/orders');
+    moveOff(client, resourceTypes.rateLimitRoute, 'all');
+    await route('team-a/all');
+    expect(revokes(users.calls)).toEqual([]);
+    expect(client.peek(resourceTypes.secret, 'team-a', 'all-redis')).toBeUndefined();
+    moveOff(client, resourceTypes.rateLimitPolicy, 'orders');
+    await policy('team-a/orders');
+    expect(revokes(users.calls)).toEqual(['revoke bucket team-a admin']);
   });
 
   it("the auth server's Secret holds its namespace's auth user's URL; its last OAuthClient deletes the user", async () => {
