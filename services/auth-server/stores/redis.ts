@@ -1,8 +1,10 @@
 // Redis adapters: state shared by several auth-server replicas. Each record lives in ONE key (so
-// the scripts work on Redis Cluster); single-use and rotation are Lua scripts, atomic on the
-// server. Replies are parsed with zod; a reply of the wrong shape is an error, never a cast.
+// the scripts work on Redis Cluster); single-use and rotation are Lua scripts (redis-scripts.ts),
+// atomic on the server. Replies are parsed with zod; a reply of the wrong shape is an error, never
+// a cast.
 import type { Redis } from 'ioredis';
 import { z } from 'zod';
+import { withScripts } from './redis-scripts.ts';
 import { createRedisSessionStore } from './redis-sessions.ts';
 import {
   codeRecordSchema,
@@ -16,83 +18,6 @@ import {
   type FamilyGrant,
   type RotateResult,
 } from './types.ts';
-
-/**
- * KEYS[1] the code's hash key; ARGV[1] how long to remember a used code (ms).
- * Reply: {'unknown'} | {'ok', data} | {'replayed', issued ('' when not attached yet)}.
- */
-const consumeCode = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'unknown'} end
-if redis.call('HGET', KEYS[1], 'used') == '1' then
-  redis.call('HSET', KEYS[1], 'replayed', '1')
-  return {'replayed', redis.call('HGET', KEYS[1], 'issued') or ''}
-end
-redis.call('HSET', KEYS[1], 'used', '1')
-redis.call('PEXPIRE', KEYS[1], ARGV[1])
-return {'ok', redis.call('HGET', KEYS[1], 'data')}
-`;
-
-/** KEYS[1] the code's hash key; ARGV[1] the issued record (JSON). Reply: 1 when the code was replayed meanwhile. */
-const attachIssued = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HSET', KEYS[1], 'issued', ARGV[1])
-if redis.call('HGET', KEYS[1], 'replayed') == '1' then return 1 end
-return 0
-`;
-
-/**
- * KEYS[1] the family's hash key; ARGV[1] presented token hash, ARGV[2] new token hash,
- * ARGV[3] now (ms), ARGV[4] new token lifetime (ms), ARGV[5] reuse grace window (ms, 0: none),
- * ARGV[6] the new token sealed (handed out again within the window).
- * Reply: {'ok', grant, lifetime (ms) of the new token} | {'grace', grant, sealed successor} (the
- * token rotated away last, again within the window: nothing changes) | {'reused', grant, jtis}
- * (family revoked) | {'invalid'}. The new token's lifetime stops at the family's end ('end', epoch ms).
- */
-const rotateRefresh = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return {'invalid'} end
-local f = redis.call('HMGET', KEYS[1], 'grant', 'current', 'previous', 'revoked', 'exp', 'jtis', 'end', 'graceHash', 'graceUntil', 'successor')
-if f[4] == '1' then return {'invalid'} end
-local now = tonumber(ARGV[3])
-if f[2] == ARGV[1] then
-  if tonumber(f[5]) <= now then return {'invalid'} end
-  local life = tonumber(ARGV[4])
-  if f[7] then
-    local left = tonumber(f[7]) - now
-    if left <= 0 then return {'invalid'} end
-    if left < life then life = left end
-  end
-  local prev = f[3] or ''
-  if prev == '' then prev = ARGV[1] else prev = prev .. ' ' .. ARGV[1] end
-  redis.call('HSET', KEYS[1], 'current', ARGV[2], 'previous', prev, 'exp', now + life,
-    'graceHash', ARGV[1], 'graceUntil', now + tonumber(ARGV[5]), 'successor', ARGV[6])
-  redis.call('PEXPIRE', KEYS[1], life)
-  return {'ok', f[1], tostring(life)}
-end
-if f[8] == ARGV[1] and tonumber(ARGV[5]) > 0 and now <= tonumber(f[9]) and tonumber(f[5]) > now then
-  return {'grace', f[1], f[10] or ''}
-end
-if string.find(' ' .. (f[3] or '') .. ' ', ' ' .. ARGV[1] .. ' ', 1, true) then
-  redis.call('HSET', KEYS[1], 'revoked', '1')
-  return {'reused', f[1], f[6] or ''}
-end
-return {'invalid'}
-`;
-
-/** KEYS[1] the family's hash key; ARGV[1] `jti:expiresAtMs`. Appends to the family's access tokens. */
-const addJti = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-local j = redis.call('HGET', KEYS[1], 'jtis')
-if j and j ~= '' then j = j .. ' ' .. ARGV[1] else j = ARGV[1] end
-redis.call('HSET', KEYS[1], 'jtis', j)
-return 1
-`;
-
-/** KEYS[1] the family's hash key. Marks it revoked; reply: its access tokens ('' when none or no family). */
-const revokeFamily = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return '' end
-redis.call('HSET', KEYS[1], 'revoked', '1')
-return redis.call('HGET', KEYS[1], 'jtis') or ''
-`;
 
 const stringArray = z.array(z.string());
 const issuedSchema = z.object({ familyId: z.string().optional(), jti: z.string(), accessExpiresAt: z.number() });
@@ -108,27 +33,6 @@ function parseJtis(text: string): AccessTokenRef[] {
     const expiresAt = Number(item.slice(at + 1));
     return at > 0 && Number.isFinite(expiresAt) ? [{ jti: item.slice(0, at), expiresAt }] : [];
   });
-}
-
-/** The scripts as ioredis commands, each on one key: EVALSHA, and EVAL when Redis answers NOSCRIPT (after a restart or failover). */
-interface AuthScripts {
-  authConsumeCode(key: string, retainMs: number): Promise<unknown>;
-  authAttachIssued(key: string, issued: string): Promise<unknown>;
-  authRotateRefresh(key: string, tokenHash: string, newHash: string, nowMs: number, ttlMs: number, graceMs: number, sealedSuccessor: string): Promise<unknown>;
-  authAddJti(key: string, jti: string): Promise<unknown>;
-  authRevokeFamily(key: string): Promise<unknown>;
-}
-
-function withScripts(redis: Redis): Redis & AuthScripts {
-  const scripts: Record<keyof AuthScripts, string> = {
-    authConsumeCode: consumeCode,
-    authAttachIssued: attachIssued,
-    authRotateRefresh: rotateRefresh,
-    authAddJti: addJti,
-    authRevokeFamily: revokeFamily,
-  };
-  for (const [name, lua] of Object.entries(scripts)) redis.defineCommand(name, { numberOfKeys: 1, lua });
-  return redis as Redis & AuthScripts;
 }
 
 /** `prefix`: the namespace's (lib/tenancy authKeyPrefix); every key the stores touch starts with it. */
