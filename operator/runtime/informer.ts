@@ -7,7 +7,8 @@ import { backoffDelay, type BackoffPolicy } from './backoff.ts';
 import { sleep, type Clock } from './clock.ts';
 import { isGone, isThrottled } from './errors.ts';
 import type { KubeClient } from './kube-client.ts';
-import { keyOf, objectKey, type KubeObject, type ObjectMeta } from './kube-object.ts';
+import { keyOf, objectKey, type KubeObject } from './kube-object.ts';
+import { trimForCache } from './trim-for-cache.ts';
 import type { ResourceType } from './resource-types.ts';
 
 /** Consecutive 429 answers logged at info before they are logged as warnings. */
@@ -40,29 +41,6 @@ export interface InformerOptions {
   /** Server-side watch timeout, s. */
   watchTimeoutSeconds?: number;
   onRestart?: (reason: string) => void;
-}
-
-/** kubectl apply's copy of the whole object, as large as the object itself. */
-const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
-
-/**
- * Drops what the operator never reads and what costs the most memory: kubectl's copy, and the
- * field sets of managedFields (only who manages the object is kept: the Applier migrates fields of
- * a field manager the operator no longer uses).
- */
-function trim(obj: KubeObject): KubeObject {
-  const annotations = obj.metadata.annotations;
-  const lastApplied = annotations !== undefined && LAST_APPLIED in annotations;
-  const managedFields = obj.metadata.managedFields;
-  if (managedFields === undefined && !lastApplied) return obj;
-  const { managedFields: _dropped, ...rest } = obj.metadata;
-  const metadata: ObjectMeta = rest;
-  if (managedFields !== undefined) metadata.managedFields = managedFields.map(({ manager, operation, subresource }) => ({ manager, operation, ...(subresource === undefined ? {} : { subresource }) }));
-  if (lastApplied) {
-    const { [LAST_APPLIED]: _copy, ...rest } = annotations;
-    metadata.annotations = rest;
-  }
-  return { ...obj, metadata };
 }
 
 interface Index {
@@ -228,7 +206,7 @@ export class Informer {
       this.#remove(incoming);
       return;
     }
-    const obj = trim(incoming);
+    const obj = trimForCache(incoming);
     const key = keyOf(obj);
     const old = this.#store.get(key);
     if (old !== undefined && old.metadata.resourceVersion === obj.metadata.resourceVersion) return;
@@ -249,7 +227,7 @@ export class Informer {
     const old = this.#store.get(key);
     if (old === undefined) {
       const keep = this.#options.keep;
-      if (watched && keep !== undefined && keep(obj)) for (const h of this.#handlers) h.onDelete?.(trim(obj));
+      if (watched && keep !== undefined && keep(obj)) for (const h of this.#handlers) h.onDelete?.(trimForCache(obj));
       return;
     }
     this.#store.delete(key);
