@@ -15,7 +15,8 @@ import { decisionMarkdown, runDecisionBench } from './decision.ts';
 import { gatewayMarkdown } from './gateway-report.ts';
 import { runGatewayBench } from './gateway.ts';
 import { operatorMarkdown, runOperatorBench, type OperatorBenchResult } from './operator.ts';
-import { redisCostMarkdown, runRedisCostBench } from './redis-cost.ts';
+import { redisCostMarkdown } from './redis-cost-report.ts';
+import { runRedisCostBench } from './redis-cost.ts';
 import { writeSummary } from './summary.ts';
 import { runTokenBench, tokenMarkdown } from './token.ts';
 

@@ -1,0 +1,89 @@
+// The load of the redis-cost suite: the rule, the users and the decisions in flight, and the three
+// ways of keeping the counts that it compares (bench/redis-cost.ts says how each is measured).
+import { Redis } from 'ioredis';
+import type { BucketRule } from '../lib/token-bucket/bucket.ts';
+import { RedisBucketStore } from '../lib/token-bucket/redis-store.ts';
+import { takeOne } from '../lib/token-bucket/take-promise.ts';
+
+export const IN_FLIGHT = 256;
+export const USERS = 1000;
+export const RULE: BucketRule = { replenishRate: 10, burstCapacity: 20, requestedTokens: 1 };
+
+/** Two keys per bucket, whole seconds from the caller: the shape of Spring Cloud Gateway's limiter. */
+const TWO_KEY_BUCKET = `
+local rate = tonumber(ARGV[1])
+local capacity = tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
+local requested = tonumber(ARGV[4])
+local ttl = math.floor(capacity / rate * 2)
+local tokens = tonumber(redis.call('GET', KEYS[1])) or capacity
+local refreshed = tonumber(redis.call('GET', KEYS[2])) or 0
+local filled = math.min(capacity, tokens + math.max(0, now - refreshed) * rate)
+local allowed = filled >= requested
+if allowed then filled = filled - requested end
+if ttl > 0 then
+  redis.call('SETEX', KEYS[1], ttl, filled)
+  redis.call('SETEX', KEYS[2], ttl, now)
+end
+return { allowed and 1 or 0, filled }
+`;
+
+export interface Approach {
+  readonly name: string;
+  readonly calls: string;
+  /** Returns one decision function bound to a connection (or store) of its own. */
+  open(url: string): Promise<{ decide: (user: number) => Promise<unknown>; close: () => Promise<void> }>;
+}
+
+export const approaches = (mode: 'light' | 'saturated'): Approach[] => [
+  {
+    name: 'portcullis exact bucket',
+    calls: mode === 'light' ? 'one script call per take' : 'takes of a turn batched into one script call',
+    async open(url) {
+      const store = new RedisBucketStore({ url, keyPrefix: 'pc:', commandTimeoutMs: 5000 });
+      await store.ready();
+      return { decide: (user) => takeOne(store, `u${user}`, RULE), close: () => store.close() };
+    },
+  },
+  ...(mode === 'saturated'
+    ? [
+        {
+          name: 'portcullis exact bucket, batching off',
+          calls: 'one script call per take (pipelined)',
+          async open(url: string) {
+            const store = new RedisBucketStore({ url, keyPrefix: 'pc1:', commandTimeoutMs: 5000, maxBatch: 1 });
+            await store.ready();
+            return { decide: (user: number) => takeOne(store, `u${user}`, RULE), close: () => store.close() };
+          },
+        },
+      ]
+    : []),
+  {
+    name: 'two-key bucket (Spring Cloud Gateway style)',
+    calls: 'one script call per take',
+    async open(url) {
+      const redis = new Redis(url, { enableAutoPipelining: true });
+      redis.defineCommand('twoKeyTake', { numberOfKeys: 2, lua: TWO_KEY_BUCKET });
+      const take = (redis as unknown as { twoKeyTake: (...a: (string | number)[]) => Promise<unknown> }).twoKeyTake.bind(redis);
+      return {
+        decide: (user) => take(`scg.{u${user}}.tokens`, `scg.{u${user}}.timestamp`, RULE.replenishRate, RULE.burstCapacity, Math.floor(Date.now() / 1000), RULE.requestedTokens),
+        close: async () => void redis.disconnect(),
+      };
+    },
+  },
+  {
+    name: 'fixed window (envoy ratelimit style)',
+    calls: 'INCRBY + EXPIRE pipelined per decision',
+    async open(url) {
+      const redis = new Redis(url, { enableAutoPipelining: true });
+      return {
+        decide: (user) => {
+          const window = Math.floor(Date.now() / 1000);
+          const key = `fw_u${user}_${window}`;
+          return redis.pipeline().incrby(key, 1).expire(key, 2).exec();
+        },
+        close: async () => void redis.disconnect(),
+      };
+    },
+  },
+];
