@@ -18,7 +18,8 @@ import { operatorMarkdown, runOperatorBench, type OperatorBenchResult } from './
 import { redisCostMarkdown } from './redis-cost-report.ts';
 import { runRedisCostBench } from './redis-cost.ts';
 import { writeSummary } from './summary.ts';
-import { runTokenBench, tokenMarkdown } from './token.ts';
+import { tokenMarkdown } from './token-report.ts';
+import { runTokenBench } from './token.ts';
 
 interface Suite {
   readonly run: (log: (line: string) => void) => Promise<unknown>;

@@ -5,7 +5,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { GatewayBenchResult } from './gateway-report.ts';
 import type { OperatorBenchResult } from './operator.ts';
-import type { TokenBenchResult } from './token.ts';
+import type { TokenBenchResult } from './token-report.ts';
 
 /** The latest result of a suite, or undefined when absent or written by an older version of the suite. */
 function read<T>(dir: string, name: string, current: (x: Record<string, unknown>) => boolean): T | undefined {

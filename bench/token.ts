@@ -9,11 +9,11 @@
 // over 16 keep-alive connections; rounds interleave the two servers; medians and per-round ratios.
 // Portcullis runs as deployed: its bundle with the V8 caps the operator renders for the default
 // resources (BENCH_AUTH_NODE_OPTIONS replaces those caps, to compare others).
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { decodeJwt, decodeProtectedHeader, exportJWK, generateKeyPair } from 'jose';
+import { exportJWK, generateKeyPair } from 'jose';
 import { hashPassword } from '../lib/config/auth-server.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
@@ -21,122 +21,8 @@ import { authorize, browser, type Browserish } from '../test/harness/auth-flow.t
 import { AUDIENCE, AUTH_SERVER_AS_DEPLOYED, SECRETS, startStack } from '../test/harness/auth-stack.ts';
 import { cpuUs, median, peakRssMiB } from './lib/measure.ts';
 import { ensureLoadgen, runList, type LoadgenResult } from './lib/loadgen.ts';
-
-export interface TokenServerResult {
-  readonly name: string;
-  readonly description: string;
-  /** Median over rounds. */
-  readonly exchangesPerSecond: number;
-  readonly latencyMs: { p50: number; p99: number; p999: number };
-  readonly cpuUsPerExchange: number;
-  readonly failures: number;
-  readonly peakRssMiB: number;
-  /** What one issued access token looked like (checked, not assumed). */
-  readonly accessToken: { alg: string; typ: string; aud: unknown; hasRefreshToken: boolean; hasIdToken: boolean };
-  readonly rounds: { exchangesPerSecond: number; p50Ms: number; p99Ms: number; cpuUsPerExchange: number; failures: number }[];
-}
-
-export interface TokenBenchResult {
-  readonly suite: 'token';
-  readonly startedAt: string;
-  readonly machine: { cpus: number; model: string; node: string; loadavgAtStart: number[]; loadavgAtEnd: number[] };
-  readonly load: { codesPerRound: number; connections: number; rounds: number; generator: string };
-  readonly servers: TokenServerResult[];
-  /** Median of per-round ratios. */
-  readonly ratio: number;
-  readonly goal: { goal: string; measured: string; met: boolean };
-}
-
-interface Minted {
-  code: string;
-  verifier: string;
-}
-
-const pkce = () => {
-  const verifier = randomBytes(32).toString('base64url');
-  return { verifier, challenge: createHash('sha256').update(verifier).digest('base64url') };
-};
-
-/**
- * Sign-ins in flight while codes are minted: the auth server gives one client address at most two
- * places at its password-hashing gate and answers the rest 503, and every sign-in here comes from
- * one address. Minting is set-up; the exchanges are what is measured.
- */
-const MINT_CONCURRENCY = 2;
-
-/** Runs one(0..n-1), `concurrency` at a time; the results in index order. */
-export async function pool<T>(n: number, concurrency: number, one: (i: number) => Promise<T>): Promise<T[]> {
-  const out: T[] = new Array(n);
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: concurrency }, async () => {
-      while (next < n) {
-        const i = next++;
-        out[i] = await one(i);
-      }
-    }),
-  );
-  return out;
-}
-
-/** Both servers sign in with OpenID Connect: each exchange issues an id_token beside the access and refresh tokens. */
-const SCOPE = 'openid profile offline_access';
-
-/** oidc-provider's flow: /auth, its dev login and consent pages, back to /auth, the code redirect. */
-async function oidcProviderCode(issuer: string, clientId: string, redirectUri: string, b: Browserish): Promise<Minted> {
-  const { verifier, challenge } = pkce();
-  const q = new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: 'code', scope: SCOPE, code_challenge: challenge, code_challenge_method: 'S256', state: randomBytes(8).toString('hex') });
-  let url = `${issuer}/auth?${q}`;
-  for (let step = 0; step < 12; step++) {
-    const res = await b.get(url);
-    const body = await res.text();
-    const location = res.headers.get('location');
-    if (location === null) {
-      const uid = /\/interaction\/([^/?#]+)/.exec(url)?.[1];
-      if (res.status !== 200 || uid === undefined) throw new Error(`oidc-provider flow: ${res.status} at ${url}: ${body.slice(0, 200)}`);
-      const prompt = /name="prompt" value="(\w+)"/.exec(body)?.[1] ?? 'consent';
-      const posted = await b.post(`${issuer}/interaction/${uid}`, prompt === 'login' ? { prompt, login: 'alice', password: 'x' } : { prompt });
-      await posted.arrayBuffer();
-      url = new URL(posted.headers.get('location') ?? '', issuer).toString();
-      continue;
-    }
-    const next = new URL(location, url);
-    if (next.toString().startsWith(redirectUri)) {
-      const code = next.searchParams.get('code');
-      if (code === null) throw new Error(`oidc-provider flow ended without a code: ${next}`);
-      return { code, verifier };
-    }
-    url = next.toString();
-  }
-  throw new Error('oidc-provider flow: too many steps');
-}
-
-function exchangeFile(dir: string, name: string, codes: Minted[], clientId: string, secret: string, redirectUri: string): string {
-  const basic = `Basic ${Buffer.from(`${encodeURIComponent(clientId)}:${encodeURIComponent(secret)}`).toString('base64')}`;
-  const lines = codes.map((m) =>
-    JSON.stringify({
-      method: 'POST',
-      path: '/token',
-      headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' },
-      body: new URLSearchParams({ grant_type: 'authorization_code', code: m.code, redirect_uri: redirectUri, code_verifier: m.verifier }).toString(),
-    }),
-  );
-  const file = path.join(dir, `${name}.jsonl`);
-  writeFileSync(file, `${lines.join('\n')}\n`);
-  return file;
-}
-
-async function inspectToken(issuer: string, m: Minted, clientId: string, secret: string, redirectUri: string): Promise<TokenServerResult['accessToken']> {
-  const res = await fetch(`${issuer}/token`, {
-    method: 'POST',
-    headers: { authorization: `Basic ${Buffer.from(`${clientId}:${secret}`).toString('base64')}`, 'content-type': 'application/x-www-form-urlencoded' },
-    body: new URLSearchParams({ grant_type: 'authorization_code', code: m.code, redirect_uri: redirectUri, code_verifier: m.verifier }),
-  });
-  const json = (await res.json()) as Record<string, unknown>;
-  if (res.status !== 200 || typeof json['access_token'] !== 'string') throw new Error(`${issuer}: exchange answered ${res.status} ${JSON.stringify(json)}`);
-  const header = decodeProtectedHeader(json['access_token']);
-  return { alg: String(header.alg), typ: String(header.typ), aud: decodeJwt(json['access_token']).aud, hasRefreshToken: typeof json['refresh_token'] === 'string', hasIdToken: typeof json['id_token'] === 'string' };
-}
+import { exchangeFile, inspectToken, MINT_CONCURRENCY, oidcProviderCode, pkce, pool, SCOPE, type Minted } from './token-codes.ts';
+import type { TokenBenchResult, TokenServerResult } from './token-report.ts';
 
 export async function runTokenBench(log: (line: string) => void = console.log): Promise<TokenBenchResult> {
   ensureLoadgen();
@@ -273,20 +159,3 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
   };
 }
 
-export function tokenMarkdown(r: TokenBenchResult): string {
-  return [
-    `Token endpoint, ${r.startedAt}: ${r.machine.cpus} CPUs, Node ${r.machine.node}; ${r.load.codesPerRound} codes per round minted through each server's flow, ` +
-      `then exchanged by ${r.load.generator} over ${r.load.connections} connections; median of ${r.load.rounds} interleaved rounds; ` +
-      `load average ${r.machine.loadavgAtStart.map((x) => x.toFixed(1)).join(' ')} at start, ${r.machine.loadavgAtEnd.map((x) => x.toFixed(1)).join(' ')} at end.`,
-    '',
-    '| server | exchanges/s | p50 / p99 / p99.9 ms | CPU µs/exchange | access token | id_token | refresh token | failures | peak RSS MiB |',
-    '|---|---:|---:|---:|---|---|---|---:|---:|',
-    ...r.servers.map(
-      (s) =>
-        `| ${s.description} | ${s.exchangesPerSecond} | ${s.latencyMs.p50} / ${s.latencyMs.p99} / ${s.latencyMs.p999} | ${s.cpuUsPerExchange} | ` +
-        `JWT ${s.accessToken.alg}, typ ${s.accessToken.typ} | ${s.accessToken.hasIdToken ? 'yes' : 'no'} | ${s.accessToken.hasRefreshToken ? 'yes' : 'no'} | ${s.failures} | ${s.peakRssMiB} |`,
-    ),
-    '',
-    `Portcullis / oidc-provider exchanges per second (median of per-round ratios): ${r.ratio}x; goal ${r.goal.goal}: ${r.goal.met ? 'met' : 'not met'}.`,
-  ].join('\n');
-}
