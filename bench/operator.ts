@@ -11,67 +11,16 @@
 // ServiceAccount and RBAC, as in the k8s tests. No kubelet runs: routes converge to Ready=False/Progressing (pods never start); that is
 // the status the benchmark waits for. `node bench/operator.ts` (BENCH_ROUTES, default 200) writes
 // bench/results/operator.json and operator.md; bench/run.ts can call runOperatorBench too.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { spawnSync } from 'node:child_process';
-import { parseAllDocuments } from 'yaml';
-import { quantityOf } from '../operator/resources/shared/container-resources.ts';
-import { k8sTools } from '../test/harness/k8s/cluster.ts';
-import { auditEvents, eventually, metricValue, startOperator, startOperatorEnv, type AuditEvent } from '../test/harness/k8s/operator-env.ts';
+import { auditEvents, eventually, metricValue, startOperator, startOperatorEnv } from '../test/harness/k8s/operator-env.ts';
 import { makeCgroup } from './lib/cgroup.ts';
+import { chartOperatorRuntime, countByVerb, mib, peakRssMiB, WRITES } from './operator-readings.ts';
+import { operatorMarkdown, type OperatorBenchResult } from './operator-report.ts';
 
 const NS = 'bench';
-const repoRoot = path.join(path.dirname(fileURLToPath(import.meta.url)), '..');
-
-export interface OperatorBenchResult {
-  readonly suite: 'operator';
-  readonly startedAt: string;
-  readonly machine: { cpus: number; model: string; node: string; loadavgAtStart: number[] };
-  readonly kubernetes: string;
-  readonly routes: number;
-  readonly workers: number;
-  /** NODE_OPTIONS of the operator process: the chart's, or BENCH_OPERATOR_NODE_OPTIONS. */
-  readonly operatorNodeOptions: string;
-  /** The chart's memory limit of the operator container, MiB (the cgroup's limit). */
-  readonly memoryLimitMiB: number;
-  /** Client side: time to send all creates (concurrency 20), ms. */
-  readonly createMs: number;
-  /** From the first create until every route had 3 children and status.observedGeneration 1, ms. */
-  readonly convergenceMs: number;
-  readonly requests: {
-    readonly total: number;
-    readonly perRoute: number;
-    readonly writesPerRoute: number;
-    /** verb/resource -> count, convergence window only (leases excluded, listed separately). */
-    readonly byVerb: Record<string, number>;
-    readonly leaseRequests: number;
-  };
-  /** A periodic resync of every route after convergence (reconciles counted from the operator's metrics). */
-  readonly noopResync: { readonly reconciles: number; readonly writes: number; readonly requests: number };
-  /** An operator restart: list everything and reconcile every route again. */
-  readonly restart: { readonly reconciles: number; readonly writes: number; readonly requests: number };
-  readonly memoryMiB: { readonly idleRss: number; readonly idleHeap: number; readonly convergedRss: number; readonly convergedHeap: number; readonly peakRss: number };
-  /** The cgroup's working set (charge less inactive file pages) idle, converged and its peak charge, MiB; or why not measured. */
-  readonly workingSetMiB: { readonly idle: number; readonly converged: number; readonly peakCharge: number } | { readonly notMeasured: string };
-}
-
-/** The operator container as the chart renders it with its defaults: NODE_OPTIONS, MALLOC_ARENA_MAX, memory limit. */
-function chartOperatorRuntime(): { env: Record<string, string>; memoryLimitBytes: number } {
-  const tools = k8sTools();
-  const res = spawnSync(tools.helm, ['template', 'portcullis', path.join(repoRoot, 'charts/portcullis'), '--namespace', 'portcullis-system', '--kube-version', tools.kubernetesVersion], { encoding: 'utf8' });
-  if (res.status !== 0) throw new Error(`helm template: ${res.stderr}`);
-  const operator = parseAllDocuments(res.stdout)
-    .map((d) => d.toJS() as Obj | null)
-    .find((o) => o?.['kind'] === 'Deployment' && o['spec']['template']['metadata']['labels']['app.kubernetes.io/component'] === 'operator');
-  const container = operator?.['spec']['template']['spec']['containers'][0] as Obj | undefined;
-  if (container === undefined) throw new Error('helm template rendered no operator Deployment');
-  const env = Object.fromEntries((container['env'] as Obj[]).filter((e) => ['NODE_OPTIONS', 'MALLOC_ARENA_MAX'].includes(e['name'])).map((e) => [e['name'], String(e['value'])]));
-  const memoryLimitBytes = quantityOf(String(container['resources']['limits']['memory']));
-  if (memoryLimitBytes === undefined) throw new Error('the chart sets no operator memory limit');
-  return { env, memoryLimitBytes };
-}
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from the API server
 
@@ -86,25 +35,6 @@ function route(i: number): Obj {
     },
   };
 }
-
-const mib = (bytes: number) => Math.round((bytes / 2 ** 20) * 10) / 10;
-
-function peakRssMiB(pid: number | undefined): number {
-  if (pid === undefined) return 0;
-  const m = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
-  return m === null ? 0 : Math.round((Number(m[1]) / 1024) * 10) / 10;
-}
-
-function countByVerb(events: AuditEvent[]): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const e of events) {
-    const key = `${e.verb} ${e.objectRef?.resource ?? '?'}${e.objectRef?.subresource ? `/${e.objectRef.subresource}` : ''}`;
-    out[key] = (out[key] ?? 0) + 1;
-  }
-  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
-}
-
-const WRITES = new Set(['create', 'update', 'patch', 'delete']);
 
 export async function runOperatorBench(log: (line: string) => void, routes = Number(process.env['BENCH_ROUTES'] ?? 200)): Promise<OperatorBenchResult> {
   const startedAt = new Date().toISOString();
@@ -242,32 +172,6 @@ export async function runOperatorBench(log: (line: string) => void, routes = Num
     if (typeof cgroup !== 'string') cgroup.remove();
     await env.stop();
   }
-}
-
-export function operatorMarkdown(r: OperatorBenchResult): string {
-  const verbs = Object.entries(r.requests.byVerb)
-    .map(([k, v]) => `| ${k} | ${v} | ${Math.round((v / r.routes) * 100) / 100} |`)
-    .join('\n');
-  return `Operator benchmark, ${r.startedAt}: ${r.machine.cpus} CPUs (${r.machine.model}), Node ${r.machine.node}, kube-apiserver ${r.kubernetes} + etcd on loopback, operator as deployed (its bundle, NODE_OPTIONS ${r.operatorNodeOptions}, MALLOC_ARENA_MAX 2) with ${r.workers} workers per controller as the chart ServiceAccount; load average at start ${r.machine.loadavgAtStart.join(' ')}.
-
-| measure | value |
-|---|---:|
-| RateLimitRoutes created at once | ${r.routes} |
-| client time to create them (20 concurrent) | ${r.createMs} ms |
-| until every route had its 3 children and its status | ${r.convergenceMs} ms |
-| operator API requests per route (convergence) | ${r.requests.perRoute} |
-| operator writes per route (children + status) | ${r.requests.writesPerRoute} |
-| writes of a periodic no-op resync of all routes | ${r.noopResync.writes} (${r.noopResync.requests} requests, ${r.noopResync.reconciles} reconciles) |
-| writes of an operator restart (list + reconcile every route) | ${r.restart.writes} (${r.restart.requests} requests, ${r.restart.reconciles} reconciles) |
-| operator RSS idle / converged / peak | ${r.memoryMiB.idleRss} / ${r.memoryMiB.convergedRss} / ${r.memoryMiB.peakRss} MiB |
-| operator heap used idle / converged | ${r.memoryMiB.idleHeap} / ${r.memoryMiB.convergedHeap} MiB |
-| operator working set idle / converged, peak charge (memory cgroup, limit ${r.memoryLimitMiB} MiB) | ${'notMeasured' in r.workingSetMiB ? `not measured: ${r.workingSetMiB.notMeasured}` : `${r.workingSetMiB.idle} / ${r.workingSetMiB.converged} MiB, ${r.workingSetMiB.peakCharge} MiB`} |
-
-Requests of the operator during convergence, by verb and resource (audit log; ${r.requests.leaseRequests} lease requests not counted):
-
-| request | count | per route |
-|---|---:|---:|
-${verbs}`;
 }
 
 if (import.meta.main) {

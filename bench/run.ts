@@ -14,7 +14,8 @@ import { BUNDLED_PROGRAMS, bundleProgram, type BundledProgram } from '../scripts
 import { decisionMarkdown, runDecisionBench } from './decision.ts';
 import { gatewayMarkdown } from './gateway-report.ts';
 import { runGatewayBench } from './gateway.ts';
-import { operatorMarkdown, runOperatorBench, type OperatorBenchResult } from './operator.ts';
+import { operatorMarkdown, type OperatorBenchResult } from './operator-report.ts';
+import { runOperatorBench } from './operator.ts';
 import { redisCostMarkdown } from './redis-cost-report.ts';
 import { runRedisCostBench } from './redis-cost.ts';
 import { writeSummary } from './summary.ts';

@@ -4,7 +4,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { GatewayBenchResult } from './gateway-report.ts';
-import type { OperatorBenchResult } from './operator.ts';
+import type { OperatorBenchResult } from './operator-report.ts';
 import type { TokenBenchResult } from './token-report.ts';
 
 /** The latest result of a suite, or undefined when absent or written by an older version of the suite. */
