@@ -33,80 +33,29 @@
 // --env (repeatable) sets B's environment only, over SIDECAR_ENV (to A/B a runtime setting on the
 // same code: --base HEAD).
 // Prints a Markdown table; writes nothing to bench/results (quote it in docs/reference/performance.md).
-import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, symlinkSync, copyFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { SIDECAR_ENV } from '../../operator/resources/route/deployment.ts';
-import { bundleSidecar, type bundleNodeProgram } from '../../scripts/bundle.ts';
-import { connectInspector, type AllocationNode } from '../../test/harness/inspector.ts';
-import { freePort } from '../../test/harness/ports.ts';
-import { startSidecar, type Program, type RunningSidecar } from '../../test/harness/programs.ts';
+import { bundleSidecar } from '../../scripts/bundle.ts';
+import { startSidecar, type RunningSidecar } from '../../test/harness/programs.ts';
 import { statusKiB } from '../../test/harness/raw-http.ts';
 import { startRedis } from '../../test/harness/redis.ts';
 import { Redis } from 'ioredis';
-import { countInstructions } from '../lib/callgrind.ts';
-import { startUpstream, unreachable, withNodeOptions } from '../lib/fronts.ts';
+import { startUpstream, unreachable } from '../lib/fronts.ts';
 import { ensureLoadgen, runRate } from '../lib/loadgen.ts';
 import { cpuUs, median, r2 } from '../lib/measure.ts';
 import { redisCpuUs } from '../lib/redis-info.ts';
 import { ensureWrk, runWrk } from '../lib/wrk.ts';
+import { allocationLines, callgrindLines, type Side } from './ab-alone.ts';
+import { abOptions } from './ab-options.ts';
+import { alternate, perRound, spread } from './ab-rounds.ts';
+import { bundleRevision } from './bundle-revision.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const { values } = parseArgs({
-  options: {
-    base: { type: 'string' },
-    rounds: { type: 'string', default: '9' },
-    duration: { type: 'string', default: '5' },
-    callgrind: { type: 'boolean', default: false },
-    'callgrind-runs': { type: 'string', default: '1' },
-    alloc: { type: 'boolean', default: false },
-    'alloc-rate': { type: 'string', default: '4000' },
-    rate: { type: 'string' },
-    env: { type: 'string', multiple: true, default: [] },
-    store: { type: 'string', default: 'redis' },
-    flood: { type: 'boolean', default: false },
-    'hash-keys': { type: 'boolean', default: false },
-  },
-  strict: true,
-});
-if (values.base === undefined) throw new Error('--base REV is required (e.g. --base HEAD~1)');
-const rounds = Number(values.rounds);
-if (!(Number.isInteger(rounds) && rounds >= 0)) throw new Error(`--rounds must be a whole number (0 skips the wall clock), got ${values.rounds}`);
-if (values.store !== 'redis' && values.store !== 'memory') throw new Error(`--store must be redis or memory, got ${values.store}`);
-const durationS = Number(values.duration);
-const callgrindRuns = Number(values['callgrind-runs']);
-if (!(Number.isInteger(callgrindRuns) && callgrindRuns >= 1)) throw new Error(`--callgrind-runs must be a whole number from 1, got ${values['callgrind-runs']}`);
-const rate = values.rate === undefined ? undefined : Number(values.rate);
-if (rate !== undefined && !(rate > 0)) throw new Error(`--rate must be a positive number of requests per second, got ${values.rate}`);
-if (rounds === 0 && (rate !== undefined || !(values.callgrind || values.alloc))) throw new Error('--rounds 0 leaves only --callgrind and --alloc to measure (--rate runs in rounds too)');
-const extraEnv = Object.fromEntries(values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]));
-const envB: Record<string, string> = { ...SIDECAR_ENV, ...extraEnv };
-
-/**
- * Bundles the sidecar of `rev` with rev's own recipe (scripts/bundle.ts), from a git archive
- * beside the repository's node_modules, into dir.
- */
-async function bundleRevision(rev: string, dir: string): Promise<string> {
-  const src = path.join(dir, 'src');
-  execFileSync('mkdir', ['-p', src]);
-  // Older revisions kept the shared code (and the Lua script) under sidecar/; newer ones under lib/.
-  const inRev = (p: string) => spawnSync('git', ['-C', repoRoot, 'cat-file', '-e', `${rev}:${p}`]).status === 0;
-  const paths = ['sidecar', 'lib', 'scripts/bundle.ts'].filter(inRev);
-  execFileSync('sh', ['-c', `git -C "${repoRoot}" archive "${rev}" ${paths.join(' ')} | tar -x -C "${src}"`]);
-  symlinkSync(path.join(repoRoot, 'node_modules'), path.join(src, 'node_modules'));
-  const out = path.join(dir, 'a', 'main.mjs');
-  const recipe = (await import(path.join(src, 'scripts', 'bundle.ts'))) as { bundleNodeProgram: typeof bundleNodeProgram };
-  await recipe.bundleNodeProgram(path.join(src, 'sidecar', 'main.ts'), out);
-  const lua = ['lib/token-bucket/token-bucket.lua', 'sidecar/stores/token-bucket.lua'].find(inRev);
-  if (lua === undefined) throw new Error(`${rev} has no token-bucket.lua where this tool looks for it`);
-  copyFileSync(path.join(src, lua), path.join(dir, 'a', 'token-bucket.lua'));
-  return out;
-}
-
-const spread = (xs: number[]) => `${r2(median(xs))} [${r2(Math.min(...xs))}-${r2(Math.max(...xs))}]`;
+const { values, rounds, durationS, callgrindRuns, rate, envB } = abOptions();
 
 interface Latency {
   readonly p50: number;
@@ -117,61 +66,6 @@ interface Latency {
   /** redis-server's CPU per completed request, µs (0 with the memory store). */
   readonly redisCpu: number;
   readonly errors: number;
-}
-
-/**
- * `times` rounds of `measure` on A and on B, the order flipping each round (the host drifts
- * within a minute); answers each side's results in round order. `report` sees each round (from 1).
- */
-async function alternate<S, T>(
-  a: S,
-  b: S,
-  measure: (s: S) => Promise<T>,
-  report: (round: number, ga: T, gb: T) => void,
-  times = rounds,
-): Promise<[T[], T[]]> {
-  const out: [T[], T[]] = [[], []];
-  for (let r = 0; r < times; r++) {
-    const [first, second] = r % 2 === 0 ? [0, 1] : [1, 0];
-    for (const i of [first, second] as (0 | 1)[]) out[i].push(await measure(i === 0 ? a : b));
-    report(r + 1, out[0][r] as T, out[1][r] as T);
-  }
-  return out;
-}
-
-/** f(A's, B's) of each round. */
-const perRound = <T>([xa, xb]: [T[], T[]], f: (ga: T, gb: T) => number): number[] => xa.map((ga, r) => f(ga, xb[r] as T));
-
-/** Bytes a V8 sampling heap profile allocated in all, garbage included. */
-function allocatedBytes(head: AllocationNode): number {
-  let total = 0;
-  const pending: AllocationNode[] = [head];
-  for (let n = pending.pop(); n !== undefined; n = pending.pop()) {
-    total += n.selfSize;
-    pending.push(...n.children);
-  }
-  return total;
-}
-
-/** GC lines (--trace-gc) a program has printed so far, by kind. */
-function gcCounts(p: Program): { scavenges: number; majors: number } {
-  return { scavenges: p.lines.filter((l) => / Scavenge /.test(l)).length, majors: p.lines.filter((l) => / Mark-Compact /.test(l)).length };
-}
-
-/** Bytes allocated per request and GCs per 1,000 requests of a sidecar started with --inspect and --trace-gc, at `perSecond`. */
-async function allocation(s: RunningSidecar, perSecond: number): Promise<{ bytes: number; scavenges: number; majors: number }> {
-  const url = `${s.url}/healthcheck/ready`;
-  await runRate({ url, rate: perSecond, durationS: 5, connections: 50, headers });
-  const inspector = await connectInspector(s.program);
-  try {
-    const before = gcCounts(s.program);
-    const { result: lg, head } = await inspector.sampleAllocations(1024, () => runRate({ url, rate: perSecond, durationS: 10, connections: 50, headers }));
-    const after = gcCounts(s.program);
-    const n = Math.max(1, lg.completed);
-    return { bytes: Math.round(allocatedBytes(head) / n), scavenges: r2(((after.scavenges - before.scavenges) * 1000) / n), majors: r2(((after.majors - before.majors) * 1000) / n) };
-  } finally {
-    inspector.close();
-  }
 }
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'portcullis-ab-'));
@@ -221,6 +115,7 @@ try {
   if (rounds > 0) for (const s of [a, b]) await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS: 5, headers });
   const sat = await alternate(a, b, measure, (r, ga, gb) =>
     console.log(`round ${r}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs${withRedis ? `; Redis A ${ga.redisCpu.toFixed(1)} µs, B ${gb.redisCpu.toFixed(1)} µs` : ''}`),
+    rounds,
   );
   const redisSat = sat.map((side) => side.map((g) => g.redisCpu)) as [number[], number[]];
   const rps = sat.map((side) => side.map((g) => g.rps)) as [number[], number[]];
@@ -239,6 +134,7 @@ try {
           },
           (r, la, lb) =>
             console.log(`rate round ${r}: p99 A ${la.p99.toFixed(2)} ms, B ${lb.p99.toFixed(2)} ms; CPU A ${la.cpu.toFixed(1)} µs, B ${lb.cpu.toFixed(1)} µs per request${la.errors + lb.errors > 0 ? `; errors A ${la.errors}, B ${lb.errors}` : ''}`),
+          rounds,
         );
   const p99Diff = perRound(latency, (la, lb) => lb.p99 - la.p99);
   const rateCpuRatio = perRound(latency, (la, lb) => lb.cpu / la.cpu);
@@ -271,62 +167,15 @@ try {
       ...(withRedis ? [`| redis-server CPU µs per request | ${col(0, 'redisCpu')} | ${col(1, 'redisCpu')} | |`] : []),
     );
   }
-  if (values.callgrind) {
-    const outDir = path.join(work, 'callgrind');
-    execFileSync('mkdir', ['-p', outDir]);
-    const counts = await alternate(
-      { name: 'a', entry: entryA, env: { ...SIDECAR_ENV } },
-      { name: 'b', entry: entryB, env: envB },
-      async ({ name, entry, env }) => {
-        const s = await start(entry, env, `ab-callgrind-${name}`, ['valgrind', '--tool=callgrind', `--callgrind-out-file=${path.join(outDir, `${name}.%p`)}`]);
-        try {
-          const c = await countInstructions({ name, pid: s.program.child.pid as number, url: `${s.url}/healthcheck/ready`, outDir, warmupRequests: 50_000, durationS: 60, headers, log: console.log });
-          if (c.errors > 0) console.log(`callgrind ${name}: ${c.errors} errors`);
-          return c.instructionsPerRequest;
-        } finally {
-          await s.program.stop();
-        }
-      },
-      (run, ca, cb) => console.log(`callgrind run ${run}: A ${ca}, B ${cb} instructions per request`),
-      callgrindRuns,
-    );
-    const each = (xs: number[]) => xs.map((x) => x.toLocaleString('en-US')).join(', ');
-    lines.push(
-      '',
-      `callgrind (alone, 50,000 requests of warm-up, 60 s counted, ${callgrindRuns} run${callgrindRuns === 1 ? '' : 's'} of each, alternating): ` +
-        `A ${each(counts[0])}, B ${each(counts[1])} instructions per request (B/A of the medians ${r2(median(counts[1]) / median(counts[0]))}).`,
-    );
-  }
+  const sides: [Side, Side] = [
+    { name: 'a', entry: entryA, env: { ...SIDECAR_ENV } },
+    { name: 'b', entry: entryB, env: envB },
+  ];
+  if (values.callgrind) lines.push(...(await callgrindLines(sides, start, path.join(work, 'callgrind'), callgrindRuns, headers)));
   if (values.alloc) {
     const allocRate = Number(values['alloc-rate']);
     if (!(allocRate > 0)) throw new Error(`--alloc-rate must be a positive number of requests per second, got ${values['alloc-rate']}`);
-    const allocs = await alternate(
-      { name: 'a', entry: entryA, env: { ...SIDECAR_ENV } },
-      { name: 'b', entry: entryB, env: envB },
-      async ({ name, entry, env }) => {
-        // --trace-gc is not allowed in NODE_OPTIONS: it goes on node's command line.
-        const traceGc = ['sh', '-c', 'exec "$0" --trace-gc "$@"'];
-        const s = await start(entry, withNodeOptions({ ...env }, `--inspect=127.0.0.1:${await freePort()}`), `ab-alloc-${name}`, traceGc);
-        try {
-          return await allocation(s, allocRate);
-        } finally {
-          await s.program.stop();
-        }
-      },
-      (run, x, y) => console.log(`alloc run ${run}: A ${x.bytes}, B ${y.bytes} bytes per request; scavenges per 1,000 requests A ${x.scavenges}, B ${y.scavenges}`),
-      callgrindRuns,
-    );
-    const col = (i: 0 | 1, k: 'bytes' | 'scavenges' | 'majors') => allocs[i].map((x) => x[k]).join(', ');
-    lines.push(
-      '',
-      `Allocation: each bundle alone at ${allocRate} req/s (bench/loadgen), 5 s of warm-up, 10 s sampled, ${callgrindRuns} run${callgrindRuns === 1 ? '' : 's'} of each, alternating.`,
-      '',
-      '| | A | B | B/A of the medians |',
-      '|---|---:|---:|---:|',
-      `| bytes allocated per request | ${col(0, 'bytes')} | ${col(1, 'bytes')} | ${r2(median(allocs[1].map((x) => x.bytes)) / median(allocs[0].map((x) => x.bytes)))} |`,
-      `| scavenges per 1,000 requests | ${col(0, 'scavenges')} | ${col(1, 'scavenges')} | |`,
-      `| major GCs per 1,000 requests | ${col(0, 'majors')} | ${col(1, 'majors')} | |`,
-    );
+    lines.push(...(await allocationLines(sides, start, allocRate, callgrindRuns, headers)));
   }
 } finally {
   admin?.disconnect();
