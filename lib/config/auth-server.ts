@@ -1,13 +1,13 @@
-// Auth-server configuration and the shapes of its three files.
+// Auth-server configuration, and the parsing of its three files.
 //
 // Contract with the operator: the client registry, the users file and the signing keys file are
-// JSON documents the operator writes into Secrets; the schemas below are their single source.
-// The operator should call `hashClientSecret` and `generateSigningJwks` (re-exported here) rather
-// than reimplement the formats. Everything is parsed once at start (env) or on every change of
-// the file (registry, users, keys), with messages naming the full path of each bad field.
+// JSON documents the operator writes into Secrets; their schemas (client-registry.ts,
+// users-file.ts, signing-keys-file.ts) are their single source. The operator should call
+// `hashClientSecret` and `generateSigningJwks` (re-exported here) rather than reimplement the
+// formats. Everything is parsed once at start (env) or on every change of the file (registry,
+// users, keys), with messages naming the full path of each bad field.
 import { z } from 'zod';
 import { NAMESPACE } from '../tenancy/tenant-keys.ts';
-import { isSecureRedirectUri } from './redirect-uri.ts';
 
 export { hashClientSecret } from './client-secret.ts';
 export { generateSigningJwks } from './signing-keys.ts';
@@ -122,178 +122,6 @@ export const authServerConfigSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type AuthServerConfig = z.infer<typeof authServerConfigSchema>;
-
-/** Scope token syntax (RFC 6749 section 3.3): printable ASCII except space, quote and backslash. */
-export const scopeTokenSchema = z.string().regex(/^[\x21\x23-\x5B\x5D-\x7E]+$/, 'not a scope token');
-
-export const grantTypeSchema = z.enum(['authorization_code', 'refresh_token']);
-export const tokenEndpointAuthMethodSchema = z.enum(['client_secret_basic', 'client_secret_post', 'none']);
-
-/** `sha256:<base64url of SHA-256(secret)>`; see docs/adr/0003 for why a fast hash suffices. */
-export const clientSecretHashSchema = z.string().regex(/^sha256:[A-Za-z0-9_-]{43}$/, 'expected sha256:<base64url>');
-
-/**
- * An absolute redirect URI without fragment (RFC 6749 section 3.1.2), compared by exact string
- * match (a loopback IP one on any port: redirect-uri.ts).
- */
-const redirectUriSchema = z
-  .url({ protocol: /^https?$/ })
-  .refine((v) => !v.includes('#'), 'a redirect URI has no fragment');
-
-export const INSECURE_REDIRECT_URI_RULE =
-  'http is allowed only for loopback hosts (localhost, 127.0.0.0/8, [::1]); use https, or set allow_insecure_redirect_uris';
-
-export const registeredClientSchema = z
-  .object({
-    client_id: z.string().regex(/^[A-Za-z0-9._~-]{1,128}$/, 'client_id: 1-128 unreserved characters'),
-    client_secret_hash: clientSecretHashSchema.optional(),
-    display_name: z.string().min(1).max(200).describe('Shown on the consent page'),
-    redirect_uris: z.array(redirectUriSchema).min(1),
-    scopes: z.array(scopeTokenSchema).min(1).describe('Scopes the client may request'),
-    grant_types: z.array(grantTypeSchema).min(1).default(['authorization_code', 'refresh_token']),
-    token_endpoint_auth_method: tokenEndpointAuthMethodSchema.default('client_secret_basic'),
-    token_endpoint_auth_methods: z
-      .array(z.enum(['client_secret_basic', 'client_secret_post']))
-      .min(1)
-      .max(2)
-      .optional()
-      .describe('Every method the client may authenticate with (token_endpoint_auth_method among them); unset: that one only'),
-    skip_consent: z
-      .boolean()
-      .optional()
-      .describe('First-party client: no consent page unless the request says prompt=consent'),
-    allow_insecure_redirect_uris: z
-      .boolean()
-      .optional()
-      .describe('Accept http redirect URIs to hosts other than loopback (codes then cross the network in clear text)'),
-    post_logout_redirect_uris: z
-      .array(redirectUriSchema)
-      .max(16)
-      .optional()
-      .describe('Where RP-initiated logout may send the browser back to (exact match)'),
-    resource_server: z
-      .boolean()
-      .optional()
-      .describe('May introspect tokens issued to any client; other clients only learn about their own tokens'),
-  })
-  .strict()
-  .refine((c) => (c.token_endpoint_auth_method === 'none') === (c.client_secret_hash === undefined), {
-    message: 'client_secret_hash is required for confidential clients and absent for public ones (method none)',
-    path: ['client_secret_hash'],
-  })
-  .refine((c) => c.token_endpoint_auth_methods === undefined || (c.token_endpoint_auth_methods as readonly string[]).includes(c.token_endpoint_auth_method), {
-    message: 'token_endpoint_auth_methods lists token_endpoint_auth_method (and a public client has no other method)',
-    path: ['token_endpoint_auth_methods'],
-  })
-  .refine((c) => c.resource_server !== true || c.token_endpoint_auth_method !== 'none', {
-    message: 'a resource server authenticates to introspect: it cannot be a public client (method none)',
-    path: ['resource_server'],
-  })
-  .superRefine((c, ctx) => {
-    if (c.allow_insecure_redirect_uris === true) return;
-    c.redirect_uris.forEach((uri, i) => {
-      if (!isSecureRedirectUri(uri)) {
-        ctx.addIssue({ code: 'custom', path: ['redirect_uris', i], message: INSECURE_REDIRECT_URI_RULE });
-      }
-    });
-    (c.post_logout_redirect_uris ?? []).forEach((uri, i) => {
-      if (!isSecureRedirectUri(uri)) ctx.addIssue({ code: 'custom', path: ['post_logout_redirect_uris', i], message: INSECURE_REDIRECT_URI_RULE });
-    });
-  });
-export type RegisteredClient = z.infer<typeof registeredClientSchema>;
-
-export const clientRegistrySchema = z
-  .object({ clients: z.array(registeredClientSchema) })
-  .strict()
-  .refine((r) => new Set(r.clients.map((c) => c.client_id)).size === r.clients.length, 'client_id values are unique');
-export type ClientRegistry = z.infer<typeof clientRegistrySchema>;
-
-/**
- * A client whose id is the access tokens' audience would accept access tokens as id_tokens of
- * its own (both are JWTs from one key ring, aud = that id): such a registry is refused.
- */
-export function clientIdsBesideAudience(registry: ClientRegistry, audience: string, what: string): ClientRegistry {
-  const index = registry.clients.findIndex((c) => c.client_id === audience);
-  if (index >= 0) throw new Error(`${what}: clients.${index}.client_id: equals the access-token audience (AUTH_AUDIENCE ${audience}); id_tokens and access tokens would be interchangeable`);
-  return registry;
-}
-
-/** PHC string `$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt b64>$<hash b64>` (see passwords.ts). */
-export const passwordHashSchema = z
-  .string()
-  .regex(/^\$scrypt\$ln=\d{1,2},r=\d{1,2},p=\d{1,2}\$[A-Za-z0-9+/]+={0,2}\$[A-Za-z0-9+/]+={0,2}$/, 'expected $scrypt$ln=..,r=..,p=..$salt$hash');
-
-/** Profile claims released to clients by scope: `profile` and `email` (OpenID Connect claim names). */
-export const profileClaimsSchema = z
-  .object({
-    name: z.string().max(200).optional(),
-    given_name: z.string().max(200).optional(),
-    family_name: z.string().max(200).optional(),
-    preferred_username: z.string().max(200).optional(),
-    picture: z.url().optional(),
-    locale: z.string().max(35).optional(),
-    zoneinfo: z.string().max(64).optional(),
-    email: z.email().optional(),
-    email_verified: z.boolean().optional(),
-  })
-  .strict();
-export type ProfileClaims = z.infer<typeof profileClaimsSchema>;
-
-export const userRecordSchema = z
-  .object({
-    username: z.string().regex(/^[A-Za-z0-9._@-]{1,64}$/, 'username: 1-64 of A-Z a-z 0-9 . _ @ -'),
-    password_hash: passwordHashSchema,
-    profile: profileClaimsSchema.default({}),
-    groups: z
-      .array(z.string().regex(/^[\x21-\x7E]{1,128}$/, 'a group: 1-128 printable ASCII characters, no space'))
-      .max(256)
-      .optional()
-      .describe('Group names, released by the groups scope (the groups claim)'),
-  })
-  .strict();
-export type UserRecord = z.infer<typeof userRecordSchema>;
-
-export const usersFileSchema = z
-  .object({ users: z.array(userRecordSchema) })
-  .strict()
-  .refine((f) => new Set(f.users.map((u) => u.username)).size === f.users.length, 'usernames are unique');
-export type UsersFile = z.infer<typeof usersFileSchema>;
-
-const kid = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'kid: 1-64 of A-Z a-z 0-9 . _ -');
-const b64u = z.string().regex(/^[A-Za-z0-9_-]+$/, 'base64url');
-
-export const ecPrivateJwkSchema = z
-  .object({ kty: z.literal('EC'), crv: z.literal('P-256'), alg: z.literal('ES256'), kid, use: z.literal('sig').default('sig'), x: b64u, y: b64u, d: b64u })
-  .strict();
-export const rsaPrivateJwkSchema = z
-  .object({
-    kty: z.literal('RSA'),
-    alg: z.literal('RS256'),
-    kid,
-    use: z.literal('sig').default('sig'),
-    n: b64u,
-    e: b64u,
-    d: b64u,
-    p: b64u,
-    q: b64u,
-    dp: b64u,
-    dq: b64u,
-    qi: b64u,
-  })
-  .strict();
-export const signingJwkSchema = z.discriminatedUnion('kty', [ecPrivateJwkSchema, rsaPrivateJwkSchema]);
-export type SigningJwk = z.infer<typeof signingJwkSchema>;
-
-/**
- * The private signing JWKS. The FIRST key signs new tokens; every key's public half is published
- * at the JWKS endpoint, so after a rotation (new key prepended) tokens signed with the old keys
- * still verify. The operator drops an old key once the access-token lifetime has passed.
- */
-export const signingKeysFileSchema = z
-  .object({ keys: z.array(signingJwkSchema).min(1) })
-  .strict()
-  .refine((f) => new Set(f.keys.map((k) => k.kid)).size === f.keys.length, 'kid values are unique');
-export type SigningKeysFile = z.infer<typeof signingKeysFileSchema>;
 
 function describeIssues(error: z.ZodError): string {
   return error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('; ');

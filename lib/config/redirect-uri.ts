@@ -7,7 +7,7 @@
 // Both read the URI text as written, not as a URL parser normalizes it (`http://127.1/` is not
 // loopback here), and SECURE_REDIRECT_URI_PATTERN is also the OAuthClient CRD's CEL rule, so the
 // API server, the operator and the auth server agree.
-import type { RegisteredClient } from './auth-server.ts';
+import type { RegisteredClient } from './client-registry.ts';
 
 const OCTET = '(25[0-5]|2[0-4][0-9]|1[0-9][0-9]|[1-9]?[0-9])';
 /** 127.0.0.0/8 and [::1], as written in a URI. */

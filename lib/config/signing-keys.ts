@@ -3,7 +3,7 @@
 // published in the JWKS until the operator removes them (after the access-token lifetime).
 import { randomBytes } from 'node:crypto';
 import { exportJWK, generateKeyPair } from 'jose';
-import { signingJwkSchema, signingKeysFileSchema, type SigningKeysFile } from './auth-server.ts';
+import { signingJwkSchema, signingKeysFileSchema, type SigningKeysFile } from './signing-keys-file.ts';
 
 export interface GenerateSigningJwksOptions {
   /** ES256 (default) or RS256 (2048-bit). */

@@ -2,7 +2,7 @@
 // verification for introspection and revocation (algorithm allow-list, issuer, typ, claims by zod).
 import { SignJWT, jwtVerify } from 'jose';
 import { z } from 'zod';
-import type { ProfileClaims } from '../../lib/config/auth-server.ts';
+import type { ProfileClaims } from '../../lib/config/users-file.ts';
 import type { KeyRing } from './key-ring.ts';
 import { randomToken } from './random.ts';
 import { formatScope } from './scopes.ts';

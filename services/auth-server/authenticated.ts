@@ -2,7 +2,7 @@
 // back to the client with a code when the client is first-party or consent is stored for every
 // requested scope (and the request did not say prompt=consent), else the consent step.
 import type { FastifyReply } from 'fastify';
-import type { RegisteredClient } from '../../lib/config/auth-server.ts';
+import type { RegisteredClient } from '../../lib/config/client-registry.ts';
 import { redirectWithCode } from './authorization-response.ts';
 import type { AuthContext } from './context.ts';
 import { completeInteraction, renewAfterSignIn } from './interaction.ts';

@@ -5,7 +5,7 @@
 // are counted per client and address (client-auth-throttle.ts): past the budget the answer is 429
 // and the secret is not checked.
 import type { FastifyRequest } from 'fastify';
-import type { RegisteredClient } from '../../lib/config/auth-server.ts';
+import type { RegisteredClient } from '../../lib/config/client-registry.ts';
 import type { AuthContext } from './context.ts';
 import { verifyClientSecret } from '../../lib/config/client-secret.ts';
 import { OAuthError } from './errors.ts';

@@ -3,7 +3,7 @@
 // refresh token `<familyId>.<secret>` whose family carries the grant.
 import { issueAccessToken } from './access-token.ts';
 import { issueIdToken } from './id-token.ts';
-import type { RegisteredClient } from '../../lib/config/auth-server.ts';
+import type { RegisteredClient } from '../../lib/config/client-registry.ts';
 import type { AuthContext } from './context.ts';
 import { OAuthError } from './errors.ts';
 import { randomToken, sha256 } from './random.ts';

@@ -5,7 +5,7 @@
 // sealed, no second secret needs distributing, and a sealing key is useless for signing.
 import { hkdfSync } from 'node:crypto';
 import { createLocalJWKSet, importJWK, type CryptoKey, type JSONWebKeySet, type JWK, type JWTVerifyGetKey, type KeyObject } from 'jose';
-import type { SigningJwk, SigningKeysFile } from '../../lib/config/auth-server.ts';
+import type { SigningJwk, SigningKeysFile } from '../../lib/config/signing-keys-file.ts';
 
 export interface Signer {
   readonly kid: string;

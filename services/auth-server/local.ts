@@ -6,7 +6,8 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import type { LocalProgramFactory } from '../../lib/local-program.ts';
 import { generateClientSecret, hashClientSecret } from '../../lib/config/client-secret.ts';
-import type { ClientRegistry, UsersFile } from '../../lib/config/auth-server.ts';
+import type { ClientRegistry } from '../../lib/config/client-registry.ts';
+import type { UsersFile } from '../../lib/config/users-file.ts';
 import { hashPassword } from '../../lib/config/passwords.ts';
 
 const port = 9000;

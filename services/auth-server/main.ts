@@ -5,15 +5,10 @@ import { once } from 'node:events';
 import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import { buildApp } from './app.ts';
-import {
-  clientIdsBesideAudience,
-  clientRegistrySchema,
-  loadAuthServerConfig,
-  parseJsonFile,
-  signingKeysFileSchema,
-  usersFileSchema,
-  type SigningKeysFile,
-} from '../../lib/config/auth-server.ts';
+import { loadAuthServerConfig, parseJsonFile } from '../../lib/config/auth-server.ts';
+import { clientIdsBesideAudience, clientRegistrySchema } from '../../lib/config/client-registry.ts';
+import { signingKeysFileSchema, type SigningKeysFile } from '../../lib/config/signing-keys-file.ts';
+import { usersFileSchema } from '../../lib/config/users-file.ts';
 import { createClientAuthThrottle, defaultClientAuthLimits } from './client-auth-throttle.ts';
 import type { AuthContext } from './context.ts';
 import { createKeyRing } from './key-ring.ts';

@@ -1,5 +1,6 @@
 // Clients and users, looked up by id from their (re-read on change) files.
-import type { ClientRegistry, RegisteredClient, UserRecord, UsersFile } from '../../lib/config/auth-server.ts';
+import type { ClientRegistry, RegisteredClient } from '../../lib/config/client-registry.ts';
+import type { UserRecord, UsersFile } from '../../lib/config/users-file.ts';
 import type { WatchedFile } from './watched-file.ts';
 
 export interface Directory {

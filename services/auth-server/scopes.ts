@@ -1,7 +1,7 @@
 // Scope parsing (RFC 6749 section 3.3) and the user claims each scope releases (OpenID Connect
 // Core 5.4, plus `groups`). `openid` asks for an id_token; `offline_access` for a refresh token
 // alongside it (Core 11).
-import type { ProfileClaims, UserRecord } from '../../lib/config/auth-server.ts';
+import type { ProfileClaims, UserRecord } from '../../lib/config/users-file.ts';
 
 export const OPENID = 'openid';
 export const OFFLINE_ACCESS = 'offline_access';

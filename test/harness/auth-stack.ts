@@ -4,7 +4,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { hashClientSecret, type ClientRegistry, type RegisteredClient, type SigningKeysFile, type UsersFile } from '../../lib/config/auth-server.ts';
+import { hashClientSecret } from '../../lib/config/auth-server.ts';
+import type { ClientRegistry, RegisteredClient } from '../../lib/config/client-registry.ts';
+import type { SigningKeysFile } from '../../lib/config/signing-keys-file.ts';
+import type { UsersFile } from '../../lib/config/users-file.ts';
 import { hashPassword } from '../../lib/config/passwords.ts';
 import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
 import { freePort } from './ports.ts';

@@ -4,7 +4,7 @@
 // registry that breaks the rule and keeps the previous one; with the flag it accepts it.
 import { writeFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import type { RegisteredClient } from '../../lib/config/auth-server.ts';
+import type { RegisteredClient } from '../../lib/config/client-registry.ts';
 import { walk } from '../harness/auth-flow.ts';
 import { stackOn } from '../harness/fixtures.ts';
 

@@ -4,7 +4,9 @@
 import { createLocalJWKSet, decodeProtectedHeader } from 'jose';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { buildApp } from '../../services/auth-server/app.ts';
-import { hashClientSecret, type ClientRegistry, type UsersFile } from '../../lib/config/auth-server.ts';
+import { hashClientSecret } from '../../lib/config/auth-server.ts';
+import type { ClientRegistry } from '../../lib/config/client-registry.ts';
+import type { UsersFile } from '../../lib/config/users-file.ts';
 import { createClientAuthThrottle, defaultClientAuthLimits } from '../../services/auth-server/client-auth-throttle.ts';
 import type { AuthContext } from '../../services/auth-server/context.ts';
 import { createKeyRing } from '../../services/auth-server/key-ring.ts';

@@ -1,14 +1,9 @@
 // The auth server's file formats and the helpers the operator uses to produce them.
 import { describe, expect, it } from 'vitest';
-import {
-  clientRegistrySchema,
-  generateSigningJwks,
-  hashClientSecret,
-  loadAuthServerConfig,
-  parseJsonFile,
-  signingKeysFileSchema,
-  usersFileSchema,
-} from '../../lib/config/auth-server.ts';
+import { generateSigningJwks, hashClientSecret, loadAuthServerConfig, parseJsonFile } from '../../lib/config/auth-server.ts';
+import { clientRegistrySchema } from '../../lib/config/client-registry.ts';
+import { signingKeysFileSchema } from '../../lib/config/signing-keys-file.ts';
+import { usersFileSchema } from '../../lib/config/users-file.ts';
 import { generateClientSecret, verifyClientSecret } from '../../lib/config/client-secret.ts';
 import { hashPassword, parsePasswordHash, verifyPassword } from '../../lib/config/passwords.ts';
 

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { createLocalJWKSet, decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
 import { describe, expect, it } from 'vitest';
-import { clientIdsBesideAudience } from '../../lib/config/auth-server.ts';
+import { clientIdsBesideAudience } from '../../lib/config/client-registry.ts';
 import { issueAccessToken, verifyOwnAccessToken } from '../../services/auth-server/access-token.ts';
 import { buildApp } from '../../services/auth-server/app.ts';
 import { accessTokenHash } from '../../services/auth-server/id-token.ts';

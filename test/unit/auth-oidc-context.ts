@@ -1,6 +1,8 @@
 // Test helper (not a test file): an auth-server context in process for the OpenID Connect unit
 // tests: memory stores, a fixed clock, one confidential client registered for openid, and alice.
-import { hashClientSecret, type ClientRegistry, type RegisteredClient, type UsersFile } from '../../lib/config/auth-server.ts';
+import { hashClientSecret } from '../../lib/config/auth-server.ts';
+import type { ClientRegistry, RegisteredClient } from '../../lib/config/client-registry.ts';
+import type { UsersFile } from '../../lib/config/users-file.ts';
 import { hashPassword } from '../../lib/config/passwords.ts';
 import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
 import { createClientAuthThrottle, defaultClientAuthLimits } from '../../services/auth-server/client-auth-throttle.ts';

@@ -2,7 +2,7 @@
 // login_hint, unknown parameters ignored, and the errors sent back on the redirect.
 import { describe, expect, it } from 'vitest';
 import { buildApp } from '../../services/auth-server/app.ts';
-import type { RegisteredClient } from '../../lib/config/auth-server.ts';
+import type { RegisteredClient } from '../../lib/config/client-registry.ts';
 import type { AuthContext } from '../../services/auth-server/context.ts';
 import { REDIRECT, app, context } from './auth-oidc-context.ts';
 

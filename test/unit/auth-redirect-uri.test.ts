@@ -1,7 +1,7 @@
 // Redirect URI rules: http only to loopback hosts unless the client opts out, and RFC 8252 7.3's
 // "any port" for loopback IP redirect URIs, everything else an exact string match.
 import { describe, expect, it } from 'vitest';
-import { INSECURE_REDIRECT_URI_RULE, registeredClientSchema } from '../../lib/config/auth-server.ts';
+import { INSECURE_REDIRECT_URI_RULE, registeredClientSchema } from '../../lib/config/client-registry.ts';
 import { isSecureRedirectUri, redirectUriAllowed } from '../../lib/config/redirect-uri.ts';
 
 describe('isSecureRedirectUri', () => {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { clientRegistrySchema, hashClientSecret, loadAuthServerConfig, signingKeysFileSchema } from '../../lib/config/auth-server.ts';
+import { hashClientSecret, loadAuthServerConfig } from '../../lib/config/auth-server.ts';
+import { clientRegistrySchema } from '../../lib/config/client-registry.ts';
+import { signingKeysFileSchema } from '../../lib/config/signing-keys-file.ts';
 import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
 import { authServerDeployment, authServerFiles, authServerService } from '../../operator/resources/auth/deployment.ts';
 import type { ContainerResources } from '../../operator/resources/shared/container-resources.ts';

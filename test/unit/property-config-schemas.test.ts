@@ -12,14 +12,10 @@ import { stringify } from 'yaml';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { z } from 'zod';
 import { oauthClientSchema, rateLimitRouteSchema } from '../../operator/api/index.ts';
-import {
-  authServerConfigSchema,
-  clientRegistrySchema,
-  loadAuthServerConfig,
-  parseJsonFile,
-  signingKeysFileSchema,
-  usersFileSchema,
-} from '../../lib/config/auth-server.ts';
+import { authServerConfigSchema, loadAuthServerConfig, parseJsonFile } from '../../lib/config/auth-server.ts';
+import { clientRegistrySchema } from '../../lib/config/client-registry.ts';
+import { signingKeysFileSchema } from '../../lib/config/signing-keys-file.ts';
+import { usersFileSchema } from '../../lib/config/users-file.ts';
 import { ConfigError, parseSidecarConfig, parseSidecarConfigText, sidecarConfigSchema } from '../../lib/config/sidecar.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
 import { mutationsOf, type Json, type Mutation, type MutationOptions } from '../harness/schema-mutations.ts';

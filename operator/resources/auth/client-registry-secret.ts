@@ -1,10 +1,11 @@
 // Every OAuthClient of a namespace -> the auth server's client registry (clients.json, schema
-// clientRegistrySchema of lib/config/auth-server.ts): ids, secret HASHES (never secrets),
+// clientRegistrySchema of lib/config/client-registry.ts): ids, secret HASHES (never secrets),
 // redirect URIs, scopes, auth methods, and the resource-server, consent-skip and insecure-redirect flags. Sorted by client_id
 // so that the same clients render the same bytes.
 import type { V1Secret } from '@kubernetes/client-node';
 import type { OAuthClient } from '../../api/index.ts';
-import { clientRegistrySchema, hashClientSecret, type ClientRegistry } from '../../../lib/config/auth-server.ts';
+import { hashClientSecret } from '../../../lib/config/auth-server.ts';
+import { clientRegistrySchema, type ClientRegistry } from '../../../lib/config/client-registry.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
 import { CLIENT_REGISTRY_KEY, CLIENT_REGISTRY_SECRET } from './names.ts';
 import { base64, authServerLabels, fromBase64, type Owner, sortedOwnerRefs } from '../shared/metadata.ts';

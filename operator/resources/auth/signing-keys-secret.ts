@@ -4,7 +4,7 @@
 // next key took over), then it is dropped. When each key was created is kept in an annotation,
 // because the keys file itself has no room for it.
 import type { V1Secret } from '@kubernetes/client-node';
-import { signingKeysFileSchema, type SigningKeysFile } from '../../../lib/config/auth-server.ts';
+import { signingKeysFileSchema, type SigningKeysFile } from '../../../lib/config/signing-keys-file.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
 import { SIGNING_KEYS_KEY, SIGNING_KEYS_SECRET } from './names.ts';
 import { base64, authServerLabels, fromBase64, type Owner, sortedOwnerRefs } from '../shared/metadata.ts';

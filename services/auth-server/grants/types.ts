@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger } from 'fastify';
-import type { RegisteredClient } from '../../../lib/config/auth-server.ts';
+import type { RegisteredClient } from '../../../lib/config/client-registry.ts';
 import type { AuthContext } from '../context.ts';
 import type { TokenResponse } from '../issue-tokens.ts';
 import type { Params } from '../params.ts';
