@@ -1,5 +1,6 @@
 // RateLimitRoute: one gateway route. The zod schema is the single source:
-// the operator parses with it, types are inferred from it, crds/ is generated from it.
+// the operator parses with it, types are inferred from it, crds/ is generated from it. What the
+// route forwards to is in route-workload.ts, the container settings in container.ts.
 // Cross-field rules are written twice on purpose: as a zod refinement (the operator's check) and
 // as a CEL rule in `x-kubernetes-validations` (the API server's check, with the same message).
 import { z } from 'zod';
@@ -7,145 +8,15 @@ import {
   API_VERSION,
   conditionsSchema,
   dnsSubdomain,
-  dataKey,
   objectMetaSchema,
   observedGenerationSchema,
   secretKeyRefSchema,
   type CrdSource,
 } from './common.ts';
+import { resourceRequirementsSchema } from './container.ts';
 import { limiterSchema } from './limiter.ts';
 import { REDIS_URL_CREDENTIALS_PATTERN, redisUrlCredentialsMessage, redisUrlHasCredentials } from './redis-url.ts';
-
-/** Kubernetes resource quantity (e.g. 100m, 64Mi, 1): an int or a string, as in a Pod spec. */
-const QUANTITY = /^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$/;
-const quantitySchema = z
-  .union([z.int().min(0).max(1_000_000_000), z.string().min(1).max(64).regex(QUANTITY)])
-  .meta({ 'x-kubernetes-int-or-string': true })
-  .describe('A resource quantity such as 100m, 64Mi or 1.');
-
-export const resourceListSchema = z
-  .record(z.string().min(1).max(253), quantitySchema)
-  .refine((r) => Object.keys(r).length <= 16, 'at most 16 resources')
-  .meta({ maxProperties: 16 });
-
-/** requests and limits of one container, as in a Pod spec. */
-export const resourceRequirementsSchema = z.strictObject({
-  limits: resourceListSchema.optional().describe('Maximum resources, e.g. {cpu: 500m, memory: 256Mi}.'),
-  requests: resourceListSchema.optional().describe('Requested resources, e.g. {cpu: 50m, memory: 64Mi}.'),
-});
-export type ResourceRequirements = z.infer<typeof resourceRequirementsSchema>;
-
-export const ENV_MAX = 64;
-const envVarSchema = z
-  .strictObject({
-    name: z
-      .string()
-      .min(1)
-      .max(253)
-      .regex(/^[-._a-zA-Z][-._a-zA-Z0-9]*$/)
-      .describe('Name of the environment variable.'),
-    value: z.string().max(4096).optional().describe('Literal value (at most 4 KiB: a route stays small in every cache that holds it).'),
-    valueFrom: z
-      .strictObject({
-        secretKeyRef: secretKeyRefSchema.optional(),
-        configMapKeyRef: z
-          .strictObject({ name: dnsSubdomain.describe('Name of a ConfigMap.'), key: dataKey.describe('Key inside it.') })
-          .optional()
-          .describe('A key of a ConfigMap in the same namespace.'),
-      })
-      .refine((v) => (v.secretKeyRef === undefined) !== (v.configMapKeyRef === undefined), {
-        message: 'set exactly one of secretKeyRef and configMapKeyRef',
-      })
-      .meta({
-        'x-kubernetes-validations': [
-          { rule: 'has(self.secretKeyRef) != has(self.configMapKeyRef)', message: 'set exactly one of secretKeyRef and configMapKeyRef' },
-        ],
-      })
-      .optional()
-      .describe('Take the value from a Secret or ConfigMap key.'),
-  })
-  .refine((e) => !(e.value !== undefined && e.valueFrom !== undefined), { message: 'set value or valueFrom, not both' })
-  .meta({
-    'x-kubernetes-validations': [{ rule: '!(has(self.value) && has(self.valueFrom))', message: 'set value or valueFrom, not both' }],
-  })
-  .describe('An environment variable of the target container.');
-
-export const targetSchema = z
-  .strictObject({
-    image: z.string().min(1).max(1024).describe('Container image of the service the route forwards to, e.g. example/user-service:1.0.'),
-    command: z
-      .array(z.string().min(1).max(1024))
-      .max(32)
-      .optional()
-      .describe('Entrypoint of the target container (optional; the image default otherwise).'),
-    args: z.array(z.string().max(1024)).max(64).optional().describe('Arguments of the target container.'),
-    port: z.int().min(1).max(65535).default(8080).describe('Port the target container listens on (the sidecar forwards to it over localhost).'),
-    readinessPath: z
-      .string()
-      .min(1)
-      .max(1024)
-      .regex(/^\//, 'must start with /')
-      .default('/healthcheck/ready')
-      .describe('HTTP path of the target readiness probe; it must answer 200 when the target is ready.'),
-    replicas: z
-      .int()
-      .min(0)
-      .max(100)
-      .optional()
-      .describe(
-        'Number of pods (target + sidecar each); kubectl scale rlr and an HorizontalPodAutoscaler on the route (scale subresource) set it. Omit it to leave the count to an autoscaler of the Deployment itself: the operator then never writes replicas there (the Deployment starts with 1).',
-      ),
-    env: z
-      .array(envVarSchema)
-      .max(ENV_MAX)
-      .optional()
-      .meta({ 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] })
-      .describe('Environment variables passed to the target container.'),
-    resources: resourceRequirementsSchema.optional().describe('Compute resources of the target container.'),
-  })
-  .describe('The service the route forwards to: one container beside the sidecar in each pod.');
-export type Target = z.infer<typeof targetSchema>;
-
-export const upstreamSchema = z
-  .strictObject({
-    service: z
-      .strictObject({
-        name: z
-          .string()
-          .min(1)
-          .max(63)
-          .regex(/^[a-z]([-a-z0-9]*[a-z0-9])?$/, 'must be a Service name (DNS-1035 label)')
-          .describe('Name of a Service in the route namespace, e.g. the one a team chart installs.'),
-        port: z.int().min(1).max(65535).describe('Port of that Service (its spec.ports[].port) the sidecars forward to.'),
-      })
-      .describe('The Service the sidecars forward to, as http://<name>.<namespace>.svc:<port>.'),
-    replicas: z
-      .int()
-      .min(0)
-      .max(100)
-      .optional()
-      .describe('Number of gateway pods (one sidecar each). Omit it to leave the count to an autoscaler of the gateway Deployment.'),
-  })
-  .describe(
-    'An existing Service the route forwards to, instead of a target: the operator runs a gateway Deployment of sidecars only (resources from spec.sidecar) in front of it, and leaves the workload behind the Service alone.',
-  );
-export type Upstream = z.infer<typeof upstreamSchema>;
-
-export const targetRefSchema = z
-  .strictObject({
-    name: dnsSubdomain.describe('Name of a Deployment in the route namespace, e.g. the one a team chart installs.'),
-    port: z.int().min(1).max(65535).describe('Port the Deployment container listens on; the sidecar forwards to it over localhost.'),
-  })
-  .describe(
-    "An existing Deployment to add the sidecar to, instead of a target: the operator adds only the sidecar container, its volumes, the pod-template config hash and the pod labels portcullis.dev/sidecar and portcullis.dev/route, under its own field manager (portcullis-operator-sidecar), points the route's Service at the sidecar, and removes exactly those fields when the route is deleted.",
-  );
-export type TargetRef = z.infer<typeof targetRefSchema>;
-
-export const WORKLOAD_RULE = 'set exactly one of target, upstream and targetRef';
-/** The route's own Service forwards to the gateway pods: as its upstream, every request would loop through them. */
-export const UPSTREAM_SELF_RULE = "spec.upstream.service cannot be the route's own Service (it has the route's name): the gateway would forward to itself";
-/** A transition rule (CEL only: zod never sees the old object): the injected sidecar is removed only when the route is deleted. */
-export const TARGET_REF_IMMUTABLE_RULE = 'targetRef cannot be added, removed or renamed; create a new RateLimitRoute';
+import { TARGET_REF_IMMUTABLE_RULE, targetRefSchema, targetSchema, UPSTREAM_SELF_RULE, upstreamSchema, WORKLOAD_RULE } from './route-workload.ts';
 
 export const REDIS_RULE = 'set exactly one of url and secretRef';
 /** The sidecar config (a ConfigMap) carries spec.redis.url, so a password must come through secretRef. */
