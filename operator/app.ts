@@ -7,7 +7,7 @@ import { OAuthClientReconciler } from './controllers/oauth-client-reconciler.ts'
 import { RateLimitRouteReconciler } from './controllers/rate-limit-route-reconciler.ts';
 import { RateLimitPolicyReconciler } from './controllers/rate-limit-policy-reconciler.ts';
 import type { OperatorConfig } from './config.ts';
-import { leaseNamespace, resourceSettings } from './config.ts';
+import { leaseNamespace, resourceSettings } from './config-settings.ts';
 import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from './resources/auth/names.ts';
 import { controllerOf, MANAGED_SELECTOR, ownedByPortcullis } from './resources/shared/metadata.ts';
 import { AUTH_REDIS_SECRET } from './resources/shared/redis-url-secret.ts';

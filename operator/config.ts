@@ -1,46 +1,12 @@
 // Operator settings: environment variables (what the chart sets, charts/portcullis/templates/
 // deployment.yaml) or the same names as flags (`--watch-namespaces a,b` = PORTCULLIS_WATCH_NAMESPACES;
-// `--port 8081` = PORT). Parsed once at start with zod; a bad value names its variable.
-import { hostname } from 'node:os';
+// `--port 8081` = PORT). Parsed once at start with zod; a bad value names its variable. What the
+// operator's parts take from the parsed settings is in config-settings.ts.
 import { z } from 'zod';
-import { dnsSubdomain, redisUrlCredentialsMessage, redisUrlHasCredentials, resourceRequirementsSchema } from './api/index.ts';
-import { type ContainerResources, DEFAULT_AUTH_SERVER_RESOURCES, quantitiesAsStrings, resourcesProblem } from './resources/shared/container-resources.ts';
+import { dnsSubdomain } from './api/index.ts';
+import { boolish, ms, optionalString, port, redisUrl, resourcesJson, secretKey } from './config-fields.ts';
+import { DEFAULT_AUTH_SERVER_RESOURCES } from './resources/shared/container-resources.ts';
 import { DEFAULT_SIDECAR_RESOURCES, sidecarMemoryProblem } from './resources/shared/sidecar-heap.ts';
-import { parseSecretKeyRef } from './resources/shared/redis-url-secret.ts';
-import type { ResourceSettings } from './resources/shared/settings.ts';
-
-const boolish = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
-const ms = (def: number) => z.coerce.number().int().min(0).max(7 * 24 * 3600_000).default(def);
-const port = (def: number) => z.coerce.number().int().min(0).max(65535).default(def);
-const optionalString = z
-  .string()
-  .optional()
-  .transform((v) => (v === undefined || v.trim() === '' ? undefined : v.trim()));
-/** A Redis URL in plain settings: no password (user:pass@), which belongs in a Secret (the *_SECRET setting). */
-const redisUrl = (secretSetting: string) =>
-  optionalString
-    .refine((v) => v === undefined || /^rediss?:\/\/\S+$/.test(v), 'a redis:// or rediss:// URL')
-    .refine((v) => v === undefined || !redisUrlHasCredentials(v), redisUrlCredentialsMessage(secretSetting));
-/** `name/key` of a Secret in the operator's namespace. */
-const secretKey = optionalString.refine((v) => v === undefined || parseSecretKeyRef(v, 'x') !== undefined, 'name/key of a Secret in the operator\'s namespace');
-
-/** Container resources as JSON ({"requests": {...}, "limits": {...}}); empty: the default. */
-const resourcesJson = (def: ContainerResources, check: (r: ContainerResources) => string | undefined = () => undefined) =>
-  optionalString
-    .transform((v, ctx) => {
-      if (v === undefined) return def;
-      try {
-        return JSON.parse(v) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'not JSON; give e.g. {"requests":{"cpu":"50m"},"limits":{"memory":"256Mi"}}' });
-        return z.NEVER;
-      }
-    })
-    .pipe(resourceRequirementsSchema)
-    .transform((r) => quantitiesAsStrings(r))
-    .refine((r) => resourcesProblem(r) === undefined && check(r) === undefined, { error: (i) => resourcesProblem(i.input as ContainerResources) ?? check(i.input as ContainerResources) });
 
 export const operatorConfigSchema = z
   .object({
@@ -182,51 +148,3 @@ export function loadOperatorConfig(env: Record<string, string | undefined>, argv
   return result.data;
 }
 
-export function leaderIdentity(config: OperatorConfig): string {
-  return config.POD_NAME ?? `${hostname()}-${process.pid}`;
-}
-
-export function leaseNamespace(config: OperatorConfig): string {
-  return config.PORTCULLIS_LEADER_ELECTION_NAMESPACE ?? config.POD_NAMESPACE ?? 'default';
-}
-
-/** The auth servers' Redis: their own setting (URL or Secret), else the routes' default (URL or Secret). */
-function authRedis(config: OperatorConfig, secretNamespace: string): Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret'> {
-  const secret = (v: string | undefined) => (v === undefined ? undefined : parseSecretKeyRef(v, secretNamespace));
-  if (config.PORTCULLIS_AUTH_REDIS_URL !== undefined || config.PORTCULLIS_AUTH_REDIS_SECRET !== undefined) {
-    return { authRedisUrl: config.PORTCULLIS_AUTH_REDIS_URL, authRedisSecret: secret(config.PORTCULLIS_AUTH_REDIS_SECRET) };
-  }
-  return { authRedisUrl: config.PORTCULLIS_DEFAULT_REDIS_URL, authRedisSecret: secret(config.PORTCULLIS_DEFAULT_REDIS_SECRET) };
-}
-
-export function resourceSettings(config: OperatorConfig): ResourceSettings {
-  // The Redis Secrets live beside the operator (the chart's release namespace).
-  const secretNamespace = config.POD_NAMESPACE ?? 'default';
-  return {
-    sidecarImage: config.PORTCULLIS_SIDECAR_IMAGE,
-    authServerImage: config.PORTCULLIS_AUTH_SERVER_IMAGE,
-    imagePullPolicy: config.PORTCULLIS_IMAGE_PULL_POLICY,
-    sidecarPort: config.PORTCULLIS_SIDECAR_PORT,
-    sidecarAdminPort: config.PORTCULLIS_SIDECAR_ADMIN_PORT,
-    servicePort: config.PORTCULLIS_SERVICE_PORT,
-    defaultRedisUrl: config.PORTCULLIS_DEFAULT_REDIS_URL,
-    defaultRedisSecret: config.PORTCULLIS_DEFAULT_REDIS_SECRET === undefined ? undefined : parseSecretKeyRef(config.PORTCULLIS_DEFAULT_REDIS_SECRET, secretNamespace),
-    ...authRedis(config, secretNamespace),
-    authServerPort: config.PORTCULLIS_AUTH_SERVER_PORT,
-    authServerReplicas: config.PORTCULLIS_AUTH_SERVER_REPLICAS,
-    issuerUrl: config.PORTCULLIS_ISSUER_URL,
-    usersSecretName: config.PORTCULLIS_USERS_SECRET,
-    usersSecretKey: config.PORTCULLIS_USERS_SECRET_KEY,
-    accessTokenTtlSeconds: config.PORTCULLIS_ACCESS_TOKEN_TTL_SECONDS,
-    refreshReuseGraceSeconds: config.PORTCULLIS_REFRESH_REUSE_GRACE_SECONDS,
-    ...(config.PORTCULLIS_SIGN_IN_SESSIONS
-      ? { signInSessions: { idleSeconds: config.PORTCULLIS_SESSION_IDLE_SECONDS, maxAgeSeconds: config.PORTCULLIS_SESSION_MAX_AGE_SECONDS } }
-      : {}),
-    signingKeyRotationMs: Math.round(config.PORTCULLIS_SIGNING_KEY_ROTATION_HOURS * 3600_000),
-    routeNetworkPolicy: config.PORTCULLIS_ROUTE_NETWORK_POLICY,
-    jwksAllowedHosts: config.PORTCULLIS_JWKS_ALLOWED_HOSTS,
-    priorityClassName: config.PORTCULLIS_PRIORITY_CLASS_NAME,
-    sidecarResources: config.PORTCULLIS_SIDECAR_RESOURCES,
-    authServerResources: config.PORTCULLIS_AUTH_SERVER_RESOURCES,
-  };
-}

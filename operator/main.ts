@@ -4,7 +4,8 @@
 import { KubeConfig } from '@kubernetes/client-node';
 import { pino } from 'pino';
 import { buildOperator } from './app.ts';
-import { leaderIdentity, loadOperatorConfig, type OperatorConfig } from './config.ts';
+import { leaderIdentity } from './config-settings.ts';
+import { loadOperatorConfig, type OperatorConfig } from './config.ts';
 import { systemClock } from './runtime/clock.ts';
 import { createHealthServer } from './runtime/health-server.ts';
 import { createHttpKubeClient, type RequestRecord } from './runtime/http-kube-client.ts';

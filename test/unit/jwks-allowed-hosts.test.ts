@@ -5,7 +5,8 @@
 // another host InvalidSpec, writing no children. The namespace's own auth server is not held to it.
 import { describe, expect, it } from 'vitest';
 import { parseSidecarConfig, type SidecarConfigInput } from '../../lib/config/sidecar.ts';
-import { loadOperatorConfig, resourceSettings } from '../../operator/config.ts';
+import { resourceSettings } from '../../operator/config-settings.ts';
+import { loadOperatorConfig } from '../../operator/config.ts';
 import { renderSidecarConfig } from '../../operator/resources/route/config-map.ts';
 import type { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';

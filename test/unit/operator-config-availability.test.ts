@@ -1,7 +1,8 @@
 // The operator settings behind the route NetworkPolicy, pod priority and container resources:
 // their defaults, the chart's env, and refusals that name the variable.
 import { describe, expect, it } from 'vitest';
-import { loadOperatorConfig, resourceSettings } from '../../operator/config.ts';
+import { resourceSettings } from '../../operator/config-settings.ts';
+import { loadOperatorConfig } from '../../operator/config.ts';
 
 describe('operator settings: NetworkPolicy, priority, resources', () => {
   it('defaults: policy on, no PriorityClass, the sidecar at 50m/64Mi with a 256Mi limit, the auth server at 50m/96Mi with 384Mi', () => {

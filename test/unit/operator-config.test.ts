@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { flagToEnvName, loadOperatorConfig, resourceSettings } from '../../operator/config.ts';
+import { resourceSettings } from '../../operator/config-settings.ts';
+import { flagToEnvName, loadOperatorConfig } from '../../operator/config.ts';
 
 describe('operator settings', () => {
   it('reads the environment the chart sets', () => {

@@ -5,7 +5,8 @@
 // spec.redis.url (zod and the CRD's CEL rule alike), is refused.
 import { afterEach, describe, expect, it } from 'vitest';
 import { rateLimitRouteCrd, rateLimitRouteSchema, REDIS_URL_CREDENTIALS_PATTERN, REDIS_URL_CREDENTIALS_RULE } from '../../operator/api/index.ts';
-import { loadOperatorConfig, resourceSettings } from '../../operator/config.ts';
+import { resourceSettings } from '../../operator/config-settings.ts';
+import { loadOperatorConfig } from '../../operator/config.ts';
 import { AuthServerReconciler } from '../../operator/controllers/auth-server-reconciler.ts';
 import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-route-reconciler.ts';
 import { authServerDeployment, authServerReplicas } from '../../operator/resources/auth/deployment.ts';
