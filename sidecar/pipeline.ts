@@ -4,50 +4,23 @@
 // writes the verdict its own way (a response, a raw socket, a CheckResponse); no step is written
 // anywhere else. The steps run synchronously for as long as they can: only a token not remembered
 // yet (jwt) and a store that answers later make the verdict come afterwards, through settle().
+// The verdict is in verdict.ts, the key step in admission-key.ts.
 import type { Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import type { Decision } from '../lib/token-bucket/bucket.ts';
 import type { TakeSink } from '../lib/token-bucket/bucket-store.ts';
 import { canonicalTarget, targetRejectionDetail } from '../lib/web/canonical-target.ts';
+import { applyKey, key, type KeyOutcome } from './admission-key.ts';
 import type { Admission } from './admission.ts';
 import { hopLimitProblem } from './hop-limit.ts';
-import type { JwtKeyResult } from './jwt-key.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import { selectRule, type RouteRuntime, type RuleRuntime } from './route-runtime.ts';
-import { claimHeaderValue, keyRejectionDetail, rejectKey } from './user-key.ts';
-
-export type Verdict =
-  | {
-      readonly kind: 'admit';
-      /** Limiter headers for the client's response (flat name/value list; empty when no take decided). */
-      readonly headers: string[];
-      /** How the request is counted once it went on. */
-      readonly outcome: 'forwarded' | 'store_error_allowed';
-      /** The key header value the upstream reads (the identity charged, a claim encoded); undefined: none. */
-      readonly identity: string | undefined;
-    }
-  | { readonly kind: 'limited'; readonly retryAfter: number; readonly problem: Problem; readonly headers: string[] }
-  | { readonly kind: 'problem'; readonly problem: Problem; readonly headers: string[] }
-  /** The verdict comes later, through settle() (a token to verify, a store to hear from). */
-  | { readonly kind: 'pending' };
-
-export const PENDING: Verdict = { kind: 'pending' };
-
-/** What the steps read of a request's head (request-head.ts reads it off a proxied request). */
-export interface AdmissionHead {
-  /** The key header's first value (header key source). */
-  readonly key: string | undefined;
-  /** The Authorization header (jwt key source). */
-  readonly authorization: string | undefined;
-  readonly hostCount: number;
-  /** Portcullis gateways the request passed before this one. */
-  readonly hops: number;
-}
+import { claimHeaderValue } from './user-key.ts';
+import { PENDING, problem, type AdmissionHead, type Verdict } from './verdict.ts';
 
 /** The head of a request not run yet. */
 const NO_HEAD: AdmissionHead = { key: undefined, authorization: undefined, hostCount: 0, hops: 0 };
 
-const problem = (p: Problem, headers: string[] = []): Verdict => ({ kind: 'problem', problem: p, headers });
 const badRequest = (rt: RouteRuntime, detail: string): Verdict => {
   rt.metrics.outcome.bad_request.inc();
   return problem({ type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail });
@@ -205,55 +178,6 @@ function rule(a: AdmissionRequest): Verdict | undefined {
   if (rt.unmatched === 'forward') return admitted(a, [], 'forwarded');
   rt.metrics.outcome.no_route.inc();
   return problem({ type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No rule of this route applies to ${a.method} requests on this path.` });
-}
-
-/** A key, or the refusal (problem and headers) when there is none. */
-export type KeyOutcome = string | { readonly problem: Problem; readonly headers: string[] };
-
-/** The bucket key: the key header's first value, or the claim of the verified bearer token (later when not remembered yet). */
-function key(a: AdmissionRequest): Verdict | undefined {
-  const rt = a.rt;
-  const head = a.head;
-  const jwt = rt.jwt;
-  if (jwt === undefined) return applyKey(a, headerKey(a, head.key));
-  const result = jwt.resolve(head.authorization);
-  if (result instanceof Promise) return a.fromPromise(result.then((r) => jwtKey(a, r)));
-  return applyKey(a, jwtKey(a, result));
-}
-
-function applyKey(a: AdmissionRequest, outcome: KeyOutcome): Verdict | undefined {
-  if (typeof outcome !== 'string') return problem(outcome.problem, outcome.headers);
-  a.key = outcome;
-  return undefined;
-}
-
-function headerKey(a: AdmissionRequest, value: string | undefined): KeyOutcome {
-  const rejection = rejectKey(value);
-  if (rejection === undefined) return value as string;
-  const rt = a.rt;
-  rt.metrics.outcome.bad_key.inc();
-  const log = a.admission.log;
-  if (log.isLevelEnabled('debug')) log.debug({ route: rt.routeId, reason: rejection }, 'request without a valid key');
-  return {
-    problem: { type: problemTypes.badKey, title: 'Invalid user id', status: rt.missingKeyStatus, detail: keyRejectionDetail[rejection](rt.config.limiter.keyHeader) },
-    headers: [],
-  };
-}
-
-/** A verified claim, or a refused bearer token as RFC 6750 asks (no error code when none was sent). */
-function jwtKey(a: AdmissionRequest, result: JwtKeyResult): KeyOutcome {
-  if (result.ok) return result.key;
-  const rt = a.rt;
-  const log = a.admission.log;
-  if (result.reason === 'unavailable') {
-    log.warn({ route: rt.routeId, detail: result.detail }, 'access token not verifiable: key set unavailable');
-    rt.metrics.outcome.key_unavailable.inc();
-    return { problem: { type: problemTypes.keyUnavailable, title: 'Service Unavailable', status: 503, detail: result.detail }, headers: ['retry-after', '1'] };
-  }
-  if (log.isLevelEnabled('debug')) log.debug({ route: rt.routeId, reason: result.reason, detail: result.detail }, 'request without a valid access token');
-  rt.metrics.outcome.bad_key.inc();
-  const challenge = result.reason === 'missing' ? 'Bearer' : `Bearer error="invalid_token", error_description="${result.detail.replaceAll('"', "'")}"`;
-  return { problem: { type: problemTypes.invalidToken, title: 'Unauthorized', status: 401, detail: result.detail }, headers: ['www-authenticate', challenge] };
 }
 
 /** The sidecar itself overloaded (admission.ts): 503 + Retry-After rather than a take it could not hear in time. */

@@ -9,7 +9,8 @@ import { parseSidecarConfig, type SidecarConfigInput } from '../../lib/config/si
 import { MemoryBucketStore } from '../../lib/token-bucket/memory-store.ts';
 import { Admission } from '../../sidecar/admission.ts';
 import { SidecarMetrics } from '../../sidecar/metrics.ts';
-import { AdmissionRequest, AwaitedAdmission, PENDING, steps, type AdmissionHead, type Verdict } from '../../sidecar/pipeline.ts';
+import { AdmissionRequest, AwaitedAdmission, steps } from '../../sidecar/pipeline.ts';
+import { PENDING, type AdmissionHead, type Verdict } from '../../sidecar/verdict.ts';
 import { keyLookAlikes } from '../../sidecar/request-head.ts';
 import { buildRouteRuntime, type RouteRuntime } from '../../sidecar/route-runtime.ts';
 import type { Pool } from 'undici';
