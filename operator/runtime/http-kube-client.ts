@@ -12,13 +12,14 @@
 //   into the generated model classes and back;
 // - a client-side request rate (rateLimiter): every request, each page of a list, and the opening
 //   of a watch take a token; a watch's events, however many, take none.
-import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
+import { HttpMethod, type KubeConfig } from '@kubernetes/client-node';
 import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
-import { fetch, type Dispatcher } from 'undici';
+import { fetch } from 'undici';
 import { KubeApiError } from './errors.ts';
 import type { KubeClient, ListOptions, ListResult, WatchEvent, WatchOptions } from './kube-client.ts';
 import type { KubeObject } from './kube-object.ts';
+import { createKubeTransport, parseStatus, type StatusBody } from './kube-transport.ts';
 import type { RequestRateLimiter } from './request-rate-limiter.ts';
 import { apiVersionOf, resourcePath, resourceTypeOf, type ResourceType } from './resource-types.ts';
 
@@ -52,89 +53,10 @@ export interface HttpKubeClientOptions {
   rateLimiter?: RequestRateLimiter;
 }
 
-interface StatusBody {
-  message?: string;
-  reason?: string;
-  code?: number;
-  /** A cause's kind is its `reason` in JSON (the Go field is StatusCause.Type). */
-  details?: { causes?: Array<{ reason?: string }> };
-}
-
-function parseStatus(text: string): StatusBody {
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (typeof parsed === 'object' && parsed !== null) return parsed as StatusBody;
-  } catch {
-    // not JSON: fall through
-  }
-  return { message: text.slice(0, 500) };
-}
-
 export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeClientOptions): KubeClient {
   const cluster = kubeConfig.getCurrentCluster();
   if (cluster === null) throw new Error('kubeconfig has no current cluster');
-  const server = cluster.server.replace(/\/+$/, '');
-  const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
-  let dispatcher: Dispatcher | undefined;
-  let dispatcherReady = false;
-
-  // Authentication headers are refreshed every AUTH_REFRESH_MS (service-account tokens and token
-  // files rotate, so never cached for long; client-go re-reads them every minute too). Computing
-  // them per request would also build a fresh TLS agent each time inside client-node. The TLS
-  // dispatcher is made once, so connections are pooled and kept alive.
-  const AUTH_REFRESH_MS = 60_000;
-  let cachedHeaders: { at: number; headers: Record<string, string> } | undefined;
-  async function authenticate(url: string, method: HttpMethod): Promise<Record<string, string>> {
-    const now = performance.now();
-    if (cachedHeaders !== undefined && now - cachedHeaders.at < AUTH_REFRESH_MS) return { ...cachedHeaders.headers };
-    const ctx = new RequestContext(url, method);
-    await kubeConfig.applySecurityAuthentication(ctx);
-    if (!dispatcherReady) {
-      dispatcher = ctx.getDispatcher();
-      dispatcherReady = true;
-    }
-    cachedHeaders = { at: now, headers: { ...ctx.getHeaders() } };
-    return { ...cachedHeaders.headers };
-  }
-
-  async function request(
-    verb: RequestRecord['verb'],
-    resource: string,
-    method: HttpMethod,
-    path: string,
-    query: Record<string, string | undefined>,
-    body?: unknown,
-    contentType = 'application/json',
-    accept = 'application/json',
-  ): Promise<{ status: number; json: unknown }> {
-    await options.rateLimiter?.wait();
-    const url = new URL(server + path);
-    for (const [k, v] of Object.entries(query)) if (v !== undefined) url.searchParams.set(k, v);
-    const headers = await authenticate(url.toString(), method);
-    headers['accept'] = accept;
-    if (body !== undefined) headers['content-type'] = contentType;
-    const started = performance.now();
-    let status = 0;
-    try {
-      const response = await fetch(url, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        dispatcher,
-        signal: AbortSignal.timeout(requestTimeoutMs),
-      });
-      status = response.status;
-      const text = await response.text();
-      if (status >= 200 && status < 300) return { status, json: text === '' ? undefined : JSON.parse(text) };
-      if (status === 404 && (verb === 'get' || verb === 'delete')) return { status, json: undefined };
-      const s = parseStatus(text);
-      const causes = (s.details?.causes ?? []).map((c) => c.reason).filter((t): t is string => typeof t === 'string');
-      throw new KubeApiError(status, `${method} ${path}: ${status} ${s.message ?? ''}`.trim(), s.reason, causes);
-    } finally {
-      options.onRequest?.({ verb, resource, status, durationMs: performance.now() - started });
-    }
-  }
-
+  const { server, authenticate, request, dispatcher } = createKubeTransport(cluster.server, kubeConfig, options);
   function pathOf(obj: KubeObject, subresource?: string): { type: ResourceType; path: string } {
     const type = resourceTypeOf(obj.apiVersion, obj.kind);
     return { type, path: resourcePath(type, obj.metadata.namespace, obj.metadata.name, subresource) };
@@ -197,7 +119,7 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
       const started = performance.now();
       let status = 0;
       try {
-        const response = await fetch(url, { method: 'GET', headers, dispatcher, signal: AbortSignal.any([signal, idle.signal]) });
+        const response = await fetch(url, { method: 'GET', headers, dispatcher: dispatcher(), signal: AbortSignal.any([signal, idle.signal]) });
         status = response.status;
         if (status !== 200 || response.body === null) {
           const s = parseStatus(await response.text());
