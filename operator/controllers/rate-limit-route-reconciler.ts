@@ -1,11 +1,11 @@
 // RateLimitRoute reconciler: get -> (gone: done; children go with their owner) -> parse ->
 // observe (reads the plan needs) -> pure plan (plan-route.ts) -> none written while any name is
-// taken by a foreign object -> apply those that differ -> status from what was observed.
+// taken by a foreign object -> apply those that differ (route-children.ts) -> status from what
+// was observed.
 import type { Logger } from 'pino';
 import type { RateLimitRoute } from '../api/index.ts';
 import { AUTH_SERVER_NAME } from '../resources/auth/names.ts';
 import { usesDefaultRedisSecret } from '../resources/route/redis.ts';
-import { controllerOf } from '../resources/shared/metadata.ts';
 import { routeRedisSecretName } from '../resources/shared/redis-url-secret.ts';
 import type { ResourceSettings } from '../resources/shared/settings.ts';
 import { namespaceRedisUrlData, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
@@ -17,11 +17,12 @@ import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { splitKey, type KubeObject } from '../runtime/kube-object.ts';
-import { resourceTypes, resourceTypeOf } from '../runtime/resource-types.ts';
+import { resourceTypes } from '../runtime/resource-types.ts';
 import { releaseUnusedBucketUser } from './bucket-redis-user.ts';
-import { conflictMessage, foreignObjectProblem } from './child-ownership.ts';
+import { conflictMessage } from './child-ownership.ts';
 import { EventReasons, Reasons, readyStatus, type EventReason, type ReadyState } from './conditions.ts';
-import { parseRoute, planRoute, routeReadyState, routeStatusFields, type RouteObserved, type RoutePlan } from './plan-route.ts';
+import { parseRoute, planRoute, routeReadyState, routeStatusFields, type RouteObserved } from './plan-route.ts';
+import { applyChildren, foreignChildren } from './route-children.ts';
 import { SidecarInjection, TARGET_RECHECK_MS } from './sidecar-injection.ts';
 import { readSecretKey } from './source-secret.ts';
 import { readUpstreamService, UPSTREAM_POLL_MS } from './upstream-service.ts';
@@ -90,7 +91,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     if (!plan.ok) return this.#invalid(raw, plan.problem);
     const { teamDeployment } = observed;
 
-    const conflicts = await this.#foreignChildren(route, plan.children);
+    const conflicts = await foreignChildren(this.#d, route, plan.children);
     if (conflicts.length > 0) {
       const message = conflictMessage(conflicts, route.metadata.namespace ?? 'default');
       this.#d.events.event(raw, 'Warning', EventReasons.Conflict, message);
@@ -100,7 +101,7 @@ export class RateLimitRouteReconciler implements Reconciler {
     }
     let deployment: KubeObject | undefined;
     try {
-      deployment = await this.#apply(raw, route, plan, teamDeployment);
+      deployment = await applyChildren(this.#d, this.#injection, raw, route, plan, teamDeployment);
     } catch (err) {
       if (err instanceof KubeApiError) {
         const message = `could not apply the route's children: ${err.message}; check the operator's RBAC and admission policies`;
@@ -165,56 +166,6 @@ export class RateLimitRouteReconciler implements Reconciler {
     const redisSecretRef = ref === undefined ? null : await this.#d.client.get(resourceTypes.secret, namespace, ref.name).catch(() => null);
     const authServerRunning = this.#d.caches.deployments.get(namespace, AUTH_SERVER_NAME) !== undefined;
     return { teamDeployment, upstream, redisUrlData, redisUserProblem, redisSecretRef, authServerRunning };
-  }
-
-  /** The plan's children (those that differ), the sidecar into the team's Deployment, the stale children out; the Deployment whose pods count. */
-  async #apply(raw: KubeObject, route: RateLimitRoute, plan: RoutePlan, teamDeployment: KubeObject | undefined): Promise<KubeObject | undefined> {
-    const namespace = route.metadata.namespace;
-    const changed: string[] = [];
-    const deleted: string[] = [];
-    let deployment: KubeObject | undefined;
-    for (const { object, cache } of plan.children) {
-      const outcome = await this.#d.applier.apply(object, this.#d.caches[cache]);
-      if (outcome.changed) changed.push(`${object.kind} ${object.metadata.name}`);
-      if (object.kind === 'Deployment') deployment = outcome.object;
-    }
-    if (teamDeployment !== undefined) {
-      const injected = await this.#injection.apply(route, plan.configText, teamDeployment);
-      if (injected.changed) changed.push(`the sidecar in Deployment ${teamDeployment.metadata.name}`);
-      deployment = injected.deployment;
-    }
-    for (const { name, cache } of plan.stale) {
-      const live = this.#d.caches[cache].get(namespace, name);
-      // Only a child of this very route (not a namesake someone else made, nor one of a deleted route).
-      if (live === undefined || controllerOf(live, 'RateLimitRoute')?.uid !== route.metadata.uid) continue;
-      if (await this.#d.applier.remove(live)) deleted.push(`${live.kind} ${name}`);
-    }
-    const key = `${namespace ?? 'default'}/${route.metadata.name}`;
-    if (changed.length > 0) {
-      this.#d.log.info({ route: key, changed }, 'applied children');
-      this.#d.events.event(raw, 'Normal', EventReasons.Applied, `applied ${changed.join(', ')}`);
-    }
-    if (deleted.length > 0) {
-      this.#d.log.info({ route: key, deleted }, 'deleted children');
-      this.#d.events.event(raw, 'Normal', EventReasons.Deleted, `deleted ${deleted.join(', ')}`);
-    }
-    return deployment;
-  }
-
-  /**
-   * Children whose name is taken by an object this route does not control. The cache answers for
-   * objects with the operator's label; a miss is confirmed with one live GET (a child not yet
-   * created, or a foreign object the label-filtered cache cannot see).
-   */
-  async #foreignChildren(route: RateLimitRoute, children: RoutePlan['children']): Promise<string[]> {
-    // All at once: a new route misses every one of them.
-    const lives = await Promise.all(
-      children.map(({ object, cache }) => {
-        const { namespace, name } = object.metadata;
-        return this.#d.caches[cache].get(namespace, name) ?? this.#d.client.get(resourceTypeOf(object.apiVersion, object.kind), namespace, name);
-      }),
-    );
-    return lives.flatMap((live) => foreignObjectProblem(live, route) ?? []);
   }
 
   async #invalid(raw: KubeObject, message: string): Promise<ReconcileResult> {
