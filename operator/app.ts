@@ -1,5 +1,6 @@
 // Composition of the operator from injected parts (buildOperator never reads env or listens):
-// shared informers, the four controllers, the event -> key mappings, the manager.
+// shared informers, the four controllers, the event -> key mappings (event-mappings.ts), the
+// manager.
 import type { Logger } from 'pino';
 import type { TenantRedisUsers } from './redis/tenant-redis-users.ts';
 import { AuthServerReconciler } from './controllers/auth-server-reconciler.ts';
@@ -8,16 +9,16 @@ import { RateLimitRouteReconciler } from './controllers/rate-limit-route-reconci
 import { RateLimitPolicyReconciler } from './controllers/rate-limit-policy-reconciler.ts';
 import type { OperatorConfig } from './config.ts';
 import { leaseNamespace, resourceSettings } from './config-settings.ts';
-import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from './resources/auth/names.ts';
-import { controllerOf, MANAGED_SELECTOR, ownedByPortcullis } from './resources/shared/metadata.ts';
-import { AUTH_REDIS_SECRET } from './resources/shared/redis-url-secret.ts';
+import { mapEventsToKeys, TARGET_REF_INDEX, targetRefKeys } from './event-mappings.ts';
+import { AUTH_SERVER_NAME } from './resources/auth/names.ts';
+import { MANAGED_SELECTOR, ownedByPortcullis } from './resources/shared/metadata.ts';
 import { Applier } from './runtime/applier.ts';
 import type { Clock } from './runtime/clock.ts';
 import { Controller } from './runtime/controller.ts';
 import { createEventRecorder } from './runtime/events.ts';
-import { Informer, type InformerHandler } from './runtime/informer.ts';
+import { Informer } from './runtime/informer.ts';
 import type { KubeClient } from './runtime/kube-client.ts';
-import { asRecord, keyOf, objectKey, type KubeObject } from './runtime/kube-object.ts';
+import { keyOf, type KubeObject } from './runtime/kube-object.ts';
 import { LeaderElector } from './runtime/leader-election.ts';
 import { Manager } from './runtime/manager.ts';
 import type { OperatorMetrics } from './runtime/metrics.ts';
@@ -51,19 +52,6 @@ export interface Operator {
 export const FIELD_MANAGERS = { route: 'portcullis-route', oauthClient: 'portcullis-oauth-client', authServer: 'portcullis-auth-server', policy: 'portcullis-policy' } as const;
 /** The one field manager every controller wrote as before: its applied fields are handed over (runtime/applier.ts). */
 export const FORMER_FIELD_MANAGER = 'portcullis-operator';
-
-/** The routes informer's index of spec.targetRef: `namespace/deployment` -> the routes naming it. */
-const TARGET_REF_INDEX = 'targetRef';
-
-function targetRefKeys(route: KubeObject): string[] {
-  const name = asRecord(asRecord(route['spec'])?.['targetRef'])?.['name'];
-  return typeof name === 'string' ? [objectKey(route.metadata.namespace, name)] : [];
-}
-
-/** Calls fn for every add, update and delete. */
-function onAny(fn: (obj: KubeObject) => void): InformerHandler {
-  return { onAdd: fn, onUpdate: (_old, obj) => fn(obj), onDelete: fn };
-}
 
 export function buildOperator(deps: OperatorDeps): Operator {
   const { client, clock, log, metrics, config } = deps;
@@ -164,40 +152,7 @@ export function buildOperator(deps: OperatorDeps): Operator {
     metrics,
   );
 
-  // Event -> key mappings (level-based: a mapping only says WHICH object to look at again).
-  informers.routes.addHandler(onAny((o) => routes.enqueue(keyOf(o))));
-  // Every policy of the namespace: one that goes (or changes targets) may end another's conflict.
-  informers.policies.addHandler(onAny((o) => {
-    for (const p of informers.policies.list(o.metadata.namespace)) policies.enqueue(keyOf(p));
-    policies.enqueue(keyOf(o));
-  }));
-  informers.clients.addHandler(
-    onAny((o) => {
-      clients.enqueue(keyOf(o));
-      if (o.metadata.namespace !== undefined) authServers.enqueue(o.metadata.namespace);
-    }),
-  );
-  const byOwner = onAny((o) => {
-    const ns = o.metadata.namespace;
-    const routeOwner = controllerOf(o, 'RateLimitRoute');
-    if (routeOwner !== undefined) routes.enqueue(objectKey(ns, routeOwner.name));
-    const policyOwner = controllerOf(o, 'RateLimitPolicy');
-    if (policyOwner !== undefined) policies.enqueue(objectKey(ns, policyOwner.name));
-    const clientOwner = controllerOf(o, 'OAuthClient');
-    if (clientOwner !== undefined) {
-      clients.enqueue(objectKey(ns, clientOwner.name));
-      if (ns !== undefined) authServers.enqueue(ns);
-    }
-    if (ns !== undefined && (o.metadata.name === AUTH_SERVER_NAME || o.metadata.name === CLIENT_REGISTRY_SECRET || o.metadata.name === SIGNING_KEYS_SECRET || o.metadata.name === AUTH_REDIS_SECRET)) {
-      authServers.enqueue(ns);
-      // The registry decides each client's Ready condition.
-      if (o.metadata.name === CLIENT_REGISTRY_SECRET) for (const c of informers.clients.list(ns)) clients.enqueue(keyOf(c));
-    }
-  });
-  informers.targetDeployments.addHandler(onAny((d) => {
-    for (const r of informers.routes.byIndex(TARGET_REF_INDEX, keyOf(d))) routes.enqueue(keyOf(r));
-  }));
-  for (const i of [informers.deployments, informers.services, informers.configMaps, informers.secrets, informers.networkPolicies, informers.podDisruptionBudgets]) i.addHandler(byOwner);
+  mapEventsToKeys(informers, { routes, clients, authServers, policies });
   // The applier remembers the versions it wrote of metadata-only children until they are gone.
   for (const i of [informers.configMaps, informers.secrets]) i.addHandler({ onDelete: (o) => [route, oauthClient, authServer, policy].forEach((c) => c.applier.forget(o)) });
 
