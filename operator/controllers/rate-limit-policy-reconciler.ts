@@ -7,24 +7,25 @@ import { rateLimitPolicySchema, type RateLimitPolicy } from '../api/index.ts';
 import type { ResourceSettings } from '../resources/shared/settings.ts';
 import { namespaceRedisUrlData, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
 import { decisionName, decisionRoute } from '../policies/decision-resources.ts';
-import { crdHasExternalAuth } from '../policies/external-auth-filter.ts';
 import { planFilters, planPolicy, policyBackend, type PolicyObserved } from '../policies/plan-policy.ts';
+import { everyTarget } from '../policies/policy-targets.ts';
 import { ancestorStatuses, PolicyReasons, previousAncestors, type PlannedAncestor } from '../policies/policy-status.ts';
 import { usesDefaultRedisSecret } from '../resources/route/redis.ts';
 import { routeRedisSecretName } from '../resources/shared/redis-url-secret.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { ReconcileResult, Reconciler } from '../runtime/controller.ts';
-import { InvalidSpecError, isNotFound } from '../runtime/errors.ts';
+import { InvalidSpecError } from '../runtime/errors.ts';
 import type { EventRecorder } from '../runtime/events.ts';
 import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import { splitKey, type KubeObject } from '../runtime/kube-object.ts';
-import { resourceTypes, resourceTypeOf, type ResourceType } from '../runtime/resource-types.ts';
+import { resourceTypes, resourceTypeOf } from '../runtime/resource-types.ts';
 import { controllerOf } from '../resources/shared/metadata.ts';
 import { releaseUnusedBucketUser } from './bucket-redis-user.ts';
 import { foreignObjectProblem } from './child-ownership.ts';
 import { EventReasons, type EventReason } from './conditions.ts';
+import { ExternalAuthCheck, listIfInstalled } from './gateway-api-reads.ts';
 import { readSecretKey } from './source-secret.ts';
 import { describeIssues } from './spec-issues.ts';
 
@@ -34,9 +35,6 @@ export const POLICY_FINALIZER = 'portcullis.dev/external-auth';
 export const POLICY_FIELD_MANAGER = 'portcullis-operator-policy';
 /** Routes and Gateways wake no informer: look again this often (ms) so an edit of them is caught. */
 export const POLICY_POLL_MS = 60_000;
-/** How long the answer "the HTTPRoute CRD has ExternalAuth" is reused (ms): one GET per minute at most. */
-const CRD_CHECK_TTL_MS = 60_000;
-const HTTP_ROUTE_CRD = 'httproutes.gateway.networking.k8s.io';
 
 export interface RateLimitPolicyCaches {
   policies: Informer;
@@ -64,10 +62,11 @@ export interface RateLimitPolicyReconcilerDeps {
 export class RateLimitPolicyReconciler implements Reconciler {
   readonly name = 'ratelimitpolicy';
   readonly #d: RateLimitPolicyReconcilerDeps;
-  #crdCheck: { value: boolean; atMs: number } | undefined;
+  readonly #externalAuth: ExternalAuthCheck;
 
   constructor(deps: RateLimitPolicyReconcilerDeps) {
     this.#d = deps;
+    this.#externalAuth = new ExternalAuthCheck(deps.client, deps.clock);
   }
 
   async reconcile(key: string): Promise<ReconcileResult> {
@@ -85,7 +84,7 @@ export class RateLimitPolicyReconciler implements Reconciler {
       // gone already (its RoleBinding deleted first): then only the finalizer is let go.
       const terminating = (await this.#d.client.get(resourceTypes.namespace, undefined, ns).catch(() => undefined))?.metadata.deletionTimestamp !== undefined;
       if (!terminating) {
-        const routes = await this.#list(resourceTypes.httpRoute, ns);
+        const routes = await listIfInstalled(this.#d.client, resourceTypes.httpRoute, ns);
         for (const route of planFilters(routes ?? [], backend, new Map())) await this.#d.client.update(route);
       }
       await this.#setFinalizer(raw, []);
@@ -143,30 +142,12 @@ export class RateLimitPolicyReconciler implements Reconciler {
   }
 
   async #observe(raw: KubeObject, policy: RateLimitPolicy, ns: string): Promise<PolicyObserved> {
-    const [routes, gateways, externalAuth] = await Promise.all([this.#list(resourceTypes.httpRoute, ns), this.#list(resourceTypes.gateway, ns), this.#externalAuth()]);
+    const [routes, gateways, externalAuth] = await Promise.all([listIfInstalled(this.#d.client, resourceTypes.httpRoute, ns), listIfInstalled(this.#d.client, resourceTypes.gateway, ns), this.#externalAuth.has()]);
     const peers = this.#d.caches.policies.list(ns).flatMap((p) => {
       const parsed = rateLimitPolicySchema.safeParse(p);
       return parsed.success ? [parsed.data] : [];
     });
     return { routes, gateways, peers, externalAuth, redisUrlData: await this.#redisUrlData(raw, policy, ns) };
-  }
-
-  /** The objects of a namespace, live; undefined when the kind is not installed. */
-  async #list(type: ResourceType, ns: string): Promise<KubeObject[] | undefined> {
-    try {
-      return (await this.#d.client.list(type, { namespace: ns })).items;
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
-  }
-
-  async #externalAuth(): Promise<boolean> {
-    const now = this.#d.clock.now();
-    if (this.#crdCheck !== undefined && now - this.#crdCheck.atMs < CRD_CHECK_TTL_MS) return this.#crdCheck.value;
-    const crd = await this.#d.client.get(resourceTypes.customResourceDefinition, undefined, HTTP_ROUTE_CRD);
-    this.#crdCheck = { value: crdHasExternalAuth(crd), atMs: now };
-    return this.#crdCheck.value;
   }
 
   /** The operator's default Redis as the namespace's own user, when the policy names no Redis and the default is a Secret. */
@@ -209,13 +190,4 @@ export class RateLimitPolicyReconciler implements Reconciler {
     const ancestors = ancestorStatuses(previousAncestors(raw['status']), planned, raw.metadata.generation, this.#d.clock.now());
     await this.#d.applier.applyStatus(raw, { ancestors, service: decisionName(raw.metadata.name) });
   }
-}
-
-/** The same Accepted=False for every target (the policy as a whole could not be applied). */
-function everyTarget(policy: RateLimitPolicy, accepted: PlannedAncestor['accepted']): PlannedAncestor[] {
-  const ns = policy.metadata.namespace ?? 'default';
-  return policy.spec.targetRefs.slice(0, 16).map((t) => ({
-    ancestorRef: { group: t.group, kind: t.kind, namespace: t.namespace ?? ns, name: t.name, ...(t.sectionName === undefined ? {} : { sectionName: t.sectionName }) },
-    accepted,
-  }));
 }

@@ -5,7 +5,7 @@
 import { GATEWAY_API_GROUP, type PolicyTargetRef, type RateLimitPolicy } from '../api/index.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
 import type { PolicyObserved } from './plan-policy.ts';
-import { PolicyReasons, type AncestorRef, type PolicyCondition } from './policy-status.ts';
+import { PolicyReasons, type AncestorRef, type PlannedAncestor, type PolicyCondition } from './policy-status.ts';
 
 const creation = (p: RateLimitPolicy): string => (typeof p.metadata['creationTimestamp'] === 'string' ? p.metadata['creationTimestamp'] : '');
 
@@ -85,4 +85,13 @@ export function judgeTarget(policy: RateLimitPolicy, t: PolicyTargetRef, observe
     return { ancestors, accepted, wired: { status: 'False', reason: PolicyReasons.ExternalAuthUnsupported, message: `the installed HTTPRoute CRD has no ExternalAuth filter (Gateway API's experimental channel has it): wire Service ${service} into your gateway by hand, as ${MANUAL_WIRING} shows, or install the experimental channel's CRDs` } };
   }
   return { ancestors, accepted, wired: { status: 'True', reason: PolicyReasons.ExternalAuthFilter, message: `the ExternalAuth filter of ${targetText(t)} calls Service ${service} (gRPC)` } };
+}
+
+/** The same Accepted=False for every target (the policy as a whole could not be applied). */
+export function everyTarget(policy: RateLimitPolicy, accepted: PlannedAncestor['accepted']): PlannedAncestor[] {
+  const ns = policy.metadata.namespace ?? 'default';
+  return policy.spec.targetRefs.slice(0, 16).map((t) => ({
+    ancestorRef: { group: t.group, kind: t.kind, namespace: t.namespace ?? ns, name: t.name, ...(t.sectionName === undefined ? {} : { sectionName: t.sectionName }) },
+    accepted,
+  }));
 }
