@@ -1,5 +1,5 @@
 // The nginx and Caddy snippets of docs/concepts/gateway.md ("Use with your gateway") are the ones the
-// integration tier runs (test/harness/gateways/gateways.ts), with the docs' placeholder addresses.
+// integration tier runs (test/harness/gateways/gateways.ts; the fail-open Caddy site in the kind cluster), with the docs' placeholder addresses.
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { caddySite, nginxServer } from '../harness/gateways/gateways.ts';
@@ -14,5 +14,9 @@ describe('docs/concepts/gateway.md gateway snippets', () => {
 
   it('shows the Caddy site the Caddy test runs', () => {
     expect(docs).toContain(squash(caddySite(':80', 'portcullis-decision:8080', 'orders:8081')));
+  });
+
+  it('shows the fail-open Caddy site the kind cluster runs', () => {
+    expect(docs).toContain(squash(caddySite(':80', 'portcullis-decision:8080', 'orders:8081', { failOpen: true })));
   });
 });

@@ -15,7 +15,7 @@
 // see one issuer URL, as they would see one public host name in a real install.
 import { stringify } from 'yaml';
 import { imageOf, type E2eContext } from '../../harness/kind/context.ts';
-import { OAUTH2_PROXY_UID } from '../../harness/kind/peer-images.ts';
+import { PEER_UID } from '../../harness/kind/peer-images.ts';
 import { USER_SERVICE } from './workloads.ts';
 
 export const OAUTH2_PROXY = 'oauth2-proxy';
@@ -125,7 +125,7 @@ export function oauth2ProxyObjects(ctx: E2eContext, o: InClusterOAuth2ProxyOptio
                 env: [{ name: 'OAUTH2_PROXY_CLIENT_ID', valueFrom: { secretKeyRef: { name: secret, key: 'client_id' } } }],
                 ports: [{ name: 'http', containerPort: OAUTH2_PROXY_PORT }],
                 readinessProbe: { httpGet: { path: '/ready', port: OAUTH2_PROXY_PORT }, periodSeconds: 2 },
-                securityContext: { ...restricted, runAsUser: OAUTH2_PROXY_UID, runAsGroup: OAUTH2_PROXY_UID },
+                securityContext: { ...restricted, runAsUser: PEER_UID, runAsGroup: PEER_UID },
                 volumeMounts: [
                   { name: 'config', mountPath: '/etc/oauth2-proxy', readOnly: true },
                   { name: 'client', mountPath: CLIENT_SECRET_DIR, readOnly: true },

@@ -100,8 +100,12 @@ http {
   return { program, url: `http://127.0.0.1:${port}` };
 }
 
-/** The Caddyfile site of docs/concepts/gateway.md ("Caddy"): forward_auth to the decision service, then the service. */
-export const caddySite = (listen: string, decision: string, service: string): string => `
+/**
+ * The Caddyfile site of docs/concepts/gateway.md ("Caddy"): forward_auth to the decision service,
+ * then the service. failOpen: the documented variant that serves without a limit while the
+ * decision service cannot be reached at all (removed, or no pod ready).
+ */
+export const caddySite = (listen: string, decision: string, service: string, o: { failOpen?: boolean } = {}): string => `
 http://${listen} {
   forward_auth ${decision} {
     uri /check
@@ -109,7 +113,16 @@ http://${listen} {
     copy_headers RateLimit RateLimit-Policy USER-ID
   }
   reverse_proxy ${service}
-}
+${
+  o.failOpen === true
+    ? `  # No answer from the decision service (a refused or failed connection is a 502 here):
+  # serve without a limit rather than fail every request.
+  handle_errors 502 {
+    reverse_proxy ${service}
+  }
+`
+    : ''
+}}
 `;
 
 /** Caddy (built from its Go module by build-caddy.sh), foreground, admin API off, on a free loopback port. */

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort } from '../ports.ts';
 import type { E2eContext, E2eImage } from './context.ts';
-import { loadOAuth2ProxyImage } from './peer-images.ts';
+import { CADDY_PEER, loadPeerImage, OAUTH2_PROXY_PEER } from './peer-images.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(HERE, '..', '..', '..');
@@ -218,7 +218,8 @@ export async function provision(): Promise<Provisioned> {
       await timed(timings, 'kind load images', async () => {
         for (const image of [...built.map((i) => i.name), REDIS_IMAGE]) await run(kind, ['load', 'docker-image', image, '--name', cluster], { env });
       });
-      const oauth2ProxyImage = await timed(timings, 'oauth2-proxy image (peer-images.ts)', () => loadOAuth2ProxyImage(kind, cluster, env));
+      const oauth2ProxyImage = await timed(timings, 'oauth2-proxy image (peer-images.ts)', () => loadPeerImage(OAUTH2_PROXY_PEER, kind, cluster, env));
+      const caddyImage = await timed(timings, 'Caddy image (peer-images.ts)', () => loadPeerImage(CADDY_PEER, kind, cluster, env));
 
       const helm = need('HELM');
       const release = 'portcullis';
@@ -275,6 +276,7 @@ export async function provision(): Promise<Provisioned> {
         tag,
         builtImages: built.map(({ id: _id, ...image }) => image),
         oauth2ProxyImage,
+        caddyImage,
         issuerPort,
         timings,
       };

@@ -35,6 +35,8 @@ export interface E2eContext {
   readonly builtImages: readonly E2eImage[];
   /** oauth2-proxy (a peer, built from its Go module), loaded into the node: peer-images.ts. */
   readonly oauth2ProxyImage: string;
+  /** Caddy (a gateway, built from its Go module), loaded into the node: peer-images.ts. */
+  readonly caddyImage: string;
   /** The issuer the chart was installed with: http://127.0.0.1:PORT, served by a port-forward the OAuth test opens. */
   readonly issuerPort: number;
   /** Seconds each provisioning step took (cold: builds; warm: cache hits). */
