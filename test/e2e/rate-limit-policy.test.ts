@@ -101,7 +101,7 @@ describe('RateLimitPolicy on an HTTPRoute, traffic through Caddy in the cluster'
     }
   });
 
-  it("the specification's scenario through Caddy: 30 GETs 0.5 s apart give the exact bucket's 12 from the service and 18 x 429 with Retry-After, RateLimit headers and problem+json", async () => {
+  it("the specification's scenario through Caddy: 30 GETs 0.5 s apart give the exact bucket's 12 from the service with RateLimit headers, and 18 x 429 with Retry-After, RateLimit headers and problem+json", async () => {
     const { results } = await inCluster<ScenarioResult>(kube, ns, 'scenario', { url: `${gateway}/healthcheck/ready`, userId: 'spec-user', count: 30, periodMs: 500 });
     expect(results).toHaveLength(30);
     const ok = results.filter((r) => r.status === 200);
@@ -117,7 +117,11 @@ describe('RateLimitPolicy on an HTTPRoute, traffic through Caddy in the cluster'
     }
     expect(model).toBe(12);
     expect(ok.length).toBe(12);
-    for (const r of ok) expect(r.body).toBe('OK');
+    for (const r of ok) {
+      expect(r.body).toBe('OK');
+      expect(r.headers['ratelimit-policy']).toMatch(/^"default";q=10;w=\d+$/);
+      expect(r.headers['ratelimit']).toMatch(/^"default";r=\d+;t=\d+$/);
+    }
     for (const r of limited) {
       expect(Number(r.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(r.headers['content-type']).toMatch(/^application\/problem\+json/);

@@ -112,6 +112,9 @@ http://${listen} {
     # Admitted: the limiter's headers and the identity charged travel on to the service.
     copy_headers RateLimit RateLimit-Policy USER-ID
   }
+  # Admitted: the same headers on the response (a refusal carries its own, kept as they are).
+  header ?RateLimit {http.request.header.RateLimit}
+  header ?RateLimit-Policy {http.request.header.RateLimit-Policy}
   reverse_proxy ${service}
 ${
   o.failOpen === true
