@@ -3,7 +3,8 @@
 // encode_raw_headers), the key header whatever its case, and the denied response's gRPC code,
 // HTTP status, headers and body. The integration tier holds the same to Envoy's published API.
 import { describe, expect, it } from 'vitest';
-import { checkRequestOf, checkResponseOf, parseCheckRequest } from '../../sidecar/decision-grpc.ts';
+import { z } from 'zod';
+import { checkRequestOf, checkResponseOf, isCheckRequest, parseCheckRequest } from '../../sidecar/decision-grpc.ts';
 import { CheckRequestType, CheckResponseType } from '../../sidecar/ext-authz-proto.ts';
 
 const wire = (http: Record<string, unknown>) => CheckRequestType.decode(CheckRequestType.encode(CheckRequestType.fromObject({ attributes: { request: { http } } })).finish());
@@ -24,6 +25,81 @@ describe('CheckRequest', () => {
 
   it('an empty request has no key and an empty target (refused as not origin-form)', () => {
     expect(checkRequestOf(parseCheckRequest(CheckRequestType.decode(Buffer.alloc(0))) ?? {}, 'user-id')).toEqual({ method: 'GET', target: '', keyValue: undefined, authorization: undefined });
+  });
+});
+
+describe('CheckRequest guard', () => {
+  // The guard replaced this schema (a parse per Check cost more than the rest of its JavaScript):
+  // it must reject every shape the schema rejected and accept every shape it accepted.
+  const schema = z.object({
+    attributes: z
+      .object({
+        request: z
+          .object({
+            http: z
+              .object({
+                method: z.string().optional(),
+                path: z.string().optional(),
+                headers: z.record(z.string(), z.string()).optional(),
+                header_map: z.object({ headers: z.array(z.object({ key: z.string(), value: z.string().optional(), raw_value: z.instanceof(Uint8Array).optional() })).optional() }).nullish(),
+              })
+              .nullish(),
+          })
+          .nullish(),
+      })
+      .nullish(),
+  });
+  const inHttp = (http: unknown) => ({ attributes: { request: { http } } });
+  const nullProto = Object.assign(Object.create(null) as Record<string, string>, { 'user-id': 'a' });
+  const cases: [string, unknown][] = [
+    ['null', null],
+    ['undefined', undefined],
+    ['a string', 'x'],
+    ['an array', []],
+    ['empty', {}],
+    ['attributes null', { attributes: null }],
+    ['attributes a number', { attributes: 1 }],
+    ['attributes an array', { attributes: [] }],
+    ['request a string', { attributes: { request: 'x' } }],
+    ['request null', { attributes: { request: null } }],
+    ['http a number', inHttp(1)],
+    ['http null', inHttp(null)],
+    ['http empty', inHttp({})],
+    ['method null', inHttp({ method: null })],
+    ['method a number', inHttp({ method: 1 })],
+    ['path a number', inHttp({ path: 5 })],
+    ['path null', inHttp({ path: null })],
+    ['headers null', inHttp({ headers: null })],
+    ['headers an array', inHttp({ headers: ['a'] })],
+    ['headers a Map', inHttp({ headers: new Map([['a', 'b']]) })],
+    ['headers an instance of a class', inHttp({ headers: new (class {})() })],
+    ['headers with a number value', inHttp({ headers: { a: 'b', c: 1 } })],
+    ['headers with a symbol key', inHttp({ headers: { [Symbol('s')]: 'x' } })],
+    ['headers without a prototype', inHttp({ headers: nullProto })],
+    ['headers of strings', inHttp({ headers: { a: 'b' } })],
+    ['header_map a string', inHttp({ header_map: 'x' })],
+    ['header_map null', inHttp({ header_map: null })],
+    ['header_map.headers null', inHttp({ header_map: { headers: null } })],
+    ['header_map.headers an object', inHttp({ header_map: { headers: {} } })],
+    ['header_map entry null', inHttp({ header_map: { headers: [null] } })],
+    ['header_map key a number', inHttp({ header_map: { headers: [{ key: 1 }] } })],
+    ['header_map key absent', inHttp({ header_map: { headers: [{ value: 'v' }] } })],
+    ['header_map value null', inHttp({ header_map: { headers: [{ key: 'a', value: null }] } })],
+    ['header_map raw_value a string', inHttp({ header_map: { headers: [{ key: 'a', raw_value: 'x' }] } })],
+    ['header_map raw_value bytes', inHttp({ header_map: { headers: [{ key: 'a', raw_value: new Uint8Array([1]) }] } })],
+    ['header_map raw_value a Buffer', inHttp({ header_map: { headers: [{ key: 'a', value: 'v', raw_value: Buffer.from('x') }] } })],
+    ['a decoded CheckRequest', wire({ method: 'GET', path: '/a', headers: { a: 'b' }, header_map: { headers: [{ key: 'k', raw_value: Buffer.from('v') }] } })],
+    ['an empty decoded CheckRequest', CheckRequestType.decode(Buffer.alloc(0))],
+  ];
+
+  it.each(cases)('%s: as the schema decided', (_name, message) => {
+    expect(isCheckRequest(message)).toBe(schema.safeParse(message).success);
+  });
+
+  it('rejects the shapes a CheckRequest cannot have', () => {
+    const rejected = cases.filter(([, m]) => !schema.safeParse(m).success).map(([name]) => name);
+    expect(rejected.length).toBeGreaterThan(20);
+    for (const [name, m] of cases) if (rejected.includes(name)) expect(parseCheckRequest(m)).toBeUndefined();
   });
 });
 
@@ -57,3 +133,4 @@ describe('CheckResponse', () => {
     });
   });
 });
+
