@@ -12,6 +12,8 @@ endif
 export PATH := $(NODE_BIN):$(CURDIR)/node_modules/.bin:$(PATH)
 NODE := $(NODE_BIN)/node
 VITEST := $(NODE) node_modules/vitest/vitest.mjs run
+# Formatted by prettier: code only (YAML, Markdown and the generated CRDs keep their own layout).
+FORMATTED := '**/*.ts' '**/*.mjs' '**/*.js'
 # `make images`: the tag, the Node 24 base image, and any other `docker build` flags.
 TAG ?= dev
 BASE_IMAGE ?= node:24-bookworm-slim
@@ -57,8 +59,12 @@ audit: deps ## npm audit of the runtime dependencies: fails on a high or critica
 	@npm audit --omit=dev --audit-level=high
 
 ##@ Code
-lint: deps ## ESLint
+lint: deps ## ESLint, and prettier's check of the formatting (make format fixes it)
 	@$(NODE) node_modules/eslint/bin/eslint.js --max-warnings 0 .
+	@$(NODE) node_modules/prettier/bin/prettier.cjs --check --log-level warn $(FORMATTED)
+
+format: deps ## Format the TypeScript and JavaScript with prettier
+	@$(NODE) node_modules/prettier/bin/prettier.cjs --write --log-level warn $(FORMATTED)
 
 typecheck: deps ## tsc --noEmit (strict)
 	@$(NODE) node_modules/typescript/bin/tsc --noEmit -p tsconfig.json
@@ -111,4 +117,4 @@ node_modules/.installed: package.json package-lock.json
 system-deps: ## Debian packages the tiers need (redis-server, nginx, chromium; docker.io, debootstrap, jq for the e2e tier)
 	@scripts/ensure-system-deps.sh redis-server:redis-server nginx:nginx chromium:chromium dockerd:docker.io debootstrap:debootstrap jq:jq
 
-.PHONY: help run test test-unit test-integration test-browser test-k8s soak audit lint typecheck build bundles crds check-generated bench bench-operator k8s-tools oauth2-proxy images deploy e2e-kind test-e2e deps system-deps
+.PHONY: help run test test-unit test-integration test-browser test-k8s soak audit lint format typecheck build bundles crds check-generated bench bench-operator k8s-tools oauth2-proxy images deploy e2e-kind test-e2e deps system-deps
