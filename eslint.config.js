@@ -9,7 +9,16 @@ import tseslint from 'typescript-eslint';
 // unique in the tree, so the check needs no resolver.
 // Test support (test/harness: the in-memory KubeClient, fixtures) never reaches production code,
 // which gets its own message: the fix is an injected port, not a move into lib/.
-const OTHERS = ['operator', 'sidecar', 'services', 'auth-server', 'user-service', 'demo-client', 'scripts', 'bench'];
+const OTHERS = [
+  'operator',
+  'sidecar',
+  'services',
+  'auth-server',
+  'user-service',
+  'demo-client',
+  'scripts',
+  'bench',
+];
 function boundary(folder, own) {
   const names = OTHERS.filter((n) => !own.includes(n)).join('|');
   return {
@@ -35,11 +44,23 @@ function boundary(folder, own) {
 }
 
 export default tseslint.config(
-  { ignores: ['node_modules/**', '.tools/**', 'dist/**', 'test-results/**', 'bench/results/**', 'charts/**'] },
+  {
+    ignores: [
+      'node_modules/**',
+      '.tools/**',
+      'dist/**',
+      'test-results/**',
+      'bench/results/**',
+      'charts/**',
+    ],
+  },
   ...tseslint.configs.recommended,
   {
     rules: {
-      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_' },
+      ],
       '@typescript-eslint/consistent-type-imports': 'error',
       'no-restricted-properties': [
         'error',
@@ -62,7 +83,17 @@ export default tseslint.config(
   {
     files: ['test/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: [{ regex: '^(\\.\\./)+bench(/|$)', message: 'tests never import bench/: move what both need into test/harness.' }] }],
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              regex: '^(\\.\\./)+bench(/|$)',
+              message: 'tests never import bench/: move what both need into test/harness.',
+            },
+          ],
+        },
+      ],
     },
   },
   // Benchmarks and the harness build on test support only, never on a test tier's files.
@@ -77,9 +108,20 @@ export default tseslint.config(
         'error',
         {
           patterns: [
-            { regex: `${up}(unit|integration|browser|k8s|e2e)/`, message: 'import test support (test/harness), not a test tier: move what is shared into test/harness.' },
+            {
+              regex: `${up}(unit|integration|browser|k8s|e2e)/`,
+              message:
+                'import test support (test/harness), not a test tier: move what is shared into test/harness.',
+            },
             // Flat config replaces a rule's options per file: the harness keeps the bench/ ban above.
-            ...(files.startsWith('test/') ? [{ regex: '^(\\.\\./)+bench(/|$)', message: 'tests never import bench/: move what both need into test/harness.' }] : []),
+            ...(files.startsWith('test/')
+              ? [
+                  {
+                    regex: '^(\\.\\./)+bench(/|$)',
+                    message: 'tests never import bench/: move what both need into test/harness.',
+                  },
+                ]
+              : []),
           ],
         },
       ],

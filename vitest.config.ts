@@ -21,7 +21,10 @@ export default defineConfig({
           setupFiles: ['test/harness/reliability-setup.ts'],
           // Bundles the programs as deployed (dist/<program>/main.mjs) for the tests that run them so,
           // and builds the gateway peers of the decision-service tests (Caddy, the gRPC ext_authz client).
-          globalSetup: ['test/harness/build-programs-setup.ts', 'test/harness/gateways/global-setup.ts'],
+          globalSetup: [
+            'test/harness/build-programs-setup.ts',
+            'test/harness/gateways/global-setup.ts',
+          ],
           testTimeout: 120_000,
           hookTimeout: 60_000,
           // Timing-sensitive tests (token refill, Redis kill) share a 2-core machine: one file at a time.
@@ -35,7 +38,10 @@ export default defineConfig({
           setupFiles: ['test/harness/reliability-setup.ts'],
           // The auth server runs as deployed (its bundle) behind the pages; oauth2-proxy is built
           // (once, cached) from its Go module.
-          globalSetup: ['test/harness/build-programs-setup.ts', 'test/harness/peers/global-setup.ts'],
+          globalSetup: [
+            'test/harness/build-programs-setup.ts',
+            'test/harness/peers/global-setup.ts',
+          ],
           testTimeout: 120_000,
           hookTimeout: 60_000,
           fileParallelism: false,

@@ -45,7 +45,10 @@ export interface DecisionBenchResult {
   readonly connections: number;
   readonly forms: FormResult[];
   /** Medians, and each decision form's over the proxy's. */
-  readonly summary: Record<Form, { perSecond: number; cpuUsPerAnswer: number; perSecondVsProxy: number; cpuVsProxy: number }>;
+  readonly summary: Record<
+    Form,
+    { perSecond: number; cpuUsPerAnswer: number; perSecondVsProxy: number; cpuVsProxy: number }
+  >;
 }
 
 interface Load {
@@ -54,7 +57,9 @@ interface Load {
   readonly perSecond: number;
 }
 
-export async function runDecisionBench(log: (line: string) => void = console.log): Promise<DecisionBenchResult> {
+export async function runDecisionBench(
+  log: (line: string) => void = console.log,
+): Promise<DecisionBenchResult> {
   ensureLoadgen();
   const client = builtTool('build-ext-authz-client.sh', 'EXT_AUTHZ_CLIENT');
   const rate = Number(process.env['BENCH_DECISION_RATE'] ?? 1000);
@@ -66,7 +71,12 @@ export async function runDecisionBench(log: (line: string) => void = console.log
 
   const redis = await startRedis();
   const userPort = await freePort();
-  const user = await startProgram({ entry: 'services/user-service/main.ts', env: { PORT: String(userPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' }, waitPort: userPort, name: 'bench-user-service' });
+  const user = await startProgram({
+    entry: 'services/user-service/main.ts',
+    env: { PORT: String(userPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn' },
+    waitPort: userPort,
+    name: 'bench-user-service',
+  });
   const proxy = await startBenchSidecar(`http://127.0.0.1:${userPort}`, redis.url, 'bench-proxy');
   const grpcPort = await freePort();
   const decision = await startSidecar(
@@ -80,26 +90,64 @@ export async function runDecisionBench(log: (line: string) => void = console.log
     },
     { name: 'bench-decision', entry: SIDECAR_ENTRY, env: { ...SIDECAR_ENV } },
   );
-  const users = path.join(mkdtempSync(path.join(os.tmpdir(), 'portcullis-bench-decision-')), 'users.txt');
+  const users = path.join(
+    mkdtempSync(path.join(os.tmpdir(), 'portcullis-bench-decision-')),
+    'users.txt',
+  );
   writeFileSync(users, Array.from({ length: 1000 }, (_, i) => `USER-ID: user-${i}`).join('\n'));
 
-  const pidOf = (form: Form) => (form === 'proxy' ? proxy.program.child.pid : decision.program.child.pid);
+  const pidOf = (form: Form) =>
+    form === 'proxy' ? proxy.program.child.pid : decision.program.child.pid;
   /** One run of `form` at `offered` per second (0: as fast as answered). */
   const load = async (form: Form, offered: number): Promise<Load> => {
     if (form === 'decision-grpc') {
-      const args = ['-addr', `127.0.0.1:${grpcPort}`, '-path', '/orders', '-load', `${durationS}s`, '-concurrency', String(connections), '-rate', String(offered), '-rotate-key', 'user-id'];
+      const args = [
+        '-addr',
+        `127.0.0.1:${grpcPort}`,
+        '-path',
+        '/orders',
+        '-load',
+        `${durationS}s`,
+        '-concurrency',
+        String(connections),
+        '-rate',
+        String(offered),
+        '-rotate-key',
+        'user-id',
+      ];
       const { stdout } = await run(client, args);
-      const r = JSON.parse(stdout) as { ok: number; denied: number; errors: number; achievedRate: number };
-      return { answered: r.ok + r.denied, failures: r.denied + r.errors, perSecond: r.achievedRate };
+      const r = JSON.parse(stdout) as {
+        ok: number;
+        denied: number;
+        errors: number;
+        achievedRate: number;
+      };
+      return {
+        answered: r.ok + r.denied,
+        failures: r.denied + r.errors,
+        perSecond: r.achievedRate,
+      };
     }
     const url = form === 'proxy' ? `${proxy.url}/healthcheck/ready` : `${decision.url}/orders`;
     // Saturation for the open-loop generator: an offered rate no form reaches.
-    const r = await runRate({ url, rate: offered === 0 ? 100_000 : offered, durationS, connections, rotateHeaderFile: users });
+    const r = await runRate({
+      url,
+      rate: offered === 0 ? 100_000 : offered,
+      durationS,
+      connections,
+      rotateHeaderFile: users,
+    });
     const ok = r.statuses['200'] ?? 0;
-    return { answered: r.completed, failures: r.completed - ok + r.errors, perSecond: r.achievedRate };
+    return {
+      answered: r.completed,
+      failures: r.completed - ok + r.errors,
+      perSecond: r.achievedRate,
+    };
   };
 
-  const results = new Map<Form, FormResult>(FORMS.map((f) => [f, { form: f, perSecond: [], cpuUsPerAnswer: [], failures: 0 }]));
+  const results = new Map<Form, FormResult>(
+    FORMS.map((f) => [f, { form: f, perSecond: [], cpuUsPerAnswer: [], failures: 0 }]),
+  );
   try {
     for (const form of FORMS) await load(form, rate); // warm-up: JIT, connections
     for (let round = 0; round < rounds; round++) {
@@ -113,22 +161,51 @@ export async function runDecisionBench(log: (line: string) => void = console.log
         r.cpuUsPerAnswer.push(Math.round(cpu));
         r.perSecond.push(Math.round(saturated.perSecond));
         results.set(form, { ...r, failures: r.failures + fixed.failures + saturated.failures });
-        log(`round ${round + 1} ${form}: ${Math.round(saturated.perSecond)}/s at saturation, ${Math.round(cpu)} µs CPU per answer at ${rate}/s`);
+        log(
+          `round ${round + 1} ${form}: ${Math.round(saturated.perSecond)}/s at saturation, ${Math.round(cpu)} µs CPU per answer at ${rate}/s`,
+        );
       }
     }
   } finally {
-    await Promise.allSettled([decision.program.stop(), proxy.program.stop(), user.stop(), redis.stop()]);
+    await Promise.allSettled([
+      decision.program.stop(),
+      proxy.program.stop(),
+      user.stop(),
+      redis.stop(),
+    ]);
   }
   const forms = FORMS.map((f) => results.get(f) as FormResult);
-  const base = { perSecond: median([...forms[0]!.perSecond]), cpu: median([...forms[0]!.cpuUsPerAnswer]) };
+  const base = {
+    perSecond: median([...forms[0]!.perSecond]),
+    cpu: median([...forms[0]!.cpuUsPerAnswer]),
+  };
   const summary = Object.fromEntries(
     forms.map((f) => {
       const perSecond = median([...f.perSecond]);
       const cpuUsPerAnswer = median([...f.cpuUsPerAnswer]);
-      return [f.form, { perSecond, cpuUsPerAnswer, perSecondVsProxy: round2(perSecond / base.perSecond), cpuVsProxy: round2(cpuUsPerAnswer / base.cpu) }];
+      return [
+        f.form,
+        {
+          perSecond,
+          cpuUsPerAnswer,
+          perSecondVsProxy: round2(perSecond / base.perSecond),
+          cpuVsProxy: round2(cpuUsPerAnswer / base.cpu),
+        },
+      ];
     }),
   ) as DecisionBenchResult['summary'];
-  return { suite: 'decision', startedAt, loadavgAtStart, cpus: os.cpus().length, rate, durationS, rounds, connections, forms, summary };
+  return {
+    suite: 'decision',
+    startedAt,
+    loadavgAtStart,
+    cpus: os.cpus().length,
+    rate,
+    durationS,
+    rounds,
+    connections,
+    forms,
+    summary,
+  };
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;

@@ -43,16 +43,43 @@ export interface GatewayScenarioResult {
    */
   readonly sampledPeak: { rssMiB: number; anonMiB: number; fileMiB: number };
   readonly rounds: {
-    saturation: { requestsPerSecond: number; p50Ms: number; p99Ms: number; p999Ms: number; cpuUsPerRequest: number }[];
-    fixedRate: { achieved: number; p50Ms: number; p99Ms: number; p999Ms: number; cpuUsPerRequest: number; waitingForCpu: number }[];
+    saturation: {
+      requestsPerSecond: number;
+      p50Ms: number;
+      p99Ms: number;
+      p999Ms: number;
+      cpuUsPerRequest: number;
+    }[];
+    fixedRate: {
+      achieved: number;
+      p50Ms: number;
+      p99Ms: number;
+      p999Ms: number;
+      cpuUsPerRequest: number;
+      waitingForCpu: number;
+    }[];
   };
 }
 
 export interface GatewayBenchResult {
   readonly suite: 'gateway';
   readonly startedAt: string;
-  readonly machine: { cpus: number; model: string; node: string; loadavgAtStart: number[]; loadavgAtEnd: number[] };
-  readonly load: { saturation: string; fixedRate: string; users: number; connections: number; durationS: number; warmupS: number; rounds: number };
+  readonly machine: {
+    cpus: number;
+    model: string;
+    node: string;
+    loadavgAtStart: number[];
+    loadavgAtEnd: number[];
+  };
+  readonly load: {
+    saturation: string;
+    fixedRate: string;
+    users: number;
+    connections: number;
+    durationS: number;
+    warmupS: number;
+    rounds: number;
+  };
   /** GET /jwks.json answered over the whole run (each jwt gateway should fetch once, then cache). */
   readonly jwksFetches: number;
   readonly scenarios: GatewayScenarioResult[];
@@ -63,18 +90,28 @@ export interface GatewayBenchResult {
   readonly goals: { name: string; goal: string; measured: string; met: boolean }[];
 }
 
-
 const load = (xs: number[]) => xs.map((x) => x.toFixed(1)).join(' ');
 
 /**
  * The per-round ratios between the fronts (median, and the lowest and highest round) and the goals
  * judged from them, for the scenarios of one run of `rounds` rounds at a fixed rate of `offered`.
  */
-export function gatewayGoals(scenarios: readonly GatewayScenarioResult[], rounds: number, offered: number): Pick<GatewayBenchResult, 'ratios' | 'goals'> & { ratioRanges: Record<string, [number, number]> } {
+export function gatewayGoals(
+  scenarios: readonly GatewayScenarioResult[],
+  rounds: number,
+  offered: number,
+): Pick<GatewayBenchResult, 'ratios' | 'goals'> & {
+  ratioRanges: Record<string, [number, number]>;
+} {
   // Per-round ratios, then their median.
   const byName = new Map(scenarios.map((s) => [s.name, s]));
   const ratioRanges: Record<string, [number, number]> = {};
-  const ratio = (a: string, b: string, pick: (s: GatewayScenarioResult, i: number) => number | undefined, name: string): number | undefined => {
+  const ratio = (
+    a: string,
+    b: string,
+    pick: (s: GatewayScenarioResult, i: number) => number | undefined,
+    name: string,
+  ): number | undefined => {
     const sa = byName.get(a);
     const sb = byName.get(b);
     if (sa === undefined || sb === undefined) return undefined;
@@ -91,7 +128,20 @@ export function gatewayGoals(scenarios: readonly GatewayScenarioResult[], rounds
   const rps = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.requestsPerSecond;
   const cpuPer = (s: GatewayScenarioResult, i: number) => s.rounds.saturation[i]?.cpuUsPerRequest;
   const ratios: Record<string, number> = {};
-  for (const [a, b] of [['sidecar-redis', 'node-peer'], ['sidecar-redis', 'nginx'], ['sidecar-redis', 'direct'], ['sidecar-memory', 'direct'], ['nginx', 'direct'], ['node-peer', 'direct'], ['bare-proxy', 'direct'], ['bare-proxy', 'node-peer'], ['sidecar-redis', 'bare-proxy'], ['sidecar-jwt', 'node-peer-jwt'], ['sidecar-jwt', 'sidecar-redis'], ['node-peer-jwt', 'node-peer']] as const) {
+  for (const [a, b] of [
+    ['sidecar-redis', 'node-peer'],
+    ['sidecar-redis', 'nginx'],
+    ['sidecar-redis', 'direct'],
+    ['sidecar-memory', 'direct'],
+    ['nginx', 'direct'],
+    ['node-peer', 'direct'],
+    ['bare-proxy', 'direct'],
+    ['bare-proxy', 'node-peer'],
+    ['sidecar-redis', 'bare-proxy'],
+    ['sidecar-jwt', 'node-peer-jwt'],
+    ['sidecar-jwt', 'sidecar-redis'],
+    ['node-peer-jwt', 'node-peer'],
+  ] as const) {
     const x = ratio(a, b, rps, `throughput ${a}/${b}`);
     if (x !== undefined) ratios[`throughput ${a}/${b}`] = x;
     // Against the bare proxy, CPU per request is one of the goal rows below (sidecar over floor).
@@ -107,11 +157,35 @@ export function gatewayGoals(scenarios: readonly GatewayScenarioResult[], rounds
     return r === undefined ? '' : ` (rounds ${r[0]}-${r[1]})`;
   };
   const tp = ratios['throughput sidecar-redis/node-peer'];
-  if (tp !== undefined) goals.push({ name: 'throughput vs Node peer', goal: '>= 1.5x', measured: `${tp}x${spread('throughput sidecar-redis/node-peer')}`, met: tp >= 1.5 });
+  if (tp !== undefined)
+    goals.push({
+      name: 'throughput vs Node peer',
+      goal: '>= 1.5x',
+      measured: `${tp}x${spread('throughput sidecar-redis/node-peer')}`,
+      met: tp >= 1.5,
+    });
   const tn = ratios['throughput sidecar-redis/nginx'];
-  if (tn !== undefined) goals.push({ name: 'throughput vs nginx', goal: '>= 0.5x', measured: `${tn}x${spread('throughput sidecar-redis/nginx')}`, met: tn >= 0.5 });
-  if (tj !== undefined) goals.push({ name: 'jwt key: throughput vs the Node peer verifying the same tokens', goal: '>= 1.5x', measured: `${tj}x${spread('throughput sidecar-jwt/node-peer-jwt')}`, met: tj >= 1.5 });
-  if (addedP99 !== undefined) goals.push({ name: `p99 added over direct at ${offered} req/s (half saturation)`, goal: '< 2 ms', measured: `${addedP99} ms`, met: addedP99 < 2 });
+  if (tn !== undefined)
+    goals.push({
+      name: 'throughput vs nginx',
+      goal: '>= 0.5x',
+      measured: `${tn}x${spread('throughput sidecar-redis/nginx')}`,
+      met: tn >= 0.5,
+    });
+  if (tj !== undefined)
+    goals.push({
+      name: 'jwt key: throughput vs the Node peer verifying the same tokens',
+      goal: '>= 1.5x',
+      measured: `${tj}x${spread('throughput sidecar-jwt/node-peer-jwt')}`,
+      met: tj >= 1.5,
+    });
+  if (addedP99 !== undefined)
+    goals.push({
+      name: `p99 added over direct at ${offered} req/s (half saturation)`,
+      goal: '< 2 ms',
+      measured: `${addedP99} ms`,
+      met: addedP99 < 2,
+    });
   // The sidecar against the floor of any Node proxy, as deployed (Redis store): CPU per request at
   // saturation and at the fixed rate, and the p99 each adds over direct in the same rounds.
   const cpuFixed = (s: GatewayScenarioResult, i: number) => s.rounds.fixedRate[i]?.cpuUsPerRequest;
@@ -140,12 +214,22 @@ export function gatewayGoals(scenarios: readonly GatewayScenarioResult[], rounds
       met: x <= 1.15,
     });
   }
-  const heavier = [byName.get('sidecar-redis'), byName.get('sidecar-memory')].reduce((a, b) => ((b?.peakRssMiB ?? 0) > (a?.peakRssMiB ?? 0) ? b : a));
+  const heavier = [byName.get('sidecar-redis'), byName.get('sidecar-memory')].reduce((a, b) =>
+    (b?.peakRssMiB ?? 0) > (a?.peakRssMiB ?? 0) ? b : a,
+  );
   const rss = heavier?.peakRssMiB ?? 0;
   if (rss > 0) {
     const split = heavier?.sampledPeak;
-    const parts = split === undefined || split.rssMiB === 0 ? '' : ` (largest sample ${split.rssMiB}: private ${split.anonMiB} + executable and libraries ${split.fileMiB})`;
-    goals.push({ name: 'sidecar peak RSS under load (as deployed)', goal: '< 100 MB', measured: `${rss} MiB${parts}`, met: rss * 1.048576 < 100 });
+    const parts =
+      split === undefined || split.rssMiB === 0
+        ? ''
+        : ` (largest sample ${split.rssMiB}: private ${split.anonMiB} + executable and libraries ${split.fileMiB})`;
+    goals.push({
+      name: 'sidecar peak RSS under load (as deployed)',
+      goal: '< 100 MB',
+      measured: `${rss} MiB${parts}`,
+      met: rss * 1.048576 < 100,
+    });
   }
 
   return { ratios, ratioRanges, goals };
@@ -168,7 +252,9 @@ export function gatewayMarkdown(result: GatewayBenchResult): string {
     '|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|',
     ...rows,
     '',
-    `Ratios (median of per-round ratios, lowest-highest round in brackets): ${Object.entries(result.ratios)
+    `Ratios (median of per-round ratios, lowest-highest round in brackets): ${Object.entries(
+      result.ratios,
+    )
       .map(([k, v]) => {
         const r = result.ratioRanges?.[k];
         return `${k} = ${v}${r === undefined ? '' : ` [${r[0]}-${r[1]}]`}`;
@@ -177,6 +263,8 @@ export function gatewayMarkdown(result: GatewayBenchResult): string {
     '',
     '| goal | target | measured | met |',
     '|---|---|---|---|',
-    ...result.goals.map((g) => `| ${g.name} | ${g.goal} | ${g.measured} | ${g.met ? 'yes' : 'no'} |`),
+    ...result.goals.map(
+      (g) => `| ${g.name} | ${g.goal} | ${g.measured} | ${g.met ? 'yes' : 'no'} |`,
+    ),
   ].join('\n');
 }

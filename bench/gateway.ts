@@ -31,14 +31,22 @@ import os from 'node:os';
 import path from 'node:path';
 import { AUDIENCE, checkJwtGateway, startGatewayFronts, type Target } from './gateway-fronts.ts';
 import { gatewayGoals, type GatewayBenchResult } from './gateway-report.ts';
-import { ms, scenarioResult, wrkRps, type FixedRateRound, type SaturationRound } from './gateway-rounds.ts';
+import {
+  ms,
+  scenarioResult,
+  wrkRps,
+  type FixedRateRound,
+  type SaturationRound,
+} from './gateway-rounds.ts';
 import { startJwtIssuer } from './lib/jwt-issuer.ts';
 import { ensureLoadgen, runRate } from './lib/loadgen.ts';
 import { cpuUs, median, peakRssMiB, rotated, rssSplitKiB, runDelayMs } from './lib/measure.ts';
 import { ensureWrk, runWrk } from './lib/wrk.ts';
 import { ensureNginx } from './peers/nginx.ts';
 
-export async function runGatewayBench(log: (line: string) => void = console.log): Promise<GatewayBenchResult> {
+export async function runGatewayBench(
+  log: (line: string) => void = console.log,
+): Promise<GatewayBenchResult> {
   ensureWrk();
   ensureNginx();
   ensureLoadgen();
@@ -56,7 +64,10 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   const userIdFile = path.join(dir, 'user-id.txt');
   const bearerFile = path.join(dir, 'bearer.txt');
   writeFileSync(userIdFile, `${users.map((u) => `USER-ID: ${u}`).join('\n')}\n`);
-  writeFileSync(bearerFile, `${issuer.tokens.map((t) => `Authorization: Bearer ${t}`).join('\n')}\n`);
+  writeFileSync(
+    bearerFile,
+    `${issuer.tokens.map((t) => `Authorization: Bearer ${t}`).join('\n')}\n`,
+  );
 
   const fronts = await startGatewayFronts(issuer, userIdFile, bearerFile);
   const targets = fronts.targets;
@@ -71,36 +82,68 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   const sampled = new Map<string, { rss: number; anon: number; file: number }>();
   const sampler = setInterval(() => {
     for (const t of chosen) {
-      const now = t.rssPids().reduce((acc, p) => {
-        const x = rssSplitKiB(p);
-        return { rss: acc.rss + x.rss, anon: acc.anon + x.anon, file: acc.file + x.file };
-      }, { rss: 0, anon: 0, file: 0 });
+      const now = t.rssPids().reduce(
+        (acc, p) => {
+          const x = rssSplitKiB(p);
+          return { rss: acc.rss + x.rss, anon: acc.anon + x.anon, file: acc.file + x.file };
+        },
+        { rss: 0, anon: 0, file: 0 },
+      );
       if (now.rss > (sampled.get(t.name)?.rss ?? 0)) sampled.set(t.name, now);
     }
   }, 250);
   try {
-    for (const t of chosen.filter((x) => x.headerFile === bearerFile)) await checkJwtGateway(t.name, t.base, issuer.tokens[0] ?? '');
-    for (const t of chosen) await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads: 1, durationS: warmupS, rotateHeaderFile: t.headerFile });
-    log(`saturation: wrk, ${connections} connections, ${rounds} interleaved rounds of ${durationS} s, order rotated each round`);
+    for (const t of chosen.filter((x) => x.headerFile === bearerFile))
+      await checkJwtGateway(t.name, t.base, issuer.tokens[0] ?? '');
+    for (const t of chosen)
+      await runWrk({
+        url: `${t.base}/healthcheck/ready`,
+        connections,
+        threads: 1,
+        durationS: warmupS,
+        rotateHeaderFile: t.headerFile,
+      });
+    log(
+      `saturation: wrk, ${connections} connections, ${rounds} interleaved rounds of ${durationS} s, order rotated each round`,
+    );
     for (let round = 1; round <= rounds; round++) {
       for (const t of rotated(chosen, round - 1)) {
         const before = cpu(t);
-        const wrk = await runWrk({ url: `${t.base}/healthcheck/ready`, connections, threads: 1, durationS, rotateHeaderFile: t.headerFile });
-        const cpuUsPerRequest = Math.round(((cpu(t) - before) / Math.max(1, wrk.requests)) * 10) / 10;
+        const wrk = await runWrk({
+          url: `${t.base}/healthcheck/ready`,
+          connections,
+          threads: 1,
+          durationS,
+          rotateHeaderFile: t.headerFile,
+        });
+        const cpuUsPerRequest =
+          Math.round(((cpu(t) - before) / Math.max(1, wrk.requests)) * 10) / 10;
         sat.get(t.name)?.push({ wrk, cpuUsPerRequest });
-        log(`  round ${round} ${t.name}: ${wrkRps(wrk)} req/s, p50 ${ms(wrk.latencyUs.p50)} ms, p99 ${ms(wrk.latencyUs.p99)} ms, ${cpuUsPerRequest} µs CPU/request, load ${os.loadavg()[0]?.toFixed(1)}`);
+        log(
+          `  round ${round} ${t.name}: ${wrkRps(wrk)} req/s, p50 ${ms(wrk.latencyUs.p50)} ms, p99 ${ms(wrk.latencyUs.p99)} ms, ${cpuUsPerRequest} µs CPU/request, load ${os.loadavg()[0]?.toFixed(1)}`,
+        );
       }
     }
     const reference = sat.get('sidecar-redis') ?? sat.get(chosen[0]?.name ?? '') ?? [];
     offered = Math.max(100, Math.round(median(reference.map((r) => wrkRps(r.wrk))) / 2 / 50) * 50);
-    log(`fixed rate: ${offered} req/s offered (half of sidecar-redis' saturation), open model, ${rounds} interleaved rounds of ${durationS} s, order rotated each round`);
+    log(
+      `fixed rate: ${offered} req/s offered (half of sidecar-redis' saturation), open model, ${rounds} interleaved rounds of ${durationS} s, order rotated each round`,
+    );
     for (let round = 1; round <= rounds; round++) {
       for (const t of rotated(chosen, round - 1)) {
         const before = cpu(t);
         const waitedBefore = waiting(t);
-        const lg = await runRate({ url: `${t.base}/healthcheck/ready`, rate: offered, durationS, connections, rotateHeaderFile: t.headerFile });
-        const cpuUsPerRequest = Math.round(((cpu(t) - before) / Math.max(1, lg.completed)) * 10) / 10;
-        const waitingForCpu = Math.round(((waiting(t) - waitedBefore) / Math.max(1, lg.elapsedUs / 1000)) * 100) / 100;
+        const lg = await runRate({
+          url: `${t.base}/healthcheck/ready`,
+          rate: offered,
+          durationS,
+          connections,
+          rotateHeaderFile: t.headerFile,
+        });
+        const cpuUsPerRequest =
+          Math.round(((cpu(t) - before) / Math.max(1, lg.completed)) * 10) / 10;
+        const waitingForCpu =
+          Math.round(((waiting(t) - waitedBefore) / Math.max(1, lg.elapsedUs / 1000)) * 100) / 100;
         fixed.get(t.name)?.push({ lg, cpuUsPerRequest, waitingForCpu });
         log(
           `  round ${round} ${t.name}: ${Math.round(lg.achievedRate)} req/s, p50 ${ms(lg.latencyUs.p50)} ms, p99 ${ms(lg.latencyUs.p99)} ms, p99.9 ${ms(lg.latencyUs.p999)} ms, ` +
@@ -108,7 +151,11 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
         );
       }
     }
-    for (const t of chosen) peakRss.set(t.name, Math.round(t.rssPids().reduce((s: number, p) => s + peakRssMiB(p), 0) * 10) / 10);
+    for (const t of chosen)
+      peakRss.set(
+        t.name,
+        Math.round(t.rssPids().reduce((s: number, p) => s + peakRssMiB(p), 0) * 10) / 10,
+      );
   } finally {
     clearInterval(sampler);
     await fronts.stop();
@@ -117,7 +164,17 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   }
 
   const scenarios = chosen.map((t) =>
-    scenarioResult(t, { saturation: sat.get(t.name) ?? [], fixedRate: fixed.get(t.name) ?? [], direct: fixed.get('direct') ?? [] }, offered, peakRss.get(t.name) ?? 0, sampled.get(t.name)),
+    scenarioResult(
+      t,
+      {
+        saturation: sat.get(t.name) ?? [],
+        fixedRate: fixed.get(t.name) ?? [],
+        direct: fixed.get('direct') ?? [],
+      },
+      offered,
+      peakRss.get(t.name) ?? 0,
+      sampled.get(t.name),
+    ),
   );
 
   const { ratios, ratioRanges, goals } = gatewayGoals(scenarios, rounds, offered);
@@ -125,7 +182,13 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
   return {
     suite: 'gateway',
     startedAt,
-    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadavgAtStart, loadavgAtEnd: os.loadavg() },
+    machine: {
+      cpus: os.cpus().length,
+      model: os.cpus()[0]?.model ?? 'unknown',
+      node: process.version,
+      loadavgAtStart,
+      loadavgAtEnd: os.loadavg(),
+    },
     load: {
       saturation: `wrk (Debian), ${connections} connections, 1 thread, ${userCount} users in turn`,
       fixedRate: `bench/loadgen (Go, open model), ${offered} req/s, ${connections} connections, ${userCount} users in turn`,

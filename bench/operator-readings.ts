@@ -15,14 +15,34 @@ type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-exp
 /** The operator container as the chart renders it with its defaults: NODE_OPTIONS, MALLOC_ARENA_MAX, memory limit. */
 export function chartOperatorRuntime(): { env: Record<string, string>; memoryLimitBytes: number } {
   const tools = k8sTools();
-  const res = spawnSync(tools.helm, ['template', 'portcullis', path.join(repoRoot, 'charts/portcullis'), '--namespace', 'portcullis-system', '--kube-version', tools.kubernetesVersion], { encoding: 'utf8' });
+  const res = spawnSync(
+    tools.helm,
+    [
+      'template',
+      'portcullis',
+      path.join(repoRoot, 'charts/portcullis'),
+      '--namespace',
+      'portcullis-system',
+      '--kube-version',
+      tools.kubernetesVersion,
+    ],
+    { encoding: 'utf8' },
+  );
   if (res.status !== 0) throw new Error(`helm template: ${res.stderr}`);
   const operator = parseAllDocuments(res.stdout)
     .map((d) => d.toJS() as Obj | null)
-    .find((o) => o?.['kind'] === 'Deployment' && o['spec']['template']['metadata']['labels']['app.kubernetes.io/component'] === 'operator');
+    .find(
+      (o) =>
+        o?.['kind'] === 'Deployment' &&
+        o['spec']['template']['metadata']['labels']['app.kubernetes.io/component'] === 'operator',
+    );
   const container = operator?.['spec']['template']['spec']['containers'][0] as Obj | undefined;
   if (container === undefined) throw new Error('helm template rendered no operator Deployment');
-  const env = Object.fromEntries((container['env'] as Obj[]).filter((e) => ['NODE_OPTIONS', 'MALLOC_ARENA_MAX'].includes(e['name'])).map((e) => [e['name'], String(e['value'])]));
+  const env = Object.fromEntries(
+    (container['env'] as Obj[])
+      .filter((e) => ['NODE_OPTIONS', 'MALLOC_ARENA_MAX'].includes(e['name']))
+      .map((e) => [e['name'], String(e['value'])]),
+  );
   const memoryLimitBytes = quantityOf(String(container['resources']['limits']['memory']));
   if (memoryLimitBytes === undefined) throw new Error('the chart sets no operator memory limit');
   return { env, memoryLimitBytes };

@@ -24,12 +24,28 @@ export interface OperatorBenchResult {
     readonly leaseRequests: number;
   };
   /** A periodic resync of every route after convergence (reconciles counted from the operator's metrics). */
-  readonly noopResync: { readonly reconciles: number; readonly writes: number; readonly requests: number };
+  readonly noopResync: {
+    readonly reconciles: number;
+    readonly writes: number;
+    readonly requests: number;
+  };
   /** An operator restart: list everything and reconcile every route again. */
-  readonly restart: { readonly reconciles: number; readonly writes: number; readonly requests: number };
-  readonly memoryMiB: { readonly idleRss: number; readonly idleHeap: number; readonly convergedRss: number; readonly convergedHeap: number; readonly peakRss: number };
+  readonly restart: {
+    readonly reconciles: number;
+    readonly writes: number;
+    readonly requests: number;
+  };
+  readonly memoryMiB: {
+    readonly idleRss: number;
+    readonly idleHeap: number;
+    readonly convergedRss: number;
+    readonly convergedHeap: number;
+    readonly peakRss: number;
+  };
   /** The cgroup's working set (charge less inactive file pages) idle, converged and its peak charge, MiB; or why not measured. */
-  readonly workingSetMiB: { readonly idle: number; readonly converged: number; readonly peakCharge: number } | { readonly notMeasured: string };
+  readonly workingSetMiB:
+    | { readonly idle: number; readonly converged: number; readonly peakCharge: number }
+    | { readonly notMeasured: string };
 }
 
 export function operatorMarkdown(r: OperatorBenchResult): string {

@@ -15,7 +15,13 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { auditEvents, eventually, metricValue, startOperator, startOperatorEnv } from '../test/harness/k8s/operator-env.ts';
+import {
+  auditEvents,
+  eventually,
+  metricValue,
+  startOperator,
+  startOperatorEnv,
+} from '../test/harness/k8s/operator-env.ts';
 import { makeCgroup } from './lib/cgroup.ts';
 import { chartOperatorRuntime, countByVerb, mib, peakRssMiB, WRITES } from './operator-readings.ts';
 import { operatorMarkdown, type OperatorBenchResult } from './operator-report.ts';
@@ -36,22 +42,50 @@ function route(i: number): Obj {
   };
 }
 
-export async function runOperatorBench(log: (line: string) => void, routes = Number(process.env['BENCH_ROUTES'] ?? 200)): Promise<OperatorBenchResult> {
+export async function runOperatorBench(
+  log: (line: string) => void,
+  routes = Number(process.env['BENCH_ROUTES'] ?? 200),
+): Promise<OperatorBenchResult> {
   const startedAt = new Date().toISOString();
   const loadavgAtStart = os.loadavg().map((x) => Math.round(x * 10) / 10);
   log(`starting kube-apiserver + etcd, CRDs, chart RBAC (load ${loadavgAtStart.join(' ')})`);
   const env = await startOperatorEnv([NS]);
   const workers = 4;
   const deployed = chartOperatorRuntime();
-  const operatorNodeOptions = process.env['BENCH_OPERATOR_NODE_OPTIONS'] ?? deployed.env['NODE_OPTIONS'] ?? '';
-  const nodeOptions: Record<string, string> = { ...deployed.env, NODE_OPTIONS: operatorNodeOptions };
+  const operatorNodeOptions =
+    process.env['BENCH_OPERATOR_NODE_OPTIONS'] ?? deployed.env['NODE_OPTIONS'] ?? '';
+  const nodeOptions: Record<string, string> = {
+    ...deployed.env,
+    NODE_OPTIONS: operatorNodeOptions,
+  };
   const resyncMs = 30_000;
   const cgroup = makeCgroup(`portcullis-bench-operator-${process.pid}`);
-  if (typeof cgroup === 'string') log(`operator working set NOT MEASURED on this machine: ${cgroup}`);
+  if (typeof cgroup === 'string')
+    log(`operator working set NOT MEASURED on this machine: ${cgroup}`);
   else cgroup.setLimit(deployed.memoryLimitBytes);
-  const launch = typeof cgroup === 'string' ? {} : { launcher: ['sh', '-c', `echo $$ > ${path.join(cgroup.dir, 'cgroup.procs')} && exec "$@"`, 'sh'] };
+  const launch =
+    typeof cgroup === 'string'
+      ? {}
+      : {
+          launcher: [
+            'sh',
+            '-c',
+            `echo $$ > ${path.join(cgroup.dir, 'cgroup.procs')} && exec "$@"`,
+            'sh',
+          ],
+        };
   const workingSet = () => (typeof cgroup === 'string' ? 0 : mib(cgroup.workingSet()));
-  const op = await startOperator(env, 'op-bench', { PORTCULLIS_RESYNC_INTERVAL_MS: String(resyncMs), PORTCULLIS_WORKERS: String(workers), LOG_LEVEL: 'warn', ...nodeOptions }, launch);
+  const op = await startOperator(
+    env,
+    'op-bench',
+    {
+      PORTCULLIS_RESYNC_INTERVAL_MS: String(resyncMs),
+      PORTCULLIS_WORKERS: String(workers),
+      LOG_LEVEL: 'warn',
+      ...nodeOptions,
+    },
+    launch,
+  );
   try {
     await eventually('operator leading', async () => /leader/.test(await op.readyz()), 60_000);
     await new Promise((r) => setTimeout(r, 2000));
@@ -68,8 +102,15 @@ export async function runOperatorBench(log: (line: string) => void, routes = Num
       Array.from({ length: 20 }, async () => {
         while (next < routes) {
           const i = next++;
-          const res = await env.cluster.request('POST', `/apis/portcullis.dev/v1alpha1/namespaces/${NS}/ratelimitroutes`, route(i));
-          if (res.status !== 201) throw new Error(`create route-${i}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`);
+          const res = await env.cluster.request(
+            'POST',
+            `/apis/portcullis.dev/v1alpha1/namespaces/${NS}/ratelimitroutes`,
+            route(i),
+          );
+          if (res.status !== 201)
+            throw new Error(
+              `create route-${i}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`,
+            );
         }
       }),
     );
@@ -78,18 +119,32 @@ export async function runOperatorBench(log: (line: string) => void, routes = Num
 
     const count = async (plural: string, group = '') => {
       const base = group === '' ? `/api/v1` : `/apis/${group}`;
-      const res = await env.cluster.request('GET', `${base}/namespaces/${NS}/${plural}?labelSelector=${encodeURIComponent('app.kubernetes.io/managed-by=portcullis-operator')}`);
+      const res = await env.cluster.request(
+        'GET',
+        `${base}/namespaces/${NS}/${plural}?labelSelector=${encodeURIComponent('app.kubernetes.io/managed-by=portcullis-operator')}`,
+      );
       return ((res.body as Obj)['items'] as Obj[]).length;
     };
     let convergenceMs = 0;
     await eventually(
       'convergence',
       async () => {
-        const res = await env.cluster.request('GET', `/apis/portcullis.dev/v1alpha1/namespaces/${NS}/ratelimitroutes`);
+        const res = await env.cluster.request(
+          'GET',
+          `/apis/portcullis.dev/v1alpha1/namespaces/${NS}/ratelimitroutes`,
+        );
         const items = (res.body as Obj)['items'] as Obj[];
-        const withStatus = items.filter((r) => r['status']?.['observedGeneration'] === 1 && r['status']?.['conditions']?.[0]?.['reason'] === 'Progressing').length;
+        const withStatus = items.filter(
+          (r) =>
+            r['status']?.['observedGeneration'] === 1 &&
+            r['status']?.['conditions']?.[0]?.['reason'] === 'Progressing',
+        ).length;
         if (withStatus < routes) return false;
-        const [deployments, services, configMaps] = [await count('deployments', 'apps/v1'), await count('services'), await count('configmaps')];
+        const [deployments, services, configMaps] = [
+          await count('deployments', 'apps/v1'),
+          await count('services'),
+          await count('configmaps'),
+        ];
         if (deployments < routes || services < routes || configMaps < routes) return false;
         convergenceMs = Math.round(performance.now() - t0);
         return true;
@@ -102,27 +157,49 @@ export async function runOperatorBench(log: (line: string) => void, routes = Num
     log(`converged in ${convergenceMs} ms`);
     await new Promise((r) => setTimeout(r, 3000)); // let the last watch events and status echoes settle
     const converged = await op.metrics();
-    const convergedRss = mib(metricValue(converged, 'portcullis_operator_process_resident_memory_bytes'));
-    const convergedHeap = mib(metricValue(converged, 'portcullis_operator_nodejs_heap_size_used_bytes'));
+    const convergedRss = mib(
+      metricValue(converged, 'portcullis_operator_process_resident_memory_bytes'),
+    );
+    const convergedHeap = mib(
+      metricValue(converged, 'portcullis_operator_nodejs_heap_size_used_bytes'),
+    );
     const convergedWorkingSet = workingSet();
 
-    const window = auditEvents(env).slice(auditBefore).filter((e) => e.user.username === env.user);
+    const window = auditEvents(env)
+      .slice(auditBefore)
+      .filter((e) => e.user.username === env.user);
     const leaseRequests = window.filter((e) => e.objectRef?.resource === 'leases').length;
     const work = window.filter((e) => e.objectRef?.resource !== 'leases');
-    const writes = work.filter((e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events').length;
+    const writes = work.filter(
+      (e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events',
+    ).length;
 
     // 3a. The next periodic resync reconciles every route again; it must write nothing.
     log(`no-op resync: waiting for the next periodic resync (every ${resyncMs / 1000} s)`);
-    const reconcilesAt = metricValue(await op.metrics(), 'portcullis_operator_reconcile_total', { controller: 'ratelimitroute' });
+    const reconcilesAt = metricValue(await op.metrics(), 'portcullis_operator_reconcile_total', {
+      controller: 'ratelimitroute',
+    });
     const periodicFrom = auditEvents(env).length;
     let periodicReconciles = 0;
-    await eventually('periodic resync of every route', async () => {
-      periodicReconciles = metricValue(await op.metrics(), 'portcullis_operator_reconcile_total', { controller: 'ratelimitroute' }) - reconcilesAt;
-      return periodicReconciles >= routes;
-    }, resyncMs * 3, 200);
+    await eventually(
+      'periodic resync of every route',
+      async () => {
+        periodicReconciles =
+          metricValue(await op.metrics(), 'portcullis_operator_reconcile_total', {
+            controller: 'ratelimitroute',
+          }) - reconcilesAt;
+        return periodicReconciles >= routes;
+      },
+      resyncMs * 3,
+      200,
+    );
     await new Promise((r) => setTimeout(r, 2000));
-    const periodic = auditEvents(env).slice(periodicFrom).filter((e) => e.user.username === env.user && e.objectRef?.resource !== 'leases');
-    const periodicWrites = periodic.filter((e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events').length;
+    const periodic = auditEvents(env)
+      .slice(periodicFrom)
+      .filter((e) => e.user.username === env.user && e.objectRef?.resource !== 'leases');
+    const periodicWrites = periodic.filter(
+      (e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events',
+    ).length;
 
     // 3b. A restart lists everything and reconciles every route: the worst case of a resync.
     log('restart: a new operator lists and reconciles every route; counting its writes');
@@ -130,24 +207,45 @@ export async function runOperatorBench(log: (line: string) => void, routes = Num
     const peakCharge = typeof cgroup === 'string' ? 0 : mib(cgroup.peak());
     await op.program.stop();
     const resyncFrom = auditEvents(env).length;
-    const op2 = await startOperator(env, 'op-bench-2', { PORTCULLIS_RESYNC_INTERVAL_MS: '600000', PORTCULLIS_WORKERS: String(workers), LOG_LEVEL: 'warn', ...nodeOptions });
+    const op2 = await startOperator(env, 'op-bench-2', {
+      PORTCULLIS_RESYNC_INTERVAL_MS: '600000',
+      PORTCULLIS_WORKERS: String(workers),
+      LOG_LEVEL: 'warn',
+      ...nodeOptions,
+    });
     let reconciles = 0;
     try {
-      await eventually('restart reconciled every route', async () => {
-        reconciles = metricValue(await op2.metrics(), 'portcullis_operator_reconcile_total', { controller: 'ratelimitroute' });
-        return reconciles >= routes;
-      }, 300_000, 200);
+      await eventually(
+        'restart reconciled every route',
+        async () => {
+          reconciles = metricValue(await op2.metrics(), 'portcullis_operator_reconcile_total', {
+            controller: 'ratelimitroute',
+          });
+          return reconciles >= routes;
+        },
+        300_000,
+        200,
+      );
       await new Promise((r) => setTimeout(r, 2000));
     } finally {
       await op2.program.stop();
     }
-    const resync = auditEvents(env).slice(resyncFrom).filter((e) => e.user.username === env.user && e.objectRef?.resource !== 'leases');
-    const resyncWrites = resync.filter((e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events').length;
+    const resync = auditEvents(env)
+      .slice(resyncFrom)
+      .filter((e) => e.user.username === env.user && e.objectRef?.resource !== 'leases');
+    const resyncWrites = resync.filter(
+      (e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events',
+    ).length;
 
     return {
       suite: 'operator',
       startedAt,
-      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadavgAtStart },
+      machine: {
+        cpus: os.cpus().length,
+        model: os.cpus()[0]?.model ?? 'unknown',
+        node: process.version,
+        loadavgAtStart,
+      },
       kubernetes: env.cluster.tools.kubernetesVersion,
       routes,
       workers,
@@ -162,10 +260,17 @@ export async function runOperatorBench(log: (line: string) => void, routes = Num
         byVerb: countByVerb(work),
         leaseRequests,
       },
-      noopResync: { reconciles: periodicReconciles, writes: periodicWrites, requests: periodic.length },
+      noopResync: {
+        reconciles: periodicReconciles,
+        writes: periodicWrites,
+        requests: periodic.length,
+      },
       restart: { reconciles, writes: resyncWrites, requests: resync.length },
       memoryMiB: { idleRss, idleHeap, convergedRss, convergedHeap, peakRss },
-      workingSetMiB: typeof cgroup === 'string' ? { notMeasured: cgroup } : { idle: idleWorkingSet, converged: convergedWorkingSet, peakCharge },
+      workingSetMiB:
+        typeof cgroup === 'string'
+          ? { notMeasured: cgroup }
+          : { idle: idleWorkingSet, converged: convergedWorkingSet, peakCharge },
     };
   } finally {
     if (!op.program.exited()) await op.program.stop();

@@ -13,15 +13,29 @@ const CLUSTER_DECISIONS = Number(process.env['BENCH_REDIS_CLUSTER'] ?? 200_000);
 /** Few users: a turn's takes fall into few slots, as with a hash tag per (route, one of 16 user shards). */
 export const FEW_USERS = 16;
 
-async function shardStats(node: Redis): Promise<{ cpuUs: number; evalsha: number; evalshaUsec: number }> {
+async function shardStats(
+  node: Redis,
+): Promise<{ cpuUs: number; evalsha: number; evalshaUsec: number }> {
   const stats = await node.info('commandstats');
   const evalsha = /calls=(\d+),usec=(\d+)/.exec(/^cmdstat_evalsha:.*$/m.exec(stats)?.[0] ?? '');
-  return { cpuUs: await redisCpuUs(node), evalsha: Number(evalsha?.[1] ?? 0), evalshaUsec: Number(evalsha?.[2] ?? 0) };
+  return {
+    cpuUs: await redisCpuUs(node),
+    evalsha: Number(evalsha?.[1] ?? 0),
+    evalshaUsec: Number(evalsha?.[2] ?? 0),
+  };
 }
 
 /** The index in `shards` of the shard holding each user's bucket, from CLUSTER SLOTS. */
-async function shardOfUsers(shards: Redis[], store: RedisBucketStore, users: number): Promise<number[]> {
-  const ranges = (await (shards[0] as Redis).call('CLUSTER', 'SLOTS')) as [number, number, [string, number, ...unknown[]]][];
+async function shardOfUsers(
+  shards: Redis[],
+  store: RedisBucketStore,
+  users: number,
+): Promise<number[]> {
+  const ranges = (await (shards[0] as Redis).call('CLUSTER', 'SLOTS')) as [
+    number,
+    number,
+    [string, number, ...unknown[]],
+  ][];
   const ports = shards.map((s) => s.options.port);
   return Array.from({ length: users }, (_, user) => {
     const slot = keySlot(store.keyOf(`u${user}`));
@@ -32,8 +46,20 @@ async function shardOfUsers(shards: Redis[], store: RedisBucketStore, users: num
   });
 }
 
-async function runCluster(seeds: { host: string; port: number }[], shards: Redis[], approach: string, users: number, maxBatch: number, log: (line: string) => void): Promise<ClusterCostRow> {
-  const store = new RedisBucketStore({ cluster: { nodes: seeds }, keyPrefix: `pcc${maxBatch}:`, commandTimeoutMs: 5000, maxBatch });
+async function runCluster(
+  seeds: { host: string; port: number }[],
+  shards: Redis[],
+  approach: string,
+  users: number,
+  maxBatch: number,
+  log: (line: string) => void,
+): Promise<ClusterCostRow> {
+  const store = new RedisBucketStore({
+    cluster: { nodes: seeds },
+    keyPrefix: `pcc${maxBatch}:`,
+    commandTimeoutMs: 5000,
+    maxBatch,
+  });
   await store.ready();
   try {
     for (let i = 0; i < 600; i++) await takeOne(store, `u${i % users}`, RULE); // the script loaded on every shard
@@ -65,8 +91,10 @@ async function runCluster(seeds: { host: string; port: number }[], shards: Redis
         shard: i,
         decisions,
         scriptCalls: calls,
-        redisCpuUsPerDecision: decisions === 0 ? 0 : Math.round(((a.cpuUs - b.cpuUs) / decisions) * 100) / 100,
-        usecPerScriptCall: calls === 0 ? 0 : Math.round(((a.evalshaUsec - b.evalshaUsec) / calls) * 100) / 100,
+        redisCpuUsPerDecision:
+          decisions === 0 ? 0 : Math.round(((a.cpuUs - b.cpuUs) / decisions) * 100) / 100,
+        usecPerScriptCall:
+          calls === 0 ? 0 : Math.round(((a.evalshaUsec - b.evalshaUsec) / calls) * 100) / 100,
       };
     });
     const cpuUs = after.reduce((sum, a, i) => sum + a.cpuUs - (before[i] as typeof a).cpuUs, 0);
@@ -81,7 +109,9 @@ async function runCluster(seeds: { host: string; port: number }[], shards: Redis
       decisionsPerRedisCoreSecond: Math.round(CLUSTER_DECISIONS / (cpuUs / 1e6)),
       shards: perShard,
     };
-    log(`  cluster ${approach}, ${users} users: ${row.decisionsPerCall} takes/call, ${row.redisCpuUsPerDecision} µs Redis CPU/decision (${row.decisionsPerRedisCoreSecond}/core-s)`);
+    log(
+      `  cluster ${approach}, ${users} users: ${row.decisionsPerCall} takes/call, ${row.redisCpuUsPerDecision} µs Redis CPU/decision (${row.decisionsPerRedisCoreSecond}/core-s)`,
+    );
     return row;
   } finally {
     await store.close();
@@ -95,7 +125,14 @@ export async function runClusterRows(log: (line: string) => void): Promise<Clust
     return [
       await runCluster(cluster.seeds, shards, 'takes of a turn batched per slot', USERS, 128, log),
       await runCluster(cluster.seeds, shards, 'one script call per take', USERS, 1, log),
-      await runCluster(cluster.seeds, shards, 'takes of a turn batched per slot', FEW_USERS, 128, log),
+      await runCluster(
+        cluster.seeds,
+        shards,
+        'takes of a turn batched per slot',
+        FEW_USERS,
+        128,
+        log,
+      ),
       await runCluster(cluster.seeds, shards, 'one script call per take', FEW_USERS, 1, log),
     ];
   } finally {

@@ -32,13 +32,18 @@ export interface Approach {
   readonly name: string;
   readonly calls: string;
   /** Returns one decision function bound to a connection (or store) of its own. */
-  open(url: string): Promise<{ decide: (user: number) => Promise<unknown>; close: () => Promise<void> }>;
+  open(
+    url: string,
+  ): Promise<{ decide: (user: number) => Promise<unknown>; close: () => Promise<void> }>;
 }
 
 export const approaches = (mode: 'light' | 'saturated'): Approach[] => [
   {
     name: 'portcullis exact bucket',
-    calls: mode === 'light' ? 'one script call per take' : 'takes of a turn batched into one script call',
+    calls:
+      mode === 'light'
+        ? 'one script call per take'
+        : 'takes of a turn batched into one script call',
     async open(url) {
       const store = new RedisBucketStore({ url, keyPrefix: 'pc:', commandTimeoutMs: 5000 });
       await store.ready();
@@ -51,9 +56,17 @@ export const approaches = (mode: 'light' | 'saturated'): Approach[] => [
           name: 'portcullis exact bucket, batching off',
           calls: 'one script call per take (pipelined)',
           async open(url: string) {
-            const store = new RedisBucketStore({ url, keyPrefix: 'pc1:', commandTimeoutMs: 5000, maxBatch: 1 });
+            const store = new RedisBucketStore({
+              url,
+              keyPrefix: 'pc1:',
+              commandTimeoutMs: 5000,
+              maxBatch: 1,
+            });
             await store.ready();
-            return { decide: (user: number) => takeOne(store, `u${user}`, RULE), close: () => store.close() };
+            return {
+              decide: (user: number) => takeOne(store, `u${user}`, RULE),
+              close: () => store.close(),
+            };
           },
         },
       ]
@@ -64,9 +77,19 @@ export const approaches = (mode: 'light' | 'saturated'): Approach[] => [
     async open(url) {
       const redis = new Redis(url, { enableAutoPipelining: true });
       redis.defineCommand('twoKeyTake', { numberOfKeys: 2, lua: TWO_KEY_BUCKET });
-      const take = (redis as unknown as { twoKeyTake: (...a: (string | number)[]) => Promise<unknown> }).twoKeyTake.bind(redis);
+      const take = (
+        redis as unknown as { twoKeyTake: (...a: (string | number)[]) => Promise<unknown> }
+      ).twoKeyTake.bind(redis);
       return {
-        decide: (user) => take(`scg.{u${user}}.tokens`, `scg.{u${user}}.timestamp`, RULE.replenishRate, RULE.burstCapacity, Math.floor(Date.now() / 1000), RULE.requestedTokens),
+        decide: (user) =>
+          take(
+            `scg.{u${user}}.tokens`,
+            `scg.{u${user}}.timestamp`,
+            RULE.replenishRate,
+            RULE.burstCapacity,
+            Math.floor(Date.now() / 1000),
+            RULE.requestedTokens,
+          ),
         close: async () => void redis.disconnect(),
       };
     },

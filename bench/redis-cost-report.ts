@@ -59,7 +59,14 @@ export interface BucketMemory {
 export interface RedisCostBenchResult {
   readonly suite: 'redis-cost';
   readonly startedAt: string;
-  readonly machine: { cpus: number; model: string; node: string; redis: string; loadavgAtStart: number[]; loadavgAtEnd: number[] };
+  readonly machine: {
+    cpus: number;
+    model: string;
+    node: string;
+    redis: string;
+    loadavgAtStart: number[];
+    loadavgAtEnd: number[];
+  };
   readonly load: { users: number; inFlightAtSaturation: number; rule: BucketRule; rounds?: number };
   readonly rows: RedisCostRow[];
   readonly cluster: ClusterCostRow[];
@@ -79,7 +86,10 @@ export function redisCostMarkdown(r: RedisCostBenchResult): string {
     '',
     '| load | approach | Redis calls | decisions | decisions per command | Redis CPU µs/decision [range] | decisions per Redis core-second | µs in commands/decision |',
     '|---|---|---|---:|---:|---:|---:|---:|',
-    ...r.rows.map((x) => `| ${x.mode} | ${x.approach} | ${x.calls} | ${x.decisions} | ${x.decisionsPerCall} | ${x.redisCpuUsPerDecision}${x.cpuUsRange === undefined ? '' : ` [${x.cpuUsRange[0]}-${x.cpuUsRange[1]}]`} | ${x.decisionsPerRedisCoreSecond} | ${x.commandUsPerDecision} |`),
+    ...r.rows.map(
+      (x) =>
+        `| ${x.mode} | ${x.approach} | ${x.calls} | ${x.decisions} | ${x.decisionsPerCall} | ${x.redisCpuUsPerDecision}${x.cpuUsRange === undefined ? '' : ` [${x.cpuUsRange[0]}-${x.cpuUsRange[1]}]`} | ${x.decisionsPerRedisCoreSecond} | ${x.commandUsPerDecision} |`,
+    ),
     '',
     ...r.goals.map((g) => `- ${g.goal}: ${g.measured} — ${g.met ? 'met' : '**not met**'}`),
     '',
@@ -107,7 +117,8 @@ export function redisCostMarkdown(r: RedisCostBenchResult): string {
 function instructionsMarkdown(r: RedisInstructionsResult | undefined): string[] {
   if (r === undefined) return ['Not measured in this run.'];
   if (r.notRun !== undefined) return [`**Not run on this machine**: ${r.notRun}.`];
-  const per = (decisions: string, calls: string) => r.rows.find((x) => x.decisions === decisions && x.calls === calls)?.instructionsPerTake ?? '-';
+  const per = (decisions: string, calls: string) =>
+    r.rows.find((x) => x.decisions === decisions && x.calls === calls)?.instructionsPerTake ?? '-';
   return [
     `Our script's takes under callgrind (${r.valgrind}): every instruction of the redis-server process (reading the request, the script and its inner commands, writing the reply) per take, the same decisions in every run (time passed to the script), ${r.rows[0]?.takes ?? 0} takes per figure, 1,000 users. Repeats within 0.2 %, where the CPU figures above move by more than 1.5x from round to round.`,
     '',

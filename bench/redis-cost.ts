@@ -32,7 +32,13 @@ const SATURATED_DECISIONS = Number(process.env['BENCH_REDIS_SATURATED'] ?? 200_0
 const MEMORY_BUCKETS = 100_000;
 const ROUNDS = Math.max(1, Number(process.env['BENCH_REDIS_ROUNDS'] ?? 5));
 
-async function run(url: string, admin: Redis, approach: Approach, mode: 'light' | 'saturated', log: (line: string) => void): Promise<RedisCostRow> {
+async function run(
+  url: string,
+  admin: Redis,
+  approach: Approach,
+  mode: 'light' | 'saturated',
+  log: (line: string) => void,
+): Promise<RedisCostRow> {
   const { decide, close } = await approach.open(url);
   const total = mode === 'light' ? LIGHT_DECISIONS : SATURATED_DECISIONS;
   const inFlight = mode === 'light' ? 1 : IN_FLIGHT;
@@ -64,7 +70,9 @@ async function run(url: string, admin: Redis, approach: Approach, mode: 'light' 
       decisionsPerCall: Math.round((total / stats.topLevelCalls) * 100) / 100,
       commandCalls: stats.calls,
     };
-    log(`  ${mode} ${approach.name}: ${row.redisCpuUsPerDecision} µs Redis CPU/decision (${row.decisionsPerRedisCoreSecond}/core-s), ${row.commandUsPerDecision} µs in commands`);
+    log(
+      `  ${mode} ${approach.name}: ${row.redisCpuUsPerDecision} µs Redis CPU/decision (${row.decisionsPerRedisCoreSecond}/core-s), ${row.commandUsPerDecision} µs in commands`,
+    );
     return row;
   } finally {
     await close();
@@ -92,19 +100,28 @@ async function bucketMemory(url: string, admin: Redis): Promise<BucketMemory> {
       }),
     );
     const after = await used();
-    return { memoryUsageBytes, buckets: MEMORY_BUCKETS, usedMemoryBytesPerBucket: Math.round((after - before) / MEMORY_BUCKETS), keyExample: key };
+    return {
+      memoryUsageBytes,
+      buckets: MEMORY_BUCKETS,
+      usedMemoryBytesPerBucket: Math.round((after - before) / MEMORY_BUCKETS),
+      keyExample: key,
+    };
   } finally {
     await store.close();
   }
 }
 
-export async function runRedisCostBench(log: (line: string) => void): Promise<RedisCostBenchResult> {
+export async function runRedisCostBench(
+  log: (line: string) => void,
+): Promise<RedisCostBenchResult> {
   const loadavgAtStart = os.loadavg();
   const redis = await startRedis();
   const admin = new Redis(redis.url);
   try {
     const version = /^redis_version:(\S+)/m.exec(await admin.info('server'))?.[1] ?? '?';
-    const runs = (['light', 'saturated'] as const).flatMap((mode) => approaches(mode).map((approach) => ({ mode, approach })));
+    const runs = (['light', 'saturated'] as const).flatMap((mode) =>
+      approaches(mode).map((approach) => ({ mode, approach })),
+    );
     /** Every round's row per approach, in round order. */
     const byRun = runs.map(() => [] as RedisCostRow[]);
     for (let round = 0; round < ROUNDS; round++) {
@@ -117,7 +134,9 @@ export async function runRedisCostBench(log: (line: string) => void): Promise<Re
     }
     const rows: RedisCostRow[] = byRun.map((rounds) => {
       const cpu = rounds.map((r) => r.redisCpuUsPerDecision);
-      const median = [...rounds].sort((a, b) => a.redisCpuUsPerDecision - b.redisCpuUsPerDecision)[Math.floor(rounds.length / 2)] as RedisCostRow;
+      const median = [...rounds].sort((a, b) => a.redisCpuUsPerDecision - b.redisCpuUsPerDecision)[
+        Math.floor(rounds.length / 2)
+      ] as RedisCostRow;
       return { ...median, cpuUsRange: [Math.min(...cpu), Math.max(...cpu)] };
     });
     /** The median over the rounds of a's CPU per decision over b's, and its range. */
@@ -125,15 +144,28 @@ export async function runRedisCostBench(log: (line: string) => void): Promise<Re
       const ia = runs.findIndex((r) => r.mode === mode && r.approach.name === a);
       const ib = runs.findIndex((r) => r.mode === mode && r.approach.name === b);
       if (ia < 0 || ib < 0) return undefined;
-      const each = (byRun[ia] as RedisCostRow[]).map((x, round) => x.redisCpuUsPerDecision / ((byRun[ib] as RedisCostRow[])[round] as RedisCostRow).redisCpuUsPerDecision).sort((x, y) => x - y);
+      const each = (byRun[ia] as RedisCostRow[])
+        .map(
+          (x, round) =>
+            x.redisCpuUsPerDecision /
+            ((byRun[ib] as RedisCostRow[])[round] as RedisCostRow).redisCpuUsPerDecision,
+        )
+        .sort((x, y) => x - y);
       const r2 = (x: number) => Math.round(x * 100) / 100;
-      return { median: r2(each[Math.floor(each.length / 2)] as number), low: r2(each[0] as number), high: r2(each[each.length - 1] as number) };
+      return {
+        median: r2(each[Math.floor(each.length / 2)] as number),
+        low: r2(each[0] as number),
+        high: r2(each[each.length - 1] as number),
+      };
     };
     const memory = await bucketMemory(redis.url, admin);
-    log(`  memory: ${memory.memoryUsageBytes} B MEMORY USAGE, ${memory.usedMemoryBytesPerBucket} B used_memory per bucket`);
+    log(
+      `  memory: ${memory.memoryUsageBytes} B MEMORY USAGE, ${memory.usedMemoryBytesPerBucket} B used_memory per bucket`,
+    );
     const cluster = await runClusterRows(log);
     const instructions = await runRedisInstructions(log);
-    const find = (mode: string, name: string) => rows.find((r) => r.mode === mode && r.approach === name);
+    const find = (mode: string, name: string) =>
+      rows.find((r) => r.mode === mode && r.approach === name);
     const OURS = 'portcullis exact bucket';
     const WINDOW = 'fixed window (envoy ratelimit style)';
     const UNBATCHED = 'portcullis exact bucket, batching off';
@@ -155,14 +187,23 @@ export async function runRedisCostBench(log: (line: string) => void): Promise<Re
         goal: 'at saturation, at least 5x less than one script call per take',
         measured:
           `${vsUnbatched.median}x less per round [${vsUnbatched.low}-${vsUnbatched.high}] over ${ROUNDS} rounds (median rounds: ${ours.redisCpuUsPerDecision} vs ${unbatched.redisCpuUsPerDecision} µs)` +
-          (instructions.ratios === undefined ? '' : `; in redis-server instructions ${instructions.ratios.refused}x less per refused take, ${instructions.ratios.admitted}x per admitted one`),
+          (instructions.ratios === undefined
+            ? ''
+            : `; in redis-server instructions ${instructions.ratios.refused}x less per refused take, ${instructions.ratios.admitted}x per admitted one`),
         met: vsUnbatched.median >= 5,
       });
     }
     return {
       suite: 'redis-cost',
       startedAt: new Date().toISOString(),
-      machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? '?', node: process.version, redis: version, loadavgAtStart, loadavgAtEnd: os.loadavg() },
+      machine: {
+        cpus: os.cpus().length,
+        model: os.cpus()[0]?.model ?? '?',
+        node: process.version,
+        redis: version,
+        loadavgAtStart,
+        loadavgAtEnd: os.loadavg(),
+      },
       load: { users: USERS, inFlightAtSaturation: IN_FLIGHT, rule: RULE, rounds: ROUNDS },
       rows,
       cluster,
@@ -175,4 +216,3 @@ export async function runRedisCostBench(log: (line: string) => void): Promise<Re
     await redis.stop();
   }
 }
-

@@ -51,7 +51,12 @@ export interface RedisInstructionsResult {
 
 function takesFor(rule: BucketRule, from: number, count: number): ScriptTake[] {
   const takes: ScriptTake[] = [];
-  for (let i = 0; i < count; i++) takes.push({ key: `pc:v2:{${rule === REFUSING ? "r" : "a"}${(from + i) % USERS}}`, rules: [rule], costs: [rule.requestedTokens] });
+  for (let i = 0; i < count; i++)
+    takes.push({
+      key: `pc:v2:{${rule === REFUSING ? 'r' : 'a'}${(from + i) % USERS}}`,
+      rules: [rule],
+      costs: [rule.requestedTokens],
+    });
   return takes;
 }
 
@@ -62,13 +67,34 @@ async function instructionsOf(work: (client: Redis) => Promise<void>): Promise<n
   const port = await freePort();
   const proc = spawn(
     'valgrind',
-    ['--tool=callgrind', `--callgrind-out-file=${out}`, 'redis-server', '--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, '--hz', '1'],
+    [
+      '--tool=callgrind',
+      `--callgrind-out-file=${out}`,
+      'redis-server',
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--dir',
+      dir,
+      '--hz',
+      '1',
+    ],
     { stdio: 'ignore' },
   );
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
   try {
     await waitForPort(port, 60_000);
-    const client = new Redis({ port, host: '127.0.0.1', commandTimeout: 120_000, maxRetriesPerRequest: 0 });
+    const client = new Redis({
+      port,
+      host: '127.0.0.1',
+      commandTimeout: 120_000,
+      maxRetriesPerRequest: 0,
+    });
     await client.ping();
     await work(client);
     await client.call('SHUTDOWN', 'NOSAVE').catch(() => undefined);
@@ -87,42 +113,72 @@ async function warmUp(client: Redis): Promise<number> {
   // Every user's refusing bucket drained and admitting bucket created, and the script cached.
   let now = START_US;
   for (const rule of [REFUSING, ADMITTING]) {
-    for (let from = 0; from < USERS; from += BATCH) await callTakeScript(client, takesFor(rule, from, Math.min(BATCH, USERS - from)), now++);
+    for (let from = 0; from < USERS; from += BATCH)
+      await callTakeScript(client, takesFor(rule, from, Math.min(BATCH, USERS - from)), now++);
   }
   return now;
 }
 
-async function measured(client: Redis, now: number, rule: BucketRule, calls: Calls, decisions: Case): Promise<void> {
+async function measured(
+  client: Redis,
+  now: number,
+  rule: BucketRule,
+  calls: Calls,
+  decisions: Case,
+): Promise<void> {
   const expected = decisions === 'admitted' ? '1' : '0';
   const check = (fields: string[]): void => {
     // The head (the call's time), then per take: allowed, micro-tokens.
-    for (let i = 1; i < fields.length; i += 2) if (fields[i] !== expected) throw new Error(`a take meant to be ${decisions} was not: ${fields.join(' ')}`);
+    for (let i = 1; i < fields.length; i += 2)
+      if (fields[i] !== expected)
+        throw new Error(`a take meant to be ${decisions} was not: ${fields.join(' ')}`);
   };
   for (let from = 0; from < MEASURED; from += BATCH) {
     const takes = takesFor(rule, from, BATCH);
     if (calls === 'batched') check(await callTakeScript(client, takes, now++));
-    else for (const fields of await Promise.all(takes.map((t) => callTakeScript(client, [t], now++)))) check(fields);
+    else
+      for (const fields of await Promise.all(takes.map((t) => callTakeScript(client, [t], now++))))
+        check(fields);
   }
 }
 
-export async function runRedisInstructions(log: (line: string) => void): Promise<RedisInstructionsResult> {
+export async function runRedisInstructions(
+  log: (line: string) => void,
+): Promise<RedisInstructionsResult> {
   const valgrind = valgrindVersion();
-  if (valgrind === undefined) return { notRun: 'valgrind is not installed and could not be installed (scripts/ensure-system-deps.sh valgrind:valgrind)', rows: [], ratios: undefined };
+  if (valgrind === undefined)
+    return {
+      notRun:
+        'valgrind is not installed and could not be installed (scripts/ensure-system-deps.sh valgrind:valgrind)',
+      rows: [],
+      ratios: undefined,
+    };
   const base = await instructionsOf(async (c) => void (await warmUp(c)));
 
   const rows: RedisInstructionsRow[] = [];
   for (const decisions of ['refused', 'admitted'] as const) {
     for (const calls of ['batched', 'single'] as const) {
       const rule = decisions === 'refused' ? REFUSING : ADMITTING;
-      const total = await instructionsOf(async (c) => measured(c, await warmUp(c), rule, calls, decisions));
+      const total = await instructionsOf(async (c) =>
+        measured(c, await warmUp(c), rule, calls, decisions),
+      );
       const perTake = Math.round((total - base) / MEASURED);
       log(`  redis-server instructions, ${decisions} ${calls}: ${perTake} per take`);
       rows.push({ decisions, calls, takes: MEASURED, instructionsPerTake: perTake });
     }
   }
-  const per = (decisions: Case, calls: Calls) => rows.find((r) => r.decisions === decisions && r.calls === calls)?.instructionsPerTake ?? Number.NaN;
+  const per = (decisions: Case, calls: Calls) =>
+    rows.find((r) => r.decisions === decisions && r.calls === calls)?.instructionsPerTake ??
+    Number.NaN;
   const r2 = (x: number) => Math.round(x * 100) / 100;
-  return { valgrind, rows, ratios: { refused: r2(per('refused', 'single') / per('refused', 'batched')), admitted: r2(per('admitted', 'single') / per('admitted', 'batched')) } };
+  return {
+    valgrind,
+    rows,
+    ratios: {
+      refused: r2(per('refused', 'single') / per('refused', 'batched')),
+      admitted: r2(per('admitted', 'single') / per('admitted', 'batched')),
+    },
+  };
 }
 
 if (import.meta.main) {

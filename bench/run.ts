@@ -32,7 +32,10 @@ interface OperatorSuiteResult {
   readonly runs: OperatorBenchResult[];
 }
 
-const operatorSizes = (process.env['BENCH_OPERATOR_ROUTES'] ?? '200,1000').split(',').map(Number).filter((n) => n > 0);
+const operatorSizes = (process.env['BENCH_OPERATOR_ROUTES'] ?? '200,1000')
+  .split(',')
+  .map(Number)
+  .filter((n) => n > 0);
 
 const suites: Record<string, Suite> = {
   gateway: { run: runGatewayBench, markdown: gatewayMarkdown as (r: never) => string },
@@ -48,7 +51,9 @@ const suites: Record<string, Suite> = {
       }
       return { suite: 'operator', runs };
     },
-    markdown: ((r: OperatorSuiteResult) => r.runs.map(operatorMarkdown).join('\n\n')) as (r: never) => string,
+    markdown: ((r: OperatorSuiteResult) => r.runs.map(operatorMarkdown).join('\n\n')) as (
+      r: never,
+    ) => string,
   },
 };
 
@@ -58,15 +63,26 @@ const repoRoot = path.join(benchDir, '..');
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((n) => !(n in suites));
 if (unknown.length > 0) {
-  console.error(`unknown suite(s): ${unknown.join(', ')}; known: ${Object.keys(suites).join(', ')}`);
+  console.error(
+    `unknown suite(s): ${unknown.join(', ')}; known: ${Object.keys(suites).join(', ')}`,
+  );
   process.exit(2);
 }
 
 mkdirSync(resultsDir, { recursive: true });
-for (const program of Object.keys(BUNDLED_PROGRAMS) as BundledProgram[]) await bundleProgram(repoRoot, program, path.join(repoRoot, 'dist', program));
-const selected = wanted.length === 0 ? Object.entries(suites) : Object.entries(suites).filter(([name]) => wanted.includes(name));
+for (const program of Object.keys(BUNDLED_PROGRAMS) as BundledProgram[])
+  await bundleProgram(repoRoot, program, path.join(repoRoot, 'dist', program));
+const selected =
+  wanted.length === 0
+    ? Object.entries(suites)
+    : Object.entries(suites).filter(([name]) => wanted.includes(name));
 for (const [name, suite] of selected) {
-  console.log(`== bench: ${name} (load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')})`);
+  console.log(
+    `== bench: ${name} (load average ${os
+      .loadavg()
+      .map((x) => x.toFixed(1))
+      .join(' ')})`,
+  );
   const result = await suite.run((line) => console.log(line));
   const md = suite.markdown(result as never);
   writeFileSync(path.join(resultsDir, `${name}.json`), `${JSON.stringify(result, null, 2)}\n`);

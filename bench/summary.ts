@@ -8,14 +8,19 @@ import type { OperatorBenchResult } from './operator-report.ts';
 import type { TokenBenchResult } from './token-report.ts';
 
 /** The latest result of a suite, or undefined when absent or written by an older version of the suite. */
-function read<T>(dir: string, name: string, current: (x: Record<string, unknown>) => boolean): T | undefined {
+function read<T>(
+  dir: string,
+  name: string,
+  current: (x: Record<string, unknown>) => boolean,
+): T | undefined {
   const file = path.join(dir, `${name}.json`);
   if (!existsSync(file)) return undefined;
   const x = JSON.parse(readFileSync(file, 'utf8')) as Record<string, unknown>;
   return current(x) ? (x as T) : undefined;
 }
 
-const isGateway = (x: Record<string, unknown>) => Array.isArray(x['goals']) && Array.isArray(x['scenarios']);
+const isGateway = (x: Record<string, unknown>) =>
+  Array.isArray(x['goals']) && Array.isArray(x['scenarios']);
 const isToken = (x: Record<string, unknown>) => Array.isArray(x['servers']);
 const isOperatorScale = (x: Record<string, unknown>) => Array.isArray(x['runs']);
 
@@ -29,48 +34,77 @@ export function headline(dir: string): string {
   const rows: string[] = [];
   if (g !== undefined) {
     const s = (n: string) => g.scenarios.find((x) => x.name === n);
-    for (const goal of g.goals) rows.push(`| gateway: ${goal.name} | ${goal.goal} | ${goal.measured} | ${goal.met ? 'yes' : '**no**'} |`);
+    for (const goal of g.goals)
+      rows.push(
+        `| gateway: ${goal.name} | ${goal.goal} | ${goal.measured} | ${goal.met ? 'yes' : '**no**'} |`,
+      );
     const direct = s('direct');
     const sr = s('sidecar-redis');
     if (direct !== undefined && sr !== undefined) {
-      rows.push(`| gateway: sidecar-redis CPU per request / direct's (context) | - | ${(sr.saturation.cpuUsPerRequest / Math.max(1, direct.saturation.cpuUsPerRequest)).toFixed(2)}x (${sr.saturation.cpuUsPerRequest} vs ${direct.saturation.cpuUsPerRequest} µs) | - |`);
+      rows.push(
+        `| gateway: sidecar-redis CPU per request / direct's (context) | - | ${(sr.saturation.cpuUsPerRequest / Math.max(1, direct.saturation.cpuUsPerRequest)).toFixed(2)}x (${sr.saturation.cpuUsPerRequest} vs ${direct.saturation.cpuUsPerRequest} µs) | - |`,
+      );
     }
-    const w = (x: typeof sr) => (x?.fixedRate.waitingForCpu === undefined ? '?' : `${Math.round(x.fixedRate.waitingForCpu * 100)} %`);
+    const w = (x: typeof sr) =>
+      x?.fixedRate.waitingForCpu === undefined
+        ? '?'
+        : `${Math.round(x.fixedRate.waitingForCpu * 100)} %`;
     if (sr?.fixedRate.waitingForCpu !== undefined) {
-      rows.push(`| gateway: share of the fixed-rate round the process waited for a CPU (context for p99), sidecar-redis / direct / nginx | - | ${w(sr)} / ${w(direct)} / ${w(s('nginx'))} | - |`);
+      rows.push(
+        `| gateway: share of the fixed-rate round the process waited for a CPU (context for p99), sidecar-redis / direct / nginx | - | ${w(sr)} / ${w(direct)} / ${w(s('nginx'))} | - |`,
+      );
     }
     const addedBy = ['nginx', 'bare-proxy', 'sidecar-memory', 'node-peer'].flatMap((n) => {
       const x = s(n)?.fixedRate.p99AddedMs;
       return x === undefined ? [] : [`${n} ${x} ms`];
     });
-    if (addedBy.length > 0) rows.push(`| gateway: p99 added over direct by the other proxies in the same fixed-rate rounds (context for the p99 goal) | - | ${addedBy.join(', ')} | - |`);
+    if (addedBy.length > 0)
+      rows.push(
+        `| gateway: p99 added over direct by the other proxies in the same fixed-rate rounds (context for the p99 goal) | - | ${addedBy.join(', ')} | - |`,
+      );
     const floor = s('bare-proxy');
     if (floor !== undefined) {
       // The goals that the same proxy with nothing in it misses belong to Node and this machine.
       const parts = [
-        g.ratios['throughput bare-proxy/node-peer'] === undefined ? undefined : `throughput vs Node peer ${g.ratios['throughput bare-proxy/node-peer']}x`,
-        floor.fixedRate.p99AddedMs === undefined ? undefined : `p99 added over direct ${floor.fixedRate.p99AddedMs} ms`,
+        g.ratios['throughput bare-proxy/node-peer'] === undefined
+          ? undefined
+          : `throughput vs Node peer ${g.ratios['throughput bare-proxy/node-peer']}x`,
+        floor.fixedRate.p99AddedMs === undefined
+          ? undefined
+          : `p99 added over direct ${floor.fixedRate.p99AddedMs} ms`,
         floor.peakRssMiB > 0 ? `peak RSS ${floor.peakRssMiB} MiB` : undefined,
       ].filter((x) => x !== undefined);
-      rows.push(`| gateway: the floor of any Node proxy against the same goals: bare-proxy (node:http + undici, nothing else, bundled and capped like the sidecar), same rounds (context) | - | ${parts.join(', ')} | - |`);
+      rows.push(
+        `| gateway: the floor of any Node proxy against the same goals: bare-proxy (node:http + undici, nothing else, bundled and capped like the sidecar), same rounds (context) | - | ${parts.join(', ')} | - |`,
+      );
     }
     const c = g.ratios['cpu-efficiency sidecar-redis/node-peer'];
-    if (c !== undefined) rows.push(`| gateway: CPU per request, Node peer / sidecar-redis | - | ${c}x | - |`);
+    if (c !== undefined)
+      rows.push(`| gateway: CPU per request, Node peer / sidecar-redis | - | ${c}x | - |`);
     const cn = g.ratios['cpu-efficiency sidecar-redis/nginx'];
-    if (cn !== undefined) rows.push(`| gateway: CPU per request, nginx / sidecar-redis | - | ${cn}x | - |`);
+    if (cn !== undefined)
+      rows.push(`| gateway: CPU per request, nginx / sidecar-redis | - | ${cn}x | - |`);
     const jc = g.ratios['cpu-efficiency sidecar-jwt/node-peer-jwt'];
-    if (jc !== undefined) rows.push(`| gateway: CPU per request, jwt Node peer / jwt sidecar | - | ${jc}x | - |`);
+    if (jc !== undefined)
+      rows.push(`| gateway: CPU per request, jwt Node peer / jwt sidecar | - | ${jc}x | - |`);
     const jh = g.ratios['throughput sidecar-jwt/sidecar-redis'];
-    if (jh !== undefined) rows.push(`| gateway: jwt key throughput / header key, same sidecar (context) | - | ${jh}x | - |`);
+    if (jh !== undefined)
+      rows.push(
+        `| gateway: jwt key throughput / header key, same sidecar (context) | - | ${jh}x | - |`,
+      );
   }
   if (t !== undefined) {
     const p = t.servers.find((x) => x.name === 'portcullis');
     const op = t.servers.find((x) => x.name === 'oidc-provider');
-    rows.push(`| token endpoint: exchanges/s vs oidc-provider | > 1x | ${t.ratio}x (${p?.exchangesPerSecond ?? '?'} vs ${op?.exchangesPerSecond ?? '?'}/s) | ${t.goal.met ? 'yes' : '**no**'} |`);
+    rows.push(
+      `| token endpoint: exchanges/s vs oidc-provider | > 1x | ${t.ratio}x (${p?.exchangesPerSecond ?? '?'} vs ${op?.exchangesPerSecond ?? '?'}/s) | ${t.goal.met ? 'yes' : '**no**'} |`,
+    );
   }
   if (o !== undefined) {
     for (const r of o.runs) {
-      rows.push(`| operator: ${r.routes} RateLimitRoutes converged | - | ${(r.convergenceMs / 1000).toFixed(1)} s, ${r.requests.perRoute} requests/route, no-op resync writes ${r.noopResync.writes}, peak RSS ${r.memoryMiB.peakRss} MiB | - |`);
+      rows.push(
+        `| operator: ${r.routes} RateLimitRoutes converged | - | ${(r.convergenceMs / 1000).toFixed(1)} s, ${r.requests.perRoute} requests/route, no-op resync writes ${r.noopResync.writes}, peak RSS ${r.memoryMiB.peakRss} MiB | - |`,
+      );
     }
   }
   const when = [g?.startedAt, t?.startedAt].filter(Boolean).join(', ');
@@ -83,7 +117,13 @@ export function headline(dir: string): string {
   ].join('\n');
 }
 
-function bars(title: string, unit: string, items: { label: string; value: number; highlight?: boolean }[], y: number, width: number): { svg: string; height: number } {
+function bars(
+  title: string,
+  unit: string,
+  items: { label: string; value: number; highlight?: boolean }[],
+  y: number,
+  width: number,
+): { svg: string; height: number } {
   const rowH = 22;
   const labelW = 150;
   const max = Math.max(1, ...items.map((i) => i.value));
@@ -114,13 +154,53 @@ export function chartSvg(dir: string): string {
   };
   if (g !== undefined) {
     const items = (pick: (s: GatewayBenchResult['scenarios'][number]) => number) =>
-      g.scenarios.map((s) => ({ label: s.name, value: pick(s), highlight: s.name.startsWith('sidecar') }));
-    add(bars('Gateway throughput at saturation (requests/s, median)', 'req/s', items((s) => s.saturation.requestsPerSecond), y, width));
-    add(bars('CPU per request of the front process (µs, lower is better)', 'µs', items((s) => s.saturation.cpuUsPerRequest), y, width));
-    add(bars(`p99 at a fixed ${g.scenarios[0]?.fixedRate.offered ?? ''} req/s (ms, lower is better)`, 'ms', items((s) => s.fixedRate.latencyMs.p99), y, width));
+      g.scenarios.map((s) => ({
+        label: s.name,
+        value: pick(s),
+        highlight: s.name.startsWith('sidecar'),
+      }));
+    add(
+      bars(
+        'Gateway throughput at saturation (requests/s, median)',
+        'req/s',
+        items((s) => s.saturation.requestsPerSecond),
+        y,
+        width,
+      ),
+    );
+    add(
+      bars(
+        'CPU per request of the front process (µs, lower is better)',
+        'µs',
+        items((s) => s.saturation.cpuUsPerRequest),
+        y,
+        width,
+      ),
+    );
+    add(
+      bars(
+        `p99 at a fixed ${g.scenarios[0]?.fixedRate.offered ?? ''} req/s (ms, lower is better)`,
+        'ms',
+        items((s) => s.fixedRate.latencyMs.p99),
+        y,
+        width,
+      ),
+    );
   }
   if (t !== undefined) {
-    add(bars('Token endpoint: code exchanges/s (median)', '/s', t.servers.map((s) => ({ label: s.name, value: s.exchangesPerSecond, highlight: s.name === 'portcullis' })), y, width));
+    add(
+      bars(
+        'Token endpoint: code exchanges/s (median)',
+        '/s',
+        t.servers.map((s) => ({
+          label: s.name,
+          value: s.exchangesPerSecond,
+          highlight: s.name === 'portcullis',
+        })),
+        y,
+        width,
+      ),
+    );
   }
   return [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${y + 10}" font-family="sans-serif" font-size="12">`,
@@ -136,7 +216,10 @@ export function writeSummary(dir: string): string[] {
   const sections = ['gateway', 'decision', 'token', 'redis-cost', 'operator-scale']
     .filter((n) => existsSync(path.join(dir, `${n}.md`)))
     .map((n) => readFileSync(path.join(dir, `${n}.md`), 'utf8').trim());
-  writeFileSync(path.join(dir, 'summary.md'), `${[head, '', '![benchmark chart](chart.svg)', '', ...sections.flatMap((s) => [s, ''])].join('\n')}`);
+  writeFileSync(
+    path.join(dir, 'summary.md'),
+    `${[head, '', '![benchmark chart](chart.svg)', '', ...sections.flatMap((s) => [s, ''])].join('\n')}`,
+  );
   writeFileSync(path.join(dir, 'chart.svg'), `${chartSvg(dir)}\n`);
   return ['bench/results/summary.md', 'bench/results/chart.svg'];
 }

@@ -10,14 +10,32 @@ export interface TokenServerResult {
   readonly failures: number;
   readonly peakRssMiB: number;
   /** What one issued access token looked like (checked, not assumed). */
-  readonly accessToken: { alg: string; typ: string; aud: unknown; hasRefreshToken: boolean; hasIdToken: boolean };
-  readonly rounds: { exchangesPerSecond: number; p50Ms: number; p99Ms: number; cpuUsPerExchange: number; failures: number }[];
+  readonly accessToken: {
+    alg: string;
+    typ: string;
+    aud: unknown;
+    hasRefreshToken: boolean;
+    hasIdToken: boolean;
+  };
+  readonly rounds: {
+    exchangesPerSecond: number;
+    p50Ms: number;
+    p99Ms: number;
+    cpuUsPerExchange: number;
+    failures: number;
+  }[];
 }
 
 export interface TokenBenchResult {
   readonly suite: 'token';
   readonly startedAt: string;
-  readonly machine: { cpus: number; model: string; node: string; loadavgAtStart: number[]; loadavgAtEnd: number[] };
+  readonly machine: {
+    cpus: number;
+    model: string;
+    node: string;
+    loadavgAtStart: number[];
+    loadavgAtEnd: number[];
+  };
   readonly load: { codesPerRound: number; connections: number; rounds: number; generator: string };
   readonly servers: TokenServerResult[];
   /** Median of per-round ratios. */

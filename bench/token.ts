@@ -18,13 +18,29 @@ import { hashPassword } from '../lib/config/auth-server.ts';
 import { freePort } from '../test/harness/ports.ts';
 import { startProgram } from '../test/harness/programs.ts';
 import { authorize, browser, type Browserish } from '../test/harness/auth-flow.ts';
-import { AUDIENCE, AUTH_SERVER_AS_DEPLOYED, SECRETS, startStack } from '../test/harness/auth-stack.ts';
+import {
+  AUDIENCE,
+  AUTH_SERVER_AS_DEPLOYED,
+  SECRETS,
+  startStack,
+} from '../test/harness/auth-stack.ts';
 import { cpuUs, median, peakRssMiB } from './lib/measure.ts';
 import { ensureLoadgen, runList, type LoadgenResult } from './lib/loadgen.ts';
-import { exchangeFile, inspectToken, MINT_CONCURRENCY, oidcProviderCode, pkce, pool, SCOPE, type Minted } from './token-codes.ts';
+import {
+  exchangeFile,
+  inspectToken,
+  MINT_CONCURRENCY,
+  oidcProviderCode,
+  pkce,
+  pool,
+  SCOPE,
+  type Minted,
+} from './token-codes.ts';
 import type { TokenBenchResult, TokenServerResult } from './token-report.ts';
 
-export async function runTokenBench(log: (line: string) => void = console.log): Promise<TokenBenchResult> {
+export async function runTokenBench(
+  log: (line: string) => void = console.log,
+): Promise<TokenBenchResult> {
   ensureLoadgen();
   const codesPerRound = Number(process.env['BENCH_CODES'] ?? 1000);
   const rounds = Number(process.env['BENCH_ROUNDS'] ?? 3);
@@ -37,11 +53,30 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
   // Portcullis: the test stack's fixture clients, a users file with a cheap scrypt (ln=10, the
   // lowest the server accepts) so minting is quick, codes living long enough to mint a round.
   const usersFile = path.join(dir, 'users.json');
-  writeFileSync(usersFile, JSON.stringify({ users: [{ username: 'alice', password_hash: await hashPassword('wonderland', { ln: 10, r: 8, p: 1 }), profile: { name: 'Alice' } }] }));
+  writeFileSync(
+    usersFile,
+    JSON.stringify({
+      users: [
+        {
+          username: 'alice',
+          password_hash: await hashPassword('wonderland', { ln: 10, r: 8, p: 1 }),
+          profile: { name: 'Alice' },
+        },
+      ],
+    }),
+  );
   const stack = await startStack({
     authEnv: {
-      ...(process.env['BENCH_AUTH_NODE_OPTIONS'] === undefined ? {} : { NODE_OPTIONS: process.env['BENCH_AUTH_NODE_OPTIONS'] }),
-      AUTH_USERS_FILE: usersFile, AUTH_CODE_TTL_SECONDS: '600', LOG_LEVEL: 'warn', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000' },
+      ...(process.env['BENCH_AUTH_NODE_OPTIONS'] === undefined
+        ? {}
+        : { NODE_OPTIONS: process.env['BENCH_AUTH_NODE_OPTIONS'] }),
+      AUTH_USERS_FILE: usersFile,
+      AUTH_CODE_TTL_SECONDS: '600',
+      LOG_LEVEL: 'warn',
+      AUTH_SIGNIN_USER_BURST: '1000000',
+      AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000',
+      AUTH_SIGNIN_ADDRESS_BURST: '1000000',
+    },
   });
   const portcullisPid = stack.programs[0]?.child.pid;
 
@@ -53,7 +88,16 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
     entry: 'bench/peers/oidc-provider-peer.ts',
     name: 'bench-oidc-provider',
     waitPort: opPort,
-    env: { PORT: String(opPort), ISSUER: opIssuer, CLIENT_ID: 'oidc-client', CLIENT_SECRET: SECRETS.oidc, REDIRECT_URI: redirectUri, AUDIENCE, SIGNING_JWK: JSON.stringify(jwk), CODE_TTL_SECONDS: '600' },
+    env: {
+      PORT: String(opPort),
+      ISSUER: opIssuer,
+      CLIENT_ID: 'oidc-client',
+      CLIENT_SECRET: SECRETS.oidc,
+      REDIRECT_URI: redirectUri,
+      AUDIENCE,
+      SIGNING_JWK: JSON.stringify(jwk),
+      CODE_TTL_SECONDS: '600',
+    },
   });
 
   const servers = [
@@ -64,7 +108,15 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
       pid: portcullisPid,
       mint: async (b: Browserish): Promise<Minted> => {
         const { verifier, challenge } = pkce();
-        const { location } = await authorize({ issuer: stack.issuer, clientId: 'oidc-client', redirectUri, scope: SCOPE, challenge, state: randomBytes(8).toString('hex'), b });
+        const { location } = await authorize({
+          issuer: stack.issuer,
+          clientId: 'oidc-client',
+          redirectUri,
+          scope: SCOPE,
+          challenge,
+          state: randomBytes(8).toString('hex'),
+          b,
+        });
         const code = location.searchParams.get('code');
         if (code === null) throw new Error(`portcullis flow ended without a code: ${location}`);
         return { code, verifier };
@@ -78,17 +130,26 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
       mint: (b: Browserish) => oidcProviderCode(opIssuer, 'oidc-client', redirectUri, b),
     },
   ];
-  const results = new Map<string, { lg: LoadgenResult; cpuUsPerExchange: number }[]>(servers.map((s) => [s.name, []]));
+  const results = new Map<string, { lg: LoadgenResult; cpuUsPerExchange: number }[]>(
+    servers.map((s) => [s.name, []]),
+  );
   const inspected = new Map<string, TokenServerResult['accessToken']>();
   const rss = new Map<string, number>();
   try {
     for (const s of servers) {
       const b = browser();
       await s.mint(b); // consent given once
-      inspected.set(s.name, await inspectToken(s.issuer, await s.mint(b), 'oidc-client', SECRETS.oidc, redirectUri));
+      inspected.set(
+        s.name,
+        await inspectToken(s.issuer, await s.mint(b), 'oidc-client', SECRETS.oidc, redirectUri),
+      );
       // Warm-up: 100 exchanges.
       const warm = await pool(100, MINT_CONCURRENCY, () => s.mint(b));
-      await runList({ baseUrl: s.issuer, file: exchangeFile(dir, `${s.name}-warm`, warm, 'oidc-client', SECRETS.oidc, redirectUri), connections });
+      await runList({
+        baseUrl: s.issuer,
+        file: exchangeFile(dir, `${s.name}-warm`, warm, 'oidc-client', SECRETS.oidc, redirectUri),
+        connections,
+      });
     }
     for (let round = 1; round <= rounds; round++) {
       for (const s of servers) {
@@ -96,10 +157,18 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
         await s.mint(b);
         const t0 = performance.now();
         const codes = await pool(codesPerRound, MINT_CONCURRENCY, () => s.mint(b));
-        const file = exchangeFile(dir, `${s.name}-${round}`, codes, 'oidc-client', SECRETS.oidc, redirectUri);
+        const file = exchangeFile(
+          dir,
+          `${s.name}-${round}`,
+          codes,
+          'oidc-client',
+          SECRETS.oidc,
+          redirectUri,
+        );
         const before = cpuUs(s.pid);
         const lg = await runList({ baseUrl: s.issuer, file, connections });
-        const cpuUsPerExchange = Math.round(((cpuUs(s.pid) - before) / Math.max(1, lg.completed)) * 10) / 10;
+        const cpuUsPerExchange =
+          Math.round(((cpuUs(s.pid) - before) / Math.max(1, lg.completed)) * 10) / 10;
         results.get(s.name)?.push({ lg, cpuUsPerExchange });
         const failures = lg.errors + lg.completed - (lg.statuses['200'] ?? 0);
         log(
@@ -126,11 +195,27 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
       name: s.name,
       description: s.description,
       exchangesPerSecond: Math.round(median(rs.map((r) => okRate(r.lg)))),
-      latencyMs: mid === undefined ? { p50: 0, p99: 0, p999: 0 } : { p50: ms(mid.lg.latencyUs.p50), p99: ms(mid.lg.latencyUs.p99), p999: ms(mid.lg.latencyUs.p999) },
+      latencyMs:
+        mid === undefined
+          ? { p50: 0, p99: 0, p999: 0 }
+          : {
+              p50: ms(mid.lg.latencyUs.p50),
+              p99: ms(mid.lg.latencyUs.p99),
+              p999: ms(mid.lg.latencyUs.p999),
+            },
       cpuUsPerExchange: median(rs.map((r) => r.cpuUsPerExchange)),
-      failures: rs.reduce((n, r) => n + r.lg.errors + r.lg.completed - (r.lg.statuses['200'] ?? 0), 0),
+      failures: rs.reduce(
+        (n, r) => n + r.lg.errors + r.lg.completed - (r.lg.statuses['200'] ?? 0),
+        0,
+      ),
       peakRssMiB: rss.get(s.name) ?? 0,
-      accessToken: inspected.get(s.name) ?? { alg: '?', typ: '?', aud: undefined, hasRefreshToken: false, hasIdToken: false },
+      accessToken: inspected.get(s.name) ?? {
+        alg: '?',
+        typ: '?',
+        aud: undefined,
+        hasRefreshToken: false,
+        hasIdToken: false,
+      },
       rounds: rs.map((r) => ({
         exchangesPerSecond: Math.round(okRate(r.lg)),
         p50Ms: ms(r.lg.latencyUs.p50),
@@ -151,11 +236,25 @@ export async function runTokenBench(log: (line: string) => void = console.log): 
   return {
     suite: 'token',
     startedAt,
-    machine: { cpus: os.cpus().length, model: os.cpus()[0]?.model ?? 'unknown', node: process.version, loadavgAtStart, loadavgAtEnd: os.loadavg() },
-    load: { codesPerRound, connections, rounds, generator: 'bench/loadgen list mode (Go), every exchange sent once' },
+    machine: {
+      cpus: os.cpus().length,
+      model: os.cpus()[0]?.model ?? 'unknown',
+      node: process.version,
+      loadavgAtStart,
+      loadavgAtEnd: os.loadavg(),
+    },
+    load: {
+      codesPerRound,
+      connections,
+      rounds,
+      generator: 'bench/loadgen list mode (Go), every exchange sent once',
+    },
     servers: out,
     ratio,
-    goal: { goal: 'Portcullis ahead of oidc-provider (> 1x)', measured: `${ratio}x`, met: ratio > 1 },
+    goal: {
+      goal: 'Portcullis ahead of oidc-provider (> 1x)',
+      measured: `${ratio}x`,
+      met: ratio > 1,
+    },
   };
 }
-

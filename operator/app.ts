@@ -44,12 +44,29 @@ export interface OperatorDeps {
 
 export interface Operator {
   manager: Manager;
-  informers: Record<'routes' | 'clients' | 'policies' | 'deployments' | 'targetDeployments' | 'services' | 'configMaps' | 'secrets' | 'networkPolicies' | 'podDisruptionBudgets', Informer>;
+  informers: Record<
+    | 'routes'
+    | 'clients'
+    | 'policies'
+    | 'deployments'
+    | 'targetDeployments'
+    | 'services'
+    | 'configMaps'
+    | 'secrets'
+    | 'networkPolicies'
+    | 'podDisruptionBudgets',
+    Informer
+  >;
   controllers: Record<'routes' | 'clients' | 'authServers' | 'policies', Controller>;
 }
 
 /** The field manager of each controller's writes (server-side apply, create). */
-export const FIELD_MANAGERS = { route: 'portcullis-route', oauthClient: 'portcullis-oauth-client', authServer: 'portcullis-auth-server', policy: 'portcullis-policy' } as const;
+export const FIELD_MANAGERS = {
+  route: 'portcullis-route',
+  oauthClient: 'portcullis-oauth-client',
+  authServer: 'portcullis-auth-server',
+  policy: 'portcullis-policy',
+} as const;
 /** The one field manager every controller wrote as before: its applied fields are handed over (runtime/applier.ts). */
 export const FORMER_FIELD_MANAGER = 'portcullis-operator';
 
@@ -59,11 +76,21 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const namespaces = config.PORTCULLIS_WATCH_NAMESPACES;
   // Children: the label narrows what the API server sends, the owner reference decides what is
   // kept (anyone can set the label); Secrets and ConfigMaps are cached as metadata only.
-  const informer = (type: ResourceType, child?: { metadataOnly: boolean }, targets?: { keep: (obj: KubeObject) => boolean }) =>
+  const informer = (
+    type: ResourceType,
+    child?: { metadataOnly: boolean },
+    targets?: { keep: (obj: KubeObject) => boolean },
+  ) =>
     new Informer(client, clock, log, {
       type,
       namespaces,
-      ...(child === undefined ? {} : { labelSelector: MANAGED_SELECTOR, keep: ownedByPortcullis, metadataOnly: child.metadataOnly }),
+      ...(child === undefined
+        ? {}
+        : {
+            labelSelector: MANAGED_SELECTOR,
+            keep: ownedByPortcullis,
+            metadataOnly: child.metadataOnly,
+          }),
       ...(targets === undefined ? {} : { metadataOnly: true, keep: targets.keep }),
       relistIntervalMs: config.PORTCULLIS_RELIST_INTERVAL_MS,
       backoff: { baseMs: 500, maxMs: 30_000, jitter: 0.2 },
@@ -81,7 +108,9 @@ export function buildOperator(deps: OperatorDeps): Operator {
     // Deployment's metadata goes by, only those some route targets stay in the cache, and the
     // reconciler GETs the one it works on. Their changes (created, rolled out, the sidecar edited
     // away) wake the routes at once instead of a poll.
-    targetDeployments: informer(resourceTypes.deployment, undefined, { keep: (d) => routeInformer.byIndex(TARGET_REF_INDEX, keyOf(d)).length > 0 }),
+    targetDeployments: informer(resourceTypes.deployment, undefined, {
+      keep: (d) => routeInformer.byIndex(TARGET_REF_INDEX, keyOf(d)).length > 0,
+    }),
     services: informer(resourceTypes.service, { metadataOnly: false }),
     configMaps: informer(resourceTypes.configMap, { metadataOnly: true }),
     secrets: informer(resourceTypes.secret, { metadataOnly: true }),
@@ -92,7 +121,10 @@ export function buildOperator(deps: OperatorDeps): Operator {
   // One field manager per controller, each taking over what the operator's former single manager applied.
   const managed = (fieldManager: string) => {
     const own = client.withFieldManager(fieldManager);
-    return { client: own, applier: new Applier(own, metrics, { formerManagers: [FORMER_FIELD_MANAGER] }) };
+    return {
+      client: own,
+      applier: new Applier(own, metrics, { formerManagers: [FORMER_FIELD_MANAGER] }),
+    };
   };
   const route = managed(FIELD_MANAGERS.route);
   const oauthClient = managed(FIELD_MANAGERS.oauthClient);
@@ -107,7 +139,16 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const routes = new Controller(
     {
       ...controllerOptions,
-      reconciler: new RateLimitRouteReconciler({ applier: route.applier, caches: informers, settings, clock, events, client: route.client, redisUsers: deps.redisUsers, log: log.child({ controller: 'ratelimitroute' }) }),
+      reconciler: new RateLimitRouteReconciler({
+        applier: route.applier,
+        caches: informers,
+        settings,
+        clock,
+        events,
+        client: route.client,
+        redisUsers: deps.redisUsers,
+        log: log.child({ controller: 'ratelimitroute' }),
+      }),
       keys: () => informers.routes.list().map(keyOf),
     },
     clock,
@@ -117,7 +158,14 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const clients = new Controller(
     {
       ...controllerOptions,
-      reconciler: new OAuthClientReconciler({ client: oauthClient.client, applier: oauthClient.applier, caches: informers, clock, events, log: log.child({ controller: 'oauthclient' }) }),
+      reconciler: new OAuthClientReconciler({
+        client: oauthClient.client,
+        applier: oauthClient.applier,
+        caches: informers,
+        clock,
+        events,
+        log: log.child({ controller: 'oauthclient' }),
+      }),
       keys: () => informers.clients.list().map(keyOf),
     },
     clock,
@@ -128,11 +176,23 @@ export function buildOperator(deps: OperatorDeps): Operator {
     {
       ...controllerOptions,
       workers: Math.min(2, config.PORTCULLIS_WORKERS),
-      reconciler: new AuthServerReconciler({ client: authServer.client, applier: authServer.applier, caches: informers, settings, clock, events, redisUsers: deps.redisUsers, log: log.child({ controller: 'auth-server' }) }),
+      reconciler: new AuthServerReconciler({
+        client: authServer.client,
+        applier: authServer.applier,
+        caches: informers,
+        settings,
+        clock,
+        events,
+        redisUsers: deps.redisUsers,
+        log: log.child({ controller: 'auth-server' }),
+      }),
       keys: () => {
         const ns = new Set<string>();
-        for (const c of informers.clients.list()) if (c.metadata.namespace !== undefined) ns.add(c.metadata.namespace);
-        for (const d of informers.deployments.list()) if (d.metadata.name === AUTH_SERVER_NAME && d.metadata.namespace !== undefined) ns.add(d.metadata.namespace);
+        for (const c of informers.clients.list())
+          if (c.metadata.namespace !== undefined) ns.add(c.metadata.namespace);
+        for (const d of informers.deployments.list())
+          if (d.metadata.name === AUTH_SERVER_NAME && d.metadata.namespace !== undefined)
+            ns.add(d.metadata.namespace);
         return [...ns];
       },
     },
@@ -144,7 +204,16 @@ export function buildOperator(deps: OperatorDeps): Operator {
   const policies = new Controller(
     {
       ...controllerOptions,
-      reconciler: new RateLimitPolicyReconciler({ applier: policy.applier, caches: informers, settings, clock, events, client: policy.client, redisUsers: deps.redisUsers, log: log.child({ controller: 'ratelimitpolicy' }) }),
+      reconciler: new RateLimitPolicyReconciler({
+        applier: policy.applier,
+        caches: informers,
+        settings,
+        clock,
+        events,
+        client: policy.client,
+        redisUsers: deps.redisUsers,
+        log: log.child({ controller: 'ratelimitpolicy' }),
+      }),
       keys: () => informers.policies.list().map(keyOf),
     },
     clock,
@@ -154,7 +223,10 @@ export function buildOperator(deps: OperatorDeps): Operator {
 
   mapEventsToKeys(informers, { routes, clients, authServers, policies });
   // The applier remembers the versions it wrote of metadata-only children until they are gone.
-  for (const i of [informers.configMaps, informers.secrets]) i.addHandler({ onDelete: (o) => [route, oauthClient, authServer, policy].forEach((c) => c.applier.forget(o)) });
+  for (const i of [informers.configMaps, informers.secrets])
+    i.addHandler({
+      onDelete: (o) => [route, oauthClient, authServer, policy].forEach((c) => c.applier.forget(o)),
+    });
 
   const elector = config.PORTCULLIS_LEADER_ELECTION
     ? new LeaderElector(deps.leaseClient ?? client, clock, log, {

@@ -14,12 +14,25 @@ export function leaseNamespace(config: OperatorConfig): string {
 }
 
 /** The auth servers' Redis: their own setting (URL or Secret), else the routes' default (URL or Secret). */
-function authRedis(config: OperatorConfig, secretNamespace: string): Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret'> {
-  const secret = (v: string | undefined) => (v === undefined ? undefined : parseSecretKeyRef(v, secretNamespace));
-  if (config.PORTCULLIS_AUTH_REDIS_URL !== undefined || config.PORTCULLIS_AUTH_REDIS_SECRET !== undefined) {
-    return { authRedisUrl: config.PORTCULLIS_AUTH_REDIS_URL, authRedisSecret: secret(config.PORTCULLIS_AUTH_REDIS_SECRET) };
+function authRedis(
+  config: OperatorConfig,
+  secretNamespace: string,
+): Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret'> {
+  const secret = (v: string | undefined) =>
+    v === undefined ? undefined : parseSecretKeyRef(v, secretNamespace);
+  if (
+    config.PORTCULLIS_AUTH_REDIS_URL !== undefined ||
+    config.PORTCULLIS_AUTH_REDIS_SECRET !== undefined
+  ) {
+    return {
+      authRedisUrl: config.PORTCULLIS_AUTH_REDIS_URL,
+      authRedisSecret: secret(config.PORTCULLIS_AUTH_REDIS_SECRET),
+    };
   }
-  return { authRedisUrl: config.PORTCULLIS_DEFAULT_REDIS_URL, authRedisSecret: secret(config.PORTCULLIS_DEFAULT_REDIS_SECRET) };
+  return {
+    authRedisUrl: config.PORTCULLIS_DEFAULT_REDIS_URL,
+    authRedisSecret: secret(config.PORTCULLIS_DEFAULT_REDIS_SECRET),
+  };
 }
 
 export function resourceSettings(config: OperatorConfig): ResourceSettings {
@@ -33,7 +46,10 @@ export function resourceSettings(config: OperatorConfig): ResourceSettings {
     sidecarAdminPort: config.PORTCULLIS_SIDECAR_ADMIN_PORT,
     servicePort: config.PORTCULLIS_SERVICE_PORT,
     defaultRedisUrl: config.PORTCULLIS_DEFAULT_REDIS_URL,
-    defaultRedisSecret: config.PORTCULLIS_DEFAULT_REDIS_SECRET === undefined ? undefined : parseSecretKeyRef(config.PORTCULLIS_DEFAULT_REDIS_SECRET, secretNamespace),
+    defaultRedisSecret:
+      config.PORTCULLIS_DEFAULT_REDIS_SECRET === undefined
+        ? undefined
+        : parseSecretKeyRef(config.PORTCULLIS_DEFAULT_REDIS_SECRET, secretNamespace),
     ...authRedis(config, secretNamespace),
     authServerPort: config.PORTCULLIS_AUTH_SERVER_PORT,
     authServerReplicas: config.PORTCULLIS_AUTH_SERVER_REPLICAS,
@@ -43,7 +59,12 @@ export function resourceSettings(config: OperatorConfig): ResourceSettings {
     accessTokenTtlSeconds: config.PORTCULLIS_ACCESS_TOKEN_TTL_SECONDS,
     refreshReuseGraceSeconds: config.PORTCULLIS_REFRESH_REUSE_GRACE_SECONDS,
     ...(config.PORTCULLIS_SIGN_IN_SESSIONS
-      ? { signInSessions: { idleSeconds: config.PORTCULLIS_SESSION_IDLE_SECONDS, maxAgeSeconds: config.PORTCULLIS_SESSION_MAX_AGE_SECONDS } }
+      ? {
+          signInSessions: {
+            idleSeconds: config.PORTCULLIS_SESSION_IDLE_SECONDS,
+            maxAgeSeconds: config.PORTCULLIS_SESSION_MAX_AGE_SECONDS,
+          },
+        }
       : {}),
     signingKeyRotationMs: Math.round(config.PORTCULLIS_SIGNING_KEY_ROTATION_HOURS * 3600_000),
     routeNetworkPolicy: config.PORTCULLIS_ROUTE_NETWORK_POLICY,

@@ -33,14 +33,26 @@ const metrics = createMetrics();
 const onRequest = (r: RequestRecord) => metrics.recordRequest(r);
 // Informers and reconciles share one request rate; the lease has its own client without one (a few
 // requests every retry period), as client-go's leader election does.
-const rateLimiter = createRequestRateLimiter({ qps: config.PORTCULLIS_KUBE_QPS, burst: config.PORTCULLIS_KUBE_BURST }, systemClock);
-const client = createHttpKubeClient(kubeConfig, { fieldManager: FIELD_MANAGER, onRequest, rateLimiter });
+const rateLimiter = createRequestRateLimiter(
+  { qps: config.PORTCULLIS_KUBE_QPS, burst: config.PORTCULLIS_KUBE_BURST },
+  systemClock,
+);
+const client = createHttpKubeClient(kubeConfig, {
+  fieldManager: FIELD_MANAGER,
+  onRequest,
+  rateLimiter,
+});
 const leaseClient = createHttpKubeClient(kubeConfig, { fieldManager: FIELD_MANAGER, onRequest });
 const identity = leaderIdentity(config);
 
 // The namespaces' own Redis users, made with the admin URL of the operator's Redis Secrets.
 const redisUsers = config.PORTCULLIS_REDIS_TENANT_USERS
-  ? createTenantRedisUsers((err) => log.warn({ err: err.message }, 'could not set a namespace Redis user again after a reconnect'))
+  ? createTenantRedisUsers((err) =>
+      log.warn(
+        { err: err.message },
+        'could not set a namespace Redis user again after a reconnect',
+      ),
+    )
   : undefined;
 
 let shuttingDown = false;
@@ -65,7 +77,9 @@ const health = createHealthServer({
   ready: () => manager.ready,
   describe: () => (manager.leading ? 'leader' : 'standby'),
 });
-health.listen(config.PORT, config.HOST, () => log.info({ port: config.PORT, identity }, 'operator listening (/healthz /readyz /metrics)'));
+health.listen(config.PORT, config.HOST, () =>
+  log.info({ port: config.PORT, identity }, 'operator listening (/healthz /readyz /metrics)'),
+);
 
 async function shutdown(signal: string): Promise<void> {
   if (shuttingDown) return;
@@ -92,7 +106,13 @@ process.on('SIGINT', () => void shutdown('SIGINT'));
 
 try {
   await manager.start();
-  log.info({ leaderElection: config.PORTCULLIS_LEADER_ELECTION, namespaces: config.PORTCULLIS_WATCH_NAMESPACES }, 'operator started');
+  log.info(
+    {
+      leaderElection: config.PORTCULLIS_LEADER_ELECTION,
+      namespaces: config.PORTCULLIS_WATCH_NAMESPACES,
+    },
+    'operator started',
+  );
 } catch (err) {
   log.error({ err }, 'operator failed to start');
   process.exit(1);

@@ -10,11 +10,17 @@ import { parseArgs } from 'node:util';
 import { BUNDLED_PROGRAMS, bundleProgram, type BundledProgram } from './bundle.ts';
 
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const { values, positionals } = parseArgs({ options: { outdir: { type: 'string' } }, allowPositionals: true, strict: true });
+const { values, positionals } = parseArgs({
+  options: { outdir: { type: 'string' } },
+  allowPositionals: true,
+  strict: true,
+});
 const known = Object.keys(BUNDLED_PROGRAMS);
 const unknown = positionals.filter((p) => !known.includes(p));
 if (unknown.length > 0) {
-  console.error(`build-programs: unknown program(s) ${unknown.join(', ')}; known: ${known.join(', ')}`);
+  console.error(
+    `build-programs: unknown program(s) ${unknown.join(', ')}; known: ${known.join(', ')}`,
+  );
   process.exit(2);
 }
 const programs = (positionals.length > 0 ? positionals : known) as BundledProgram[];
@@ -23,5 +29,7 @@ const root = path.resolve(repo, values.outdir ?? 'dist');
 for (const program of programs) {
   const outdir = path.join(root, program);
   const bytes = await bundleProgram(repo, program, outdir);
-  console.log(`build-programs: ${path.relative(repo, outdir)}/main.mjs (${(bytes / 1024).toFixed(0)} KiB)`);
+  console.log(
+    `build-programs: ${path.relative(repo, outdir)}/main.mjs (${(bytes / 1024).toFixed(0)} KiB)`,
+  );
 }

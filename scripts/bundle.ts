@@ -35,7 +35,10 @@ const LUA_SOURCE = 'lib/token-bucket/take-script.ts';
 const LUA_SCRIPT = 'lib/token-bucket/token-bucket.lua';
 
 /** Bundles `entry` into `outfile`; answers the bundle's size in bytes and the repository files it holds. */
-export async function bundleNodeProgram(entry: string, outfile: string): Promise<{ bytes: number; inputs: string[] }> {
+export async function bundleNodeProgram(
+  entry: string,
+  outfile: string,
+): Promise<{ bytes: number; inputs: string[] }> {
   const result = await build({
     entryPoints: [entry],
     outfile,
@@ -50,7 +53,9 @@ export async function bundleNodeProgram(entry: string, outfile: string): Promise
     metafile: true,
     logLevel: 'warning',
     // CommonJS dependencies (ioredis, pino, prom-client) call require() for Node built-ins.
-    banner: { js: "import { createRequire as __portcullisRequire } from 'node:module'; const require = __portcullisRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __portcullisRequire } from 'node:module'; const require = __portcullisRequire(import.meta.url);",
+    },
   });
   return {
     bytes: Object.values(result.metafile.outputs).reduce((sum, o) => sum + o.bytes, 0),
@@ -63,11 +68,19 @@ export async function bundleNodeProgram(entry: string, outfile: string): Promise
  * Lua script beside it when the program holds the Redis bucket store (the sidecar, and the auth
  * server's sign-in throttle). Answers the bundle's size in bytes.
  */
-export async function bundleProgram(repo: string, program: BundledProgram, outdir: string): Promise<number> {
+export async function bundleProgram(
+  repo: string,
+  program: BundledProgram,
+  outdir: string,
+): Promise<number> {
   mkdirSync(outdir, { recursive: true });
-  const { bytes, inputs } = await bundleNodeProgram(path.join(repo, BUNDLED_PROGRAMS[program]), path.join(outdir, 'main.mjs'));
+  const { bytes, inputs } = await bundleNodeProgram(
+    path.join(repo, BUNDLED_PROGRAMS[program]),
+    path.join(outdir, 'main.mjs'),
+  );
   const fromRepo = new Set(inputs.map((i) => path.relative(repo, path.resolve(i))));
-  if (fromRepo.has(LUA_SOURCE)) copyFileSync(path.join(repo, LUA_SCRIPT), path.join(outdir, path.basename(LUA_SCRIPT)));
+  if (fromRepo.has(LUA_SOURCE))
+    copyFileSync(path.join(repo, LUA_SCRIPT), path.join(outdir, path.basename(LUA_SCRIPT)));
   return bytes;
 }
 

@@ -20,7 +20,9 @@ export function renderCrds(): Map<string, string> {
   const files = new Map<string, string>();
   for (const source of crdSources) {
     const [plural, ...group] = crdName(source).split('.');
-    const text = GENERATED_HEADER + stringify(buildCrd(source), { lineWidth: 0, aliasDuplicateObjects: false });
+    const text =
+      GENERATED_HEADER +
+      stringify(buildCrd(source), { lineWidth: 0, aliasDuplicateObjects: false });
     files.set(`${group.join('.')}_${plural}.yaml`, text);
   }
   return files;
@@ -37,9 +39,13 @@ export const CRD_TEMPLATE = path.join('charts', 'portcullis', 'templates', 'crds
 export function renderCrdTemplate(crds: Map<string, string> = renderCrds()): string {
   const docs = [...crds.values()].map((text) => {
     const body = text.slice(GENERATED_HEADER.length);
-    if (body.includes('{{') || body.includes('}}')) throw new Error('a CRD contains "{{" or "}}", which helm would read as a template action');
+    if (body.includes('{{') || body.includes('}}'))
+      throw new Error('a CRD contains "{{" or "}}", which helm would read as a template action');
     if (!body.includes('\nmetadata:\n')) throw new Error('a CRD has no top-level metadata');
-    return body.replace('\nmetadata:\n', '\nmetadata:\n  {{- if .Values.crds.keep }}\n  annotations:\n    helm.sh/resource-policy: keep\n  {{- end }}\n');
+    return body.replace(
+      '\nmetadata:\n',
+      '\nmetadata:\n  {{- if .Values.crds.keep }}\n  annotations:\n    helm.sh/resource-policy: keep\n  {{- end }}\n',
+    );
   });
   return `${GENERATED_HEADER}{{- if .Values.crds.enabled }}\n${docs.join('---\n')}{{- end }}\n`;
 }
@@ -48,7 +54,8 @@ function firstDifference(want: string, have: string): string {
   const a = want.split('\n');
   const b = have.split('\n');
   for (let i = 0; i < Math.max(a.length, b.length); i++) {
-    if (a[i] !== b[i]) return `  line ${i + 1}:\n    committed: ${b[i] ?? '(end of file)'}\n    generated: ${a[i] ?? '(end of file)'}`;
+    if (a[i] !== b[i])
+      return `  line ${i + 1}:\n    committed: ${b[i] ?? '(end of file)'}\n    generated: ${a[i] ?? '(end of file)'}`;
   }
   return '';
 }
@@ -61,7 +68,8 @@ function main(): void {
     const abs = path.join(ROOT, dir);
     const existing = existsSync(abs) ? readdirSync(abs).filter((f) => OWNED.test(f)) : [];
     for (const stale of existing.filter((f) => !files.has(f))) {
-      if (check) problems.push(`${dir}/${stale}: no longer generated (a kind was removed or renamed)`);
+      if (check)
+        problems.push(`${dir}/${stale}: no longer generated (a kind was removed or renamed)`);
       else rmSync(path.join(abs, stale));
     }
     for (const [name, text] of files) {
@@ -69,7 +77,11 @@ function main(): void {
       const have = existsSync(file) ? readFileSync(file, 'utf8') : undefined;
       if (have === text) continue;
       if (check) {
-        problems.push(have === undefined ? `${dir}/${name}: missing` : `${dir}/${name}: out of date\n${firstDifference(text, have)}`);
+        problems.push(
+          have === undefined
+            ? `${dir}/${name}: missing`
+            : `${dir}/${name}: out of date\n${firstDifference(text, have)}`,
+        );
       } else {
         mkdirSync(abs, { recursive: true });
         writeFileSync(file, text);
@@ -81,17 +93,31 @@ function main(): void {
   const templateFile = path.join(ROOT, CRD_TEMPLATE);
   const haveTemplate = existsSync(templateFile) ? readFileSync(templateFile, 'utf8') : undefined;
   if (haveTemplate !== template) {
-    if (check) problems.push(haveTemplate === undefined ? `${CRD_TEMPLATE}: missing` : `${CRD_TEMPLATE}: out of date\n${firstDifference(template, haveTemplate)}`);
+    if (check)
+      problems.push(
+        haveTemplate === undefined
+          ? `${CRD_TEMPLATE}: missing`
+          : `${CRD_TEMPLATE}: out of date\n${firstDifference(template, haveTemplate)}`,
+      );
     else {
       writeFileSync(templateFile, template);
       console.log(`crds: wrote ${CRD_TEMPLATE}`);
     }
   }
   if (problems.length > 0) {
-    console.error(`check-generated: the CRDs differ from operator/api:\n${problems.join('\n')}\nRun \`make crds\` and commit crds/, charts/portcullis/crds/ and ${CRD_TEMPLATE}.`);
+    console.error(
+      `check-generated: the CRDs differ from operator/api:\n${problems.join('\n')}\nRun \`make crds\` and commit crds/, charts/portcullis/crds/ and ${CRD_TEMPLATE}.`,
+    );
     process.exit(1);
   }
-  if (check) console.log(`check-generated: crds/, charts/portcullis/crds/ and ${CRD_TEMPLATE} match operator/api (${files.size} CRDs)`);
+  if (check)
+    console.log(
+      `check-generated: crds/, charts/portcullis/crds/ and ${CRD_TEMPLATE} match operator/api (${files.size} CRDs)`,
+    );
 }
 
-if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();
+if (
+  process.argv[1] !== undefined &&
+  path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)
+)
+  main();

@@ -13,7 +13,11 @@ interface FileCounts {
   readonly faults: Record<string, number>;
   readonly requests: Record<string, number>;
   readonly failures: Record<string, number>;
-  readonly logScan?: { readonly lines: number; readonly findings: number; readonly trackedSecrets: number };
+  readonly logScan?: {
+    readonly lines: number;
+    readonly findings: number;
+    readonly trackedSecrets: number;
+  };
 }
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
@@ -28,7 +32,8 @@ const files = readdirSync(dir)
 
 const sum = (pick: (f: FileCounts) => Record<string, number>) => {
   const out = new Map<string, number>();
-  for (const f of files) for (const [k, v] of Object.entries(pick(f))) out.set(k, (out.get(k) ?? 0) + v);
+  for (const f of files)
+    for (const [k, v] of Object.entries(pick(f))) out.set(k, (out.get(k) ?? 0) + v);
   return out;
 };
 const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
@@ -50,9 +55,17 @@ const summary = {
   secretsTracked: secrets,
   secretFindings: findings,
   failures: total(failures),
-  detail: { cases: Object.fromEntries(cases), faults: Object.fromEntries(faults), requests: Object.fromEntries(requests), failures: Object.fromEntries(failures) },
+  detail: {
+    cases: Object.fromEntries(cases),
+    faults: Object.fromEntries(faults),
+    requests: Object.fromEntries(requests),
+    failures: Object.fromEntries(failures),
+  },
 };
-writeFileSync(path.join(root, 'test-results', 'reliability-summary.json'), JSON.stringify(summary, null, 2));
+writeFileSync(
+  path.join(root, 'test-results', 'reliability-summary.json'),
+  JSON.stringify(summary, null, 2),
+);
 
 const row = (k: string, v: number) => `| ${k} | ${v.toLocaleString('en-US')} |`;
 console.log(
@@ -60,16 +73,27 @@ console.log(
     '| measure | count |',
     '|---|---|',
     row('test files reporting', summary.testFiles),
-    row('cases tried (property runs, fuzz inputs, schema mutations, integrity checks)', summary.casesTried),
+    row(
+      'cases tried (property runs, fuzz inputs, schema mutations, integrity checks)',
+      summary.casesTried,
+    ),
     row('faults injected', summary.faultsInjected),
     row('requests sent (HTTP via fetch + raw-socket exchanges)', summary.requestsSent),
     row('log lines scanned for secrets', summary.logLinesScanned),
-    row('secrets tracked (codes, tokens, client secrets, passwords, cookies)', summary.secretsTracked),
+    row(
+      'secrets tracked (codes, tokens, client secrets, passwords, cookies)',
+      summary.secretsTracked,
+    ),
     row('secrets found in logs', summary.secretFindings),
     row('failures', summary.failures),
   ].join('\n'),
 );
-for (const [title, m] of [['cases', cases], ['faults', faults], ['requests', requests]] as const) {
+for (const [title, m] of [
+  ['cases', cases],
+  ['faults', faults],
+  ['requests', requests],
+] as const) {
   console.log(`\n${title}:`);
-  for (const [k, v] of [...m].sort((a, b) => b[1] - a[1])) console.log(`  ${String(v).padStart(8)}  ${k}`);
+  for (const [k, v] of [...m].sort((a, b) => b[1] - a[1]))
+    console.log(`  ${String(v).padStart(8)}  ${k}`);
 }

@@ -22,7 +22,8 @@ const programs = [
 async function waitForPort(port: number, child: ChildProcess, timeoutMs: number): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`exited with code ${child.exitCode} before listening`);
+    if (child.exitCode !== null)
+      throw new Error(`exited with code ${child.exitCode} before listening`);
     const up = await new Promise<boolean>((resolve) => {
       const s = net.connect({ port, host: '127.0.0.1' });
       s.once('connect', () => (s.destroy(), resolve(true)));
@@ -70,11 +71,15 @@ async function main(): Promise<void> {
     }
     const mod = (await import(full)) as { default: LocalProgramFactory };
     const program = await mod.default(ctx);
-    const child = spawn(process.execPath, [path.join(root, program.entry), ...(program.args ?? [])], {
-      cwd: root,
-      env: { ...process.env, ...program.env },
-      stdio: ['ignore', 'inherit', 'inherit'],
-    });
+    const child = spawn(
+      process.execPath,
+      [path.join(root, program.entry), ...(program.args ?? [])],
+      {
+        cwd: root,
+        env: { ...process.env, ...program.env },
+        stdio: ['ignore', 'inherit', 'inherit'],
+      },
+    );
     running.push({ program, child });
     child.once('exit', (code, signal) => {
       if (stopping) return;

@@ -29,10 +29,27 @@ const p = new SoakProcesses();
 /** Runs the soak; answers what did not hold (empty when every invariant held). */
 const soak = async (): Promise<string[]> => {
   const t0 = now();
-  const tl: Timeline = { t0, end: t0 + DURATION_MS, gateway: [], redisDown: [], upstreamDown: [], configChanges: [], replicaDown: [], faults: [] };
+  const tl: Timeline = {
+    t0,
+    end: t0 + DURATION_MS,
+    gateway: [],
+    redisDown: [],
+    upstreamDown: [],
+    configChanges: [],
+    replicaDown: [],
+    faults: [],
+  };
   // Warm up before the RSS baseline.
-  for (let i = 0; i < 30; i++) await fetch(`${p.allowA.url}/healthcheck/ready`, { headers: { 'USER-ID': `warm-${i}` } }).then((r) => r.text());
-  await authorize({ issuer: p.stack.authUrls[0] as string, clientId: 'demo-client', redirectUri: p.stack.redirectUri, challenge: pkce().challenge });
+  for (let i = 0; i < 30; i++)
+    await fetch(`${p.allowA.url}/healthcheck/ready`, { headers: { 'USER-ID': `warm-${i}` } }).then(
+      (r) => r.text(),
+    );
+  await authorize({
+    issuer: p.stack.authUrls[0] as string,
+    clientId: 'demo-client',
+    redirectUri: p.stack.redirectUri,
+    challenge: pkce().challenge,
+  });
   const memStart = await p.sampleMemory();
 
   const oauth = oauthCounts();
@@ -43,7 +60,13 @@ const soak = async (): Promise<string[]> => {
   const midSample = sleep(DURATION_MS / 2).then(async () => {
     memMid = await p.sampleMemory();
   });
-  await Promise.all([...users.map((u, index) => userLoop(p, tl, u, index)), flowLoop(0), flowLoop(1), faultLoop(p, tl), midSample]);
+  await Promise.all([
+    ...users.map((u, index) => userLoop(p, tl, u, index)),
+    flowLoop(0),
+    flowLoop(1),
+    faultLoop(p, tl),
+    midSample,
+  ]);
 
   const memEnd = await p.sampleMemory();
   return checkInvariants(p, tl, oauth, auth503LagMs, { start: memStart, mid: memMid, end: memEnd });
@@ -53,9 +76,14 @@ try {
   await p.setUp();
   const failed = await soak();
   if (failed.length > 0) {
-    console.error(`soak: ${failed.length} invariant(s) did not hold:\n${failed.slice(0, 30).join('\n')}`);
+    console.error(
+      `soak: ${failed.length} invariant(s) did not hold:\n${failed.slice(0, 30).join('\n')}`,
+    );
     process.exitCode = 1;
-  } else console.log(`soak: every invariant held over ${SOAK_SECONDS} s (test-results/soak-report.json)`);
+  } else
+    console.log(
+      `soak: every invariant held over ${SOAK_SECONDS} s (test-results/soak-report.json)`,
+    );
 } finally {
   await p.tearDown();
 }

@@ -14,7 +14,11 @@ export interface AdminDeps {
 const TEXT = 'text/plain; charset=utf-8';
 
 function send(res: http.ServerResponse, status: number, contentType: string, body: string): void {
-  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store' });
+  res.writeHead(status, {
+    'content-type': contentType,
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+  });
   res.end(body);
 }
 
@@ -27,7 +31,8 @@ export function buildAdminServer(deps: AdminDeps): http.Server {
       if (reason === null) send(res, 200, TEXT, 'ready');
       else send(res, 503, TEXT, `not ready: ${reason}`);
     },
-    '/metrics': async (res) => send(res, 200, deps.registry.contentType, await deps.registry.metrics()),
+    '/metrics': async (res) =>
+      send(res, 200, deps.registry.contentType, await deps.registry.metrics()),
   };
   return http.createServer({ requestTimeout: 10_000, headersTimeout: 5_000 }, (req, res) => {
     const url = req.url ?? '';
@@ -35,11 +40,25 @@ export function buildAdminServer(deps: AdminDeps): http.Server {
     const path = q < 0 ? url : url.slice(0, q);
     const route = Object.hasOwn(routes, path) ? routes[path] : undefined;
     if (route === undefined) {
-      sendProblem(res, { type: 'about:blank', title: 'Not Found', status: 404, detail: 'The admin port serves /healthz, /readyz and /metrics.' });
+      sendProblem(res, {
+        type: 'about:blank',
+        title: 'Not Found',
+        status: 404,
+        detail: 'The admin port serves /healthz, /readyz and /metrics.',
+      });
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      sendProblem(res, { type: 'about:blank', title: 'Method Not Allowed', status: 405, detail: 'Only GET and HEAD.' }, ['allow', 'GET, HEAD']);
+      sendProblem(
+        res,
+        {
+          type: 'about:blank',
+          title: 'Method Not Allowed',
+          status: 405,
+          detail: 'Only GET and HEAD.',
+        },
+        ['allow', 'GET, HEAD'],
+      );
       return;
     }
     Promise.resolve(route(res)).catch(() => send(res, 503, TEXT, 'metrics unavailable'));

@@ -33,9 +33,15 @@ function headerKey(a: AdmissionRequest, value: string | undefined): KeyOutcome {
   const rt = a.rt;
   rt.metrics.outcome.bad_key.inc();
   const log = a.admission.log;
-  if (log.isLevelEnabled('debug')) log.debug({ route: rt.routeId, reason: rejection }, 'request without a valid key');
+  if (log.isLevelEnabled('debug'))
+    log.debug({ route: rt.routeId, reason: rejection }, 'request without a valid key');
   return {
-    problem: { type: problemTypes.badKey, title: 'Invalid user id', status: rt.missingKeyStatus, detail: keyRejectionDetail[rejection](rt.config.limiter.keyHeader) },
+    problem: {
+      type: problemTypes.badKey,
+      title: 'Invalid user id',
+      status: rt.missingKeyStatus,
+      detail: keyRejectionDetail[rejection](rt.config.limiter.keyHeader),
+    },
     headers: [],
   };
 }
@@ -46,12 +52,38 @@ function jwtKey(a: AdmissionRequest, result: JwtKeyResult): KeyOutcome {
   const rt = a.rt;
   const log = a.admission.log;
   if (result.reason === 'unavailable') {
-    log.warn({ route: rt.routeId, detail: result.detail }, 'access token not verifiable: key set unavailable');
+    log.warn(
+      { route: rt.routeId, detail: result.detail },
+      'access token not verifiable: key set unavailable',
+    );
     rt.metrics.outcome.key_unavailable.inc();
-    return { problem: { type: problemTypes.keyUnavailable, title: 'Service Unavailable', status: 503, detail: result.detail }, headers: ['retry-after', '1'] };
+    return {
+      problem: {
+        type: problemTypes.keyUnavailable,
+        title: 'Service Unavailable',
+        status: 503,
+        detail: result.detail,
+      },
+      headers: ['retry-after', '1'],
+    };
   }
-  if (log.isLevelEnabled('debug')) log.debug({ route: rt.routeId, reason: result.reason, detail: result.detail }, 'request without a valid access token');
+  if (log.isLevelEnabled('debug'))
+    log.debug(
+      { route: rt.routeId, reason: result.reason, detail: result.detail },
+      'request without a valid access token',
+    );
   rt.metrics.outcome.bad_key.inc();
-  const challenge = result.reason === 'missing' ? 'Bearer' : `Bearer error="invalid_token", error_description="${result.detail.replaceAll('"', "'")}"`;
-  return { problem: { type: problemTypes.invalidToken, title: 'Unauthorized', status: 401, detail: result.detail }, headers: ['www-authenticate', challenge] };
+  const challenge =
+    result.reason === 'missing'
+      ? 'Bearer'
+      : `Bearer error="invalid_token", error_description="${result.detail.replaceAll('"', "'")}"`;
+  return {
+    problem: {
+      type: problemTypes.invalidToken,
+      title: 'Unauthorized',
+      status: 401,
+      detail: result.detail,
+    },
+    headers: ['www-authenticate', challenge],
+  };
 }

@@ -33,13 +33,24 @@ export class Admission {
     const now = performance.now();
     if (now - this.#lastShedWarnMs >= 5000) {
       this.log.warn(
-        { route: rt.routeId, reason, shed: this.#shed, pendingTakes: this.overload.pendingTakes, eventLoopLagMs: Math.round(this.overload.lagMs) },
+        {
+          route: rt.routeId,
+          reason,
+          shed: this.#shed,
+          pendingTakes: this.overload.pendingTakes,
+          eventLoopLagMs: Math.round(this.overload.lagMs),
+        },
         'sidecar overloaded; shedding requests with 503',
       );
       this.#shed = 0;
       this.#lastShedWarnMs = now;
     }
-    return { type: problemTypes.overloaded, title: 'Service Unavailable', status: 503, detail: 'The gateway is overloaded; retry shortly.' };
+    return {
+      type: problemTypes.overloaded,
+      title: 'Service Unavailable',
+      status: 503,
+      detail: 'The gateway is overloaded; retry shortly.',
+    };
   }
 
   /** The store could not decide: counted, warned, and the route's onStoreError policy (deny: the refusal; allow: undefined). */
@@ -48,7 +59,12 @@ export class Admission {
     this.#warnStoreError(rt, err);
     if (rt.onStoreError === 'allow') return undefined;
     rt.metrics.outcome.store_error_denied.inc();
-    return { type: problemTypes.storeUnavailable, title: 'Service Unavailable', status: 503, detail: 'The rate limiter cannot decide right now; retry shortly.' };
+    return {
+      type: problemTypes.storeUnavailable,
+      title: 'Service Unavailable',
+      status: 503,
+      detail: 'The rate limiter cannot decide right now; retry shortly.',
+    };
   }
 
   /** One warning per 5 s at most while the store fails (with the count since the last one). */
@@ -57,7 +73,12 @@ export class Admission {
     const now = performance.now();
     if (now - this.#lastStoreWarnMs < 5000) return;
     this.log.warn(
-      { route: rt.routeId, policy: rt.onStoreError, errors: this.#storeErrors, err: err instanceof Error ? err.message : String(err) },
+      {
+        route: rt.routeId,
+        policy: rt.onStoreError,
+        errors: this.#storeErrors,
+        err: err instanceof Error ? err.message : String(err),
+      },
       'limiter store unavailable; applying onStoreError policy',
     );
     this.#storeErrors = 0;

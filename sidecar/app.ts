@@ -68,7 +68,10 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     now: deps.now,
     metrics,
     // A new pool only when the upstream settings changed: kept-alive connections carry over.
-    upstream: (config, running) => (running !== undefined && same(config.upstream, running.config.upstream) ? running.upstream : createPool(config)),
+    upstream: (config, running) =>
+      running !== undefined && same(config.upstream, running.config.upstream)
+        ? running.upstream
+        : createPool(config),
     restartFields: ['listen', 'admin', 'memory'],
   });
   let shuttingDown = false;
@@ -88,14 +91,23 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
   // whose default (30 s) would let a header trickle live 30 s past the timeout.
   // One 'request' listener: with two, every request's emit would copy the listener array.
   const proxyServer = http.createServer(
-    { keepAliveTimeout: 65_000, requestTimeout: 0, headersTimeout: initial.listen.headersTimeoutMs, connectionsCheckingInterval: 1000 },
+    {
+      keepAliveTimeout: 65_000,
+      requestTimeout: 0,
+      headersTimeout: initial.listen.headersTimeoutMs,
+      connectionsCheckingInterval: 1000,
+    },
     (req, res) => {
       watchBody(req, res);
       proxy.handle(req, res);
     },
   );
   // HTTP Upgrade (WebSocket): admitted like a request, then tunnelled (sidecar/upgrade.ts).
-  const upgrades = new UpgradeProxy({ logger: log, runtime: live.current, registry: metrics.registry });
+  const upgrades = new UpgradeProxy({
+    logger: log,
+    runtime: live.current,
+    registry: metrics.registry,
+  });
   proxyServer.on('upgrade', upgrades.handle);
   proxyServer.on('clientError', (err: NodeJS.ErrnoException, socket) => {
     // writeSocketProblem answers a socket once (the parser repeats its error for each further
@@ -108,7 +120,11 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
         ? [408, 'Request Timeout', 'The request headers did not arrive in time.']
         : err.code === 'HPE_HEADER_OVERFLOW'
           ? [431, 'Request Header Fields Too Large', 'The request headers are too large.']
-          : [400, 'Bad Request', 'The request is not valid HTTP/1.1 (for example a control character in a header value).'];
+          : [
+              400,
+              'Bad Request',
+              'The request is not valid HTTP/1.1 (for example a control character in a header value).',
+            ];
     writeSocketProblem(socket, { type: problemTypes.badRequest, title, status, detail });
   });
 
@@ -117,7 +133,8 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
     notReadyReason: () => {
       if (shuttingDown) return 'shutting down';
       if (!proxyServer.listening) return 'proxy not listening';
-      if (!live.current().store.isReady() && live.current().onStoreError === 'deny') return 'limiter store unavailable and onStoreError is deny';
+      if (!live.current().store.isReady() && live.current().onStoreError === 'deny')
+        return 'limiter store unavailable and onStoreError is deny';
       return null;
     },
   });
@@ -154,7 +171,11 @@ export function buildSidecarApp(deps: SidecarDeps): SidecarApp {
         }),
       ]);
       clearTimeout(timer);
-      if (!drained) log.warn({ inFlight: proxy.inFlight, graceMs: grace }, 'shutdown grace elapsed; closing remaining connections');
+      if (!drained)
+        log.warn(
+          { inFlight: proxy.inFlight, graceMs: grace },
+          'shutdown grace elapsed; closing remaining connections',
+        );
       proxyServer.closeAllConnections();
       upgrades.closeAll(); // tunnels have no natural end; the server cannot close while they live
       await closed;

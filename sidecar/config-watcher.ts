@@ -25,12 +25,16 @@ export class ConfigWatcher {
     this.#options = options;
     this.#last = options.initialText;
     try {
-      this.#watcher = watch(path.dirname(options.file), { persistent: false }, () => this.#schedule());
+      this.#watcher = watch(path.dirname(options.file), { persistent: false }, () =>
+        this.#schedule(),
+      );
       this.#watcher.on('error', () => this.#watcher?.close());
     } catch {
       this.#watcher = undefined; // polling still runs
     }
-    watchFile(options.file, { persistent: false, interval: options.pollIntervalMs ?? 1000 }, () => this.#schedule());
+    watchFile(options.file, { persistent: false, interval: options.pollIntervalMs ?? 1000 }, () =>
+      this.#schedule(),
+    );
   }
 
   #schedule(): void {

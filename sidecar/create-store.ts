@@ -29,13 +29,27 @@ export interface StoreHooks {
   readonly onRefusedFull?: () => void;
 }
 
-export function createBucketStore(redis: RedisConfig | undefined, memory: SidecarConfig['memory'], now: () => number, hooks: StoreHooks = {}): StoreChoice {
+export function createBucketStore(
+  redis: RedisConfig | undefined,
+  memory: SidecarConfig['memory'],
+  now: () => number,
+  hooks: StoreHooks = {},
+): StoreChoice {
   const { onRefusedLocally, onEvicted, onRefusedFull } = hooks;
   if (redis === undefined) {
     const bound = { maxBuckets: memory.maxBuckets, maxBytes: memory.maxBytes };
-    return { store: new MemoryBucketStore({ now, ...bound, ...(onEvicted !== undefined ? { onEvicted } : {}), ...(onRefusedFull !== undefined ? { onRefusedFull } : {}) }), kind: 'memory' };
+    return {
+      store: new MemoryBucketStore({
+        now,
+        ...bound,
+        ...(onEvicted !== undefined ? { onEvicted } : {}),
+        ...(onRefusedFull !== undefined ? { onRefusedFull } : {}),
+      }),
+      kind: 'memory',
+    };
   }
-  const password = redis.passwordFile === undefined ? undefined : readFileSync(redis.passwordFile, 'utf8').trim();
+  const password =
+    redis.passwordFile === undefined ? undefined : readFileSync(redis.passwordFile, 'utf8').trim();
   const keyHashSecret = redis.hashKeys ? keyHashSecretFor(redis, password) : undefined;
   return {
     kind: 'redis',
@@ -56,5 +70,7 @@ export function createBucketStore(redis: RedisConfig | undefined, memory: Sideca
 
 /** The Redis password (passwordFile, else the URL's) keys the bucket-key HMAC (key-hash.ts). */
 function keyHashSecretFor(redis: RedisConfig, password: string | undefined): string {
-  return keyHashSecretOf(password ?? (redis.url === undefined ? '' : decodeURIComponent(new URL(redis.url).password)));
+  return keyHashSecretOf(
+    password ?? (redis.url === undefined ? '' : decodeURIComponent(new URL(redis.url).password)),
+  );
 }

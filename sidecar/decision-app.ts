@@ -46,7 +46,10 @@ class NoUpstream extends Pool {
   constructor() {
     super('http://127.0.0.1:9');
   }
-  override dispatch(_options: Dispatcher.DispatchOptions, _handler: Dispatcher.DispatchHandler): boolean {
+  override dispatch(
+    _options: Dispatcher.DispatchOptions,
+    _handler: Dispatcher.DispatchHandler,
+  ): boolean {
     throw new Error('the decision service has no upstream');
   }
 }
@@ -70,11 +73,28 @@ export function buildDecisionApp(deps: DecisionDeps): DecisionApp {
 
   const admission = new Admission(log);
   // decision.* is read once, like listen: the listeners and who is trusted hold for the process' life.
-  const handler = decisionHttpHandler({ logger: log, admission, runtime: live.current, trusted: trustedPeers(initial.decision.trustedProxies), pathPrefix: initial.decision.pathPrefix });
+  const handler = decisionHttpHandler({
+    logger: log,
+    admission,
+    runtime: live.current,
+    trusted: trustedPeers(initial.decision.trustedProxies),
+    pathPrefix: initial.decision.pathPrefix,
+  });
   // A check is answered from its head (its body, if any, is drained, never awaited): only the
   // head needs a deadline, as on the proxy's listener.
-  const httpServer = http.createServer({ keepAliveTimeout: 65_000, headersTimeout: initial.listen.headersTimeoutMs, requestTimeout: 0, connectionsCheckingInterval: 1000 }, handler);
-  const grpcServer = initial.decision.grpc === undefined ? undefined : buildDecisionGrpcServer({ logger: log, admission, runtime: live.current });
+  const httpServer = http.createServer(
+    {
+      keepAliveTimeout: 65_000,
+      headersTimeout: initial.listen.headersTimeoutMs,
+      requestTimeout: 0,
+      connectionsCheckingInterval: 1000,
+    },
+    handler,
+  );
+  const grpcServer =
+    initial.decision.grpc === undefined
+      ? undefined
+      : buildDecisionGrpcServer({ logger: log, admission, runtime: live.current });
   const grpcSessions = new Set<http2.ServerHttp2Session>();
   grpcServer?.on('session', (session: http2.ServerHttp2Session) => {
     grpcSessions.add(session);
@@ -86,7 +106,8 @@ export function buildDecisionApp(deps: DecisionDeps): DecisionApp {
     notReadyReason: () => {
       if (shuttingDown) return 'shutting down';
       if (!httpServer.listening) return 'decision listener not listening';
-      if (!live.current().store.isReady() && live.current().onStoreError === 'deny') return 'limiter store unavailable and onStoreError is deny';
+      if (!live.current().store.isReady() && live.current().onStoreError === 'deny')
+        return 'limiter store unavailable and onStoreError is deny';
       return null;
     },
   });
@@ -107,9 +128,17 @@ export function buildDecisionApp(deps: DecisionDeps): DecisionApp {
       const closed = new Promise<void>((resolve) => httpServer.close(() => resolve()));
       httpServer.closeIdleConnections();
       // http2: close() stops accepting and resolves once the open sessions end (GOAWAY sent by Node).
-      const grpcClosed = grpcServer === undefined || !grpcServer.listening ? Promise.resolve() : new Promise<void>((resolve) => grpcServer.close(() => resolve()));
+      const grpcClosed =
+        grpcServer === undefined || !grpcServer.listening
+          ? Promise.resolve()
+          : new Promise<void>((resolve) => grpcServer.close(() => resolve()));
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all([closed, grpcClosed]), new Promise((resolve) => (timer = setTimeout(resolve, live.current().config.shutdownGraceMs)))]);
+      await Promise.race([
+        Promise.all([closed, grpcClosed]),
+        new Promise(
+          (resolve) => (timer = setTimeout(resolve, live.current().config.shutdownGraceMs)),
+        ),
+      ]);
       clearTimeout(timer);
       httpServer.closeAllConnections();
       for (const session of grpcSessions) session.destroy();

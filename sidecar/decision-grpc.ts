@@ -13,7 +13,13 @@
 import http2 from 'node:http2';
 import type { Logger } from 'pino';
 import type { Admission } from './admission.ts';
-import { check, checkFailed, PROBLEM_CONTENT_TYPE, type CheckAnswer, type CheckRequest } from './decision.ts';
+import {
+  check,
+  checkFailed,
+  PROBLEM_CONTENT_TYPE,
+  type CheckAnswer,
+  type CheckRequest,
+} from './decision.ts';
 import { CHECK_PATH, CheckRequestType, CheckResponseType } from './ext-authz-proto.ts';
 import type { RouteRuntime } from './route-runtime.ts';
 
@@ -32,7 +38,13 @@ interface CheckRequestMessage {
         readonly method?: string;
         readonly path?: string;
         readonly headers?: Readonly<Record<string, string>>;
-        readonly header_map?: { readonly headers?: readonly { readonly key: string; readonly value?: string; readonly raw_value?: Uint8Array }[] } | null;
+        readonly header_map?: {
+          readonly headers?: readonly {
+            readonly key: string;
+            readonly value?: string;
+            readonly raw_value?: Uint8Array;
+          }[];
+        } | null;
       } | null;
     } | null;
   } | null;
@@ -41,9 +53,11 @@ interface CheckRequestMessage {
 // Hand-written guards of the fields read, rejecting what the zod schema they replaced rejected
 // (the unit tier holds them to it): its parse, which also copied the message, took about 4 µs a
 // Check, these a quarter of one.
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 /** An object, null or undefined. */
-const isNullishObject = (v: unknown): v is Record<string, unknown> | null | undefined => v === undefined || v === null || isObject(v);
+const isNullishObject = (v: unknown): v is Record<string, unknown> | null | undefined =>
+  v === undefined || v === null || isObject(v);
 const isOptionalString = (v: unknown): boolean => v === undefined || typeof v === 'string';
 /** A plain object, as a decoded map is: no constructor, or one whose prototype owns isPrototypeOf (an Object.prototype). */
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -56,8 +70,10 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 /** A map<string, string>: every own enumerable key a string (no symbols), every value a string. */
 function isStringMap(v: unknown): boolean {
   if (!isPlainObject(v)) return false;
-  for (const name of Object.keys(v)) if (name !== '__proto__' && typeof v[name] !== 'string') return false;
-  for (const sym of Object.getOwnPropertySymbols(v)) if (Object.prototype.propertyIsEnumerable.call(v, sym)) return false;
+  for (const name of Object.keys(v))
+    if (name !== '__proto__' && typeof v[name] !== 'string') return false;
+  for (const sym of Object.getOwnPropertySymbols(v))
+    if (Object.prototype.propertyIsEnumerable.call(v, sym)) return false;
   return true;
 }
 function isHeaderMap(v: unknown): boolean {
@@ -84,7 +100,12 @@ export function isCheckRequest(message: unknown): message is CheckRequestMessage
   const http = request?.['http'];
   if (!isNullishObject(http)) return false;
   if (http === undefined || http === null) return true;
-  return isOptionalString(http['method']) && isOptionalString(http['path']) && (http['headers'] === undefined || isStringMap(http['headers'])) && isHeaderMap(http['header_map']);
+  return (
+    isOptionalString(http['method']) &&
+    isOptionalString(http['path']) &&
+    (http['headers'] === undefined || isStringMap(http['headers'])) &&
+    isHeaderMap(http['header_map'])
+  );
 }
 
 /** The fields read of a decoded CheckRequest, or undefined when they are not of the expected types. */
@@ -95,24 +116,35 @@ export function parseCheckRequest(message: unknown): CheckRequestMessage | undef
 /** gRPC status codes (google.rpc.Code) by the refusal's HTTP status. */
 const grpcCode = (httpStatus: number): number => {
   switch (httpStatus) {
-    case 400: return 3; // INVALID_ARGUMENT
-    case 401: return 16; // UNAUTHENTICATED
-    case 404: return 5; // NOT_FOUND
-    case 429: return 8; // RESOURCE_EXHAUSTED
-    case 503: return 14; // UNAVAILABLE
-    default: return 7; // PERMISSION_DENIED
+    case 400:
+      return 3; // INVALID_ARGUMENT
+    case 401:
+      return 16; // UNAUTHENTICATED
+    case 404:
+      return 5; // NOT_FOUND
+    case 429:
+      return 8; // RESOURCE_EXHAUSTED
+    case 503:
+      return 14; // UNAVAILABLE
+    default:
+      return 7; // PERMISSION_DENIED
   }
 };
 
 const OVERWRITE_IF_EXISTS_OR_ADD = 2;
 const headerOptions = (flat: readonly string[]) => {
   const out = [];
-  for (let i = 0; i < flat.length; i += 2) out.push({ header: { key: flat[i] as string, value: flat[i + 1] as string }, append_action: OVERWRITE_IF_EXISTS_OR_ADD });
+  for (let i = 0; i < flat.length; i += 2)
+    out.push({
+      header: { key: flat[i] as string, value: flat[i + 1] as string },
+      append_action: OVERWRITE_IF_EXISTS_OR_ADD,
+    });
   return out;
 };
 
 /** Whether a header is one a check reads (names lowercased). */
-const isRead = (name: string, keyHeader: string) => name === keyHeader || name === 'authorization' || name === ':method' || name === ':path';
+const isRead = (name: string, keyHeader: string) =>
+  name === keyHeader || name === 'authorization' || name === ':method' || name === ':path';
 
 /**
  * The original request of a CheckRequest; headers from `headers` (names in any case, the last of
@@ -131,7 +163,13 @@ export function checkRequestOf(message: CheckRequestMessage, keyHeader: string):
   }
   for (const h of http?.header_map?.headers ?? []) {
     const name = h.key.toLowerCase();
-    if (isRead(name, keyHeader) && !headers.has(name)) headers.set(name, h.value !== undefined && h.value !== '' ? h.value : Buffer.from(h.raw_value ?? []).toString('latin1'));
+    if (isRead(name, keyHeader) && !headers.has(name))
+      headers.set(
+        name,
+        h.value !== undefined && h.value !== ''
+          ? h.value
+          : Buffer.from(h.raw_value ?? []).toString('latin1'),
+      );
   }
   return {
     method: http?.method ?? headers.get(':method') ?? 'GET',
@@ -146,28 +184,52 @@ export function checkResponseOf(answer: CheckAnswer): Record<string, unknown> {
   if (answer.allowed) {
     return {
       status: { code: 0 },
-      ok_response: { headers: headerOptions(answer.upstreamHeaders), headers_to_remove: answer.removeHeaders, response_headers_to_add: headerOptions(answer.clientHeaders) },
+      ok_response: {
+        headers: headerOptions(answer.upstreamHeaders),
+        headers_to_remove: answer.removeHeaders,
+        response_headers_to_add: headerOptions(answer.clientHeaders),
+      },
     };
   }
   return {
     status: { code: grpcCode(answer.problem.status), message: answer.problem.title },
     denied_response: {
       status: { code: answer.problem.status },
-      headers: headerOptions([...answer.headers, 'content-type', PROBLEM_CONTENT_TYPE, 'cache-control', 'no-store']),
+      headers: headerOptions([
+        ...answer.headers,
+        'content-type',
+        PROBLEM_CONTENT_TYPE,
+        'cache-control',
+        'no-store',
+      ]),
       body: answer.body,
     },
   };
 }
 
 /** gRPC status codes used here (google.rpc.Code). */
-const GRPC = { ok: 0, invalidArgument: 3, unimplemented: 12, internal: 13, resourceExhausted: 8 } as const;
+const GRPC = {
+  ok: 0,
+  invalidArgument: 3,
+  unimplemented: 12,
+  internal: 13,
+  resourceExhausted: 8,
+} as const;
 /** The largest CheckRequest read (bytes); Envoy's are a few KiB of headers, a body only when configured. */
 const MAX_MESSAGE_BYTES = 1024 * 1024;
 
 /** A trailers-only gRPC answer: no message, the status in the (only) headers. */
 function fail(stream: http2.ServerHttp2Stream, code: number, message: string): void {
   if (stream.destroyed || stream.headersSent) return;
-  stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(code), 'grpc-message': encodeURIComponent(message) }, { endStream: true });
+  stream.respond(
+    {
+      ':status': 200,
+      'content-type': 'application/grpc',
+      'grpc-status': String(code),
+      'grpc-message': encodeURIComponent(message),
+    },
+    { endStream: true },
+  );
 }
 
 /** One length-prefixed gRPC message (uncompressed). */
@@ -207,8 +269,16 @@ export function buildDecisionGrpcServer(options: DecisionGrpcOptions): http2.Htt
   const server = http2.createServer();
   server.on('stream', (stream, headers) => {
     stream.on('error', ignore); // a reset by the client; nothing to answer
-    if (headers[':method'] !== 'POST' || headers[':path'] !== CHECK_PATH || !String(headers['content-type'] ?? '').startsWith('application/grpc')) {
-      fail(stream, GRPC.unimplemented, 'only envoy.service.auth.v3.Authorization/Check is served here');
+    if (
+      headers[':method'] !== 'POST' ||
+      headers[':path'] !== CHECK_PATH ||
+      !String(headers['content-type'] ?? '').startsWith('application/grpc')
+    ) {
+      fail(
+        stream,
+        GRPC.unimplemented,
+        'only envoy.service.auth.v3.Authorization/Check is served here',
+      );
       stream.resume();
       return;
     }
@@ -226,7 +296,13 @@ export function buildDecisionGrpcServer(options: DecisionGrpcOptions): http2.Htt
       if (stream.headersSent) return;
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks);
       if (body.length < 5 || body[0] !== 0 || body.readUInt32BE(1) !== body.length - 5) {
-        fail(stream, body[0] === 1 ? GRPC.unimplemented : GRPC.invalidArgument, body[0] === 1 ? 'compressed messages are not accepted' : 'one length-prefixed CheckRequest expected');
+        fail(
+          stream,
+          body[0] === 1 ? GRPC.unimplemented : GRPC.invalidArgument,
+          body[0] === 1
+            ? 'compressed messages are not accepted'
+            : 'one length-prefixed CheckRequest expected',
+        );
         return;
       }
       let message: unknown;

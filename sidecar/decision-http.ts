@@ -29,10 +29,12 @@ export interface DecisionHttpOptions {
   readonly pathPrefix: string;
 }
 
-const first = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+const first = (value: string | string[] | undefined): string | undefined =>
+  Array.isArray(value) ? value[0] : value;
 
 /** JSON with every non-printable-ASCII character escaped: a valid header value. */
-const headerSafe = (json: string): string => json.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+const headerSafe = (json: string): string =>
+  json.replace(/[^\x20-\x7e]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 
 /** Envoy's HTTP ext_authz removes the headers this response header names from the request it forwards. */
 export const HEADERS_TO_REMOVE = 'x-envoy-auth-headers-to-remove';
@@ -40,19 +42,31 @@ export const HEADERS_TO_REMOVE = 'x-envoy-auth-headers-to-remove';
 function write(req: IncomingMessage, res: ServerResponse, answer: CheckAnswer): void {
   if (answer.allowed) {
     const headers = [...answer.upstreamHeaders, 'cache-control', 'no-store', 'content-length', '0'];
-    if (answer.removeHeaders.length > 0) headers.push(HEADERS_TO_REMOVE, answer.removeHeaders.join(','));
+    if (answer.removeHeaders.length > 0)
+      headers.push(HEADERS_TO_REMOVE, answer.removeHeaders.join(','));
     res.writeHead(200, headers);
     res.end();
     return;
   }
-  const headers = [...answer.headers, 'content-type', PROBLEM_CONTENT_TYPE, 'cache-control', 'no-store', 'content-length', String(Buffer.byteLength(answer.body))];
-  if (req.headers[PROBLEM_IN_HEADER] !== undefined) headers.push(PROBLEM_HEADER, headerSafe(answer.body));
+  const headers = [
+    ...answer.headers,
+    'content-type',
+    PROBLEM_CONTENT_TYPE,
+    'cache-control',
+    'no-store',
+    'content-length',
+    String(Buffer.byteLength(answer.body)),
+  ];
+  if (req.headers[PROBLEM_IN_HEADER] !== undefined)
+    headers.push(PROBLEM_HEADER, headerSafe(answer.body));
   res.writeHead(answer.problem.status, headers);
   res.end(answer.body);
 }
 
 /** The node:http request handler of the HTTP front door. */
-export function decisionHttpHandler(options: DecisionHttpOptions): (req: IncomingMessage, res: ServerResponse) => void {
+export function decisionHttpHandler(
+  options: DecisionHttpOptions,
+): (req: IncomingMessage, res: ServerResponse) => void {
   const { logger: log, admission, runtime, trusted, pathPrefix } = options;
   return (req, res) => {
     // A check carries no body worth reading; drain whatever came so keep-alive goes on.
@@ -60,7 +74,17 @@ export function decisionHttpHandler(options: DecisionHttpOptions): (req: Incomin
     const rt = runtime();
     const original = originalRequest(req, trusted, pathPrefix);
     const keyValue = first(req.headersDistinct[rt.keyHeader]);
-    check(admission, rt, { method: original.method, target: original.target, keyValue, authorization: first(req.headers.authorization) }, req.socket).then(
+    check(
+      admission,
+      rt,
+      {
+        method: original.method,
+        target: original.target,
+        keyValue,
+        authorization: first(req.headers.authorization),
+      },
+      req.socket,
+    ).then(
       (answer) => write(req, res, answer),
       (err: unknown) => {
         log.error({ err }, 'decision: unexpected failure');

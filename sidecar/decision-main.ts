@@ -18,7 +18,12 @@ export interface DecisionLaunch {
 
 export async function runDecisionService(launch: DecisionLaunch): Promise<void> {
   const { logger } = launch;
-  const app = buildDecisionApp({ config: launch.config, logger, now: launch.now, override: launch.override });
+  const app = buildDecisionApp({
+    config: launch.config,
+    logger,
+    now: launch.now,
+    override: launch.override,
+  });
   const effective = app.current().config;
   const grpcListen = effective.decision.grpc;
   const l = effective.limiter;
@@ -30,7 +35,9 @@ export async function runDecisionService(launch: DecisionLaunch): Promise<void> 
     stopping: 'shutting down: answering the checks under way',
     listeners: [
       { server: app.adminServer, port: effective.admin.port, host: effective.admin.host },
-      ...(app.grpcServer !== undefined && grpcListen !== undefined ? [{ server: app.grpcServer, port: grpcListen.port, host: grpcListen.host }] : []),
+      ...(app.grpcServer !== undefined && grpcListen !== undefined
+        ? [{ server: app.grpcServer, port: grpcListen.port, host: grpcListen.host }]
+        : []),
       { server: app.httpServer, port: effective.listen.port, host: effective.listen.host },
     ],
     listening: {

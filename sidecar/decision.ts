@@ -42,24 +42,47 @@ export type CheckAnswer =
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
-const refusal = (problem: Problem, headers: readonly string[]): CheckAnswer => ({ allowed: false, problem, headers, body: JSON.stringify(problem) });
+const refusal = (problem: Problem, headers: readonly string[]): CheckAnswer => ({
+  allowed: false,
+  problem,
+  headers,
+  body: JSON.stringify(problem),
+});
 
 /** The answer for one original request; a rejection is unexpected (the callers answer it with checkFailed). */
-export async function check(admission: Admission, rt: RouteRuntime, req: CheckRequest, socket?: Socket): Promise<CheckAnswer> {
+export async function check(
+  admission: Admission,
+  rt: RouteRuntime,
+  req: CheckRequest,
+  socket?: Socket,
+): Promise<CheckAnswer> {
   // The same canonical target the proxy matches and forwards; what cannot be made canonical is refused.
   // The gateway checked the Host line itself; the check request carries the authority once.
   const head = { key: req.keyValue, authorization: req.authorization, hostCount: 1, hops: 0 };
-  const verdict = await new AwaitedAdmission(admission, rt, socket).admit(req.method, req.target, head);
-  if (verdict.kind !== 'admit') return verdict.kind === 'pending' ? checkFailed : refusal(verdict.problem, verdict.headers);
+  const verdict = await new AwaitedAdmission(admission, rt, socket).admit(
+    req.method,
+    req.target,
+    head,
+  );
+  if (verdict.kind !== 'admit')
+    return verdict.kind === 'pending' ? checkFailed : refusal(verdict.problem, verdict.headers);
   rt.metrics.outcome[verdict.outcome].inc();
   const clientHeaders = verdict.headers;
   // The service behind learns the identity charged under the key header (replacing whatever the client sent).
-  const upstreamHeaders = verdict.identity === undefined ? clientHeaders : [...clientHeaders, rt.keyHeader, verdict.identity];
+  const upstreamHeaders =
+    verdict.identity === undefined
+      ? clientHeaders
+      : [...clientHeaders, rt.keyHeader, verdict.identity];
   return { allowed: true, upstreamHeaders, clientHeaders, removeHeaders: rt.keyLookAlikes };
 }
 
 /** The refusal when a check failed unexpectedly: the gateway is told to retry, never let through silently. */
 export const checkFailed: CheckAnswer = refusal(
-  { type: problemTypes.storeUnavailable, title: 'Service Unavailable', status: 503, detail: 'The rate limiter could not decide; retry shortly.' },
+  {
+    type: problemTypes.storeUnavailable,
+    title: 'Service Unavailable',
+    status: 503,
+    detail: 'The rate limiter could not decide; retry shortly.',
+  },
   ['retry-after', '1'],
 );

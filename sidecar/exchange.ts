@@ -20,7 +20,12 @@ import type { KeyInFlight } from './key-in-flight.ts';
 
 const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 const noHeaders: string[] = [];
-const failedToForward = { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The gateway failed to forward the request.' };
+const failedToForward = {
+  type: problemTypes.upstreamUnavailable,
+  title: 'Bad Gateway',
+  status: 502,
+  detail: 'The gateway failed to forward the request.',
+};
 
 /** What every exchange of one proxy shares (made once). */
 export interface ExchangeContext {
@@ -47,7 +52,13 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
   /** The key this request counts against in ctx.keys, until its response closes. */
   #heldKey: string | undefined;
 
-  constructor(ctx: ExchangeContext, req: IncomingMessage, res: ServerResponse, rt: RouteRuntime, start: number) {
+  constructor(
+    ctx: ExchangeContext,
+    req: IncomingMessage,
+    res: ServerResponse,
+    rt: RouteRuntime,
+    start: number,
+  ) {
     super(ctx.admission, rt, req.socket);
     this.#ctx = ctx;
     this.#req = req;
@@ -59,7 +70,8 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
 
   readonly #onClose = (): void => {
     const c = this.#controller;
-    if (c !== undefined && !c.aborted && !this.#res.writableFinished) c.abort(new Error('client closed the connection'));
+    if (c !== undefined && !c.aborted && !this.#res.writableFinished)
+      c.abort(new Error('client closed the connection'));
     this.#releaseKey();
     this.#ctx.released();
   };
@@ -95,9 +107,20 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
     if (!this.#ctx.keys.acquire(key, max)) {
       this.rt.metrics.outcome.key_in_flight.inc();
       const log = this.#ctx.log;
-      if (log.isLevelEnabled('debug')) log.debug({ route: this.rt.routeId, max }, 'key has too many requests in flight; refused');
+      if (log.isLevelEnabled('debug'))
+        log.debug({ route: this.rt.routeId, max }, 'key has too many requests in flight; refused');
       const detail = `Too many request bodies of this client still arriving (at most ${max}); retry once one has finished.`;
-      return { kind: 'limited', retryAfter: 1, problem: { type: problemTypes.rateLimited, title: 'Too Many Requests', status: 429, detail }, headers: ['retry-after', '1'] };
+      return {
+        kind: 'limited',
+        retryAfter: 1,
+        problem: {
+          type: problemTypes.rateLimited,
+          title: 'Too Many Requests',
+          status: 429,
+          detail,
+        },
+        headers: ['retry-after', '1'],
+      };
     }
     this.#heldKey = key;
     this.#req.once('end', this.#releaseKey);
@@ -122,10 +145,19 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
       this.#rateHeaders = verdict.headers;
       this.#outcome = verdict.outcome;
       // The one key header line the upstream reads (request-head.ts forwarded none, nor any look-alike).
-      if (verdict.identity !== undefined) this.#headers.push(this.rt.config.limiter.keyHeader, verdict.identity);
+      if (verdict.identity !== undefined)
+        this.#headers.push(this.rt.config.limiter.keyHeader, verdict.identity);
       const req = this.#req;
       this.rt.metrics.forwardDuration.observe((performance.now() - this.#start) / 1000);
-      this.rt.upstream.dispatch({ method: req.method as Dispatcher.HttpMethod, path: this.target, headers: this.#headers, body: this.#hasBody ? req : null }, this);
+      this.rt.upstream.dispatch(
+        {
+          method: req.method as Dispatcher.HttpMethod,
+          path: this.target,
+          headers: this.#headers,
+          body: this.#hasBody ? req : null,
+        },
+        this,
+      );
     } catch (err) {
       this.fault(err);
     }
@@ -136,7 +168,12 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
     if (this.#res.destroyed) controller.abort(new Error('client closed the connection'));
   }
 
-  onResponseStart(controller: Dispatcher.DispatchController, statusCode: number, headers: Record<string, string | string[] | undefined>, statusMessage?: string): void {
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+    statusMessage?: string,
+  ): void {
     if (this.#res.headersSent) {
       // The client was already answered (408 for a stalled request body): drop the upstream's.
       controller.abort(new Error('client already answered'));
@@ -157,7 +194,8 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
     if (connection !== undefined) removeConnectionTokens(out, connection);
     const rate = this.#rateHeaders;
     for (let i = 0; i < rate.length; i++) out.push(rate[i] as string);
-    if (statusMessage !== undefined && statusMessage !== '') this.#res.writeHead(statusCode, statusMessage, out);
+    if (statusMessage !== undefined && statusMessage !== '')
+      this.#res.writeHead(statusCode, statusMessage, out);
     else this.#res.writeHead(statusCode, out);
   }
 
@@ -181,20 +219,44 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
     this.rt.metrics.outcome.upstream_error.inc();
     const code = (err as { code?: string }).code ?? '';
     if (this.#res.headersSent) {
-      this.#ctx.log.warn({ route: this.rt.routeId, code, err: err.message }, 'upstream failed mid-response');
+      this.#ctx.log.warn(
+        { route: this.rt.routeId, code, err: err.message },
+        'upstream failed mid-response',
+      );
       this.#res.destroy(err);
       return;
     }
     if (code === 'UND_ERR_INVALID_ARG') {
       // The request itself cannot be forwarded as sent (the client's fault, not the upstream's).
       this.#ctx.log.debug({ route: this.rt.routeId, err: err.message }, 'request not forwardable');
-      sendProblem(this.#res, { type: problemTypes.badRequest, title: 'Bad Request', status: 400, detail: 'The request cannot be forwarded as sent.' });
+      sendProblem(this.#res, {
+        type: problemTypes.badRequest,
+        title: 'Bad Request',
+        status: 400,
+        detail: 'The request cannot be forwarded as sent.',
+      });
       return;
     }
     const timeout = timeoutCodes.has(code);
-    this.#ctx.log.warn({ route: this.rt.routeId, code, err: err.message }, timeout ? 'upstream timed out' : 'upstream unavailable');
-    sendProblem(this.#res, timeout
-      ? { type: problemTypes.upstreamTimeout, title: 'Gateway Timeout', status: 504, detail: 'The upstream service did not answer in time.' }
-      : { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The upstream service is unreachable.' });
+    this.#ctx.log.warn(
+      { route: this.rt.routeId, code, err: err.message },
+      timeout ? 'upstream timed out' : 'upstream unavailable',
+    );
+    sendProblem(
+      this.#res,
+      timeout
+        ? {
+            type: problemTypes.upstreamTimeout,
+            title: 'Gateway Timeout',
+            status: 504,
+            detail: 'The upstream service did not answer in time.',
+          }
+        : {
+            type: problemTypes.upstreamUnavailable,
+            title: 'Bad Gateway',
+            status: 502,
+            detail: 'The upstream service is unreachable.',
+          },
+    );
   }
 }

@@ -86,7 +86,8 @@ export const CHECK_PATH = '/envoy.service.auth.v3.Authorization/Check';
 
 // protobufjs' parser takes one package statement per file: parse each package's part on its own.
 const root = new protobuf.Root();
-for (const part of PROTO.split(/\n(?=package )/).slice(1)) protobuf.parse(`syntax = "proto3";\n${part}`, root, { keepCase: true });
+for (const part of PROTO.split(/\n(?=package )/).slice(1))
+  protobuf.parse(`syntax = "proto3";\n${part}`, root, { keepCase: true });
 
 export const CheckRequestType = root.lookupType('envoy.service.auth.v3.CheckRequest');
 export const CheckResponseType = root.lookupType('envoy.service.auth.v3.CheckResponse');

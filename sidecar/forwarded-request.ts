@@ -38,21 +38,34 @@ export function isTrustedPeer(trusted: BlockList, address: string | undefined): 
   return trusted.check(address, isIP(address) === 6 ? 'ipv6' : 'ipv4');
 }
 
-const first = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+const first = (value: string | string[] | undefined): string | undefined =>
+  Array.isArray(value) ? value[0] : value;
 
 /** The original request of a check: from a trusted peer's forward-auth headers, or the check request itself. */
-export function originalRequest(req: IncomingMessage, trusted: BlockList, pathPrefix: string): OriginalRequest {
+export function originalRequest(
+  req: IncomingMessage,
+  trusted: BlockList,
+  pathPrefix: string,
+): OriginalRequest {
   const h = req.headers;
   if (isTrustedPeer(trusted, req.socket.remoteAddress)) {
     const uri = first(h['x-forwarded-uri']) ?? first(h['x-original-uri']);
     if (uri !== undefined) {
-      const method = first(h['x-forwarded-method']) ?? first(h['x-original-method']) ?? req.method ?? 'GET';
+      const method =
+        first(h['x-forwarded-method']) ?? first(h['x-original-method']) ?? req.method ?? 'GET';
       return { method: method.toUpperCase(), target: uri, via: 'forwarded' };
     }
   }
   const url = req.url ?? '';
-  const target = pathPrefix !== '' && url.startsWith(pathPrefix) && (url.length === pathPrefix.length || '/?'.includes(url[pathPrefix.length] as string))
-    ? url.slice(pathPrefix.length) || '/'
-    : url;
-  return { method: req.method ?? 'GET', target: target.startsWith('?') ? `/${target}` : target, via: 'direct' };
+  const target =
+    pathPrefix !== '' &&
+    url.startsWith(pathPrefix) &&
+    (url.length === pathPrefix.length || '/?'.includes(url[pathPrefix.length] as string))
+      ? url.slice(pathPrefix.length) || '/'
+      : url;
+  return {
+    method: req.method ?? 'GET',
+    target: target.startsWith('?') ? `/${target}` : target,
+    via: 'direct',
+  };
 }

@@ -1,9 +1,28 @@
 // Hop-by-hop header handling (RFC 9110 section 7.6.1), shared by both directions of the proxy.
 
 /** Request headers never forwarded (hop-by-hop, or handled by this hop). */
-export const dropRequest = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authorization', 'expect']);
+export const dropRequest = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authorization',
+  'expect',
+]);
 /** Response headers never forwarded. */
-export const dropResponse = new Set(['connection', 'keep-alive', 'proxy-connection', 'te', 'trailer', 'transfer-encoding', 'upgrade', 'proxy-authenticate']);
+export const dropResponse = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authenticate',
+]);
 
 /** Removes headers named by the Connection header (RFC 9110 section 7.6.1). */
 export function removeConnectionTokens(forward: string[], connection: string): void {
@@ -12,7 +31,12 @@ export function removeConnectionTokens(forward: string[], connection: string): v
     const v = connection.toLowerCase();
     if (v === 'keep-alive' || v === 'close') return;
   }
-  const names = new Set(connection.split(',').map((t) => t.trim().toLowerCase()).filter((t) => t !== ''));
+  const names = new Set(
+    connection
+      .split(',')
+      .map((t) => t.trim().toLowerCase())
+      .filter((t) => t !== ''),
+  );
   names.delete('close');
   names.delete('keep-alive');
   if (names.size === 0) return;

@@ -2,7 +2,13 @@
 // (histograms), and read by prom-client when the registry is collected (each /metrics scrape).
 // The names, types, labels and text are what prom-client's own Counter and Histogram write for
 // the same updates (test/unit/sidecar-hot-metrics.test.ts holds them side by side).
-import { Counter, type LabelValues, type Metric, type MetricValueWithName, type Registry } from 'prom-client';
+import {
+  Counter,
+  type LabelValues,
+  type Metric,
+  type MetricValueWithName,
+  type Registry,
+} from 'prom-client';
 
 /** One counter series, as the proxy holds it. */
 export interface CounterSeries {
@@ -37,7 +43,10 @@ function seriesFor<T extends string, S>(
   let s = series.get(key);
   if (s === undefined) {
     const names = config.labelNames;
-    if (values.length !== names.length) throw new Error(`${config.name}: expected ${names.length} label values, got ${values.length}`);
+    if (values.length !== names.length)
+      throw new Error(
+        `${config.name}: expected ${names.length} label values, got ${values.length}`,
+      );
     const labels = {} as Record<T, string>;
     names.forEach((n, i) => (labels[n] = values[i] as string));
     s = make(labels);
@@ -87,7 +96,12 @@ export class HotCounter<T extends string> {
   }
 
   labels(...values: string[]): CounterSeries {
-    return seriesFor(this.#series, this.#config, values, (labels) => new PendingCount<T>(labels as LabelValues<T>));
+    return seriesFor(
+      this.#series,
+      this.#config,
+      values,
+      (labels) => new PendingCount<T>(labels as LabelValues<T>),
+    );
   }
 }
 
@@ -145,7 +159,10 @@ export class HotHistogram<T extends string> {
 
   constructor(config: HotConfig<T> & { readonly buckets: readonly number[] }) {
     const bounds = config.buckets;
-    if (bounds.length === 0 || bounds.some((b, i) => !Number.isFinite(b) || (i > 0 && b <= (bounds[i - 1] as number)))) {
+    if (
+      bounds.length === 0 ||
+      bounds.some((b, i) => !Number.isFinite(b) || (i > 0 && b <= (bounds[i - 1] as number)))
+    ) {
       throw new Error(`${config.name}: buckets must be finite and strictly increasing`);
     }
     this.name = config.name;
@@ -166,7 +183,13 @@ export class HotHistogram<T extends string> {
   }
 
   /** The values as prom-client's Histogram hands them to the text format (series labels shared). */
-  async getForPromString(): Promise<{ name: string; help: string; type: 'histogram'; values: PromValue[]; aggregator: 'sum' }> {
+  async getForPromString(): Promise<{
+    name: string;
+    help: string;
+    type: 'histogram';
+    values: PromValue[];
+    aggregator: 'sum';
+  }> {
     const values: PromValue[] = [];
     const bucketName = `${this.name}_bucket`;
     for (const s of this.#series.values()) {
@@ -174,23 +197,62 @@ export class HotHistogram<T extends string> {
       let acc = 0;
       for (let i = 0; i < this.#bounds.length; i++) {
         acc += s.counts[i] as number;
-        values.push({ labels: { le: this.#bounds[i] as number }, sharedLabels: s.labels, value: acc, metricName: bucketName, exemplar: null });
+        values.push({
+          labels: { le: this.#bounds[i] as number },
+          sharedLabels: s.labels,
+          value: acc,
+          metricName: bucketName,
+          exemplar: null,
+        });
       }
       values.push(
-        { labels: { le: '+Inf' }, sharedLabels: s.labels, value: s.count, metricName: bucketName, exemplar: null },
-        { labels: {}, sharedLabels: s.labels, value: s.sum, metricName: `${this.name}_sum`, exemplar: undefined },
-        { labels: {}, sharedLabels: s.labels, value: s.count, metricName: `${this.name}_count`, exemplar: undefined },
+        {
+          labels: { le: '+Inf' },
+          sharedLabels: s.labels,
+          value: s.count,
+          metricName: bucketName,
+          exemplar: null,
+        },
+        {
+          labels: {},
+          sharedLabels: s.labels,
+          value: s.sum,
+          metricName: `${this.name}_sum`,
+          exemplar: undefined,
+        },
+        {
+          labels: {},
+          sharedLabels: s.labels,
+          value: s.count,
+          metricName: `${this.name}_count`,
+          exemplar: undefined,
+        },
       );
     }
-    return { name: this.name, help: this.help, type: this.type, values, aggregator: this.aggregator };
+    return {
+      name: this.name,
+      help: this.help,
+      type: this.type,
+      values,
+      aggregator: this.aggregator,
+    };
   }
 
   /** The values with each series' labels merged in (Registry.getMetricsAsJSON). */
-  async get(): Promise<{ name: string; help: string; type: 'histogram'; values: MetricValueWithName<string>[]; aggregator: 'sum' }> {
+  async get(): Promise<{
+    name: string;
+    help: string;
+    type: 'histogram';
+    values: MetricValueWithName<string>[];
+    aggregator: 'sum';
+  }> {
     const data = await this.getForPromString();
     return {
       ...data,
-      values: data.values.map(({ sharedLabels, labels, ...rest }) => ({ ...rest, labels: { ...labels, ...sharedLabels } })),
+      values: data.values.map(({ sharedLabels, labels, ...rest }) => ({
+        ...rest,
+        labels: { ...labels, ...sharedLabels },
+      })),
     };
   }
 }

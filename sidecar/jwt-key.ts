@@ -12,7 +12,11 @@ import { rejectKey } from './user-key.ts';
 /** A verified key, or why there is none. */
 export type JwtKeyResult =
   | { readonly ok: true; readonly key: string }
-  | { readonly ok: false; readonly reason: 'missing' | 'invalid' | 'unavailable'; readonly detail: string };
+  | {
+      readonly ok: false;
+      readonly reason: 'missing' | 'invalid' | 'unavailable';
+      readonly detail: string;
+    };
 
 interface CachedKey {
   readonly key: string;
@@ -20,7 +24,11 @@ interface CachedKey {
   readonly expiresMs: number;
 }
 
-const missing: JwtKeyResult = { ok: false, reason: 'missing', detail: 'An Authorization: Bearer access token is required.' };
+const missing: JwtKeyResult = {
+  ok: false,
+  reason: 'missing',
+  detail: 'An Authorization: Bearer access token is required.',
+};
 const BEARER = /^Bearer +([A-Za-z0-9\-._~+/]+=*) *$/i;
 
 export class JwtKeySource {
@@ -34,7 +42,10 @@ export class JwtKeySource {
     this.#now = options.now ?? Date.now;
     this.#keys =
       options.keys ??
-      createRemoteJWKSet(new URL(config.jwksUrl), { cooldownDuration: config.jwksCooldownMs, timeoutDuration: config.jwksTimeoutMs });
+      createRemoteJWKSet(new URL(config.jwksUrl), {
+        cooldownDuration: config.jwksCooldownMs,
+        timeoutDuration: config.jwksTimeoutMs,
+      });
   }
 
   /** Settings this source was built from (a reload with the same ones keeps the source and its cache). */
@@ -88,7 +99,11 @@ export class JwtKeySource {
     const key = payload[c.claim];
     // A lone surrogate has no UTF-8 form, so it could not be forwarded (user-key.ts claimHeaderValue).
     if (typeof key !== 'string' || rejectKey(key) !== undefined || !key.isWellFormed()) {
-      return { ok: false, reason: 'invalid', detail: `The access token has no usable ${c.claim} claim.` };
+      return {
+        ok: false,
+        reason: 'invalid',
+        detail: `The access token has no usable ${c.claim} claim.`,
+      };
     }
     const expiresMs = (payload['exp'] as number) * 1000;
     if (id !== undefined) this.#remember(id, { key, expiresMs });
@@ -106,10 +121,24 @@ export class JwtKeySource {
 
 /** A verification error as a result: the key set out of reach is `unavailable` (503), anything else `invalid` (401). */
 function failure(err: unknown): JwtKeyResult {
-  if (err instanceof joseErrors.JWTExpired) return { ok: false, reason: 'invalid', detail: 'The access token expired.' };
-  if (err instanceof joseErrors.JWTClaimValidationFailed) return { ok: false, reason: 'invalid', detail: `The access token is not valid here (${err.claim}).` };
-  if (err instanceof joseErrors.JWKSTimeout || err instanceof joseErrors.JWKSInvalid || (err instanceof Error && (err.name === 'TypeError' || err.name === 'JOSEError'))) {
-    return { ok: false, reason: 'unavailable', detail: 'The issuer\'s signing keys cannot be fetched right now; retry shortly.' };
+  if (err instanceof joseErrors.JWTExpired)
+    return { ok: false, reason: 'invalid', detail: 'The access token expired.' };
+  if (err instanceof joseErrors.JWTClaimValidationFailed)
+    return {
+      ok: false,
+      reason: 'invalid',
+      detail: `The access token is not valid here (${err.claim}).`,
+    };
+  if (
+    err instanceof joseErrors.JWKSTimeout ||
+    err instanceof joseErrors.JWKSInvalid ||
+    (err instanceof Error && (err.name === 'TypeError' || err.name === 'JOSEError'))
+  ) {
+    return {
+      ok: false,
+      reason: 'unavailable',
+      detail: "The issuer's signing keys cannot be fetched right now; retry shortly.",
+    };
   }
   return { ok: false, reason: 'invalid', detail: 'The access token is invalid.' };
 }

@@ -5,7 +5,11 @@
 // slowly. One reload at a time: each sees the result of the one before.
 import type { Logger } from 'pino';
 import type { Pool } from 'undici';
-import { deprecatedOptions, parseSidecarConfigText, type SidecarConfig } from '../lib/config/sidecar.ts';
+import {
+  deprecatedOptions,
+  parseSidecarConfigText,
+  type SidecarConfig,
+} from '../lib/config/sidecar.ts';
 import type { BucketStore } from '../lib/token-bucket/bucket-store.ts';
 import { createBucketStore } from './create-store.ts';
 import { JwtKeySource } from './jwt-key.ts';
@@ -44,10 +48,15 @@ export interface LiveRuntime {
 const same = (a: unknown, b: unknown) => JSON.stringify(a) === JSON.stringify(b);
 
 /** The jwt key source of `config`: the running one (and its caches) when its settings did not change. */
-export function jwtKeySource(config: SidecarConfig, running: JwtKeySource | undefined): JwtKeySource | undefined {
+export function jwtKeySource(
+  config: SidecarConfig,
+  running: JwtKeySource | undefined,
+): JwtKeySource | undefined {
   const settings = config.limiter.jwt;
   if (config.limiter.key !== 'jwt' || settings === undefined) return undefined;
-  return running !== undefined && same(running.config, settings) ? running : new JwtKeySource(settings);
+  return running !== undefined && same(running.config, settings)
+    ? running
+    : new JwtKeySource(settings);
 }
 
 /** Resolves true once the store answers, false after timeoutMs. */
@@ -74,7 +83,13 @@ export function buildLiveRuntime(deps: LiveRuntimeDeps): LiveRuntime {
   // memory.* is read once: a new memory store would forget every bucket (and admit their users afresh).
   const first = createBucketStore(storeRedis, initial.memory, deps.now, storeHooks);
   let storeKind = first.kind;
-  let runtime = buildRouteRuntime(initial, first.store, deps.upstream(initial, undefined), metrics.forRoute(initial.route.id, first.kind), jwtKeySource(initial, undefined));
+  let runtime = buildRouteRuntime(
+    initial,
+    first.store,
+    deps.upstream(initial, undefined),
+    metrics.forRoute(initial.route.id, first.kind),
+    jwtKeySource(initial, undefined),
+  );
 
   /**
    * Limits that refill more slowly now keep the buckets' state: keys written under the old limits
@@ -85,8 +100,16 @@ export function buildLiveRuntime(deps: LiveRuntimeDeps): LiveRuntime {
     if (store.retain === undefined) return;
     for (const { bucketPrefix, ttlsMs } of lengthenedTtls(old, next)) {
       store.retain(bucketPrefix, ttlsMs).then(
-        (keys) => log.info({ route: next.routeId, bucketPrefix, keys, ttlsMs }, 'limits changed: stored buckets keep their state for the new limits'),
-        (err: unknown) => log.warn({ route: next.routeId, bucketPrefix, err: (err as Error).message }, "limits changed: could not lengthen the stored buckets' TTL"),
+        (keys) =>
+          log.info(
+            { route: next.routeId, bucketPrefix, keys, ttlsMs },
+            'limits changed: stored buckets keep their state for the new limits',
+          ),
+        (err: unknown) =>
+          log.warn(
+            { route: next.routeId, bucketPrefix, err: (err as Error).message },
+            "limits changed: could not lengthen the stored buckets' TTL",
+          ),
       );
     }
   };
@@ -105,19 +128,35 @@ export function buildLiveRuntime(deps: LiveRuntimeDeps): LiveRuntime {
       const connected = await readyWithin(created.store, nextRedis?.connectTimeoutMs ?? 0);
       store = created.store;
       kind = created.kind;
-      log.info({ store: kind, connected }, 'store settings changed: new requests use a new store connection');
+      log.info(
+        { store: kind, connected },
+        'store settings changed: new requests use a new store connection',
+      );
     }
     const old = runtime;
     for (const field of deps.restartFields) {
-      if (!same(next[field], old.config[field])) log.warn({ field }, `config: a changed ${field} setting needs a restart; keeping the old one`);
+      if (!same(next[field], old.config[field]))
+        log.warn(
+          { field },
+          `config: a changed ${field} setting needs a restart; keeping the old one`,
+        );
     }
     const pool = deps.upstream(next, old);
-    runtime = buildRouteRuntime(next, store, pool, metrics.forRoute(next.route.id, kind), jwtKeySource(next, old.jwt));
+    runtime = buildRouteRuntime(
+      next,
+      store,
+      pool,
+      metrics.forRoute(next.route.id, kind),
+      jwtKeySource(next, old.jwt),
+    );
     storeKind = kind;
     storeRedis = nextRedis;
     log.level = next.logLevel;
     // Requests that started on the old runtime still hold it; close gracefully behind them.
-    void Promise.allSettled([store === old.store ? undefined : old.store.close(), pool === old.upstream ? undefined : old.upstream.close()]);
+    void Promise.allSettled([
+      store === old.store ? undefined : old.store.close(),
+      pool === old.upstream ? undefined : old.upstream.close(),
+    ]);
     if (store === old.store) retainBuckets(old, runtime);
   };
   let applying: Promise<unknown> = Promise.resolve();
@@ -136,20 +175,31 @@ export function buildLiveRuntime(deps: LiveRuntimeDeps): LiveRuntime {
         config = parseSidecarConfigText(text);
       } catch (err) {
         metrics.reloads.labels('invalid').inc();
-        log.error({ err: (err as Error).message }, 'config reload rejected; keeping the running config');
+        log.error(
+          { err: (err as Error).message },
+          'config reload rejected; keeping the running config',
+        );
         return false;
       }
       try {
         await apply(config);
       } catch (err) {
         metrics.reloads.labels('failed').inc();
-        log.error({ err: (err as Error).message }, 'config reload failed; keeping the running config');
+        log.error(
+          { err: (err as Error).message },
+          'config reload failed; keeping the running config',
+        );
         return false;
       }
       metrics.reloads.labels('applied').inc();
       const l = runtime.config.limiter;
       log.info(
-        { route: runtime.routeId, path: runtime.config.route.path, key: l.key, rules: runtime.rules.map((r) => ({ name: r.name, limits: r.limits, enforce: r.enforce })) },
+        {
+          route: runtime.routeId,
+          path: runtime.config.route.path,
+          key: l.key,
+          rules: runtime.rules.map((r) => ({ name: r.name, limits: r.limits, enforce: r.enforce })),
+        },
         'config reloaded',
       );
       return true;
@@ -159,7 +209,10 @@ export function buildLiveRuntime(deps: LiveRuntimeDeps): LiveRuntime {
         await apply(undefined);
       } catch (err) {
         metrics.reloads.labels('failed').inc();
-        log.error({ err: (err as Error).message }, 'redis.urlFile unreadable or invalid; keeping the running store');
+        log.error(
+          { err: (err as Error).message },
+          'redis.urlFile unreadable or invalid; keeping the running store',
+        );
         return false;
       }
       return true;

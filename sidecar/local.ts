@@ -15,7 +15,8 @@ const intFromEnv = (env: NodeJS.ProcessEnv, name: string, fallback: number): num
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got ${raw}`);
+  if (!Number.isInteger(n) || n < 1)
+    throw new Error(`${name} must be a positive integer, got ${raw}`);
   return n;
 };
 
@@ -26,7 +27,8 @@ const LOCAL_AUDIENCE = 'urn:portcullis:user-service';
 const sidecar: LocalProgramFactory = (ctx) => {
   const redisUrl = ctx.env.REDIS_URL;
   const limitKey = ctx.env['LIMIT_KEY'] ?? 'header';
-  if (limitKey !== 'header' && limitKey !== 'jwt') throw new Error(`LIMIT_KEY must be header or jwt, got ${limitKey}`);
+  if (limitKey !== 'header' && limitKey !== 'jwt')
+    throw new Error(`LIMIT_KEY must be header or jwt, got ${limitKey}`);
   const input: SidecarConfigInput = {
     listen: { host: '127.0.0.1', port },
     admin: { host: '127.0.0.1', port: adminPort },
@@ -36,7 +38,16 @@ const sidecar: LocalProgramFactory = (ctx) => {
       replenishRate: intFromEnv(ctx.env, 'REPLENISH_RATE', 20),
       burstCapacity: intFromEnv(ctx.env, 'BURST_CAPACITY', 100),
       requestedTokens: intFromEnv(ctx.env, 'REQUESTED_TOKENS', 3),
-      ...(limitKey === 'jwt' ? { key: 'jwt' as const, jwt: { issuer: LOCAL_ISSUER, audience: LOCAL_AUDIENCE, jwksUrl: `${LOCAL_ISSUER}/jwks.json` } } : {}),
+      ...(limitKey === 'jwt'
+        ? {
+            key: 'jwt' as const,
+            jwt: {
+              issuer: LOCAL_ISSUER,
+              audience: LOCAL_AUDIENCE,
+              jwksUrl: `${LOCAL_ISSUER}/jwks.json`,
+            },
+          }
+        : {}),
     },
     ...(redisUrl !== undefined && redisUrl !== '' ? { redis: { url: redisUrl } } : {}),
   };

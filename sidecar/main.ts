@@ -19,7 +19,8 @@ function fail(message: string): never {
 
 const { values } = parseArgs({ options: { config: { type: 'string' } }, strict: true });
 const file = values.config ?? process.env.SIDECAR_CONFIG;
-if (file === undefined || file === '') fail('no config file: pass --config PATH or set SIDECAR_CONFIG');
+if (file === undefined || file === '')
+  fail('no config file: pass --config PATH or set SIDECAR_CONFIG');
 
 const portFromEnv = (name: string): number | undefined => {
   const raw = process.env[name];
@@ -42,7 +43,11 @@ try {
   text = readFileSync(file, 'utf8');
   config = parseSidecarConfigText(text);
 } catch (err) {
-  fail(err instanceof ConfigError ? err.message : `cannot read config ${file}: ${(err as Error).message}`);
+  fail(
+    err instanceof ConfigError
+      ? err.message
+      : `cannot read config ${file}: ${(err as Error).message}`,
+  );
 }
 
 const logger = pino({ name: 'portcullis-sidecar', level: config.logLevel });

@@ -92,7 +92,11 @@ export class SidecarMetrics {
   constructor(options: { defaultMetrics?: boolean } = {}) {
     if (options.defaultMetrics ?? true) {
       // prom-client's own event-loop sampler is left to wake once a minute: its gauges are replaced.
-      collectDefaultMetrics({ register: this.registry, prefix: METRIC_PREFIX, eventLoopMonitoringPrecision: 60_000 });
+      collectDefaultMetrics({
+        register: this.registry,
+        prefix: METRIC_PREFIX,
+        eventLoopMonitoringPrecision: 60_000,
+      });
       replaceEventLoopDelayGauges(this.registry, METRIC_PREFIX);
     }
   }
@@ -100,7 +104,19 @@ export class SidecarMetrics {
   /** The series of one route, looked up once per (re)load so the request path does no label work. */
   forRoute(routeId: string, store: string) {
     const outcome = {} as Record<Outcome, CounterSeries>;
-    for (const o of ['forwarded', 'limited', 'bad_key', 'key_unavailable', 'no_route', 'bad_request', 'store_error_allowed', 'store_error_denied', 'overloaded', 'key_in_flight', 'upstream_error'] as const) {
+    for (const o of [
+      'forwarded',
+      'limited',
+      'bad_key',
+      'key_unavailable',
+      'no_route',
+      'bad_request',
+      'store_error_allowed',
+      'store_error_denied',
+      'overloaded',
+      'key_in_flight',
+      'upstream_error',
+    ] as const) {
       outcome[o] = this.requests.labels(routeId, o);
     }
     return {
@@ -108,7 +124,10 @@ export class SidecarMetrics {
       /** The decision series of one rule of this route. */
       forRule: (rule: string, shadow: boolean) => {
         const s = shadow ? 'true' : 'false';
-        return { allowed: this.decisions.labels(routeId, rule, 'allowed', s), limited: this.decisions.labels(routeId, rule, 'limited', s) };
+        return {
+          allowed: this.decisions.labels(routeId, rule, 'allowed', s),
+          limited: this.decisions.labels(routeId, rule, 'limited', s),
+        };
       },
       storeError: this.storeErrors.labels(routeId, store),
       storeDuration: this.storeDuration.labels(store),

@@ -44,7 +44,12 @@ interface StreamHandle {
 
 function handleOf(socket: Socket): StreamHandle | undefined {
   const handle = (socket as unknown as { _handle?: Partial<StreamHandle> | null })._handle;
-  return handle !== undefined && handle !== null && typeof handle.readStop === 'function' && typeof handle.readStart === 'function' ? (handle as StreamHandle) : undefined;
+  return handle !== undefined &&
+    handle !== null &&
+    typeof handle.readStop === 'function' &&
+    typeof handle.readStart === 'function'
+    ? (handle as StreamHandle)
+    : undefined;
 }
 
 export class OverloadGuard {
@@ -66,8 +71,10 @@ export class OverloadGuard {
 
   /** Why to shed a request now, or undefined. */
   shed(bounds: OverloadBounds): OverloadReason | undefined {
-    if (bounds.maxPendingTakes > 0 && this.#pending >= bounds.maxPendingTakes) return 'pending_takes';
-    if (bounds.maxEventLoopLagMs > 0 && this.#lagMs > bounds.maxEventLoopLagMs) return 'event_loop_lag';
+    if (bounds.maxPendingTakes > 0 && this.#pending >= bounds.maxPendingTakes)
+      return 'pending_takes';
+    if (bounds.maxEventLoopLagMs > 0 && this.#lagMs > bounds.maxEventLoopLagMs)
+      return 'event_loop_lag';
     return undefined;
   }
 

@@ -93,7 +93,11 @@ export abstract class AdmissionRequest implements TakeSink {
     this.admission.overload.settled(this.socket);
     // The route's onStoreError policy: refused with 503, or let through untaken.
     const denied = this.admission.storeFailed(this.rt, err);
-    this.settle(denied === undefined ? admitted(this, [], 'store_error_allowed') : problem(denied, ['retry-after', '1']));
+    this.settle(
+      denied === undefined
+        ? admitted(this, [], 'store_error_allowed')
+        : problem(denied, ['retry-after', '1']),
+    );
   }
 
   /** Resumes from a promise of a step (the key's); a rejection is a fault. */
@@ -136,20 +140,31 @@ function identityOf(a: AdmissionRequest): string | undefined {
   return a.key === undefined ? undefined : claimHeaderValue(a.key);
 }
 
-const admitted = (a: AdmissionRequest, headers: string[], outcome: 'forwarded' | 'store_error_allowed'): Verdict => ({ kind: 'admit', headers, outcome, identity: identityOf(a) });
+const admitted = (
+  a: AdmissionRequest,
+  headers: string[],
+  outcome: 'forwarded' | 'store_error_allowed',
+): Verdict => ({ kind: 'admit', headers, outcome, identity: identityOf(a) });
 
 // The steps, in order. Each answers a verdict (the request's end) or undefined (the next step).
 
 /** Origin-form, canonical (lib/web/canonical-target.ts) and inside the route's path, before any header is read. */
 function target(a: AdmissionRequest): Verdict | undefined {
   const rt = a.rt;
-  if (a.target.charCodeAt(0) !== 47 /* '/' */) return badRequest(rt, 'Only origin-form request targets are accepted.');
+  if (a.target.charCodeAt(0) !== 47 /* '/' */)
+    return badRequest(rt, 'Only origin-form request targets are accepted.');
   const canonical = canonicalTarget(a.target, rt.paths);
-  if (typeof canonical !== 'string') return badRequest(rt, targetRejectionDetail[canonical.rejected]);
+  if (typeof canonical !== 'string')
+    return badRequest(rt, targetRejectionDetail[canonical.rejected]);
   const path = targetPath(canonical);
   if (!rt.match(path)) {
     rt.metrics.outcome.no_route.inc();
-    return problem({ type: problemTypes.notFound, title: 'Not Found', status: 404, detail: 'No route matches this path.' });
+    return problem({
+      type: problemTypes.notFound,
+      title: 'Not Found',
+      status: 404,
+      detail: 'No route matches this path.',
+    });
   }
   a.target = canonical;
   a.path = path;
@@ -167,7 +182,9 @@ function hops(a: AdmissionRequest): Verdict | undefined {
 
 /** RFC 9112 section 3.2: more than one Host line is a 400 (undici would refuse to forward it, which used to surface as a 502). */
 function host(a: AdmissionRequest): Verdict | undefined {
-  return a.head.hostCount <= 1 ? undefined : badRequest(a.rt, 'A request must carry exactly one Host header.');
+  return a.head.hostCount <= 1
+    ? undefined
+    : badRequest(a.rt, 'A request must carry exactly one Host header.');
 }
 
 /** The first rule matching the method and path; none: forwarded untaken, or refused (unmatched: refuse). */
@@ -177,7 +194,12 @@ function rule(a: AdmissionRequest): Verdict | undefined {
   if (a.rule !== undefined) return undefined;
   if (rt.unmatched === 'forward') return admitted(a, [], 'forwarded');
   rt.metrics.outcome.no_route.inc();
-  return problem({ type: problemTypes.notFound, title: 'Not Found', status: 404, detail: `No rule of this route applies to ${a.method} requests on this path.` });
+  return problem({
+    type: problemTypes.notFound,
+    title: 'Not Found',
+    status: 404,
+    detail: `No rule of this route applies to ${a.method} requests on this path.`,
+  });
 }
 
 /** The sidecar itself overloaded (admission.ts): 503 + Retry-After rather than a take it could not hear in time. */
@@ -228,12 +250,22 @@ function decided(a: AdmissionRequest, decision: Decision): Verdict {
   const log = a.admission.log;
   if (!rule.enforce) {
     // Shadow mode: the would-be refusal is counted and logged, and the request goes on.
-    if (log.isLevelEnabled('debug')) log.debug({ route: rt.routeId, rule: rule.name, retryAfterS: retryAfter }, 'shadow rule would refuse; forwarded');
+    if (log.isLevelEnabled('debug'))
+      log.debug(
+        { route: rt.routeId, rule: rule.name, retryAfterS: retryAfter },
+        'shadow rule would refuse; forwarded',
+      );
     return admitted(a, headers, 'forwarded');
   }
   rt.metrics.outcome.limited.inc();
   headers.push('retry-after', String(retryAfter));
   // No route or rule name: the client sees the policy's opaque name only (route-runtime.ts).
-  const limited: Problem = { type: problemTypes.rateLimited, title: 'Too Many Requests', status: 429, detail: `Rate limit reached; retry in ${retryAfter} s.`, retryAfterMs: decision.retryAfterMs };
+  const limited: Problem = {
+    type: problemTypes.rateLimited,
+    title: 'Too Many Requests',
+    status: 429,
+    detail: `Rate limit reached; retry in ${retryAfter} s.`,
+    retryAfterMs: decision.retryAfterMs,
+  };
   return { kind: 'limited', retryAfter, problem: limited, headers };
 }

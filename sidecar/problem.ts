@@ -33,7 +33,14 @@ export function sendProblem(res: ServerResponse, problem: Problem, headers: stri
     return;
   }
   const body = JSON.stringify(problem);
-  headers.push('content-type', 'application/problem+json', 'content-length', String(Buffer.byteLength(body)), 'cache-control', 'no-store');
+  headers.push(
+    'content-type',
+    'application/problem+json',
+    'content-length',
+    String(Buffer.byteLength(body)),
+    'cache-control',
+    'no-store',
+  );
   res.writeHead(problem.status, headers);
   res.end(body);
 }
@@ -54,7 +61,11 @@ const lingering = new WeakSet<Duplex>();
  * still sending (a 1 MB header) may then lose the answer: the socket keeps reading and dropping
  * its input until the client closes, or LINGER_MS at most (a lingering close).
  */
-export function writeSocketProblem(socket: Duplex, problem: Problem, headers: readonly string[] = []): void {
+export function writeSocketProblem(
+  socket: Duplex,
+  problem: Problem,
+  headers: readonly string[] = [],
+): void {
   if (lingering.has(socket)) return;
   if (!socket.writable) {
     socket.destroy();

@@ -16,7 +16,11 @@ export interface SidecarProcess {
   /** What the log says on SIGTERM. */
   readonly stopping: string;
   /** The servers in the order they listen (the front door last, once the others are up). */
-  readonly listeners: ReadonlyArray<{ readonly server: Server; readonly port: number; readonly host: string }>;
+  readonly listeners: ReadonlyArray<{
+    readonly server: Server;
+    readonly port: number;
+    readonly host: string;
+  }>;
   /** The line logged once listening, and its fields. */
   readonly listening: { readonly message: string; readonly fields: Record<string, unknown> };
 }
@@ -37,14 +41,17 @@ export async function runSidecarProcess(p: SidecarProcess): Promise<void> {
   // redis.urlFile (a mounted Secret): a rewritten file reconnects the store, like a config change.
   const urlWatcher = new RedisUrlWatcher({
     onChange: () => void app.refreshFiles(),
-    onError: (err) => logger.error({ err: err.message }, 'redis.urlFile unreadable; keeping the running store'),
+    onError: (err) =>
+      logger.error({ err: err.message }, 'redis.urlFile unreadable; keeping the running store'),
   });
   urlWatcher.follow(effective.redis?.urlFile);
   const watcher = new ConfigWatcher({
     file: p.file,
     initialText: p.text,
-    onText: (t) => void app.reloadText(t).then(() => urlWatcher.follow(app.current().config.redis?.urlFile)),
-    onError: (err) => logger.error({ err: err.message }, 'config file unreadable; keeping the running config'),
+    onText: (t) =>
+      void app.reloadText(t).then(() => urlWatcher.follow(app.current().config.redis?.urlFile)),
+    onError: (err) =>
+      logger.error({ err: err.message }, 'config file unreadable; keeping the running config'),
   });
 
   let stopping = false;
@@ -69,7 +76,10 @@ export async function runSidecarProcess(p: SidecarProcess): Promise<void> {
   process.on('SIGINT', () => shutdown('SIGINT'));
 
   if (effective.redis !== undefined && !(await app.storeReady(5000))) {
-    logger.warn({ policy: effective.limiter.onStoreError }, 'redis not reachable yet; starting anyway (onStoreError applies until it is)');
+    logger.warn(
+      { policy: effective.limiter.onStoreError },
+      'redis not reachable yet; starting anyway (onStoreError applies until it is)',
+    );
   }
   try {
     for (const { server, port, host } of p.listeners) await listen(server, port, host);

@@ -28,7 +28,12 @@ export class GatewayProxy {
   constructor(options: ProxyOptions) {
     this.#log = options.logger;
     this.#runtime = options.runtime;
-    this.#exchanges = { log: options.logger, admission: new Admission(options.logger), released: this.#released, keys: new KeyInFlight() };
+    this.#exchanges = {
+      log: options.logger,
+      admission: new Admission(options.logger),
+      released: this.#released,
+      keys: new KeyInFlight(),
+    };
   }
 
   get inFlight(): number {
@@ -52,7 +57,12 @@ export class GatewayProxy {
       exchange.start();
     } catch (err) {
       this.#log.error({ err }, 'proxy: unexpected failure');
-      sendProblem(res, { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The gateway failed to forward the request.' });
+      sendProblem(res, {
+        type: problemTypes.upstreamUnavailable,
+        title: 'Bad Gateway',
+        status: 502,
+        detail: 'The gateway failed to forward the request.',
+      });
     }
   };
 

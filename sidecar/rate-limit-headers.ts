@@ -18,7 +18,14 @@ function decidingLimit(d: Decision): number {
   if (all === undefined) return 0;
   for (let i = 0; i < all.length; i++) {
     const l = all[i] as Decision;
-    if (l.remaining === d.remaining && l.limit === d.limit && l.cost === d.cost && l.retryAfterMs === d.retryAfterMs && l.resetMs === d.resetMs) return i;
+    if (
+      l.remaining === d.remaining &&
+      l.limit === d.limit &&
+      l.cost === d.cost &&
+      l.retryAfterMs === d.retryAfterMs &&
+      l.resetMs === d.resetMs
+    )
+      return i;
   }
   return 0;
 }
@@ -32,10 +39,14 @@ export const headerSets = {
   /** RateLimit-Limit, -Remaining, -Reset, -Used, one header each. */
   fields: (): HeaderSet => (d, out) => {
     out.push(
-      'ratelimit-limit', String(d.limit),
-      'ratelimit-remaining', String(d.remaining),
-      'ratelimit-reset', seconds(d.resetMs),
-      'ratelimit-used', String(d.limit - d.remaining),
+      'ratelimit-limit',
+      String(d.limit),
+      'ratelimit-remaining',
+      String(d.remaining),
+      'ratelimit-reset',
+      seconds(d.resetMs),
+      'ratelimit-used',
+      String(d.limit - d.remaining),
     );
   },
   /**
@@ -45,12 +56,24 @@ export const headerSets = {
    */
   draft: (ctx: HeaderContext): HeaderSet => {
     const several = ctx.limits.length > 1;
-    const names = ctx.limits.map((_, i) => JSON.stringify(several ? `${ctx.policyName}/${i}` : ctx.policyName));
-    const policy = ctx.limits.map((l, i) => `${names[i] as string};q=${l.burstCapacity};w=${Math.ceil(l.burstCapacity / l.replenishRate)}`).join(', ');
+    const names = ctx.limits.map((_, i) =>
+      JSON.stringify(several ? `${ctx.policyName}/${i}` : ctx.policyName),
+    );
+    const policy = ctx.limits
+      .map(
+        (l, i) =>
+          `${names[i] as string};q=${l.burstCapacity};w=${Math.ceil(l.burstCapacity / l.replenishRate)}`,
+      )
+      .join(', ');
     if (!several) {
       const state = `${names[0] as string};r=`;
       return (d, out) => {
-        out.push('ratelimit-policy', policy, 'ratelimit', `${state}${d.remaining};t=${seconds(d.resetMs)}`);
+        out.push(
+          'ratelimit-policy',
+          policy,
+          'ratelimit',
+          `${state}${d.remaining};t=${seconds(d.resetMs)}`,
+        );
       };
     }
     return (d, out) => {
@@ -71,10 +94,14 @@ export const headerSets = {
     return (d, out) => {
       const i = decidingLimit(d);
       out.push(
-        'x-ratelimit-remaining', String(d.remaining),
-        'x-ratelimit-replenish-rate', rates[i] as string,
-        'x-ratelimit-burst-capacity', bursts[i] as string,
-        'x-ratelimit-requested-tokens', requested[i] as string,
+        'x-ratelimit-remaining',
+        String(d.remaining),
+        'x-ratelimit-replenish-rate',
+        rates[i] as string,
+        'x-ratelimit-burst-capacity',
+        bursts[i] as string,
+        'x-ratelimit-requested-tokens',
+        requested[i] as string,
       );
     };
   },
@@ -83,8 +110,13 @@ export const headerSets = {
 export type HeaderSetName = keyof typeof headerSets;
 
 /** One function writing every enabled set for one rule, made once per config. */
-export function composeHeaderSets(enabled: Readonly<Record<HeaderSetName, boolean>>, ctx: HeaderContext): HeaderSet {
-  const sets = (Object.keys(headerSets) as HeaderSetName[]).filter((n) => enabled[n]).map((n) => headerSets[n](ctx));
+export function composeHeaderSets(
+  enabled: Readonly<Record<HeaderSetName, boolean>>,
+  ctx: HeaderContext,
+): HeaderSet {
+  const sets = (Object.keys(headerSets) as HeaderSetName[])
+    .filter((n) => enabled[n])
+    .map((n) => headerSets[n](ctx));
   return (d, out) => {
     for (const set of sets) set(d, out);
   };

@@ -11,10 +11,15 @@ export function readRedisUrlFile(file: string): string {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(`redis.urlFile: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`);
+    throw new ConfigError(
+      `redis.urlFile: cannot read ${file}: ${(err as NodeJS.ErrnoException).code ?? 'error'}`,
+    );
   }
   const url = text.trim();
-  if (!REDIS_URL.test(url) || /\s/.test(url)) throw new ConfigError(`redis.urlFile: ${file} does not hold a single redis:// or rediss:// URL`);
+  if (!REDIS_URL.test(url) || /\s/.test(url))
+    throw new ConfigError(
+      `redis.urlFile: ${file} does not hold a single redis:// or rediss:// URL`,
+    );
   return url;
 }
 

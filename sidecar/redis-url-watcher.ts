@@ -37,7 +37,9 @@ export class RedisUrlWatcher {
       initialText,
       onText: () => this.#options.onChange(),
       onError: this.#options.onError,
-      ...(this.#options.pollIntervalMs === undefined ? {} : { pollIntervalMs: this.#options.pollIntervalMs }),
+      ...(this.#options.pollIntervalMs === undefined
+        ? {}
+        : { pollIntervalMs: this.#options.pollIntervalMs }),
     });
   }
 

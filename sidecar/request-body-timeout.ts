@@ -33,7 +33,9 @@ export interface RequestBodyTimeoutOptions {
 }
 
 /** A 'request' listener for the proxy's node:http server. */
-export function requestBodyTimeout(options: RequestBodyTimeoutOptions): (req: IncomingMessage, res: ServerResponse) => void {
+export function requestBodyTimeout(
+  options: RequestBodyTimeoutOptions,
+): (req: IncomingMessage, res: ServerResponse) => void {
   return (req, res) => {
     const idleMs = options.idleMs();
     if (idleMs <= 0 || !announcesBody(req.rawHeaders)) return;
@@ -58,12 +60,19 @@ export function requestBodyTimeout(options: RequestBodyTimeoutOptions): (req: In
         return;
       }
       res.shouldKeepAlive = false;
-      sendProblem(res, {
-        type: problemTypes.badRequest,
-        title: 'Request Timeout',
-        status: 408,
-        detail: needed > 1 ? `The request body stalled: fewer than ${needed} bytes in ${idleMs} ms.` : `The request body stalled: no data for ${idleMs} ms.`,
-      }, ['connection', 'close']);
+      sendProblem(
+        res,
+        {
+          type: problemTypes.badRequest,
+          title: 'Request Timeout',
+          status: 408,
+          detail:
+            needed > 1
+              ? `The request body stalled: fewer than ${needed} bytes in ${idleMs} ms.`
+              : `The request body stalled: no data for ${idleMs} ms.`,
+        },
+        ['connection', 'close'],
+      );
       // The unread body would keep the socket waiting; close it once the 408 is written.
       res.once('finish', () => socket.destroySoon());
     };

@@ -24,7 +24,11 @@ export interface RequestHead {
   readonly hops: number;
 }
 
-export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: boolean): RequestHead {
+export function readRequestHead(
+  req: IncomingMessage,
+  keyHeader: string,
+  jwt: boolean,
+): RequestHead {
   const raw = req.rawHeaders;
   const keyLength = keyHeader.length;
   // Only a name with `_`, or any name when the key header has one, can fold into it under CGI.
@@ -47,14 +51,20 @@ export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: bo
     const name = raw[i] as string;
     const value = raw[i + 1] as string;
     const lower = name.toLowerCase();
-    if (name.length === keyLength && (lower === keyHeader || ((keyFolds || lower.includes('_')) && lower.replaceAll('_', '-') === keyCgi))) {
+    if (
+      name.length === keyLength &&
+      (lower === keyHeader ||
+        ((keyFolds || lower.includes('_')) && lower.replaceAll('_', '-') === keyCgi))
+    ) {
       if (!jwt && key === undefined && lower === keyHeader) key = value;
       continue;
     }
     if (dropRequest.has(lower)) {
       if (lower === 'transfer-encoding') hasBody = true;
-      else if (lower === 'connection') connection = connection === undefined ? value : `${connection}, ${value}`;
-      else if (lower === 'upgrade') upgrade = upgrade === undefined ? value : `${upgrade}, ${value}`;
+      else if (lower === 'connection')
+        connection = connection === undefined ? value : `${connection}, ${value}`;
+      else if (lower === 'upgrade')
+        upgrade = upgrade === undefined ? value : `${upgrade}, ${value}`;
       continue;
     }
     switch (lower) {
@@ -85,8 +95,15 @@ export function readRequestHead(req: IncomingMessage, keyHeader: string, jwt: bo
   }
   if (connection !== undefined) removeConnectionTokens(forward, connection);
   const socket = req.socket;
-  forward.push('x-forwarded-for', xff === undefined ? (socket.remoteAddress ?? '') : `${xff}, ${socket.remoteAddress ?? ''}`);
-  if (!sawProto) forward.push('x-forwarded-proto', 'encrypted' in socket && socket.encrypted === true ? 'https' : 'http');
+  forward.push(
+    'x-forwarded-for',
+    xff === undefined ? (socket.remoteAddress ?? '') : `${xff}, ${socket.remoteAddress ?? ''}`,
+  );
+  if (!sawProto)
+    forward.push(
+      'x-forwarded-proto',
+      'encrypted' in socket && socket.encrypted === true ? 'https' : 'http',
+    );
   if (!sawHost && host !== undefined) forward.push('x-forwarded-host', host);
   forward.push(HOPS_HEADER, String(hops + 1));
   return { forward, key, authorization, hostCount, hasBody, upgrade, hops };
@@ -107,7 +124,13 @@ export function keyLookAlikes(keyHeader: string): string[] {
   const seps = Math.min((pieces.length - 1) / 2, MAX_FOLDED_SEPARATORS);
   const out = new Set<string>();
   for (let mask = 0; mask < 1 << seps; mask++) {
-    out.add(pieces.map((p, i) => (i % 2 === 1 && (i - 1) / 2 < seps ? ((mask >> ((i - 1) / 2)) & 1 ? '_' : '-') : p)).join(''));
+    out.add(
+      pieces
+        .map((p, i) =>
+          i % 2 === 1 && (i - 1) / 2 < seps ? ((mask >> ((i - 1) / 2)) & 1 ? '_' : '-') : p,
+        )
+        .join(''),
+    );
   }
   out.add(keyHeader.replaceAll('-', '_'));
   out.add(keyHeader.replaceAll('_', '-'));

@@ -69,7 +69,13 @@ export function limiterRules(limiter: LimiterConfig): NonNullable<LimiterConfig[
     {
       name: DEFAULT_RULE,
       path: '/**',
-      limits: [{ replenishRate: limiter.replenishRate as number, burstCapacity: limiter.burstCapacity as number, requestedTokens: limiter.requestedTokens ?? 1 }],
+      limits: [
+        {
+          replenishRate: limiter.replenishRate as number,
+          burstCapacity: limiter.burstCapacity as number,
+          requestedTokens: limiter.requestedTokens ?? 1,
+        },
+      ],
     },
   ];
 }
@@ -91,21 +97,35 @@ function ruleMethods(methods: readonly string[] | undefined): ReadonlySet<string
   return set;
 }
 
-export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, upstream: Pool, metrics: RouteMetrics, jwt?: JwtKeySource): RouteRuntime {
+export function buildRouteRuntime(
+  config: SidecarConfig,
+  store: BucketStore,
+  upstream: Pool,
+  metrics: RouteMetrics,
+  jwt?: JwtKeySource,
+): RouteRuntime {
   const { limiter, route } = config;
   const single = limiter.rules === undefined;
   const rules = limiterRules(limiter).map((r, index): RuleRuntime => {
-    const limits = r.limits.map((l): BucketRule => ({ replenishRate: l.replenishRate, burstCapacity: l.burstCapacity, requestedTokens: l.requestedTokens }));
+    const limits = r.limits.map((l): BucketRule => ({
+      replenishRate: l.replenishRate,
+      burstCapacity: l.burstCapacity,
+      requestedTokens: l.requestedTokens,
+    }));
     const enforce = r.enforce ?? limiter.enforce;
     return {
       name: r.name,
-      matchPath: r.path === '/**' ? undefined : compilePathPattern(r.path, route.caseInsensitivePaths),
+      matchPath:
+        r.path === '/**' ? undefined : compilePathPattern(r.path, route.caseInsensitivePaths),
       methods: ruleMethods(r.methods),
       limits,
       costs: limits.map((l) => l.requestedTokens),
       bucketPrefix: single ? `${route.id}:` : `${route.id}:${r.name}:`,
       enforce,
-      rateHeaders: composeHeaderSets(limiter.headers, { policyName: policyName(single, index), limits }),
+      rateHeaders: composeHeaderSets(limiter.headers, {
+        policyName: policyName(single, index),
+        limits,
+      }),
       metrics: metrics.forRule(r.name, !enforce),
     };
   });
@@ -122,7 +142,10 @@ export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, ups
     missingKeyStatus: limiter.onMissingKey.status,
     onStoreError: limiter.onStoreError,
     // Decision mode forwards no bodies: nothing for one key to hold.
-    maxInFlightPerKey: config.upstream === undefined ? 0 : keyInFlightBound(limiter.maxInFlightPerKey, config.upstream.connections),
+    maxInFlightPerKey:
+      config.upstream === undefined
+        ? 0
+        : keyInFlightBound(limiter.maxInFlightPerKey, config.upstream.connections),
     store,
     upstream,
     metrics,
@@ -130,7 +153,11 @@ export function buildRouteRuntime(config: SidecarConfig, store: BucketStore, ups
 }
 
 /** The first rule matching `method` and `path` (no query), or undefined. */
-export function selectRule(rt: RouteRuntime, method: string, path: string): RuleRuntime | undefined {
+export function selectRule(
+  rt: RouteRuntime,
+  method: string,
+  path: string,
+): RuleRuntime | undefined {
   const rules = rt.rules;
   for (let i = 0; i < rules.length; i++) {
     const r = rules[i] as RuleRuntime;
@@ -146,14 +173,18 @@ export function selectRule(rt: RouteRuntime, method: string, path: string): Rule
  * key TTL grew (a lower rate or a larger burst): a key written under the old limits would expire,
  * and read as full, before the new limits refill it. Each with the new TTL of every bucket, ms.
  */
-export function lengthenedTtls(old: RouteRuntime, next: RouteRuntime): { readonly bucketPrefix: string; readonly ttlsMs: number[] }[] {
+export function lengthenedTtls(
+  old: RouteRuntime,
+  next: RouteRuntime,
+): { readonly bucketPrefix: string; readonly ttlsMs: number[] }[] {
   const out: { bucketPrefix: string; ttlsMs: number[] }[] = [];
   for (const rule of next.rules) {
     const before = old.rules.find((r) => r.bucketPrefix === rule.bucketPrefix);
     if (before === undefined) continue;
     const ttlsMs = rule.limits.map(bucketTtlMs);
     const oldTtls = before.limits.map(bucketTtlMs);
-    if (ttlsMs.some((ttl, i) => i < oldTtls.length && ttl > (oldTtls[i] as number))) out.push({ bucketPrefix: rule.bucketPrefix, ttlsMs });
+    if (ttlsMs.some((ttl, i) => i < oldTtls.length && ttl > (oldTtls[i] as number)))
+      out.push({ bucketPrefix: rule.bucketPrefix, ttlsMs });
   }
   return out;
 }

@@ -71,10 +71,17 @@ export class UpgradeProxy {
 
   readonly handle = (req: http.IncomingMessage, socket: Duplex, head: Buffer): void => {
     this.#track(socket);
-    socket.on('error', (err) => this.#log.debug({ err: err.message }, 'upgrade: client socket error'));
+    socket.on('error', (err) =>
+      this.#log.debug({ err: err.message }, 'upgrade: client socket error'),
+    );
     this.#handle(req, socket, head).catch((err: unknown) => {
       this.#log.error({ err }, 'upgrade: unexpected failure');
-      writeSocketProblem(socket, { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The gateway failed to forward the upgrade.' });
+      writeSocketProblem(socket, {
+        type: problemTypes.upstreamUnavailable,
+        title: 'Bad Gateway',
+        status: 502,
+        detail: 'The gateway failed to forward the upgrade.',
+      });
     });
   };
 
@@ -105,7 +112,15 @@ export class UpgradeProxy {
     this.#forward(req, socket, head, rt, forward, verdict.headers, verdict.outcome);
   }
 
-  #forward(req: http.IncomingMessage, socket: Duplex, head: Buffer, rt: RouteRuntime, headers: string[], rateHeaders: string[], outcome: 'forwarded' | 'store_error_allowed'): void {
+  #forward(
+    req: http.IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    rt: RouteRuntime,
+    headers: string[],
+    rateHeaders: string[],
+    outcome: 'forwarded' | 'store_error_allowed',
+  ): void {
     const upstream = proxyUpstream(rt.config);
     const target = new URL(upstream.url);
     const client = target.protocol === 'https:' ? https : http;
@@ -126,7 +141,12 @@ export class UpgradeProxy {
       settled = true;
       rt.metrics.outcome.upstream_error.inc();
       upstreamReq.destroy();
-      writeSocketProblem(socket, { type: problemTypes.upstreamTimeout, title: 'Gateway Timeout', status: 504, detail: 'The upstream did not answer the upgrade in time.' });
+      writeSocketProblem(socket, {
+        type: problemTypes.upstreamTimeout,
+        title: 'Gateway Timeout',
+        status: 504,
+        detail: 'The upstream did not answer the upgrade in time.',
+      });
     }, upstream.timeoutMs);
     timer.unref();
     // A client leaving (or half-closing) before the upstream answered takes the pending upstream
@@ -150,8 +170,16 @@ export class UpgradeProxy {
       if (settled) return;
       settled = true;
       rt.metrics.outcome.upstream_error.inc();
-      this.#log.warn({ route: rt.routeId, err: err.message, code: err.code }, 'upgrade: upstream unavailable');
-      writeSocketProblem(socket, { type: problemTypes.upstreamUnavailable, title: 'Bad Gateway', status: 502, detail: 'The upstream service is unavailable.' });
+      this.#log.warn(
+        { route: rt.routeId, err: err.message, code: err.code },
+        'upgrade: upstream unavailable',
+      );
+      writeSocketProblem(socket, {
+        type: problemTypes.upstreamUnavailable,
+        title: 'Bad Gateway',
+        status: 502,
+        detail: 'The upstream service is unavailable.',
+      });
     });
 
     // The upstream declined the upgrade (e.g. 400, 403, 426): relay its answer and close.
@@ -168,10 +196,17 @@ export class UpgradeProxy {
       const raw = res.rawHeaders;
       for (let i = 0; i < raw.length; i += 2) {
         const lower = (raw[i] as string).toLowerCase();
-        if (lower === 'connection' || lower === 'keep-alive' || lower === 'transfer-encoding' || lower === 'upgrade') continue;
+        if (
+          lower === 'connection' ||
+          lower === 'keep-alive' ||
+          lower === 'transfer-encoding' ||
+          lower === 'upgrade'
+        )
+          continue;
         headText += `${raw[i]}: ${raw[i + 1]}\r\n`;
       }
-      for (let i = 0; i < rateHeaders.length; i += 2) headText += `${rateHeaders[i]}: ${rateHeaders[i + 1]}\r\n`;
+      for (let i = 0; i < rateHeaders.length; i += 2)
+        headText += `${rateHeaders[i]}: ${rateHeaders[i + 1]}\r\n`;
       // Without a length the body runs to the close (which this answer ends with anyway).
       socket.write(`${headText}connection: close\r\n\r\n`);
       res.pipe(socket);
@@ -193,7 +228,14 @@ export class UpgradeProxy {
     upstreamReq.end();
   }
 
-  #tunnel(socket: Duplex, head: Buffer, res: http.IncomingMessage, upstream: Duplex, upstreamHead: Buffer, rateHeaders: string[]): void {
+  #tunnel(
+    socket: Duplex,
+    head: Buffer,
+    res: http.IncomingMessage,
+    upstream: Duplex,
+    upstreamHead: Buffer,
+    rateHeaders: string[],
+  ): void {
     this.#tunnels++;
     let open = true;
     const close = () => {
@@ -227,7 +269,8 @@ export class UpgradeProxy {
     let headText = `HTTP/1.1 101 ${res.statusMessage ?? 'Switching Protocols'}\r\n`;
     const raw = res.rawHeaders;
     for (let i = 0; i < raw.length; i += 2) headText += `${raw[i]}: ${raw[i + 1]}\r\n`;
-    for (let i = 0; i < rateHeaders.length; i += 2) headText += `${rateHeaders[i]}: ${rateHeaders[i + 1]}\r\n`;
+    for (let i = 0; i < rateHeaders.length; i += 2)
+      headText += `${rateHeaders[i]}: ${rateHeaders[i + 1]}\r\n`;
     socket.write(`${headText}\r\n`);
     if (upstreamHead.length > 0) socket.write(upstreamHead);
     if (head.length > 0) upstream.write(head);

@@ -35,7 +35,8 @@ export function rejectKey(value: string | undefined): KeyRejection | undefined {
 export function claimHeaderValue(claim: string): string {
   for (let i = 0; i < claim.length; i++) {
     const c = claim.charCodeAt(i);
-    if (c <= 0x20 || c >= 0x7f || c === 0x25) return claim.replace(/[^!-$&-~]/gu, (ch) => encodeURIComponent(ch));
+    if (c <= 0x20 || c >= 0x7f || c === 0x25)
+      return claim.replace(/[^!-$&-~]/gu, (ch) => encodeURIComponent(ch));
   }
   return claim;
 }

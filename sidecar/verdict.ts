@@ -12,7 +12,12 @@ export type Verdict =
       /** The key header value the upstream reads (the identity charged, a claim encoded); undefined: none. */
       readonly identity: string | undefined;
     }
-  | { readonly kind: 'limited'; readonly retryAfter: number; readonly problem: Problem; readonly headers: string[] }
+  | {
+      readonly kind: 'limited';
+      readonly retryAfter: number;
+      readonly problem: Problem;
+      readonly headers: string[];
+    }
   | { readonly kind: 'problem'; readonly problem: Problem; readonly headers: string[] }
   /** The verdict comes later, through settle() (a token to verify, a store to hear from). */
   | { readonly kind: 'pending' };
@@ -30,4 +35,8 @@ export interface AdmissionHead {
   readonly hops: number;
 }
 
-export const problem = (p: Problem, headers: string[] = []): Verdict => ({ kind: 'problem', problem: p, headers });
+export const problem = (p: Problem, headers: string[] = []): Verdict => ({
+  kind: 'problem',
+  problem: p,
+  headers,
+});

@@ -23,7 +23,9 @@ export function callgrindTotal(text: string): number | undefined {
 /** valgrind installed from Debian when missing, and its version; undefined when it cannot be had. */
 export function valgrindVersion(): string | undefined {
   try {
-    execFileSync(path.join(repoRoot, 'scripts', 'ensure-system-deps.sh'), ['valgrind:valgrind'], { stdio: 'inherit' });
+    execFileSync(path.join(repoRoot, 'scripts', 'ensure-system-deps.sh'), ['valgrind:valgrind'], {
+      stdio: 'inherit',
+    });
     return execFileSync('valgrind', ['--version'], { encoding: 'utf8' }).trim();
   } catch {
     return undefined;
@@ -53,18 +55,32 @@ export interface InstructionCount {
 export async function countInstructions(o: CountOptions): Promise<InstructionCount> {
   let warmed = 0;
   while (warmed < o.warmupRequests) {
-    const chunk = (await runWrk({ url: o.url, connections: 50, threads: 1, durationS: 20, headers: o.headers })).requests;
+    const chunk = (
+      await runWrk({ url: o.url, connections: 50, threads: 1, durationS: 20, headers: o.headers })
+    ).requests;
     if (chunk === 0) throw new Error(`${o.name}: answered no request in 20 s under callgrind`);
     warmed += chunk;
   }
   o.log(`  ${o.name}: warmed up with ${warmed} requests`);
   execFileSync('callgrind_control', ['--zero', String(o.pid)], { stdio: 'ignore' });
-  const wrk = await runWrk({ url: o.url, connections: 50, threads: 1, durationS: o.durationS, headers: o.headers });
+  const wrk = await runWrk({
+    url: o.url,
+    connections: 50,
+    threads: 1,
+    durationS: o.durationS,
+    headers: o.headers,
+  });
   execFileSync('callgrind_control', ['--dump', String(o.pid)], { stdio: 'ignore' });
   // The dump on request is <name>.<pid>.1 (the one at exit, without the suffix, comes later).
   const dump = path.join(o.outDir, `${o.name}.${o.pid}.1`);
   const total = existsSync(dump) ? callgrindTotal(readFileSync(dump, 'utf8')) : undefined;
-  if (total === undefined) throw new Error(`${o.name}: callgrind wrote no dump with a total in ${o.outDir}`);
+  if (total === undefined)
+    throw new Error(`${o.name}: callgrind wrote no dump with a total in ${o.outDir}`);
   if (wrk.requests === 0) throw new Error(`${o.name}: no request answered under callgrind`);
-  return { requests: wrk.requests, instructions: total, instructionsPerRequest: Math.round(total / wrk.requests), errors: wrkErrors(wrk) };
+  return {
+    requests: wrk.requests,
+    instructions: total,
+    instructionsPerRequest: Math.round(total / wrk.requests),
+    errors: wrkErrors(wrk),
+  };
 }

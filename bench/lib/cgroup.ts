@@ -17,16 +17,30 @@ export interface MemoryCgroup {
 }
 
 const read = (file: string) => readFileSync(file, 'utf8').trim();
-const statField = (text: string, name: string) => Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+const statField = (text: string, name: string) =>
+  Number(new RegExp(`^${name} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
 
 /** A figure in a cgroup file: the whole file is a number, or a `name value` line of it. */
 type Figure = readonly [file: string, field?: string];
 
 /** Where each cgroup version keeps the figures read here. */
 const layouts = {
-  1: { limit: 'memory.limit_in_bytes', usage: 'memory.usage_in_bytes', peak: ['memory.max_usage_in_bytes'], inactiveFile: 'total_inactive_file' },
-  2: { limit: 'memory.max', usage: 'memory.current', peak: ['memory.peak'], inactiveFile: 'inactive_file' },
-} as const satisfies Record<1 | 2, { limit: string; usage: string; peak: Figure; inactiveFile: string }>;
+  1: {
+    limit: 'memory.limit_in_bytes',
+    usage: 'memory.usage_in_bytes',
+    peak: ['memory.max_usage_in_bytes'],
+    inactiveFile: 'total_inactive_file',
+  },
+  2: {
+    limit: 'memory.max',
+    usage: 'memory.current',
+    peak: ['memory.peak'],
+    inactiveFile: 'inactive_file',
+  },
+} as const satisfies Record<
+  1 | 2,
+  { limit: string; usage: string; peak: Figure; inactiveFile: string }
+>;
 
 function cgroupAt(version: 1 | 2, dir: string): MemoryCgroup {
   const l = layouts[version];
@@ -39,7 +53,12 @@ function cgroupAt(version: 1 | 2, dir: string): MemoryCgroup {
     dir,
     setLimit: (b) => writeFileSync(path.join(dir, l.limit), String(b)),
     peak: () => figure(l.peak),
-    workingSet: () => Math.max(0, Number(read(path.join(dir, l.usage))) - statField(read(path.join(dir, 'memory.stat')), l.inactiveFile)),
+    workingSet: () =>
+      Math.max(
+        0,
+        Number(read(path.join(dir, l.usage))) -
+          statField(read(path.join(dir, 'memory.stat')), l.inactiveFile),
+      ),
     remove: () => rmdirSync(dir),
   };
 }
@@ -50,7 +69,9 @@ export function makeCgroup(name: string): MemoryCgroup | string {
   const v1 = lines.find((l) => /^\d+:([^:]*,)?memory(,[^:]*)?:/.test(l));
   const v1Root = '/sys/fs/cgroup/memory';
   const v2 = lines.find((l) => l.startsWith('0::'));
-  const v2Root = existsSync('/sys/fs/cgroup/cgroup.controllers') ? '/sys/fs/cgroup' : '/sys/fs/cgroup/unified';
+  const v2Root = existsSync('/sys/fs/cgroup/cgroup.controllers')
+    ? '/sys/fs/cgroup'
+    : '/sys/fs/cgroup/unified';
   try {
     if (v1 !== undefined && existsSync(path.join(v1Root, 'memory.limit_in_bytes'))) {
       const dir = path.join(v1Root, v1.split(':')[2] ?? '/', name);
@@ -59,7 +80,8 @@ export function makeCgroup(name: string): MemoryCgroup | string {
     }
     if (v2 === undefined) return 'no memory cgroup controller in /proc/self/cgroup';
     const parent = path.join(v2Root, v2.slice(3));
-    if (!read(path.join(parent, 'cgroup.subtree_control')).split(' ').includes('memory')) return `the cgroup v2 group ${parent} does not delegate the memory controller`;
+    if (!read(path.join(parent, 'cgroup.subtree_control')).split(' ').includes('memory'))
+      return `the cgroup v2 group ${parent} does not delegate the memory controller`;
     const dir = path.join(parent, name);
     mkdirSync(dir);
     return cgroupAt(2, dir);
@@ -67,4 +89,3 @@ export function makeCgroup(name: string): MemoryCgroup | string {
     return `cannot make a memory cgroup: ${(err as Error).message}`;
   }
 }
-

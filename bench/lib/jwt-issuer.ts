@@ -21,14 +21,25 @@ export interface JwtIssuer {
 const KID = 'bench-es256';
 const TOKEN_TTL_S = 3600;
 
-export async function startJwtIssuer(users: readonly string[], audience: string, nowMs: number): Promise<JwtIssuer> {
+export async function startJwtIssuer(
+  users: readonly string[],
+  audience: string,
+  nowMs: number,
+): Promise<JwtIssuer> {
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
-  const jwks = JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: KID, alg: 'ES256', use: 'sig' }] });
+  const jwks = JSON.stringify({
+    keys: [{ ...(await exportJWK(publicKey)), kid: KID, alg: 'ES256', use: 'sig' }],
+  });
   let fetches = 0;
   const server = http.createServer((req, res) => {
     if (req.method === 'GET' && req.url === '/jwks.json') {
       fetches++;
-      res.writeHead(200, { 'content-type': 'application/jwk-set+json', 'cache-control': 'max-age=300' }).end(jwks);
+      res
+        .writeHead(200, {
+          'content-type': 'application/jwk-set+json',
+          'cache-control': 'max-age=300',
+        })
+        .end(jwks);
       return;
     }
     res.writeHead(404).end();

@@ -21,7 +21,14 @@ export interface LoadgenResult {
   readonly offeredRate?: number;
   readonly achievedRate: number;
   /** From the intended send time (rate mode) or the send (list mode), µs. */
-  readonly latencyUs: { p50: number; p90: number; p99: number; p999: number; max: number; mean: number };
+  readonly latencyUs: {
+    p50: number;
+    p90: number;
+    p99: number;
+    p999: number;
+    max: number;
+    mean: number;
+  };
   readonly firstError?: string;
   readonly sampleNon2xxBody?: string;
 }
@@ -33,13 +40,25 @@ export function ensureLoadgen(): string {
   if (binary !== undefined) return binary;
   const hash = createHash('sha256');
   for (const f of ['go.mod', 'main.go']) hash.update(readFileSync(path.join(source, f)));
-  const dir = path.join(process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'), 'portcullis', `loadgen-${hash.digest('hex').slice(0, 16)}`);
+  const dir = path.join(
+    process.env['XDG_CACHE_HOME'] ?? path.join(os.homedir(), '.cache'),
+    'portcullis',
+    `loadgen-${hash.digest('hex').slice(0, 16)}`,
+  );
   const out = path.join(dir, 'loadgen');
   if (!existsSync(out)) {
     // Debian's golang-go when no Go toolchain is on PATH (the Go machines have one already).
-    execFileSync(path.join(source, '..', '..', 'scripts', 'ensure-system-deps.sh'), ['go:golang-go'], { stdio: 'inherit' });
+    execFileSync(
+      path.join(source, '..', '..', 'scripts', 'ensure-system-deps.sh'),
+      ['go:golang-go'],
+      { stdio: 'inherit' },
+    );
     mkdirSync(dir, { recursive: true });
-    execFileSync('go', ['build', '-o', out, '.'], { cwd: source, stdio: 'inherit', env: { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local' } });
+    execFileSync('go', ['build', '-o', out, '.'], {
+      cwd: source,
+      stdio: 'inherit',
+      env: { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local' },
+    });
   }
   binary = out;
   return out;
@@ -53,7 +72,8 @@ function run(args: string[]): Promise<LoadgenResult> {
     child.once('error', reject);
     child.once('exit', (code) => {
       const line = out.trim().split('\n').pop() ?? '';
-      if (code !== 0 || !line.startsWith('{')) reject(new Error(`loadgen exited with ${code}: ${out}`));
+      if (code !== 0 || !line.startsWith('{'))
+        reject(new Error(`loadgen exited with ${code}: ${out}`));
       else resolve(JSON.parse(line) as LoadgenResult);
     });
   });
@@ -74,7 +94,19 @@ export function runRate(o: {
   timelineFile?: string;
 }): Promise<LoadgenResult> {
   const u = new URL(o.url);
-  const args = ['rate', '-addr', u.host, '-path', `${u.pathname}${u.search}`, '-rate', String(o.rate), '-duration', `${o.durationS}s`, '-connections', String(o.connections)];
+  const args = [
+    'rate',
+    '-addr',
+    u.host,
+    '-path',
+    `${u.pathname}${u.search}`,
+    '-rate',
+    String(o.rate),
+    '-duration',
+    `${o.durationS}s`,
+    '-connections',
+    String(o.connections),
+  ];
   for (const [k, v] of Object.entries(o.headers ?? {})) args.push('-H', `${k}: ${v}`);
   if (o.rotateHeaderFile !== undefined) args.push('-rotate', o.rotateHeaderFile);
   if (o.timelineFile !== undefined) args.push('-timeline', o.timelineFile);
@@ -82,6 +114,18 @@ export function runRate(o: {
 }
 
 /** Sends every request of a JSON-lines file once over `connections` keep-alive connections. */
-export function runList(o: { baseUrl: string; file: string; connections: number }): Promise<LoadgenResult> {
-  return run(['list', '-addr', new URL(o.baseUrl).host, '-file', o.file, '-connections', String(o.connections)]);
+export function runList(o: {
+  baseUrl: string;
+  file: string;
+  connections: number;
+}): Promise<LoadgenResult> {
+  return run([
+    'list',
+    '-addr',
+    new URL(o.baseUrl).host,
+    '-file',
+    o.file,
+    '-connections',
+    String(o.connections),
+  ]);
 }

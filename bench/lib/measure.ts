@@ -54,7 +54,9 @@ export function median(xs: readonly number[]): number {
   const s = [...xs].sort((a, b) => a - b);
   if (s.length === 0) return 0;
   const mid = Math.floor(s.length / 2);
-  return s.length % 2 === 1 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
+  return s.length % 2 === 1
+    ? (s[mid] as number)
+    : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
 }
 
 /** The targets in the order of one round: each round starts `shift` targets later than the first. */
@@ -63,4 +65,3 @@ export function rotated<T>(targets: readonly T[], shift: number): T[] {
 }
 
 export const r2 = (x: number): number => Math.round(x * 100) / 100;
-

@@ -10,8 +10,22 @@ export interface WrkResult {
   readonly requests: number;
   readonly durationUs: number;
   readonly bytes: number;
-  readonly errors: { connect: number; read: number; write: number; status: number; timeout: number };
-  readonly latencyUs: { mean: number; stdev: number; max: number; p50: number; p90: number; p99: number; p999: number };
+  readonly errors: {
+    connect: number;
+    read: number;
+    write: number;
+    status: number;
+    timeout: number;
+  };
+  readonly latencyUs: {
+    mean: number;
+    stdev: number;
+    max: number;
+    p50: number;
+    p90: number;
+    p99: number;
+    p999: number;
+  };
 }
 
 export interface WrkOptions {
@@ -30,21 +44,32 @@ export function wrkErrors(w: WrkResult): number {
 }
 
 export function ensureWrk(): void {
-  execFileSync(path.join(here, '..', '..', 'scripts', 'ensure-system-deps.sh'), ['wrk:wrk'], { stdio: 'inherit' });
+  execFileSync(path.join(here, '..', '..', 'scripts', 'ensure-system-deps.sh'), ['wrk:wrk'], {
+    stdio: 'inherit',
+  });
 }
 
 export function runWrk(options: WrkOptions): Promise<WrkResult> {
   const args = [
-    '-t', String(options.threads),
-    '-c', String(options.connections),
-    '-d', `${options.durationS}s`,
-    '--timeout', '5s',
-    '-s', path.join(here, 'wrk.lua'),
+    '-t',
+    String(options.threads),
+    '-c',
+    String(options.connections),
+    '-d',
+    `${options.durationS}s`,
+    '--timeout',
+    '5s',
+    '-s',
+    path.join(here, 'wrk.lua'),
   ];
-  for (const [name, value] of Object.entries(options.headers ?? {})) args.push('-H', `${name}: ${value}`);
+  for (const [name, value] of Object.entries(options.headers ?? {}))
+    args.push('-H', `${name}: ${value}`);
   args.push(options.url);
   return new Promise((resolve, reject) => {
-    const env = options.rotateHeaderFile === undefined ? process.env : { ...process.env, WRK_ROTATE_FILE: options.rotateHeaderFile };
+    const env =
+      options.rotateHeaderFile === undefined
+        ? process.env
+        : { ...process.env, WRK_ROTATE_FILE: options.rotateHeaderFile };
     const child = spawn('wrk', args, { stdio: ['ignore', 'pipe', 'inherit'], env });
     let out = '';
     child.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));

@@ -6,16 +6,35 @@ import http from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 
 const port = Number(process.env['PORT'] ?? 8095);
-const pool = new Pool(process.env['UPSTREAM_URL'] ?? 'http://127.0.0.1:8081', { connections: 128, keepAliveTimeout: 4000 });
-const hopByHop = new Set(['connection', 'keep-alive', 'transfer-encoding', 'te', 'trailer', 'upgrade', 'proxy-connection']);
+const pool = new Pool(process.env['UPSTREAM_URL'] ?? 'http://127.0.0.1:8081', {
+  connections: 128,
+  keepAliveTimeout: 4000,
+});
+const hopByHop = new Set([
+  'connection',
+  'keep-alive',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'upgrade',
+  'proxy-connection',
+]);
 
 const server = http.createServer((req, res) => {
   const headers: string[] = [];
   const raw = req.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) if (!hopByHop.has((raw[i] as string).toLowerCase())) headers.push(raw[i] as string, raw[i + 1] as string);
-  const hasBody = req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
+  for (let i = 0; i < raw.length; i += 2)
+    if (!hopByHop.has((raw[i] as string).toLowerCase()))
+      headers.push(raw[i] as string, raw[i + 1] as string);
+  const hasBody =
+    req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined;
   pool.dispatch(
-    { method: req.method as Dispatcher.HttpMethod, path: req.url ?? '/', headers, body: hasBody ? req : null },
+    {
+      method: req.method as Dispatcher.HttpMethod,
+      path: req.url ?? '/',
+      headers,
+      body: hasBody ? req : null,
+    },
     {
       onRequestStart() {},
       onResponseStart(_c, status, h) {
@@ -41,7 +60,9 @@ const server = http.createServer((req, res) => {
     },
   );
 });
-server.listen(port, '127.0.0.1', () => console.log(JSON.stringify({ msg: 'bare proxy listening', port })));
+server.listen(port, '127.0.0.1', () =>
+  console.log(JSON.stringify({ msg: 'bare proxy listening', port })),
+);
 const shutdown = () => server.close(() => process.exit(0));
 process.on('SIGTERM', shutdown);
 process.on('SIGINT', shutdown);

@@ -22,7 +22,10 @@ export interface RunningNginx {
 }
 
 export function ensureNginx(): void {
-  execFileSync(path.join(repoRoot, 'scripts', 'ensure-system-deps.sh'), ['nginx:nginx'], { stdio: 'inherit', env: { ...process.env, PATH: `${process.env['PATH'] ?? ''}:/usr/sbin:/sbin` } });
+  execFileSync(path.join(repoRoot, 'scripts', 'ensure-system-deps.sh'), ['nginx:nginx'], {
+    stdio: 'inherit',
+    env: { ...process.env, PATH: `${process.env['PATH'] ?? ''}:/usr/sbin:/sbin` },
+  });
 }
 
 export interface NginxOptions {
@@ -41,7 +44,8 @@ export interface NginxOptions {
 export async function startNginx(options: NginxOptions): Promise<RunningNginx> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-nginx-'));
-  for (const sub of ['logs', 'tmp/body', 'tmp/proxy', 'tmp/fastcgi', 'tmp/uwsgi', 'tmp/scgi']) mkdirSync(path.join(dir, sub), { recursive: true });
+  for (const sub of ['logs', 'tmp/body', 'tmp/proxy', 'tmp/fastcgi', 'tmp/uwsgi', 'tmp/scgi'])
+    mkdirSync(path.join(dir, sub), { recursive: true });
   const single = options.launcher !== undefined;
   const conf = `
 worker_processes 1;
@@ -84,7 +88,16 @@ http {
   execFileSync('chown', ['-R', `${NOBODY}:${NOBODY}`, dir]);
   chownSync(dir, NOBODY, NOBODY);
   const isRoot = process.getuid?.() === 0;
-  const command = [...(options.launcher ?? []), '/usr/sbin/nginx', '-p', dir, '-c', confFile, '-e', path.join(dir, 'logs', 'error.log')];
+  const command = [
+    ...(options.launcher ?? []),
+    '/usr/sbin/nginx',
+    '-p',
+    dir,
+    '-c',
+    confFile,
+    '-e',
+    path.join(dir, 'logs', 'error.log'),
+  ];
   const child = spawn(command[0] as string, command.slice(1), {
     stdio: ['ignore', 'inherit', 'inherit'],
     // Under a launcher it stays root: valgrind's control pipes (callgrind_control) are named after
@@ -98,7 +111,10 @@ http {
     workerPid() {
       if (single) return child.pid;
       try {
-        const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean);
+        const children = readFileSync(`/proc/${child.pid}/task/${child.pid}/children`, 'utf8')
+          .trim()
+          .split(/\s+/)
+          .filter(Boolean);
         return children.length > 0 ? Number(children[0]) : undefined;
       } catch {
         return undefined;

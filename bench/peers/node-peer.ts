@@ -33,11 +33,21 @@ const timeWindow = Number(env['WINDOW_MS'] ?? 1000);
 const jwksUrl = env['JWT_JWKS_URL'];
 
 const app = Fastify({ logger: false });
-const redis = redisUrl === undefined ? undefined : new Redis(redisUrl, { enableAutoPipelining: true, maxRetriesPerRequest: 0, connectTimeout: 2000, commandTimeout: 1000 });
+const redis =
+  redisUrl === undefined
+    ? undefined
+    : new Redis(redisUrl, {
+        enableAutoPipelining: true,
+        maxRetriesPerRequest: 0,
+        connectTimeout: 2000,
+        commandTimeout: 1000,
+      });
 
 /** The sub claim of a verified token's payload (request.user); undefined before verification. */
 function verifiedSub(user: unknown): string | undefined {
-  return typeof user === 'object' && user !== null && 'sub' in user && typeof user.sub === 'string' ? user.sub : undefined;
+  return typeof user === 'object' && user !== null && 'sub' in user && typeof user.sub === 'string'
+    ? user.sub
+    : undefined;
 }
 
 if (jwksUrl !== undefined) {
@@ -49,11 +59,18 @@ if (jwksUrl !== undefined) {
   const pems = new WeakMap<object, string>();
   const publicKey = async (_req: FastifyRequest, token: TokenOrHeader): Promise<string> => {
     const header = 'header' in token ? token.header : token;
-    if (pemPerRequest) return getJwks.getPublicKey({ domain: jwks.origin, kid: header.kid, alg: header.alg });
-    const jwk = await getJwks.getJwk({ domain: jwks.origin, kid: header.kid ?? '', alg: header.alg });
+    if (pemPerRequest)
+      return getJwks.getPublicKey({ domain: jwks.origin, kid: header.kid, alg: header.alg });
+    const jwk = await getJwks.getJwk({
+      domain: jwks.origin,
+      kid: header.kid ?? '',
+      alg: header.alg,
+    });
     let pem = pems.get(jwk);
     if (pem === undefined) {
-      pem = createPublicKey({ key: jwk, format: 'jwk' }).export({ type: 'spki', format: 'pem' }).toString();
+      pem = createPublicKey({ key: jwk, format: 'jwk' })
+        .export({ type: 'spki', format: 'pem' })
+        .toString();
       pems.set(jwk, pem);
     }
     return pem;
@@ -92,7 +109,16 @@ await app.register(rateLimit, {
 await app.register(httpProxy, {
   upstream,
   prefix: '/',
-  ...(jwksUrl !== undefined ? { replyOptions: { rewriteRequestHeaders: (req, headers) => ({ ...headers, 'user-id': verifiedSub(req.user) ?? '' }) } } : {}),
+  ...(jwksUrl !== undefined
+    ? {
+        replyOptions: {
+          rewriteRequestHeaders: (req, headers) => ({
+            ...headers,
+            'user-id': verifiedSub(req.user) ?? '',
+          }),
+        },
+      }
+    : {}),
 });
 
 const shutdown = () => {
@@ -104,4 +130,12 @@ const shutdown = () => {
 process.on('SIGTERM', shutdown);
 process.on('SIGINT', shutdown);
 await app.listen({ port, host: '127.0.0.1' });
-console.log(JSON.stringify({ msg: 'node peer listening', port, upstream, store: redis === undefined ? 'memory' : 'redis', key: jwksUrl === undefined ? 'header' : `jwt (pem ${env['JWT_PEM'] ?? 'once'})` }));
+console.log(
+  JSON.stringify({
+    msg: 'node peer listening',
+    port,
+    upstream,
+    store: redis === undefined ? 'memory' : 'redis',
+    key: jwksUrl === undefined ? 'header' : `jwt (pem ${env['JWT_PEM'] ?? 'once'})`,
+  }),
+);

@@ -27,7 +27,11 @@ class UnboundedStore {
     return e.value;
   }
   set(key: string, value: unknown, options?: { maxAge?: number }): void {
-    this.#entries.set(key, { value, expiresAt: options?.maxAge === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.maxAge });
+    this.#entries.set(key, {
+      value,
+      expiresAt:
+        options?.maxAge === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.maxAge,
+    });
   }
   delete(key: string): void {
     this.#entries.delete(key);
@@ -60,21 +64,40 @@ const provider = new Provider(need('ISSUER'), {
   pkce: { required: () => true },
   scopes: ['profile', 'email', 'offline_access'],
   cookies: { keys: ['bench-cookie-key-0123456789abcdef'] },
-  ttl: { AuthorizationCode: Number(env['CODE_TTL_SECONDS'] ?? 600), AccessToken: 3600, RefreshToken: 86_400, Grant: 86_400, Session: 86_400, Interaction: 3600 },
+  ttl: {
+    AuthorizationCode: Number(env['CODE_TTL_SECONDS'] ?? 600),
+    AccessToken: 3600,
+    RefreshToken: 86_400,
+    Grant: 86_400,
+    Session: 86_400,
+    Interaction: 3600,
+  },
   features: {
     devInteractions: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: () => audience,
       useGrantedResource: () => true,
-      getResourceServerInfo: () => ({ scope: 'profile email', audience, accessTokenTTL: 3600, accessTokenFormat: 'jwt', jwt: { sign: { alg: 'ES256' } } }),
+      getResourceServerInfo: () => ({
+        scope: 'profile email',
+        audience,
+        accessTokenTTL: 3600,
+        accessTokenFormat: 'jwt',
+        jwt: { sign: { alg: 'ES256' } },
+      }),
     },
   },
-  issueRefreshToken: async (_ctx: unknown, client: ProviderClient) => client.grantTypeAllowed('refresh_token'),
-  findAccount: async (_ctx: unknown, sub: string) => ({ accountId: sub, claims: async () => ({ sub }) }),
+  issueRefreshToken: async (_ctx: unknown, client: ProviderClient) =>
+    client.grantTypeAllowed('refresh_token'),
+  findAccount: async (_ctx: unknown, sub: string) => ({
+    accountId: sub,
+    claims: async () => ({ sub }),
+  }),
 });
 // Quiet: no per-request logging (the Portcullis server runs at LOG_LEVEL=warn in the benchmark).
-provider.on('server_error', (_ctx, err) => console.error(JSON.stringify({ msg: 'server_error', err: err.message })));
+provider.on('server_error', (_ctx, err) =>
+  console.error(JSON.stringify({ msg: 'server_error', err: err.message })),
+);
 
 const server = provider.listen(port, '127.0.0.1');
 const shutdown = () => server.close(() => process.exit(0));

@@ -2,7 +2,8 @@
 import { median, r2 } from '../lib/measure.ts';
 
 /** The median of `xs` [lowest-highest]. */
-export const spread = (xs: number[]) => `${r2(median(xs))} [${r2(Math.min(...xs))}-${r2(Math.max(...xs))}]`;
+export const spread = (xs: number[]) =>
+  `${r2(median(xs))} [${r2(Math.min(...xs))}-${r2(Math.max(...xs))}]`;
 
 /**
  * `times` rounds of `measure` on A and on B, the order flipping each round (the host drifts
@@ -25,4 +26,5 @@ export async function alternate<S, T>(
 }
 
 /** f(A's, B's) of each round. */
-export const perRound = <T>([xa, xb]: [T[], T[]], f: (ga: T, gb: T) => number): number[] => xa.map((ga, r) => f(ga, xb[r] as T));
+export const perRound = <T>([xa, xb]: [T[], T[]], f: (ga: T, gb: T) => number): number[] =>
+  xa.map((ga, r) => f(ga, xb[r] as T));

@@ -81,19 +81,31 @@ const user = upstream.program;
 const config = {
   upstream: { url: upstream.url },
   route: { id: 'bench', path: '/**' },
-  limiter: values.flood ? { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 } : unreachable,
+  limiter: values.flood
+    ? { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 }
+    : unreachable,
   ...(values.store === 'redis' ? { redis: { url: redis.url, commandTimeoutMs: 1000 } } : {}),
   logLevel: 'warn' as const,
 };
 /** B's config: with --hash-keys, the Redis settings the operator renders for a route in namespace `bench`. */
-const configB = values['hash-keys'] && 'redis' in config ? { ...config, redis: { ...config.redis, keyPrefix: 'portcullis:bucket:bench:', hashKeys: true } } : config;
+const configB =
+  values['hash-keys'] && 'redis' in config
+    ? {
+        ...config,
+        redis: { ...config.redis, keyPrefix: 'portcullis:bucket:bench:', hashKeys: true },
+      }
+    : config;
 const headers = { 'USER-ID': 'bench-user' };
 const withRedis = values.store === 'redis';
 const admin = withRedis ? new Redis(redis.url) : undefined;
 /** redis-server's CPU so far, µs (0 with the memory store). */
 const redisCpuSoFar = async (): Promise<number> => (admin === undefined ? 0 : redisCpuUs(admin));
 /** `run` on a sidecar, with the sidecar's and redis-server's CPU over it per request it answered, µs. */
-async function withCpu<T>(s: RunningSidecar, run: () => Promise<T>, answered: (result: T) => number): Promise<{ result: T; cpu: number; redisCpu: number }> {
+async function withCpu<T>(
+  s: RunningSidecar,
+  run: () => Promise<T>,
+  answered: (result: T) => number,
+): Promise<{ result: T; cpu: number; redisCpu: number }> {
   const pid = s.program.child.pid;
   const cpu0 = cpuUs(pid);
   const redis0 = await redisCpuSoFar();
@@ -101,20 +113,64 @@ async function withCpu<T>(s: RunningSidecar, run: () => Promise<T>, answered: (r
   const n = Math.max(1, answered(result));
   return { result, cpu: (cpuUs(pid) - cpu0) / n, redisCpu: ((await redisCpuSoFar()) - redis0) / n };
 }
-const lines: string[] = [`A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}${values['hash-keys'] ? ' with redis.hashKeys' : ''}; ${values.store} store${values.flood ? ', a flood past a limit of 100/s' : ''}; load average ${os.loadavg().map((x) => x.toFixed(1)).join(' ')} at start`];
+const lines: string[] = [
+  `A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}${values['hash-keys'] ? ' with redis.hashKeys' : ''}; ${values.store} store${values.flood ? ', a flood past a limit of 100/s' : ''}; load average ${os
+    .loadavg()
+    .map((x) => x.toFixed(1))
+    .join(' ')} at start`,
+];
 try {
-  const start = (entry: string, env: Record<string, string>, name: string, launcher?: string[]): Promise<RunningSidecar> =>
-    startSidecar(entry === entryB ? configB : config, { name, entry: path.relative(repoRoot, entry), env, ...(launcher !== undefined ? { launcher, waitPortMs: 180_000 } : {}) });
+  const start = (
+    entry: string,
+    env: Record<string, string>,
+    name: string,
+    launcher?: string[],
+  ): Promise<RunningSidecar> =>
+    startSidecar(entry === entryB ? configB : config, {
+      name,
+      entry: path.relative(repoRoot, entry),
+      env,
+      ...(launcher !== undefined ? { launcher, waitPortMs: 180_000 } : {}),
+    });
   const a = await start(entryA, { ...SIDECAR_ENV }, 'ab-a');
   const b = await start(entryB, envB, 'ab-b');
   const measure = async (s: RunningSidecar) => {
-    const { result: w, cpu, redisCpu } = await withCpu(s, () => runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS, headers }), (r) => r.requests);
+    const {
+      result: w,
+      cpu,
+      redisCpu,
+    } = await withCpu(
+      s,
+      () =>
+        runWrk({
+          url: `${s.url}/healthcheck/ready`,
+          connections: 50,
+          threads: 1,
+          durationS,
+          headers,
+        }),
+      (r) => r.requests,
+    );
     return { rps: w.requests / (w.durationUs / 1e6), cpu, redisCpu };
   };
   // Warm-up: V8 tiers code up by use.
-  if (rounds > 0) for (const s of [a, b]) await runWrk({ url: `${s.url}/healthcheck/ready`, connections: 50, threads: 1, durationS: 5, headers });
-  const sat = await alternate(a, b, measure, (r, ga, gb) =>
-    console.log(`round ${r}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs${withRedis ? `; Redis A ${ga.redisCpu.toFixed(1)} µs, B ${gb.redisCpu.toFixed(1)} µs` : ''}`),
+  if (rounds > 0)
+    for (const s of [a, b])
+      await runWrk({
+        url: `${s.url}/healthcheck/ready`,
+        connections: 50,
+        threads: 1,
+        durationS: 5,
+        headers,
+      });
+  const sat = await alternate(
+    a,
+    b,
+    measure,
+    (r, ga, gb) =>
+      console.log(
+        `round ${r}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs${withRedis ? `; Redis A ${ga.redisCpu.toFixed(1)} µs, B ${gb.redisCpu.toFixed(1)} µs` : ''}`,
+      ),
     rounds,
   );
   const redisSat = sat.map((side) => side.map((g) => g.redisCpu)) as [number[], number[]];
@@ -129,11 +185,35 @@ try {
           a,
           b,
           async (s) => {
-            const { result: lg, cpu, redisCpu } = await withCpu(s, () => runRate({ url: `${s.url}/healthcheck/ready`, rate, durationS, connections: 50, headers }), (r) => r.completed);
-            return { p50: lg.latencyUs.p50 / 1000, p99: lg.latencyUs.p99 / 1000, p999: lg.latencyUs.p999 / 1000, cpu, redisCpu, errors: lg.errors };
+            const {
+              result: lg,
+              cpu,
+              redisCpu,
+            } = await withCpu(
+              s,
+              () =>
+                runRate({
+                  url: `${s.url}/healthcheck/ready`,
+                  rate,
+                  durationS,
+                  connections: 50,
+                  headers,
+                }),
+              (r) => r.completed,
+            );
+            return {
+              p50: lg.latencyUs.p50 / 1000,
+              p99: lg.latencyUs.p99 / 1000,
+              p999: lg.latencyUs.p999 / 1000,
+              cpu,
+              redisCpu,
+              errors: lg.errors,
+            };
           },
           (r, la, lb) =>
-            console.log(`rate round ${r}: p99 A ${la.p99.toFixed(2)} ms, B ${lb.p99.toFixed(2)} ms; CPU A ${la.cpu.toFixed(1)} µs, B ${lb.cpu.toFixed(1)} µs per request${la.errors + lb.errors > 0 ? `; errors A ${la.errors}, B ${lb.errors}` : ''}`),
+            console.log(
+              `rate round ${r}: p99 A ${la.p99.toFixed(2)} ms, B ${lb.p99.toFixed(2)} ms; CPU A ${la.cpu.toFixed(1)} µs, B ${lb.cpu.toFixed(1)} µs per request${la.errors + lb.errors > 0 ? `; errors A ${la.errors}, B ${lb.errors}` : ''}`,
+            ),
           rounds,
         );
   const p99Diff = perRound(latency, (la, lb) => lb.p99 - la.p99);
@@ -141,19 +221,25 @@ try {
   const peakMiB = [a, b].map((s) => statusKiB(s.program.child.pid as number, 'VmHWM') / 1024);
   await a.program.stop();
   await b.program.stop();
-  if (rounds > 0) lines.push(
-    '',
-    `Wall clock: wrk at saturation, 50 connections, ${rounds} rounds of ${durationS} s per bundle, alternating.`,
-    '',
-    '| | A | B | B/A per round, median [lowest-highest] |',
-    '|---|---:|---:|---:|',
-    `| requests/s | ${Math.round(median(rps[0]))} | ${Math.round(median(rps[1]))} | ${spread(ratioRps)} |`,
-    `| CPU µs per request | ${median(cpu[0]).toFixed(1)} | ${median(cpu[1]).toFixed(1)} | ${spread(ratioCpu)} |`,
-    ...(withRedis ? [`| redis-server CPU µs per request | ${median(redisSat[0]).toFixed(2)} | ${median(redisSat[1]).toFixed(2)} | ${spread(perRound(redisSat, (ga, gb) => gb / Math.max(ga, 1e-9)))} |`] : []),
-    `| peak RSS (VmHWM), MiB | ${peakMiB[0]?.toFixed(1)} | ${peakMiB[1]?.toFixed(1)} | ${r2((peakMiB[1] as number) / (peakMiB[0] as number))} (whole run) |`,
-  );
+  if (rounds > 0)
+    lines.push(
+      '',
+      `Wall clock: wrk at saturation, 50 connections, ${rounds} rounds of ${durationS} s per bundle, alternating.`,
+      '',
+      '| | A | B | B/A per round, median [lowest-highest] |',
+      '|---|---:|---:|---:|',
+      `| requests/s | ${Math.round(median(rps[0]))} | ${Math.round(median(rps[1]))} | ${spread(ratioRps)} |`,
+      `| CPU µs per request | ${median(cpu[0]).toFixed(1)} | ${median(cpu[1]).toFixed(1)} | ${spread(ratioCpu)} |`,
+      ...(withRedis
+        ? [
+            `| redis-server CPU µs per request | ${median(redisSat[0]).toFixed(2)} | ${median(redisSat[1]).toFixed(2)} | ${spread(perRound(redisSat, (ga, gb) => gb / Math.max(ga, 1e-9)))} |`,
+          ]
+        : []),
+      `| peak RSS (VmHWM), MiB | ${peakMiB[0]?.toFixed(1)} | ${peakMiB[1]?.toFixed(1)} | ${r2((peakMiB[1] as number) / (peakMiB[0] as number))} (whole run) |`,
+    );
   if (rate !== undefined) {
-    const col = (i: 0 | 1, k: 'p50' | 'p99' | 'p999' | 'cpu' | 'redisCpu') => median(latency[i].map((l) => l[k])).toFixed(k === 'cpu' ? 1 : 2);
+    const col = (i: 0 | 1, k: 'p50' | 'p99' | 'p999' | 'cpu' | 'redisCpu') =>
+      median(latency[i].map((l) => l[k])).toFixed(k === 'cpu' ? 1 : 2);
     lines.push(
       '',
       `Fixed rate: bench/loadgen, ${rate} req/s, 50 connections, ${rounds} rounds of ${durationS} s per bundle, alternating; latency in ms, median over the rounds.`,
@@ -164,17 +250,25 @@ try {
       `| p99 | ${col(0, 'p99')} | ${col(1, 'p99')} | ${spread(p99Diff)} |`,
       `| p99.9 | ${col(0, 'p999')} | ${col(1, 'p999')} | |`,
       `| CPU µs per request | ${col(0, 'cpu')} | ${col(1, 'cpu')} | B/A ${spread(rateCpuRatio)} |`,
-      ...(withRedis ? [`| redis-server CPU µs per request | ${col(0, 'redisCpu')} | ${col(1, 'redisCpu')} | |`] : []),
+      ...(withRedis
+        ? [`| redis-server CPU µs per request | ${col(0, 'redisCpu')} | ${col(1, 'redisCpu')} | |`]
+        : []),
     );
   }
   const sides: [Side, Side] = [
     { name: 'a', entry: entryA, env: { ...SIDECAR_ENV } },
     { name: 'b', entry: entryB, env: envB },
   ];
-  if (values.callgrind) lines.push(...(await callgrindLines(sides, start, path.join(work, 'callgrind'), callgrindRuns, headers)));
+  if (values.callgrind)
+    lines.push(
+      ...(await callgrindLines(sides, start, path.join(work, 'callgrind'), callgrindRuns, headers)),
+    );
   if (values.alloc) {
     const allocRate = Number(values['alloc-rate']);
-    if (!(allocRate > 0)) throw new Error(`--alloc-rate must be a positive number of requests per second, got ${values['alloc-rate']}`);
+    if (!(allocRate > 0))
+      throw new Error(
+        `--alloc-rate must be a positive number of requests per second, got ${values['alloc-rate']}`,
+      );
     lines.push(...(await allocationLines(sides, start, allocRate, callgrindRuns, headers)));
   }
 } finally {

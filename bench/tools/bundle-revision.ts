@@ -15,15 +15,22 @@ export async function bundleRevision(rev: string, dir: string): Promise<string> 
   const src = path.join(dir, 'src');
   execFileSync('mkdir', ['-p', src]);
   // Older revisions kept the shared code (and the Lua script) under sidecar/; newer ones under lib/.
-  const inRev = (p: string) => spawnSync('git', ['-C', repoRoot, 'cat-file', '-e', `${rev}:${p}`]).status === 0;
+  const inRev = (p: string) =>
+    spawnSync('git', ['-C', repoRoot, 'cat-file', '-e', `${rev}:${p}`]).status === 0;
   const paths = ['sidecar', 'lib', 'scripts/bundle.ts'].filter(inRev);
-  execFileSync('sh', ['-c', `git -C "${repoRoot}" archive "${rev}" ${paths.join(' ')} | tar -x -C "${src}"`]);
+  execFileSync('sh', [
+    '-c',
+    `git -C "${repoRoot}" archive "${rev}" ${paths.join(' ')} | tar -x -C "${src}"`,
+  ]);
   symlinkSync(path.join(repoRoot, 'node_modules'), path.join(src, 'node_modules'));
   const out = path.join(dir, 'a', 'main.mjs');
-  const recipe = (await import(path.join(src, 'scripts', 'bundle.ts'))) as { bundleNodeProgram: typeof bundleNodeProgram };
+  const recipe = (await import(path.join(src, 'scripts', 'bundle.ts'))) as {
+    bundleNodeProgram: typeof bundleNodeProgram;
+  };
   await recipe.bundleNodeProgram(path.join(src, 'sidecar', 'main.ts'), out);
   const lua = ['lib/token-bucket/token-bucket.lua', 'sidecar/stores/token-bucket.lua'].find(inRev);
-  if (lua === undefined) throw new Error(`${rev} has no token-bucket.lua where this tool looks for it`);
+  if (lua === undefined)
+    throw new Error(`${rev} has no token-bucket.lua where this tool looks for it`);
   copyFileSync(path.join(src, lua), path.join(dir, 'a', 'token-bucket.lua'));
   return out;
 }

@@ -11,7 +11,8 @@ export const MAX_RULES = 32;
 
 /** A rule name: a DNS label, since it becomes part of bucket keys and policy names. */
 export const RULE_NAME_PATTERN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-export const RULE_NAME_PROBLEM = 'must be lower-case letters, digits and dashes, starting and ending with a letter or digit';
+export const RULE_NAME_PROBLEM =
+  'must be lower-case letters, digits and dashes, starting and ending with a letter or digit';
 export const RULE_NAME_MAX = 63;
 
 /** An HTTP header name (an RFC 9110 token). */
@@ -42,20 +43,26 @@ type Costs = { requestedTokens?: number | undefined; burstCapacity?: number | un
 type Forms = Costs & { replenishRate?: number | undefined; rules?: readonly unknown[] | undefined };
 
 const unique = (values: readonly string[]) => new Set(values).size === values.length;
-const hasSingleForm = (l: Forms) => l.replenishRate !== undefined || l.burstCapacity !== undefined || l.requestedTokens !== undefined;
-const SINGLE_FORM_CEL = '(has(self.replenishRate) || has(self.burstCapacity) || has(self.requestedTokens))';
+const hasSingleForm = (l: Forms) =>
+  l.replenishRate !== undefined || l.burstCapacity !== undefined || l.requestedTokens !== undefined;
+const SINGLE_FORM_CEL =
+  '(has(self.replenishRate) || has(self.burstCapacity) || has(self.requestedTokens))';
 
 /** requestedTokens <= burstCapacity where both are set (absent requestedTokens means 1). */
 export const requestedTokensRule: LimiterRule<Costs> = {
   message: 'requestedTokens must not exceed burstCapacity: such a request could never be admitted',
-  holds: (l) => l.requestedTokens === undefined || l.burstCapacity === undefined || l.requestedTokens <= l.burstCapacity,
+  holds: (l) =>
+    l.requestedTokens === undefined ||
+    l.burstCapacity === undefined ||
+    l.requestedTokens <= l.burstCapacity,
   cel: '!has(self.requestedTokens) || !has(self.burstCapacity) || self.requestedTokens <= self.burstCapacity',
   field: 'requestedTokens',
 };
 
 /** Rules, or the single-limit form, never both and never neither. */
 export const limiterFormRule: LimiterRule<Forms> = {
-  message: 'set exactly one of rules and the single-limit form (replenishRate, burstCapacity, requestedTokens)',
+  message:
+    'set exactly one of rules and the single-limit form (replenishRate, burstCapacity, requestedTokens)',
   holds: (l) => (l.rules !== undefined) !== hasSingleForm(l),
   cel: `has(self.rules) != ${SINGLE_FORM_CEL}`,
 };
@@ -63,7 +70,10 @@ export const limiterFormRule: LimiterRule<Forms> = {
 /** The single-limit form, when used, names a rate and a size. */
 export const singleLimitRule: LimiterRule<Forms> = {
   message: 'the single-limit form needs replenishRate and burstCapacity',
-  holds: (l) => l.rules !== undefined || !hasSingleForm(l) || (l.replenishRate !== undefined && l.burstCapacity !== undefined),
+  holds: (l) =>
+    l.rules !== undefined ||
+    !hasSingleForm(l) ||
+    (l.replenishRate !== undefined && l.burstCapacity !== undefined),
   cel: `has(self.rules) || !${SINGLE_FORM_CEL} || (has(self.replenishRate) && has(self.burstCapacity))`,
 };
 
@@ -81,9 +91,16 @@ export const methodsRule: LimiterRule<readonly string[]> = {
 };
 
 /** The CRD's key: claim, audience and issuer belong to source jwt. */
-export const keyJwtFieldsRule: LimiterRule<{ source: string; claim?: unknown; audience?: unknown; issuer?: unknown }> = {
+export const keyJwtFieldsRule: LimiterRule<{
+  source: string;
+  claim?: unknown;
+  audience?: unknown;
+  issuer?: unknown;
+}> = {
   message: 'claim, audience and issuer apply only to source jwt',
-  holds: (k) => k.source === 'jwt' || (k.claim === undefined && k.audience === undefined && k.issuer === undefined),
+  holds: (k) =>
+    k.source === 'jwt' ||
+    (k.claim === undefined && k.audience === undefined && k.issuer === undefined),
   cel: "self.source == 'jwt' || (!has(self.claim) && !has(self.audience) && !has(self.issuer))",
 };
 
@@ -96,13 +113,25 @@ export const jwtSettingsRule: LimiterRule<{ key: string; jwt?: unknown }> = {
 
 /** zod's refine parameters for `rule`: its message and, when it names one, its field. */
 export function refineParams(rule: LimiterRule<never>): { message: string; path?: string[] } {
-  return rule.field === undefined ? { message: rule.message } : { message: rule.message, path: [rule.field] };
+  return rule.field === undefined
+    ? { message: rule.message }
+    : { message: rule.message, path: [rule.field] };
 }
 
 /** The `x-kubernetes-validations` entry for `rule` (which must have a CEL twin). */
-export function celValidation(rule: LimiterRule<never>): { rule: string; message: string; fieldPath?: string; reason?: string } {
+export function celValidation(rule: LimiterRule<never>): {
+  rule: string;
+  message: string;
+  fieldPath?: string;
+  reason?: string;
+} {
   if (rule.cel === undefined) throw new Error(`no CEL twin for: ${rule.message}`);
   return rule.field === undefined
     ? { rule: rule.cel, message: rule.message }
-    : { rule: rule.cel, message: rule.message, fieldPath: `.${rule.field}`, reason: 'FieldValueInvalid' };
+    : {
+        rule: rule.cel,
+        message: rule.message,
+        fieldPath: `.${rule.field}`,
+        reason: 'FieldValueInvalid',
+      };
 }

@@ -25,7 +25,10 @@ export function isSecureRedirectUri(uri: string): boolean {
   return secureRedirectUri.test(uri);
 }
 
-const loopbackIpUri = new RegExp(`^http://(?<host>${LOOPBACK_IP})(:(?<port>[0-9]{1,5}))?(?<rest>[/?].*)?$`, 's');
+const loopbackIpUri = new RegExp(
+  `^http://(?<host>${LOOPBACK_IP})(:(?<port>[0-9]{1,5}))?(?<rest>[/?].*)?$`,
+  's',
+);
 
 /** http://<loopback IP>[:port]<rest> as host and rest; undefined for anything else or a port out of 1-65535. */
 function loopbackIpParts(uri: string): { host: string; rest: string } | undefined {
@@ -37,7 +40,10 @@ function loopbackIpParts(uri: string): { host: string; rest: string } | undefine
 }
 
 /** Whether the request's redirect_uri is one the client registered: exactly, or a loopback IP URI with another port. */
-export function redirectUriAllowed(client: Pick<RegisteredClient, 'redirect_uris'>, uri: string): boolean {
+export function redirectUriAllowed(
+  client: Pick<RegisteredClient, 'redirect_uris'>,
+  uri: string,
+): boolean {
   if (client.redirect_uris.includes(uri)) return true;
   const asked = loopbackIpParts(uri);
   if (asked === undefined) return false;

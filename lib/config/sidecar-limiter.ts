@@ -38,25 +38,49 @@ export const pathPattern = z
 
 export const headerSetsSchema = z
   .strictObject({
-    fields: z.boolean().optional().describe('RateLimit-Limit, -Remaining, -Reset and -Used, one header each (the form most clients read); true when omitted'),
+    fields: z
+      .boolean()
+      .optional()
+      .describe(
+        'RateLimit-Limit, -Remaining, -Reset and -Used, one header each (the form most clients read); true when omitted',
+      ),
     spec: z.boolean().optional().describe('Deprecated: the former name of fields'),
-    draft: z.boolean().default(true).describe('IETF httpapi draft-10 RateLimit-Policy and RateLimit structured fields'),
+    draft: z
+      .boolean()
+      .default(true)
+      .describe('IETF httpapi draft-10 RateLimit-Policy and RateLimit structured fields'),
     spring: z.boolean().default(false).describe('Spring Cloud Gateway X-RateLimit-* headers'),
   })
-  .refine((h) => h.fields === undefined || h.spec === undefined, { message: 'spec is the former name of fields: set fields only', path: ['spec'] })
+  .refine((h) => h.fields === undefined || h.spec === undefined, {
+    message: 'spec is the former name of fields: set fields only',
+    path: ['spec'],
+  })
   // The old name still works; `renamedFrom` lets the sidecar log that it should be changed.
-  .transform(({ fields, spec, ...sets }) => ({ fields: fields ?? spec ?? true, ...sets, ...(spec !== undefined ? { renamedFrom: 'spec' as const } : {}) }))
+  .transform(({ fields, spec, ...sets }) => ({
+    fields: fields ?? spec ?? true,
+    ...sets,
+    ...(spec !== undefined ? { renamedFrom: 'spec' as const } : {}),
+  }))
   .describe('Rate-limit header sets sent on responses');
 
 /** Deprecated option names `config` uses, each with the message its log line gives (empty when none). */
-export function deprecatedOptions(config: { limiter: { headers: { renamedFrom?: 'spec' } } }): string[] {
-  return config.limiter.headers.renamedFrom === 'spec' ? ['limiter.headers.spec is deprecated: rename it to limiter.headers.fields (same meaning)'] : [];
+export function deprecatedOptions(config: {
+  limiter: { headers: { renamedFrom?: 'spec' } };
+}): string[] {
+  return config.limiter.headers.renamedFrom === 'spec'
+    ? ['limiter.headers.spec is deprecated: rename it to limiter.headers.fields (same meaning)']
+    : [];
 }
 
 export const limitSchema = z
   .strictObject({
     replenishRate: z.number().int().min(1).describe('Tokens restored to the bucket per second'),
-    burstCapacity: z.number().int().min(1).max(MAX_BURST_CAPACITY).describe('Maximum number of tokens a bucket holds'),
+    burstCapacity: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_BURST_CAPACITY)
+      .describe('Maximum number of tokens a bucket holds'),
     requestedTokens: z.number().int().min(1).default(1).describe('Tokens each request consumes'),
   })
   .refine(requestedTokensRule.holds, refineParams(requestedTokensRule))
@@ -66,10 +90,14 @@ const ruleName = z.string().regex(RULE_NAME_PATTERN, RULE_NAME_PROBLEM).max(RULE
 
 export const ruleSchema = z
   .strictObject({
-    name: ruleName.describe('Rule name; part of its bucket keys, so a rule keeps its buckets across reloads as long as its name stays'),
+    name: ruleName.describe(
+      'Rule name; part of its bucket keys, so a rule keeps its buckets across reloads as long as its name stays',
+    ),
     path: pathPattern
       .default('/**')
-      .describe('Ant-style path pattern the rule applies to (`?` one character, `*` within a segment, `**` any number of segments), matched against the canonical request path'),
+      .describe(
+        'Ant-style path pattern the rule applies to (`?` one character, `*` within a segment, `**` any number of segments), matched against the canonical request path',
+      ),
     methods: z
       .array(z.string().regex(/^[A-Z]+$/, 'an upper-case HTTP method such as GET'))
       .min(1)
@@ -79,8 +107,15 @@ export const ruleSchema = z
       .array(limitSchema)
       .min(1)
       .max(MAX_LIMITS_PER_RULE)
-      .describe('Token buckets of the rule: a request is admitted only when every one holds its tokens, and then every one is charged'),
-    enforce: z.boolean().optional().describe('false: decide, count and add the headers, but never refuse (shadow mode); the limiter\'s enforce when omitted'),
+      .describe(
+        'Token buckets of the rule: a request is admitted only when every one holds its tokens, and then every one is charged',
+      ),
+    enforce: z
+      .boolean()
+      .optional()
+      .describe(
+        "false: decide, count and add the headers, but never refuse (shadow mode); the limiter's enforce when omitted",
+      ),
   })
   .describe('Limits for the requests one path pattern (and optionally methods) matches');
 
@@ -88,31 +123,67 @@ export const jwtKeySchema = z
   .strictObject({
     issuer: z.string().min(1).describe('Expected iss claim of the access tokens'),
     audience: z.string().min(1).describe('Expected aud claim (the service behind the sidecar)'),
-    jwksUrl: z.url({ protocol: /^https?$/ }).describe('Where the issuer publishes its public keys (JWKS)'),
-    claim: z.string().min(1).default('sub').describe('Claim whose value is the bucket key (a string)'),
+    jwksUrl: z
+      .url({ protocol: /^https?$/ })
+      .describe('Where the issuer publishes its public keys (JWKS)'),
+    claim: z
+      .string()
+      .min(1)
+      .default('sub')
+      .describe('Claim whose value is the bucket key (a string)'),
     algorithms: z
-      .array(z.enum(['ES256', 'ES384', 'ES512', 'RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'EdDSA']))
+      .array(
+        z.enum([
+          'ES256',
+          'ES384',
+          'ES512',
+          'RS256',
+          'RS384',
+          'RS512',
+          'PS256',
+          'PS384',
+          'PS512',
+          'EdDSA',
+        ]),
+      )
       .min(1)
       .default(['ES256', 'RS256'])
       .describe('Signature algorithms accepted (asymmetric only)'),
-    cacheSize: z.number().int().min(0).default(10_000).describe('Verified tokens remembered (until their exp) so a repeat costs a lookup; 0 turns the cache off'),
+    cacheSize: z
+      .number()
+      .int()
+      .min(0)
+      .default(10_000)
+      .describe(
+        'Verified tokens remembered (until their exp) so a repeat costs a lookup; 0 turns the cache off',
+      ),
     jwksCooldownMs: z
       .number()
       .int()
       .nonnegative()
       .default(30_000)
       .describe('Least time between two JWKS fetches triggered by an unknown key id (ms)'),
-    jwksTimeoutMs: z.number().int().positive().default(2000).describe('Longest wait for the JWKS (ms); then 503'),
+    jwksTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(2000)
+      .describe('Longest wait for the JWKS (ms); then 503'),
     jwksAllowedHosts: z
       .array(z.string().min(1).max(253))
       .max(64)
       .optional()
-      .describe("Host names jwksUrl may point at (the platform's list of key publishers); unset: any. The sidecar fetches nothing else, so a route cannot aim its fetches at an internal address"),
+      .describe(
+        "Host names jwksUrl may point at (the platform's list of key publishers); unset: any. The sidecar fetches nothing else, so a route cannot aim its fetches at an internal address",
+      ),
   })
-  .refine((j) => j.jwksAllowedHosts === undefined || jwksHostAllowed(j.jwksUrl, j.jwksAllowedHosts), {
-    message: 'the host of jwksUrl is not in jwksAllowedHosts',
-    path: ['jwksUrl'],
-  })
+  .refine(
+    (j) => j.jwksAllowedHosts === undefined || jwksHostAllowed(j.jwksUrl, j.jwksAllowedHosts),
+    {
+      message: 'the host of jwksUrl is not in jwksAllowedHosts',
+      path: ['jwksUrl'],
+    },
+  )
   .describe('Verification of the Authorization: Bearer access token when the key source is jwt');
 
 /** Whether the URL's host name (no port; case-insensitive) is one of `hosts`. */
@@ -123,37 +194,74 @@ function jwksHostAllowed(url: string, hosts: readonly string[]): boolean {
 
 export const limiterSchema = z
   .strictObject({
-    replenishRate: z.number().int().min(1).optional().describe('Single-limit form: tokens restored to the bucket per second (one rule for /**)'),
-    burstCapacity: z.number().int().min(1).max(MAX_BURST_CAPACITY).optional().describe('Single-limit form: maximum number of tokens a bucket holds'),
-    requestedTokens: z.number().int().min(1).optional().describe('Single-limit form: tokens each request consumes (default 1)'),
+    replenishRate: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('Single-limit form: tokens restored to the bucket per second (one rule for /**)'),
+    burstCapacity: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_BURST_CAPACITY)
+      .optional()
+      .describe('Single-limit form: maximum number of tokens a bucket holds'),
+    requestedTokens: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe('Single-limit form: tokens each request consumes (default 1)'),
     rules: z
       .array(ruleSchema)
       .min(1)
       .max(MAX_RULES)
       .refine(ruleNamesRule.holds, refineParams(ruleNamesRule))
       .optional()
-      .describe('Ordered rules: the first whose path and method match a request decides its limits'),
+      .describe(
+        'Ordered rules: the first whose path and method match a request decides its limits',
+      ),
     unmatched: z
       .enum(UNMATCHED)
       .default('forward')
-      .describe('A request that no rule matches: forward it unlimited, or refuse it (404 problem+json)'),
-    enforce: z.boolean().default(true).describe('false: decide, count and add headers, but never refuse (shadow mode), for rules that do not say'),
+      .describe(
+        'A request that no rule matches: forward it unlimited, or refuse it (404 problem+json)',
+      ),
+    enforce: z
+      .boolean()
+      .default(true)
+      .describe(
+        'false: decide, count and add headers, but never refuse (shadow mode), for rules that do not say',
+      ),
     key: z
       .enum(['header', 'jwt'])
       .default('header')
-      .describe('Where the bucket key comes from: the keyHeader as sent, or a claim of a verified access token'),
+      .describe(
+        'Where the bucket key comes from: the keyHeader as sent, or a claim of a verified access token',
+      ),
     keyHeader: z
       .string()
       .regex(HEADER_NAME_PATTERN, HEADER_NAME_PROBLEM)
       .default(DEFAULT_KEY_HEADER)
-      .describe('header key: the request header whose first value is the bucket key; jwt key: the header set to the verified claim on the forwarded request (whatever the client sent is dropped)'),
+      .describe(
+        'header key: the request header whose first value is the bucket key; jwt key: the header set to the verified claim on the forwarded request (whatever the client sent is dropped)',
+      ),
     jwt: jwtKeySchema.optional(),
     onMissingKey: z
       .strictObject({
-        status: z.number().int().min(MISSING_KEY_STATUS.min).max(MISSING_KEY_STATUS.max).default(MISSING_KEY_STATUS.default).describe('Status of the problem+json answer when the key header is missing or invalid'),
+        status: z
+          .number()
+          .int()
+          .min(MISSING_KEY_STATUS.min)
+          .max(MISSING_KEY_STATUS.max)
+          .default(MISSING_KEY_STATUS.default)
+          .describe('Status of the problem+json answer when the key header is missing or invalid'),
       })
       .default({ status: MISSING_KEY_STATUS.default })
-      .describe('Answer when the key header is missing, empty, over 256 bytes or has control characters (header key)'),
+      .describe(
+        'Answer when the key header is missing, empty, over 256 bytes or has control characters (header key)',
+      ),
     maxInFlightPerKey: z
       .number()
       .int()
@@ -172,7 +280,9 @@ export const limiterSchema = z
   .refine(singleLimitRule.holds, refineParams(singleLimitRule))
   .refine(requestedTokensRule.holds, refineParams(requestedTokensRule))
   .refine(jwtSettingsRule.holds, refineParams(jwtSettingsRule))
-  .describe('Token-bucket limiter of the route (replenish rate, burst capacity and requested tokens per request, as in Spring Cloud Gateway\'s RequestRateLimiter)');
+  .describe(
+    "Token-bucket limiter of the route (replenish rate, burst capacity and requested tokens per request, as in Spring Cloud Gateway's RequestRateLimiter)",
+  );
 
 export type LimiterConfig = z.infer<typeof limiterSchema>;
 export type RuleConfig = z.infer<typeof ruleSchema>;

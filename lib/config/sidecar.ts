@@ -19,7 +19,9 @@ export const listenSchema = z
       .int()
       .positive()
       .default(60_000)
-      .describe('Longest time a client may take to send the request headers (ms); then 408 and the connection is closed (slow-client defence)'),
+      .describe(
+        'Longest time a client may take to send the request headers (ms); then 408 and the connection is closed (slow-client defence)',
+      ),
     requestTimeoutMs: z
       .number()
       .int()
@@ -53,12 +55,38 @@ export const upstreamSchema = z
       .url({ protocol: /^https?$/ })
       // zod runs this check even when the url check above failed: parse defensively, so that a
       // malformed URL is reported with its field path instead of escaping as a bare TypeError.
-      .refine((u) => { const p = URL.parse(u); return p === null || ((p.pathname === '/' || p.pathname === '') && p.search === '' && p.hash === ''); }, 'an origin only: scheme, host and port, no path or query')
+      .refine((u) => {
+        const p = URL.parse(u);
+        return (
+          p === null ||
+          ((p.pathname === '/' || p.pathname === '') && p.search === '' && p.hash === '')
+        );
+      }, 'an origin only: scheme, host and port, no path or query')
       .describe('Origin of the service the route forwards to, e.g. http://127.0.0.1:8081'),
-    connectTimeoutMs: z.number().int().positive().default(2000).describe('Longest wait to connect to the upstream (ms); then 504'),
-    timeoutMs: z.number().int().positive().default(30_000).describe('Longest wait for the upstream response headers (ms); then 504'),
-    bodyTimeoutMs: z.number().int().nonnegative().default(30_000).describe('Longest pause between upstream body chunks (ms; 0 = none)'),
-    connections: z.number().int().positive().default(128).describe('Keep-alive connections to the upstream at most'),
+    connectTimeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(2000)
+      .describe('Longest wait to connect to the upstream (ms); then 504'),
+    timeoutMs: z
+      .number()
+      .int()
+      .positive()
+      .default(30_000)
+      .describe('Longest wait for the upstream response headers (ms); then 504'),
+    bodyTimeoutMs: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(30_000)
+      .describe('Longest pause between upstream body chunks (ms; 0 = none)'),
+    connections: z
+      .number()
+      .int()
+      .positive()
+      .default(128)
+      .describe('Keep-alive connections to the upstream at most'),
   })
   .describe('The service behind the sidecar');
 
@@ -66,31 +94,45 @@ export const routeSchema = z
   .strictObject({
     id: z
       .string()
-      .regex(/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/, 'letters, digits, dot, dash, underscore; at most 63')
+      .regex(
+        /^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/,
+        'letters, digits, dot, dash, underscore; at most 63',
+      )
       .describe('Route id; part of every bucket key, so two routes never share a bucket'),
     path: pathPattern
       .default('/**')
-      .describe('Ant-style path pattern: `?` one character, `*` within a segment, `**` any number of segments; matched against the canonical request path'),
+      .describe(
+        'Ant-style path pattern: `?` one character, `*` within a segment, `**` any number of segments; matched against the canonical request path',
+      ),
     mergeSlashes: z
       .boolean()
       .default(true)
-      .describe('Merge runs of / in the request path into one before matching, and forward the merged path; false keeps them (for an upstream that tells /a//b from /a/b) but still refuses a path starting with //'),
+      .describe(
+        'Merge runs of / in the request path into one before matching, and forward the merged path; false keeps them (for an upstream that tells /a//b from /a/b) but still refuses a path starting with //',
+      ),
     caseInsensitivePaths: z
       .boolean()
       .default(false)
-      .describe('Match the route and rule path patterns without regard to letter case, for an upstream whose routing ignores case; the path is forwarded as sent'),
+      .describe(
+        'Match the route and rule path patterns without regard to letter case, for an upstream whose routing ignores case; the path is forwarded as sent',
+      ),
   })
   .describe('The single route this sidecar serves');
 
 /** An IPv4 or IPv6 address or CIDR block, e.g. 10.0.0.0/8 or ::1. */
-const addressOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()], { error: 'an IP address or CIDR block such as 10.0.0.0/8' });
+const addressOrCidr = z.union([z.ipv4(), z.ipv6(), z.cidrv4(), z.cidrv6()], {
+  error: 'an IP address or CIDR block such as 10.0.0.0/8',
+});
 
 export const decisionSchema = z
   .strictObject({
     grpc: z
       .strictObject({
         host: z.string().min(1).default('0.0.0.0').describe('Address the gRPC listener binds'),
-        port: port.min(1).default(9191).describe('Port of envoy.service.auth.v3.Authorization/Check'),
+        port: port
+          .min(1)
+          .default(9191)
+          .describe('Port of envoy.service.auth.v3.Authorization/Check'),
       })
       .optional()
       .describe("gRPC ext_authz listener (Envoy's ext_authz grpc_service); none when omitted"),
@@ -98,7 +140,9 @@ export const decisionSchema = z
       .string()
       .regex(/^(\/[^/?#]+)*$/, 'empty, or a path such as /authz (no trailing slash)')
       .default('')
-      .describe("HTTP ext_authz: the path_prefix Envoy puts before the original path; removed before the route and rules see it"),
+      .describe(
+        'HTTP ext_authz: the path_prefix Envoy puts before the original path; removed before the route and rules see it',
+      ),
     trustedProxies: z
       .array(addressOrCidr)
       .max(64)
@@ -115,8 +159,16 @@ export const sidecarConfigSchema = z
     mode: z
       .enum(['proxy', 'decision'])
       .default('proxy')
-      .describe('proxy: forward admitted requests to upstream; decision: answer gateways (ext_authz HTTP and gRPC, forward-auth) on listen without proxying'),
-    listen: listenSchema.default({ host: '0.0.0.0', port: 8080, headersTimeoutMs: 60_000, requestTimeoutMs: 60_000, requestBodyMinBytesPerSecond: 1 }),
+      .describe(
+        'proxy: forward admitted requests to upstream; decision: answer gateways (ext_authz HTTP and gRPC, forward-auth) on listen without proxying',
+      ),
+    listen: listenSchema.default({
+      host: '0.0.0.0',
+      port: 8080,
+      headersTimeoutMs: 60_000,
+      requestTimeoutMs: 60_000,
+      requestBodyMinBytesPerSecond: 1,
+    }),
     admin: adminSchema.default({ host: '0.0.0.0', port: 9090 }),
     upstream: upstreamSchema.optional(),
     decision: decisionSchema.default({ pathPrefix: '', trustedProxies: [] }),
@@ -125,16 +177,28 @@ export const sidecarConfigSchema = z
     redis: redisSchema.optional(),
     memory: memorySchema.default(MEMORY_DEFAULTS),
     overload: overloadSchema.default({ maxPendingTakes: 4096, maxEventLoopLagMs: 1000 }),
-    shutdownGraceMs: z.number().int().nonnegative().default(10_000).describe('Longest wait for in-flight requests on shutdown (ms)'),
+    shutdownGraceMs: z
+      .number()
+      .int()
+      .nonnegative()
+      .default(10_000)
+      .describe('Longest wait for in-flight requests on shutdown (ms)'),
     shutdownKeepAliveMs: z
       .number()
       .int()
       .nonnegative()
       .default(1000)
-      .describe('On shutdown, how long idle keep-alive connections stay open (ms), answering with Connection: close, before they are closed; part of shutdownGraceMs'),
-    logLevel: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+      .describe(
+        'On shutdown, how long idle keep-alive connections stay open (ms), answering with Connection: close, before they are closed; part of shutdownGraceMs',
+      ),
+    logLevel: z
+      .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+      .default('info'),
   })
-  .refine((c) => c.mode === 'decision' || c.upstream !== undefined, { message: 'upstream is required in proxy mode', path: ['upstream'] })
+  .refine((c) => c.mode === 'decision' || c.upstream !== undefined, {
+    message: 'upstream is required in proxy mode',
+    path: ['upstream'],
+  })
   .describe('Portcullis sidecar configuration');
 
 /** The file as written (defaults optional). */
@@ -146,7 +210,8 @@ export type UpstreamConfig = z.infer<typeof upstreamSchema>;
 
 /** The upstream of a proxy-mode config (the schema requires it there). */
 export function proxyUpstream(config: SidecarConfig): UpstreamConfig {
-  if (config.upstream === undefined) throw new ConfigError('invalid sidecar config: upstream: upstream is required in proxy mode');
+  if (config.upstream === undefined)
+    throw new ConfigError('invalid sidecar config: upstream: upstream is required in proxy mode');
   return config.upstream;
 }
 

@@ -6,7 +6,16 @@ const kid = z.string().regex(/^[A-Za-z0-9._-]{1,64}$/, 'kid: 1-64 of A-Z a-z 0-9
 const b64u = z.string().regex(/^[A-Za-z0-9_-]+$/, 'base64url');
 
 export const ecPrivateJwkSchema = z
-  .object({ kty: z.literal('EC'), crv: z.literal('P-256'), alg: z.literal('ES256'), kid, use: z.literal('sig').default('sig'), x: b64u, y: b64u, d: b64u })
+  .object({
+    kty: z.literal('EC'),
+    crv: z.literal('P-256'),
+    alg: z.literal('ES256'),
+    kid,
+    use: z.literal('sig').default('sig'),
+    x: b64u,
+    y: b64u,
+    d: b64u,
+  })
   .strict();
 export const rsaPrivateJwkSchema = z
   .object({
@@ -24,7 +33,10 @@ export const rsaPrivateJwkSchema = z
     qi: b64u,
   })
   .strict();
-export const signingJwkSchema = z.discriminatedUnion('kty', [ecPrivateJwkSchema, rsaPrivateJwkSchema]);
+export const signingJwkSchema = z.discriminatedUnion('kty', [
+  ecPrivateJwkSchema,
+  rsaPrivateJwkSchema,
+]);
 export type SigningJwk = z.infer<typeof signingJwkSchema>;
 
 /**

@@ -6,7 +6,10 @@ import { z } from 'zod';
 /** PHC string `$scrypt$ln=<log2 N>,r=<r>,p=<p>$<salt b64>$<hash b64>` (see passwords.ts). */
 export const passwordHashSchema = z
   .string()
-  .regex(/^\$scrypt\$ln=\d{1,2},r=\d{1,2},p=\d{1,2}\$[A-Za-z0-9+/]+={0,2}\$[A-Za-z0-9+/]+={0,2}$/, 'expected $scrypt$ln=..,r=..,p=..$salt$hash');
+  .regex(
+    /^\$scrypt\$ln=\d{1,2},r=\d{1,2},p=\d{1,2}\$[A-Za-z0-9+/]+={0,2}\$[A-Za-z0-9+/]+={0,2}$/,
+    'expected $scrypt$ln=..,r=..,p=..$salt$hash',
+  );
 
 /** Profile claims released to clients by scope: `profile` and `email` (OpenID Connect claim names). */
 export const profileClaimsSchema = z
@@ -30,7 +33,11 @@ export const userRecordSchema = z
     password_hash: passwordHashSchema,
     profile: profileClaimsSchema.default({}),
     groups: z
-      .array(z.string().regex(/^[\x21-\x7E]{1,128}$/, 'a group: 1-128 printable ASCII characters, no space'))
+      .array(
+        z
+          .string()
+          .regex(/^[\x21-\x7E]{1,128}$/, 'a group: 1-128 printable ASCII characters, no space'),
+      )
       .max(256)
       .optional()
       .describe('Group names, released by the groups scope (the groups claim)'),
@@ -41,5 +48,8 @@ export type UserRecord = z.infer<typeof userRecordSchema>;
 export const usersFileSchema = z
   .object({ users: z.array(userRecordSchema) })
   .strict()
-  .refine((f) => new Set(f.users.map((u) => u.username)).size === f.users.length, 'usernames are unique');
+  .refine(
+    (f) => new Set(f.users.map((u) => u.username)).size === f.users.length,
+    'usernames are unique',
+  );
 export type UsersFile = z.infer<typeof usersFileSchema>;

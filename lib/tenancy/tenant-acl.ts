@@ -18,14 +18,50 @@ export type TenantPurpose = 'bucket' | 'auth';
  * server-wide counters, never a key name or value.
  */
 const CONNECTION_COMMANDS = [
-  'auth', 'hello', 'ping', 'echo', 'select', 'quit', 'info', 'readonly',
-  'client|setname', 'client|getname', 'client|id',
-  'cluster|slots', 'cluster|shards', 'cluster|nodes',
+  'auth',
+  'hello',
+  'ping',
+  'echo',
+  'select',
+  'quit',
+  'info',
+  'readonly',
+  'client|setname',
+  'client|getname',
+  'client|id',
+  'cluster|slots',
+  'cluster|shards',
+  'cluster|nodes',
 ];
 /** The bucket script (token-bucket.lua) and its loading. */
-const BUCKET_COMMANDS = ['evalsha', 'eval', 'script|load', 'script|exists', 'time', 'get', 'mget', 'set'];
+const BUCKET_COMMANDS = [
+  'evalsha',
+  'eval',
+  'script|load',
+  'script|exists',
+  'time',
+  'get',
+  'mget',
+  'set',
+];
 /** The auth server's stores (services/auth-server/stores/redis.ts and its scripts); its sign-in throttle is a bucket store. */
-const AUTH_COMMANDS = ['getdel', 'del', 'exists', 'pexpire', 'pttl', 'hget', 'hset', 'hdel', 'hgetall', 'hmget', 'sadd', 'smembers', 'multi', 'exec', 'discard'];
+const AUTH_COMMANDS = [
+  'getdel',
+  'del',
+  'exists',
+  'pexpire',
+  'pttl',
+  'hget',
+  'hset',
+  'hdel',
+  'hgetall',
+  'hmget',
+  'sadd',
+  'smembers',
+  'multi',
+  'exec',
+  'discard',
+];
 
 export const TENANT_COMMANDS: Readonly<Record<TenantPurpose, readonly string[]>> = {
   bucket: [...CONNECTION_COMMANDS, ...BUCKET_COMMANDS],
@@ -48,13 +84,23 @@ export function tenantUserName(namespace: string, purpose: TenantPurpose): strin
  * reconciles and operator restarts without storing it anywhere but the namespace's Secret, and
  * rotated for every namespace when the admin password is.
  */
-export function tenantPassword(adminPassword: string, namespace: string, purpose: TenantPurpose): string {
+export function tenantPassword(
+  adminPassword: string,
+  namespace: string,
+  purpose: TenantPurpose,
+): string {
   assertNamespace(namespace);
-  return createHmac('sha256', adminPassword).update(`portcullis redis tenant user\0${purpose}\0${namespace}`).digest('hex');
+  return createHmac('sha256', adminPassword)
+    .update(`portcullis redis tenant user\0${purpose}\0${namespace}`)
+    .digest('hex');
 }
 
 /** ACL SETUSER arguments after the user name: exactly this user, whatever it held before. */
-export function tenantAclRules(namespace: string, purpose: TenantPurpose, password: string): string[] {
+export function tenantAclRules(
+  namespace: string,
+  purpose: TenantPurpose,
+  password: string,
+): string[] {
   return [
     'reset',
     'on',
@@ -73,7 +119,12 @@ export function adminPasswordOf(adminUrl: string): string | undefined {
 }
 
 /** The admin URL with the namespace user's name and password in place of the admin's. */
-export function tenantRedisUrl(adminUrl: string, namespace: string, purpose: TenantPurpose, password: string): string {
+export function tenantRedisUrl(
+  adminUrl: string,
+  namespace: string,
+  purpose: TenantPurpose,
+  password: string,
+): string {
   const url = new URL(adminUrl);
   url.username = encodeURIComponent(tenantUserName(namespace, purpose));
   url.password = encodeURIComponent(password);

@@ -11,7 +11,8 @@ export const AUTH_KEY_ROOT = 'portcullis:auth:';
 export const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
 export function assertNamespace(namespace: string): void {
-  if (!NAMESPACE.test(namespace)) throw new RangeError(`not a namespace name: ${JSON.stringify(namespace)}`);
+  if (!NAMESPACE.test(namespace))
+    throw new RangeError(`not a namespace name: ${JSON.stringify(namespace)}`);
 }
 
 /** Prefix of the limiter's bucket keys of a namespace's routes. */

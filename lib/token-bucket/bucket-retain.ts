@@ -8,7 +8,11 @@ import { Cluster, type Redis } from 'ioredis';
  * Lengthens the TTL of every key starting with `head` to at least ttlsMs[i] from now, i being the
  * key's bucket index (`<...>}:<i>`, 0 without a suffix); resolves with the number of keys seen.
  */
-export async function retainBuckets(client: Redis | Cluster, head: string, ttlsMs: readonly number[]): Promise<number> {
+export async function retainBuckets(
+  client: Redis | Cluster,
+  head: string,
+  ttlsMs: readonly number[],
+): Promise<number> {
   const match = `${head.replace(/[*?[\]\\]/g, '\\$&')}*`;
   const nodes: Redis[] = client instanceof Cluster ? client.nodes('master') : [client];
   let seen = 0;
@@ -22,7 +26,8 @@ export async function retainBuckets(client: Redis | Cluster, head: string, ttlsM
       for (const key of keys) {
         // Bucket i > 0 of a take is `<...>}:<i>` (RedisBucketStore.keyOf).
         const close = key.lastIndexOf('}');
-        const ttlMs = ttlsMs[close < 0 || close === key.length - 1 ? 0 : Number(key.slice(close + 2))];
+        const ttlMs =
+          ttlsMs[close < 0 || close === key.length - 1 ? 0 : Number(key.slice(close + 2))];
         if (ttlMs === undefined) continue;
         pipeline.pexpire(key, ttlMs, 'GT');
         queued++;

@@ -113,12 +113,20 @@ export function assertRule(rule: BucketRule, cost: number): void {
  * Check-and-take at `nowUs` (integer µs). A missing state is a full bucket. A clock that went
  * backwards (e.g. a Redis failover) refills nothing and never moves the state's time back.
  */
-export function takeUs(state: BucketState | undefined, rule: BucketRule, nowUs: number, cost: number): TakeResult {
+export function takeUs(
+  state: BucketState | undefined,
+  rule: BucketRule,
+  nowUs: number,
+  cost: number,
+): TakeResult {
   const need = cost * MICRO;
   let tokens = tokensAt(state, rule, nowUs);
   const allowed = tokens >= need;
   if (allowed) tokens -= need;
-  return { decision: toDecision(allowed, tokens, rule, cost), state: { microTokens: tokens, updatedUs: stateTimeUs(state, nowUs) } };
+  return {
+    decision: toDecision(allowed, tokens, rule, cost),
+    state: { microTokens: tokens, updatedUs: stateTimeUs(state, nowUs) },
+  };
 }
 
 /**
@@ -128,7 +136,9 @@ export function takeUs(state: BucketState | undefined, rule: BucketRule, nowUs: 
  */
 export function refilledUs(microTokens: number, rule: BucketRule, elapsedUs: number): number {
   const capacity = rule.burstCapacity * MICRO;
-  return elapsedUs >= fillTimeUs(rule) ? capacity : Math.min(capacity, microTokens + elapsedUs * rule.replenishRate);
+  return elapsedUs >= fillTimeUs(rule)
+    ? capacity
+    : Math.min(capacity, microTokens + elapsedUs * rule.replenishRate);
 }
 
 /**
@@ -171,7 +181,12 @@ export function refillWaitUs(microTokens: number, rule: BucketRule, cost: number
  * then rounded up to ms: Retry-After until this bucket holds `cost` (0 when admitted, or when this
  * bucket held its cost and another refused), reset until it is full.
  */
-export function toDecision(allowed: boolean, microTokens: number, rule: BucketRule, cost: number): Decision {
+export function toDecision(
+  allowed: boolean,
+  microTokens: number,
+  rule: BucketRule,
+  cost: number,
+): Decision {
   const retryAfterUs = allowed ? 0 : refillWaitUs(microTokens, rule, cost);
   const resetUs = Math.ceil((rule.burstCapacity * MICRO - microTokens) / rule.replenishRate);
   return {
@@ -245,14 +260,24 @@ export function combineDecisions(decisions: readonly Decision[]): Decision {
  * Whether two takes charge the same limits the same costs: the same arrays (a route's, on the
  * sidecar's path), or equal rates, capacities and costs (take() makes new arrays every call).
  */
-export function sameLimits(aRules: readonly BucketRule[], aCosts: readonly number[], bRules: readonly BucketRule[], bCosts: readonly number[]): boolean {
+export function sameLimits(
+  aRules: readonly BucketRule[],
+  aCosts: readonly number[],
+  bRules: readonly BucketRule[],
+  bCosts: readonly number[],
+): boolean {
   if (aRules === bRules && aCosts === bCosts) return true;
   const n = aRules.length;
   if (bRules.length !== n) return false;
   for (let i = 0; i < n; i++) {
     const x = aRules[i] as BucketRule;
     const y = bRules[i] as BucketRule;
-    if (aCosts[i] !== bCosts[i] || x.replenishRate !== y.replenishRate || x.burstCapacity !== y.burstCapacity) return false;
+    if (
+      aCosts[i] !== bCosts[i] ||
+      x.replenishRate !== y.replenishRate ||
+      x.burstCapacity !== y.burstCapacity
+    )
+      return false;
   }
   return true;
 }

@@ -42,7 +42,8 @@ export class CallDeadlines {
     if (answered) {
       let next = call.next;
       while (next !== undefined && next.batch === undefined) next = next.next;
-      if (next !== undefined) next.deadline = Math.max(next.deadline, performance.now() + this.#timeoutMs);
+      if (next !== undefined)
+        next.deadline = Math.max(next.deadline, performance.now() + this.#timeoutMs);
     }
     let oldest = this.#oldest;
     while (oldest !== undefined && oldest.batch === undefined) oldest = oldest.next;
@@ -77,8 +78,14 @@ export class CallDeadlines {
     this.#timer = undefined;
     const before = this.#checkedAt;
     // #settle keeps #oldest on the oldest unsettled call.
-    for (let call = this.#oldest; call !== undefined && call.deadline <= before; call = this.#oldest) {
-      call.failed(new StoreUnavailableError(`redis bucket store: no answer within ${this.#timeoutMs} ms`));
+    for (
+      let call = this.#oldest;
+      call !== undefined && call.deadline <= before;
+      call = this.#oldest
+    ) {
+      call.failed(
+        new StoreUnavailableError(`redis bucket store: no answer within ${this.#timeoutMs} ms`),
+      );
     }
     const oldest = this.#oldest;
     if (oldest !== undefined) this.#arm(oldest.deadline - performance.now());

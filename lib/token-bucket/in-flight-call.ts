@@ -19,7 +19,12 @@ export interface PendingTake {
 }
 
 /** Keeps a take Redis refused: the take, the reply's fields and where its slice starts, when the call left. */
-export type KeepRefusal = (take: PendingTake, fields: readonly string[], at: number, sentMs: number) => void;
+export type KeepRefusal = (
+  take: PendingTake,
+  fields: readonly string[],
+  at: number,
+  sentMs: number,
+) => void;
 
 /** Marks a call settled in its list and returns its takes, or undefined when it had settled already. */
 export type SettleCall = (call: InFlightCall, answered: boolean) => PendingTake[] | undefined;
@@ -47,7 +52,13 @@ export class InFlightCall implements ScriptReply {
   /** The store's command timeout, ms. */
   readonly #timeoutMs: number;
 
-  constructor(batch: PendingTake[], sentMs: number, deadline: number, settle: SettleCall, refused: KeepRefusal | undefined) {
+  constructor(
+    batch: PendingTake[],
+    sentMs: number,
+    deadline: number,
+    settle: SettleCall,
+    refused: KeepRefusal | undefined,
+  ) {
     this.batch = batch;
     this.sentMs = sentMs;
     this.deadline = deadline;
@@ -72,14 +83,16 @@ export class InFlightCall implements ScriptReply {
         t.sink.failed(err as Error);
         continue;
       }
-      if (!decision.allowed && this.#refused !== undefined) this.#refused(t, fields, from, this.sentMs);
+      if (!decision.allowed && this.#refused !== undefined)
+        this.#refused(t, fields, from, this.sentMs);
       t.sink.taken(decision);
     }
   }
 
   /** Redis answered (NOSCRIPT) and the call went out again: its timeout starts anew. */
   resent(): void {
-    if (this.batch !== undefined) this.deadline = Math.max(this.deadline, performance.now() + this.#timeoutMs);
+    if (this.batch !== undefined)
+      this.deadline = Math.max(this.deadline, performance.now() + this.#timeoutMs);
   }
 
   failed(err: Error): void {

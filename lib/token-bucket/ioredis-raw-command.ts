@@ -36,7 +36,12 @@ export class RawCommand extends Command {
 }
 
 /** Sends `wire` on `target` as the command `name` routed by `route`; resolves with the decoded reply. */
-export function sendRaw(target: RawTarget, name: string, route: readonly (string | number)[], wire: string): Promise<unknown> {
+export function sendRaw(
+  target: RawTarget,
+  name: string,
+  route: readonly (string | number)[],
+  wire: string,
+): Promise<unknown> {
   const command = new RawCommand(name, route, wire);
   target.sendCommand(command);
   return command.promise;

@@ -22,7 +22,10 @@ export function hashBucketKey(secret: string, key: string): string {
 const REMEMBERED_HASHES = 10_000;
 
 /** hashBucketKey under one secret, remembering the latest keys' hashes (the oldest forgotten first). */
-export function createBucketKeyHasher(secret: string, remembered = REMEMBERED_HASHES): (key: string) => string {
+export function createBucketKeyHasher(
+  secret: string,
+  remembered = REMEMBERED_HASHES,
+): (key: string) => string {
   const known = new Map<string, string>();
   return (key) => {
     const hit = known.get(key);

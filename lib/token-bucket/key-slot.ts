@@ -11,7 +11,8 @@ export const CLUSTER_SLOTS = 16384;
 const table = new Uint16Array(256);
 for (let i = 0; i < 256; i++) {
   let crc = i << 8;
-  for (let b = 0; b < 8; b++) crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
+  for (let b = 0; b < 8; b++)
+    crc = crc & 0x8000 ? ((crc << 1) ^ 0x1021) & 0xffff : (crc << 1) & 0xffff;
   table[i] = crc;
 }
 
@@ -38,6 +39,7 @@ export function keySlot(key: string): number {
 
 function crc16(bytes: Uint8Array): number {
   let crc = 0;
-  for (const byte of bytes) crc = ((crc << 8) & 0xffff) ^ (table[((crc >> 8) ^ byte) & 0xff] as number);
+  for (const byte of bytes)
+    crc = ((crc << 8) & 0xffff) ^ (table[((crc >> 8) ^ byte) & 0xff] as number);
   return crc;
 }

@@ -8,7 +8,17 @@
 // decision). When none has, a take that would add a bucket is refused (a limited decision whose
 // Retry-After is the time until one will have), never admitted as if its bucket were full: the
 // bound costs availability for new keys, never accuracy for known ones.
-import { assertRule, bucketTtlMs, combineDecisions, refillWaitUs, takeAllUs, takeUs, type BucketRule, type BucketState, type Decision } from './bucket.ts';
+import {
+  assertRule,
+  bucketTtlMs,
+  combineDecisions,
+  refillWaitUs,
+  takeAllUs,
+  takeUs,
+  type BucketRule,
+  type BucketState,
+  type Decision,
+} from './bucket.ts';
 import type { BucketStore, TakeSink } from './bucket-store.ts';
 
 export interface MemoryStoreOptions {
@@ -89,7 +99,8 @@ export class MemoryBucketStore implements BucketStore {
     const prior = entry !== undefined && entry.expiresUs > nowUs ? entry.state : undefined;
     const { decision, state } = takeUs(prior, rule, nowUs, cost);
     if (!decision.allowed) return decision;
-    if (entry === undefined && !this.#roomFor(1, entryBytes(key), nowUs)) return this.#refusedFull([rule], [cost], nowUs);
+    if (entry === undefined && !this.#roomFor(1, entryBytes(key), nowUs))
+      return this.#refusedFull([rule], [cost], nowUs);
     this.#write(key, entry, state, rule);
     return decision;
   }
@@ -111,12 +122,15 @@ export class MemoryBucketStore implements BucketStore {
    */
   takeAllSync(key: string, rules: readonly BucketRule[], costs: readonly number[]): Decision {
     if (rules.length === 1) return this.takeSync(key, rules[0] as BucketRule, costs[0]);
-    if (rules.length === 0 || rules.length !== costs.length) throw new RangeError('a take needs one cost per rule, and at least one rule');
+    if (rules.length === 0 || rules.length !== costs.length)
+      throw new RangeError('a take needs one cost per rule, and at least one rule');
     for (let i = 0; i < rules.length; i++) assertRule(rules[i] as BucketRule, costs[i] as number);
     const nowUs = Math.round(this.#now() * 1000);
     const names = rules.map((_, i) => (i === 0 ? key : `${key}\u0000${i}`));
     const entries = names.map((name) => this.#buckets.get(name));
-    const prior = entries.map((entry) => (entry !== undefined && entry.expiresUs > nowUs ? entry.state : undefined));
+    const prior = entries.map((entry) =>
+      entry !== undefined && entry.expiresUs > nowUs ? entry.state : undefined,
+    );
     const { decision, states } = takeAllUs(prior, rules, nowUs, costs);
     if (!decision.allowed) return decision;
     let added = 0;
@@ -129,9 +143,11 @@ export class MemoryBucketStore implements BucketStore {
     if (added > 0) {
       if (!this.#roomFor(added, addedBytes, nowUs)) return this.#refusedFull(rules, costs, nowUs);
       // Making room may have forgotten a full bucket of this very take: write it anew then.
-      for (let i = 0; i < names.length; i++) if (entries[i] !== undefined) entries[i] = this.#buckets.get(names[i] as string);
+      for (let i = 0; i < names.length; i++)
+        if (entries[i] !== undefined) entries[i] = this.#buckets.get(names[i] as string);
     }
-    for (let i = 0; i < names.length; i++) this.#write(names[i] as string, entries[i], states[i] as BucketState, rules[i] as BucketRule);
+    for (let i = 0; i < names.length; i++)
+      this.#write(names[i] as string, entries[i], states[i] as BucketState, rules[i] as BucketRule);
     return decision;
   }
 
@@ -182,7 +198,10 @@ export class MemoryBucketStore implements BucketStore {
   }
 
   #fits(count: number, bytes: number): boolean {
-    return (this.#maxBuckets === 0 || this.#buckets.size + count <= this.#maxBuckets) && (this.#maxBytes === 0 || this.#bytes + bytes <= this.#maxBytes);
+    return (
+      (this.#maxBuckets === 0 || this.#buckets.size + count <= this.#maxBuckets) &&
+      (this.#maxBytes === 0 || this.#bytes + bytes <= this.#maxBytes)
+    );
   }
 
   /**
@@ -192,7 +211,8 @@ export class MemoryBucketStore implements BucketStore {
    */
   #roomFor(count: number, bytes: number, nowUs: number): boolean {
     if (this.#fits(count, bytes)) return true;
-    if (nowUs < this.#nextFullUs || nowUs - this.#lastPassUs < FORGET_PASS_GAP_MS * 1000) return false;
+    if (nowUs < this.#nextFullUs || nowUs - this.#lastPassUs < FORGET_PASS_GAP_MS * 1000)
+      return false;
     this.#lastPassUs = nowUs;
     let forgotten = 0;
     let next = Number.POSITIVE_INFINITY;
@@ -210,10 +230,21 @@ export class MemoryBucketStore implements BucketStore {
   /** The refusal of a take that found no room: Retry-After until a bucket may be forgotten. */
   #refusedFull(rules: readonly BucketRule[], costs: readonly number[], nowUs: number): Decision {
     this.#onRefusedFull?.();
-    const waitUs = Math.max(this.#nextFullUs - nowUs, this.#lastPassUs + FORGET_PASS_GAP_MS * 1000 - nowUs, 1000);
+    const waitUs = Math.max(
+      this.#nextFullUs - nowUs,
+      this.#lastPassUs + FORGET_PASS_GAP_MS * 1000 - nowUs,
+      1000,
+    );
     const retryAfterMs = Number.isFinite(waitUs) ? Math.ceil(waitUs / 1000) : 1000;
     return combineDecisions(
-      rules.map((rule, i) => ({ allowed: false, remaining: 0, limit: rule.burstCapacity, cost: costs[i] ?? rule.requestedTokens, retryAfterMs, resetMs: 0 })),
+      rules.map((rule, i) => ({
+        allowed: false,
+        remaining: 0,
+        limit: rule.burstCapacity,
+        cost: costs[i] ?? rule.requestedTokens,
+        retryAfterMs,
+        resetMs: 0,
+      })),
     );
   }
 

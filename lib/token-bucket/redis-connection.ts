@@ -8,7 +8,11 @@ export interface RedisConnectionOptions {
   /** Single node: redis[s]://[user:password@]host:port[/db]. */
   readonly url?: string;
   /** Redis Sentinel: master set name and sentinel addresses. */
-  readonly sentinel?: { readonly name: string; readonly sentinels: readonly { host: string; port: number }[]; readonly sentinelPassword?: string };
+  readonly sentinel?: {
+    readonly name: string;
+    readonly sentinels: readonly { host: string; port: number }[];
+    readonly sentinelPassword?: string;
+  };
   /** Redis Cluster seed nodes. */
   readonly cluster?: { readonly nodes: readonly { host: string; port: number }[] };
   /** Password when not in the URL (e.g. from a mounted Secret). */
@@ -50,7 +54,9 @@ export function createRedisClient(options: RedisConnectionOptions): Redis | Clus
       ...common,
       name: options.sentinel.name,
       sentinels: options.sentinel.sentinels.map((s) => ({ host: s.host, port: s.port })),
-      ...(options.sentinel.sentinelPassword !== undefined ? { sentinelPassword: options.sentinel.sentinelPassword } : {}),
+      ...(options.sentinel.sentinelPassword !== undefined
+        ? { sentinelPassword: options.sentinel.sentinelPassword }
+        : {}),
     });
   } else {
     client = new Redis(options.url ?? 'redis://127.0.0.1:6379', common);
@@ -73,8 +79,14 @@ export async function clientReady(client: Redis | Cluster): Promise<void> {
  */
 export async function closeClient(client: Redis | Cluster, timeoutMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
-  const quit = client.quit().then(() => true, () => false);
-  const answered = await Promise.race([quit, new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs)))]);
+  const quit = client.quit().then(
+    () => true,
+    () => false,
+  );
+  const answered = await Promise.race([
+    quit,
+    new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), timeoutMs))),
+  ]);
   clearTimeout(timer);
   if (!answered) client.disconnect();
 }

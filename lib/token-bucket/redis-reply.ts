@@ -21,16 +21,23 @@ export interface RawTake {
 }
 
 /** A number of the reply; NaN when absent or empty (Number('') would be 0). */
-const integerField = (s: string | undefined): number => (s === undefined || s === '' ? Number.NaN : Number(s));
+const integerField = (s: string | undefined): number =>
+  s === undefined || s === '' ? Number.NaN : Number(s);
 
 export const malformed = () => new StoreUnavailableError('redis bucket store: malformed reply');
 
 /** The decision in one take's slice of the reply; one limit (the common case) allocates only the decision. */
-export function parseDecision(fields: readonly string[], at: number, rules: readonly BucketRule[], costs: readonly number[]): Decision {
+export function parseDecision(
+  fields: readonly string[],
+  at: number,
+  rules: readonly BucketRule[],
+  costs: readonly number[],
+): Decision {
   if (rules.length !== 1) return parseReply(fields, at, rules, costs).decision;
   const allowed = fields[at];
   const microTokens = integerField(fields[at + 1]);
-  if ((allowed !== '0' && allowed !== '1') || !Number.isSafeInteger(microTokens) || microTokens < 0) throw malformed();
+  if ((allowed !== '0' && allowed !== '1') || !Number.isSafeInteger(microTokens) || microTokens < 0)
+    throw malformed();
   return toDecision(allowed === '1', microTokens, rules[0] as BucketRule, costs[0] as number);
 }
 
@@ -42,7 +49,12 @@ export function parseReplyTime(fields: readonly string[]): number {
 }
 
 /** Checks one take's slice of the script's reply (zod would allocate on the hot path; this is the same check by hand). */
-export function parseReply(fields: readonly string[], at: number, rules: readonly BucketRule[], costs: readonly number[]): RawTake {
+export function parseReply(
+  fields: readonly string[],
+  at: number,
+  rules: readonly BucketRule[],
+  costs: readonly number[],
+): RawTake {
   const nowUs = parseReplyTime(fields);
   const allowed = fields[at];
   if (allowed !== '0' && allowed !== '1') throw malformed();
@@ -51,7 +63,9 @@ export function parseReply(fields: readonly string[], at: number, rules: readonl
   for (let i = 0; i < rules.length; i++) {
     const microTokens = integerField(fields[at + 1 + BUCKET_FIELDS * i]);
     if (!Number.isSafeInteger(microTokens) || microTokens < 0) throw malformed();
-    decisions.push(toDecision(allowed === '1', microTokens, rules[i] as BucketRule, costs[i] as number));
+    decisions.push(
+      toDecision(allowed === '1', microTokens, rules[i] as BucketRule, costs[i] as number),
+    );
     tokens.push(microTokens);
   }
   return { decision: combineDecisions(decisions), microTokens: tokens[0] as number, nowUs, tokens };

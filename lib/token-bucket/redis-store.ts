@@ -15,7 +15,12 @@ import { retainBuckets } from './bucket-retain.ts';
 import { CallDeadlines } from './call-deadlines.ts';
 import type { KeepRefusal, PendingTake } from './in-flight-call.ts';
 import { createBucketKeyHasher } from './key-hash.ts';
-import { clientReady, closeClient, createRedisClient, type RedisConnectionOptions } from './redis-connection.ts';
+import {
+  clientReady,
+  closeClient,
+  createRedisClient,
+  type RedisConnectionOptions,
+} from './redis-connection.ts';
 import { RefusalCache } from './refusal-cache.ts';
 import { TakeBatcher } from './take-batcher.ts';
 import { sendTakeScript, type ScriptTarget } from './take-script.ts';
@@ -76,12 +81,23 @@ export class RedisBucketStore implements BucketStore {
   constructor(options: RedisStoreOptions) {
     this.client = createRedisClient(options);
     this.#prefix = options.keyPrefix ?? 'portcullis:bucket:';
-    this.#hashed = options.keyHashSecret === undefined ? undefined : createBucketKeyHasher(options.keyHashSecret);
+    this.#hashed =
+      options.keyHashSecret === undefined
+        ? undefined
+        : createBucketKeyHasher(options.keyHashSecret);
     this.#timeoutMs = options.commandTimeoutMs ?? 50;
     this.#deadlines = new CallDeadlines(this.#timeoutMs);
-    this.#batcher = new TakeBatcher(this.client, options.maxBatch ?? DEFAULT_MAX_BATCH, options.cluster !== undefined, this.#send);
+    this.#batcher = new TakeBatcher(
+      this.client,
+      options.maxBatch ?? DEFAULT_MAX_BATCH,
+      options.cluster !== undefined,
+      this.#send,
+    );
     const maxRefusals = options.localRefusals ?? 0;
-    this.#refusals = maxRefusals > 0 ? new RefusalCache(maxRefusals, options.onRefusedLocally ?? (() => {})) : undefined;
+    this.#refusals =
+      maxRefusals > 0
+        ? new RefusalCache(maxRefusals, options.onRefusedLocally ?? (() => {}))
+        : undefined;
     this.#keepRefusal = this.#refusals?.keep;
   }
 
@@ -92,7 +108,9 @@ export class RedisBucketStore implements BucketStore {
   keyOf(key: string, index = 0): string {
     // Hashed once per take: the hash is the whole hash tag, so every bucket of a take stays in one slot.
     const tag = this.#hashed === undefined ? key : this.#hashed(key);
-    return index === 0 ? `${this.#prefix}${KEY_LAYOUT}{${tag}}` : `${this.#prefix}${KEY_LAYOUT}{${tag}}:${index}`;
+    return index === 0
+      ? `${this.#prefix}${KEY_LAYOUT}{${tag}}`
+      : `${this.#prefix}${KEY_LAYOUT}{${tag}}:${index}`;
   }
 
   take(key: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): void {
@@ -108,7 +126,13 @@ export class RedisBucketStore implements BucketStore {
 
   /** Sends takes whose keys share one slot as one script call and settles each with its slice of the reply. */
   readonly #send = (batch: PendingTake[], target: ScriptTarget): void => {
-    sendTakeScript(this.client, target, batch, undefined, this.#deadlines.open(batch, this.#keepRefusal));
+    sendTakeScript(
+      this.client,
+      target,
+      batch,
+      undefined,
+      this.#deadlines.open(batch, this.#keepRefusal),
+    );
   };
 
   /**
@@ -118,7 +142,11 @@ export class RedisBucketStore implements BucketStore {
    * too (a longer TTL only keeps a state longer).
    */
   retain(keyPrefix: string, ttlsMs: readonly number[]): Promise<number> {
-    return retainBuckets(this.client, `${this.#prefix}${KEY_LAYOUT}{${this.#hashed === undefined ? keyPrefix : ''}`, ttlsMs);
+    return retainBuckets(
+      this.client,
+      `${this.#prefix}${KEY_LAYOUT}{${this.#hashed === undefined ? keyPrefix : ''}`,
+      ttlsMs,
+    );
   }
 
   ready(): Promise<void> {
@@ -139,7 +167,8 @@ export class RedisBucketStore implements BucketStore {
 
 /** Why a take cannot be asked (a RangeError), or undefined. */
 function checkTake(rules: readonly BucketRule[], costs: readonly number[]): Error | undefined {
-  if (rules.length === 0 || rules.length !== costs.length) return new RangeError('a take needs one cost per rule, and at least one rule');
+  if (rules.length === 0 || rules.length !== costs.length)
+    return new RangeError('a take needs one cost per rule, and at least one rule');
   try {
     for (let i = 0; i < rules.length; i++) assertRule(rules[i] as BucketRule, costs[i] as number);
   } catch (err) {

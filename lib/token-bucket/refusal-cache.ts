@@ -3,7 +3,15 @@
 // tokens, only takes them; until then the same take is refused here without a call, as Redis
 // would refuse it. Counted on this process's monotonic clock from the moment the call left.
 import { performance } from 'node:perf_hooks';
-import { combineDecisions, refilledUs, refillWaitUs, sameLimits, toDecision, type BucketRule, type Decision } from './bucket.ts';
+import {
+  combineDecisions,
+  refilledUs,
+  refillWaitUs,
+  sameLimits,
+  toDecision,
+  type BucketRule,
+  type Decision,
+} from './bucket.ts';
 import type { TakeSink } from './bucket-store.ts';
 import type { KeepRefusal } from './in-flight-call.ts';
 import { BUCKET_FIELDS } from './redis-reply.ts';
@@ -42,7 +50,12 @@ export class RefusalCache {
    * True when the take (its Redis key, limits and costs) is certainly refused: its refusal then
    * goes to `sink` after this turn. False: ask Redis.
    */
-  answer(redisKey: string, rules: readonly BucketRule[], costs: readonly number[], sink: TakeSink): boolean {
+  answer(
+    redisKey: string,
+    rules: readonly BucketRule[],
+    costs: readonly number[],
+    sink: TakeSink,
+  ): boolean {
     // An empty memory is the common case: no key to hash.
     if (this.#refusals.size === 0) return false;
     const known = this.#refusals.get(redisKey);
@@ -71,7 +84,10 @@ export class RefusalCache {
       // parseDecision checked every field of this slice already.
       const microTokens = Number(fields[at + 1 + BUCKET_FIELDS * i]);
       tokens.push(microTokens);
-      waitUs = Math.max(waitUs, refillWaitUs(microTokens, take.rules[i] as BucketRule, take.costs[i] as number));
+      waitUs = Math.max(
+        waitUs,
+        refillWaitUs(microTokens, take.rules[i] as BucketRule, take.costs[i] as number),
+      );
     }
     if (waitUs < MIN_REMEMBERED_WAIT_US) return;
     refusals.delete(take.key);
@@ -104,11 +120,21 @@ export class RefusalCache {
  * A remembered refusal `elapsedUs` after its call left: every bucket refilled at its full rate
  * since Redis decided, the most it can hold now; the decision bucket.ts gives for those tokens.
  */
-export function refusalAfter(known: Pick<Refusal, 'rules' | 'costs' | 'tokens'>, elapsedUs: number): Decision {
+export function refusalAfter(
+  known: Pick<Refusal, 'rules' | 'costs' | 'tokens'>,
+  elapsedUs: number,
+): Decision {
   const decisions: Decision[] = [];
   for (let i = 0; i < known.rules.length; i++) {
     const rule = known.rules[i] as BucketRule;
-    decisions.push(toDecision(false, refilledUs(known.tokens[i] as number, rule, elapsedUs), rule, known.costs[i] as number));
+    decisions.push(
+      toDecision(
+        false,
+        refilledUs(known.tokens[i] as number, rule, elapsedUs),
+        rule,
+        known.costs[i] as number,
+      ),
+    );
   }
   return combineDecisions(decisions);
 }

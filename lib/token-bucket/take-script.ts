@@ -52,11 +52,16 @@ const encodedGroups = new WeakMap<BucketRule, EncodedGroup>();
 function encodeGroup(take: ScriptTake): EncodedGroup {
   const first = take.rules[0] as BucketRule;
   const known = encodedGroups.get(first);
-  if (known !== undefined && sameLimits(known.rules, known.costs, take.rules, take.costs)) return known;
+  if (known !== undefined && sameLimits(known.rules, known.costs, take.rules, take.costs))
+    return known;
   let wire = bulk(String(take.rules.length));
   for (let i = 0; i < take.rules.length; i++) {
     const rule = take.rules[i] as BucketRule;
-    wire += bulk(String(rule.replenishRate)) + bulk(String(rule.burstCapacity)) + bulk(String(take.costs[i] as number)) + bulk(String(bucketTtlMs(rule)));
+    wire +=
+      bulk(String(rule.replenishRate)) +
+      bulk(String(rule.burstCapacity)) +
+      bulk(String(take.costs[i] as number)) +
+      bulk(String(bucketTtlMs(rule)));
   }
   const group = { rules: take.rules, costs: take.costs, wire, args: 1 + 4 * take.rules.length };
   encodedGroups.set(first, group);
@@ -88,7 +93,8 @@ function encodeCall(takes: readonly ScriptTake[], nowUs: number | undefined): En
     for (let i = 1; i < n; i++) keys += bulk(`${t.key}:${i}`);
     keyCount += n;
     expected += 1 + BUCKET_FIELDS * n;
-    if (oneGroup && t !== first && !sameLimits(first.rules, first.costs, t.rules, t.costs)) oneGroup = false;
+    if (oneGroup && t !== first && !sameLimits(first.rules, first.costs, t.rules, t.costs))
+      oneGroup = false;
   }
   let body = `${bulk(String(keyCount))}${keys}${bulk(nowUs === undefined ? '' : String(Math.round(nowUs)))}`;
   let args = 1 + keyCount + 2;
@@ -115,7 +121,12 @@ function encodeCall(takes: readonly ScriptTake[], nowUs: number | undefined): En
 function send(target: ScriptTarget, call: EncodedCall, loaded: boolean): Promise<unknown> {
   const wire = `*${call.args + 2}\r\n${loaded ? evalshaHead : evalHead}${call.body}`;
   // Its route holds only what ioredis routes by: the first key.
-  return sendRaw(target, loaded ? 'evalsha' : 'eval', [loaded ? sha : script, 1, call.firstKey], wire);
+  return sendRaw(
+    target,
+    loaded ? 'evalsha' : 'eval',
+    [loaded ? sha : script, 1, call.firstKey],
+    wire,
+  );
 }
 
 /** Receives the outcome of one script call: the reply's fields, or why there are none. Exactly one is called, once. */
@@ -132,7 +143,8 @@ function deliver(to: ScriptReply, reply: unknown, expected: number): void {
   else to.failed(malformed());
 }
 
-const unavailable = (err: unknown): StoreUnavailableError => new StoreUnavailableError(`redis bucket store: ${(err as Error).message}`, { cause: err });
+const unavailable = (err: unknown): StoreUnavailableError =>
+  new StoreUnavailableError(`redis bucket store: ${(err as Error).message}`, { cause: err });
 
 /**
  * Runs the script once for `takes`, in order and atomically, at Redis TIME or at `nowUs` when given,
@@ -143,7 +155,13 @@ const unavailable = (err: unknown): StoreUnavailableError => new StoreUnavailabl
  * to the call, and only its keys when the call has one group. The call goes to `target` (the
  * client, or a pipeline of it); a retry after NOSCRIPT goes to `client`.
  */
-export function sendTakeScript(client: Redis | Cluster, target: ScriptTarget, takes: readonly ScriptTake[], nowUs: number | undefined, to: ScriptReply): void {
+export function sendTakeScript(
+  client: Redis | Cluster,
+  target: ScriptTarget,
+  takes: readonly ScriptTake[],
+  nowUs: number | undefined,
+  to: ScriptReply,
+): void {
   const call = encodeCall(takes, nowUs);
   send(target, call, true).then(
     (reply) => deliver(to, reply, call.expected),
@@ -162,12 +180,22 @@ export function sendTakeScript(client: Redis | Cluster, target: ScriptTarget, ta
 }
 
 /** sendTakeScript() on `client` as a promise of the reply's fields. */
-export function callTakeScript(client: Redis | Cluster, takes: readonly ScriptTake[], nowUs?: number): Promise<string[]> {
-  return new Promise((resolve, reject) => sendTakeScript(client, client, takes, nowUs, { replied: resolve, failed: reject }));
+export function callTakeScript(
+  client: Redis | Cluster,
+  takes: readonly ScriptTake[],
+  nowUs?: number,
+): Promise<string[]> {
+  return new Promise((resolve, reject) =>
+    sendTakeScript(client, client, takes, nowUs, { replied: resolve, failed: reject }),
+  );
 }
 
 /** callTakeScript() with every take's slice parsed: decision, micro-tokens per bucket, the call's time. */
-export async function runTakes(client: Redis | Cluster, takes: readonly ScriptTake[], nowUs?: number): Promise<RawTake[]> {
+export async function runTakes(
+  client: Redis | Cluster,
+  takes: readonly ScriptTake[],
+  nowUs?: number,
+): Promise<RawTake[]> {
   const fields = await callTakeScript(client, takes, nowUs);
   let at = HEAD_FIELDS;
   return takes.map((t) => {

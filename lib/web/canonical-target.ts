@@ -19,12 +19,19 @@ export interface PathSettings {
 }
 
 /** Why a target cannot be made canonical. */
-export type TargetRejection = 'fragment' | 'backslash' | 'encoded-separator' | 'bad-escape' | 'control-or-non-ascii' | 'double-slash';
+export type TargetRejection =
+  | 'fragment'
+  | 'backslash'
+  | 'encoded-separator'
+  | 'bad-escape'
+  | 'control-or-non-ascii'
+  | 'double-slash';
 
 export const targetRejectionDetail: Record<TargetRejection, string> = {
   fragment: 'The request target must not contain #.',
   backslash: 'The request path must not contain a backslash.',
-  'encoded-separator': 'The request path must not contain an escaped / or \\ (%2F, %5C) or an escaped control character.',
+  'encoded-separator':
+    'The request path must not contain an escaped / or \\ (%2F, %5C) or an escaped control character.',
   'bad-escape': 'The request path has a malformed percent-escape.',
   'control-or-non-ascii': 'The request path must be visible ASCII; percent-encode anything else.',
   'double-slash': 'The request path must not start with //.',
@@ -35,7 +42,9 @@ export interface TargetRefusal {
   readonly rejected: TargetRejection;
 }
 
-const refusals = Object.fromEntries(Object.keys(targetRejectionDetail).map((r) => [r, { rejected: r }])) as Record<TargetRejection, TargetRefusal>;
+const refusals = Object.fromEntries(
+  Object.keys(targetRejectionDetail).map((r) => [r, { rejected: r }]),
+) as Record<TargetRejection, TargetRefusal>;
 
 const HEX = '0123456789ABCDEF';
 
@@ -90,9 +99,16 @@ function canonicalPath(path: string, settings: PathSettings): string | TargetRef
   return canonical;
 }
 
-const isHex = (c: number) => (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
+const isHex = (c: number) =>
+  (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x46) || (c >= 0x61 && c <= 0x66);
 const isUnreserved = (c: number) =>
-  (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a) || (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2e || c === 0x5f || c === 0x7e;
+  (c >= 0x41 && c <= 0x5a) ||
+  (c >= 0x61 && c <= 0x7a) ||
+  (c >= 0x30 && c <= 0x39) ||
+  c === 0x2d ||
+  c === 0x2e ||
+  c === 0x5f ||
+  c === 0x7e;
 
 /** One segment with its unreserved escapes decoded and the others in upper case. */
 function decodeUnreserved(segment: string): string | TargetRefusal {
@@ -103,8 +119,11 @@ function decodeUnreserved(segment: string): string | TargetRefusal {
     const l = segment.charCodeAt(i + 2);
     if (!isHex(h) || !isHex(l)) return refusals['bad-escape'];
     const byte = parseInt(segment.slice(i + 1, i + 3), 16);
-    if (byte === 0x2f || byte === 0x5c || byte < 0x20 || byte === 0x7f) return refusals['encoded-separator'];
-    out += segment.slice(from, i) + (isUnreserved(byte) ? String.fromCharCode(byte) : `%${HEX[byte >> 4]}${HEX[byte & 15]}`);
+    if (byte === 0x2f || byte === 0x5c || byte < 0x20 || byte === 0x7f)
+      return refusals['encoded-separator'];
+    out +=
+      segment.slice(from, i) +
+      (isUnreserved(byte) ? String.fromCharCode(byte) : `%${HEX[byte >> 4]}${HEX[byte & 15]}`);
     from = i + 3;
   }
   return out + segment.slice(from);
@@ -119,7 +138,8 @@ export function patternProblem(pattern: string): string | undefined {
   // `?` is a one-character wildcard in a pattern, not the start of a query.
   const probe = pattern.replaceAll('?', 'a');
   const canonical = canonicalTarget(probe, { mergeSlashes: true });
-  if (typeof canonical !== 'string') return `requests are matched in canonical form, so this pattern could never match: ${targetRejectionDetail[canonical.rejected]}`;
+  if (typeof canonical !== 'string')
+    return `requests are matched in canonical form, so this pattern could never match: ${targetRejectionDetail[canonical.rejected]}`;
   if (canonical === probe) return undefined;
   const hint = pattern.includes('?') ? '' : `: write ${canonical}`;
   return `requests are matched in canonical form (escapes of letters, digits and -._~ decoded, hex in upper case, dot-segments resolved, // merged), so this pattern could never match as written${hint}`;

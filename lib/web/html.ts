@@ -2,7 +2,13 @@
 // so the CSP forbids it. sendPage sets the security headers every HTML answer carries.
 import type { FastifyReply } from 'fastify';
 
-const entities: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+const entities: Record<string, string> = {
+  '&': '&amp;',
+  '<': '&lt;',
+  '>': '&gt;',
+  '"': '&quot;',
+  "'": '&#39;',
+};
 
 export function escapeHtml(value: string): string {
   return value.replace(/[&<>"']/g, (c) => entities[c] ?? c);
@@ -18,7 +24,10 @@ export function raw(html: string): Html {
 }
 
 /** Tagged template that escapes every interpolated string; Html values and arrays of them pass through. */
-export function html(strings: TemplateStringsArray, ...values: (string | number | Html | readonly Html[] | undefined)[]): Html {
+export function html(
+  strings: TemplateStringsArray,
+  ...values: (string | number | Html | readonly Html[] | undefined)[]
+): Html {
   let out = strings[0] ?? '';
   values.forEach((value, i) => {
     if (value === undefined) out += '';
@@ -60,7 +69,12 @@ export interface PageOptions {
  * X-Frame-Options), no Referer (codes never leak through it), no caching of pages with CSRF tokens.
  * form-action also lists the client's origin: browsers apply it to the redirect after a POST.
  */
-export function sendPage(reply: FastifyReply, title: string, body: Html, options: PageOptions = {}): FastifyReply {
+export function sendPage(
+  reply: FastifyReply,
+  title: string,
+  body: Html,
+  options: PageOptions = {},
+): FastifyReply {
   const formAction = ["'self'", ...(options.formTargets ?? [])].join(' ');
   return reply
     .code(options.status ?? 200)

@@ -40,17 +40,21 @@ export const conditionSchema = z
       .string()
       .min(1)
       .max(316)
-      .regex(/^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/)
+      .regex(
+        /^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*\/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/,
+      )
       .describe('Type of condition in CamelCase, e.g. Ready.'),
-    status: z.enum(['True', 'False', 'Unknown']).describe('Status of the condition: True, False or Unknown.'),
+    status: z
+      .enum(['True', 'False', 'Unknown'])
+      .describe('Status of the condition: True, False or Unknown.'),
     observedGeneration: z
       .int()
       .min(0)
       .max(Number.MAX_SAFE_INTEGER)
       .optional()
       .describe('The .metadata.generation the condition was set from.'),
-    lastTransitionTime: z
-      .iso.datetime({ offset: true })
+    lastTransitionTime: z.iso
+      .datetime({ offset: true })
       .describe('When the condition last changed status (RFC 3339).'),
     reason: z
       .string()
@@ -58,7 +62,10 @@ export const conditionSchema = z
       .max(1024)
       .regex(/^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/)
       .describe('Machine-readable reason for the last transition, in CamelCase.'),
-    message: z.string().max(32768).describe('Human-readable message: what happened and what to do about it.'),
+    message: z
+      .string()
+      .max(32768)
+      .describe('Human-readable message: what happened and what to do about it.'),
   })
   .describe('An observation of the state of the resource.');
 export type Condition = z.infer<typeof conditionSchema>;
@@ -103,7 +110,11 @@ export interface CrdSource {
   readonly spec: z.ZodType;
   readonly status: z.ZodType;
   /** The scale subresource (kubectl scale, HorizontalPodAutoscaler): JSON paths of the replica fields and the pods' selector string. */
-  readonly scale?: { readonly specReplicasPath: string; readonly statusReplicasPath: string; readonly labelSelectorPath: string };
+  readonly scale?: {
+    readonly specReplicasPath: string;
+    readonly statusReplicasPath: string;
+    readonly labelSelectorPath: string;
+  };
   /** CEL rules on the whole object (e.g. on metadata.name), as `x-kubernetes-validations`. */
   readonly rootValidations?: readonly { readonly rule: string; readonly message: string }[];
   readonly printerColumns: readonly {

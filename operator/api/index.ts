@@ -14,4 +14,8 @@ import { rateLimitPolicyCrd } from './rate-limit-policy.ts';
 import type { CrdSource } from './common.ts';
 
 /** Every kind, in the order crds/ lists them. */
-export const crdSources: readonly CrdSource[] = [rateLimitRouteCrd, oauthClientCrd, rateLimitPolicyCrd];
+export const crdSources: readonly CrdSource[] = [
+  rateLimitRouteCrd,
+  oauthClientCrd,
+  rateLimitPolicyCrd,
+];

@@ -15,8 +15,19 @@ import {
 } from './common.ts';
 import { resourceRequirementsSchema } from './container.ts';
 import { limiterSchema } from './limiter.ts';
-import { REDIS_URL_CREDENTIALS_PATTERN, redisUrlCredentialsMessage, redisUrlHasCredentials } from './redis-url.ts';
-import { TARGET_REF_IMMUTABLE_RULE, targetRefSchema, targetSchema, UPSTREAM_SELF_RULE, upstreamSchema, WORKLOAD_RULE } from './route-workload.ts';
+import {
+  REDIS_URL_CREDENTIALS_PATTERN,
+  redisUrlCredentialsMessage,
+  redisUrlHasCredentials,
+} from './redis-url.ts';
+import {
+  TARGET_REF_IMMUTABLE_RULE,
+  targetRefSchema,
+  targetSchema,
+  UPSTREAM_SELF_RULE,
+  upstreamSchema,
+  WORKLOAD_RULE,
+} from './route-workload.ts';
 
 export const REDIS_RULE = 'set exactly one of url and secretRef';
 /** The sidecar config (a ConfigMap) carries spec.redis.url, so a password must come through secretRef. */
@@ -30,8 +41,14 @@ export const redisSchema = z
       .regex(/^rediss?:\/\/\S+$/, 'must be a redis:// or rediss:// URL')
       .refine((url) => !redisUrlHasCredentials(url), REDIS_URL_CREDENTIALS_RULE)
       .optional()
-      .describe('Redis URL, e.g. redis://redis:6379, without credentials (user:password@): a URL with them is refused, give it through secretRef.'),
-    secretRef: secretKeyRefSchema.optional().describe('A Secret key holding the Redis URL (for URLs with credentials). Mounted read-only into the sidecar; a rotated Secret is picked up without a restart.'),
+      .describe(
+        'Redis URL, e.g. redis://redis:6379, without credentials (user:password@): a URL with them is refused, give it through secretRef.',
+      ),
+    secretRef: secretKeyRefSchema
+      .optional()
+      .describe(
+        'A Secret key holding the Redis URL (for URLs with credentials). Mounted read-only into the sidecar; a rotated Secret is picked up without a restart.',
+      ),
   })
   .refine((r) => (r.url === undefined) !== (r.secretRef === undefined), { message: REDIS_RULE })
   .meta({
@@ -39,10 +56,16 @@ export const redisSchema = z
       { rule: 'has(self.url) != has(self.secretRef)', message: REDIS_RULE },
       // url's twin, written on the object with a fieldPath: the API server quotes the value of a
       // string that fails its own rule (or a pattern) in the error, password included, not so here.
-      { rule: `!has(self.url) || !self.url.matches(r'${REDIS_URL_CREDENTIALS_PATTERN}')`, message: REDIS_URL_CREDENTIALS_RULE, fieldPath: '.url' },
+      {
+        rule: `!has(self.url) || !self.url.matches(r'${REDIS_URL_CREDENTIALS_PATTERN}')`,
+        message: REDIS_URL_CREDENTIALS_RULE,
+        fieldPath: '.url',
+      },
     ],
   })
-  .describe('Where bucket state lives. Omit to use the operator default Redis (Helm value redis.url).');
+  .describe(
+    'Where bucket state lives. Omit to use the operator default Redis (Helm value redis.url).',
+  );
 export type RedisRef = z.infer<typeof redisSchema>;
 
 export const rateLimitRouteSpecSchema = z
@@ -62,11 +85,15 @@ export const rateLimitRouteSpecSchema = z
     mergeSlashes: z
       .boolean()
       .optional()
-      .describe('Merge runs of / in the request path into one before matching, and forward the merged path (true when omitted). false keeps them, for a service that tells /a//b from /a/b; a path starting with // is refused either way.'),
+      .describe(
+        'Merge runs of / in the request path into one before matching, and forward the merged path (true when omitted). false keeps them, for a service that tells /a//b from /a/b; a path starting with // is refused either way.',
+      ),
     caseInsensitivePaths: z
       .boolean()
       .optional()
-      .describe('Match the route and rule paths without regard to letter case, for a service whose routing ignores case (false when omitted). The path is forwarded as sent.'),
+      .describe(
+        'Match the route and rule paths without regard to letter case, for a service whose routing ignores case (false when omitted). The path is forwarded as sent.',
+      ),
     limiter: limiterSchema,
     redis: redisSchema.optional(),
     sidecar: z
@@ -94,26 +121,59 @@ export const rateLimitRouteSpecSchema = z
       ),
     priorityClassName: dnsSubdomain
       .optional()
-      .describe("PriorityClass of the route's pods; omit for the operator default (Helm value priorityClassName)."),
+      .describe(
+        "PriorityClass of the route's pods; omit for the operator default (Helm value priorityClassName).",
+      ),
   })
-  .refine((s) => [s.target, s.upstream, s.targetRef].filter((w) => w !== undefined).length === 1, { message: WORKLOAD_RULE })
+  .refine((s) => [s.target, s.upstream, s.targetRef].filter((w) => w !== undefined).length === 1, {
+    message: WORKLOAD_RULE,
+  })
   .meta({
     'x-kubernetes-validations': [
-      { rule: '[has(self.target), has(self.upstream), has(self.targetRef)].filter(x, x).size() == 1', message: WORKLOAD_RULE },
-      { rule: 'has(self.targetRef) == has(oldSelf.targetRef) && (!has(self.targetRef) || self.targetRef.name == oldSelf.targetRef.name)', message: TARGET_REF_IMMUTABLE_RULE },
+      {
+        rule: '[has(self.target), has(self.upstream), has(self.targetRef)].filter(x, x).size() == 1',
+        message: WORKLOAD_RULE,
+      },
+      {
+        rule: 'has(self.targetRef) == has(oldSelf.targetRef) && (!has(self.targetRef) || self.targetRef.name == oldSelf.targetRef.name)',
+        message: TARGET_REF_IMMUTABLE_RULE,
+      },
     ],
   })
-  .describe('Desired state of the route: the target service (or an existing upstream Service), the path predicate and the limiter.');
+  .describe(
+    'Desired state of the route: the target service (or an existing upstream Service), the path predicate and the limiter.',
+  );
 export type RateLimitRouteSpec = z.infer<typeof rateLimitRouteSpecSchema>;
 
 export const rateLimitRouteStatusSchema = z
   .strictObject({
     observedGeneration: observedGenerationSchema.optional(),
     conditions: conditionsSchema.optional(),
-    readyReplicas: z.int().min(0).max(1000).optional().describe('Pods of the route whose containers are all ready (from the Deployment).'),
-    replicas: z.int().min(0).max(1000).optional().describe('Pods of the route, ready or not (from the Deployment): the scale subresource reports it.'),
-    selector: z.string().max(1024).optional().describe('Label selector of the route pods, for the scale subresource (an HorizontalPodAutoscaler finds the pods to measure with it).'),
-    service: dnsSubdomain.max(63).optional().describe('Name of the Service in front of the sidecars.'),
+    readyReplicas: z
+      .int()
+      .min(0)
+      .max(1000)
+      .optional()
+      .describe('Pods of the route whose containers are all ready (from the Deployment).'),
+    replicas: z
+      .int()
+      .min(0)
+      .max(1000)
+      .optional()
+      .describe(
+        'Pods of the route, ready or not (from the Deployment): the scale subresource reports it.',
+      ),
+    selector: z
+      .string()
+      .max(1024)
+      .optional()
+      .describe(
+        'Label selector of the route pods, for the scale subresource (an HorizontalPodAutoscaler finds the pods to measure with it).',
+      ),
+    service: dnsSubdomain
+      .max(63)
+      .optional()
+      .describe('Name of the Service in front of the sidecars.'),
   })
   .describe('Observed state of the route, written by the operator.');
 export type RateLimitRouteStatus = z.infer<typeof rateLimitRouteStatusSchema>;
@@ -137,7 +197,10 @@ export const rateLimitRouteSchema = z
     spec: rateLimitRouteSpecSchema,
     status: rateLimitRouteStatusSchema.optional(),
   })
-  .refine((r) => r.spec.upstream === undefined || r.spec.upstream.service.name !== r.metadata.name, { message: UPSTREAM_SELF_RULE, path: ['spec', 'upstream', 'service', 'name'] });
+  .refine(
+    (r) => r.spec.upstream === undefined || r.spec.upstream.service.name !== r.metadata.name,
+    { message: UPSTREAM_SELF_RULE, path: ['spec', 'upstream', 'service', 'name'] },
+  );
 export type RateLimitRoute = z.infer<typeof rateLimitRouteSchema>;
 
 export const rateLimitRouteCrd: CrdSource = {
@@ -150,24 +213,76 @@ export const rateLimitRouteCrd: CrdSource = {
     'RateLimitRoute puts a per-user token-bucket rate limiter (a sidecar with state in Redis) in front of a service. The operator creates a Deployment (target + sidecar; with spec.upstream, sidecars only in front of an existing Service), a ConfigMap with the sidecar config and a Service. It never adopts an object of the same name it did not create (Ready reason Conflict).',
   spec: rateLimitRouteSpecSchema,
   status: rateLimitRouteStatusSchema,
-  scale: { specReplicasPath: '.spec.target.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
+  scale: {
+    specReplicasPath: '.spec.target.replicas',
+    statusReplicasPath: '.status.replicas',
+    labelSelectorPath: '.status.selector',
+  },
   rootValidations: [
-    { rule: '!has(self.spec.upstream) || self.spec.upstream.service.name != self.metadata.name', message: UPSTREAM_SELF_RULE },
+    {
+      rule: '!has(self.spec.upstream) || self.spec.upstream.service.name != self.metadata.name',
+      message: UPSTREAM_SELF_RULE,
+    },
     {
       rule: "self.metadata.name.size() <= 63 && self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",
-      message: 'name must be a DNS-1035 label (lower case, starts with a letter, at most 63 characters): it names the route Service and Deployment',
+      message:
+        'name must be a DNS-1035 label (lower case, starts with a letter, at most 63 characters): it names the route Service and Deployment',
     },
-    { rule: `!(self.metadata.name in [${RESERVED_ROUTE_NAMES.map((n) => `'${n}'`).join(', ')}])`, message: RESERVED_ROUTE_NAME_RULE },
+    {
+      rule: `!(self.metadata.name in [${RESERVED_ROUTE_NAMES.map((n) => `'${n}'`).join(', ')}])`,
+      message: RESERVED_ROUTE_NAME_RULE,
+    },
   ],
   printerColumns: [
-    { name: 'Key', type: 'string', jsonPath: '.spec.limiter.key.source', description: 'Where the bucket key comes from: header or jwt' },
-    { name: 'Rate', type: 'integer', jsonPath: '.spec.limiter.replenishRate', description: 'Single-limit form: tokens restored per second (empty with rules)' },
-    { name: 'Burst', type: 'integer', jsonPath: '.spec.limiter.burstCapacity', description: 'Single-limit form: bucket size (empty with rules)' },
-    { name: 'Cost', type: 'integer', jsonPath: '.spec.limiter.requestedTokens', description: 'Single-limit form: tokens per request (empty: 1)' },
-    { name: 'Enforce', type: 'boolean', jsonPath: '.spec.limiter.enforce', description: 'false: shadow mode, nothing is refused' },
-    { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Ready pods' },
-    { name: 'Status', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: 'Ready condition' },
-    { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', description: 'Why', priority: 1 },
+    {
+      name: 'Key',
+      type: 'string',
+      jsonPath: '.spec.limiter.key.source',
+      description: 'Where the bucket key comes from: header or jwt',
+    },
+    {
+      name: 'Rate',
+      type: 'integer',
+      jsonPath: '.spec.limiter.replenishRate',
+      description: 'Single-limit form: tokens restored per second (empty with rules)',
+    },
+    {
+      name: 'Burst',
+      type: 'integer',
+      jsonPath: '.spec.limiter.burstCapacity',
+      description: 'Single-limit form: bucket size (empty with rules)',
+    },
+    {
+      name: 'Cost',
+      type: 'integer',
+      jsonPath: '.spec.limiter.requestedTokens',
+      description: 'Single-limit form: tokens per request (empty: 1)',
+    },
+    {
+      name: 'Enforce',
+      type: 'boolean',
+      jsonPath: '.spec.limiter.enforce',
+      description: 'false: shadow mode, nothing is refused',
+    },
+    {
+      name: 'Ready',
+      type: 'integer',
+      jsonPath: '.status.readyReplicas',
+      description: 'Ready pods',
+    },
+    {
+      name: 'Status',
+      type: 'string',
+      jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+      description: 'Ready condition',
+    },
+    {
+      name: 'Reason',
+      type: 'string',
+      jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
+      description: 'Why',
+      priority: 1,
+    },
     { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'Age' },
   ],
 };

@@ -6,13 +6,26 @@
 import type { Logger } from 'pino';
 import { oauthClientSchema } from '../api/index.ts';
 import { generateSigningJwks } from '../../lib/config/auth-server.ts';
-import { AUTH_SERVER_NAME, CLIENT_REGISTRY_SECRET, SIGNING_KEYS_SECRET } from '../resources/auth/names.ts';
+import {
+  AUTH_SERVER_NAME,
+  CLIENT_REGISTRY_SECRET,
+  SIGNING_KEYS_SECRET,
+} from '../resources/auth/names.ts';
 import { controllerOf, OAUTH_CLIENT_LABEL } from '../resources/shared/metadata.ts';
 import { AUTH_REDIS_SECRET, authRedisSource } from '../resources/shared/redis-url-secret.ts';
 import { readSecretKey } from './source-secret.ts';
-import { namespaceRedisUrlData, releaseNamespaceRedisUser, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
+import {
+  namespaceRedisUrlData,
+  releaseNamespaceRedisUser,
+  type TenantRedisUsers,
+} from '../redis/tenant-redis-users.ts';
 import type { ResourceSettings } from '../resources/shared/settings.ts';
-import { planSigningKeys, signingKeysSecret, signingKeysStateOf, type SigningKeysState } from '../resources/auth/signing-keys-secret.ts';
+import {
+  planSigningKeys,
+  signingKeysSecret,
+  signingKeysStateOf,
+  type SigningKeysState,
+} from '../resources/auth/signing-keys-secret.ts';
 import type { Applier } from '../runtime/applier.ts';
 import type { Clock } from '../runtime/clock.ts';
 import type { EventRecorder } from '../runtime/events.ts';
@@ -23,7 +36,12 @@ import type { Informer } from '../runtime/informer.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes, type ResourceType } from '../runtime/resource-types.ts';
-import { describeOwner, isAuthServerObject, planAuthServer, type AuthServerObserved } from './plan-auth-server.ts';
+import {
+  describeOwner,
+  isAuthServerObject,
+  planAuthServer,
+  type AuthServerObserved,
+} from './plan-auth-server.ts';
 
 /** A namespace Redis user that could not be made is tried again this soon (ms). */
 const REDIS_USER_RETRY_MS = 10_000;
@@ -60,7 +78,9 @@ export class AuthServerReconciler implements Reconciler {
 
   async reconcile(namespace: string): Promise<ReconcileResult> {
     const { caches } = this.#d;
-    const live = caches.clients.list(namespace).filter((c) => c.metadata.deletionTimestamp === undefined);
+    const live = caches.clients
+      .list(namespace)
+      .filter((c) => c.metadata.deletionTimestamp === undefined);
     const clients = live.flatMap((raw) => {
       const parsed = oauthClientSchema.safeParse(raw);
       return parsed.success ? [parsed.data] : [];
@@ -76,7 +96,11 @@ export class AuthServerReconciler implements Reconciler {
       for (const c of live) this.#d.events?.event(c, 'Warning', EventReasons.Conflict, message);
       return { waiting: true };
     }
-    const plan = planAuthServer(namespace, this.#d.settings, await this.#observe(namespace, clients));
+    const plan = planAuthServer(
+      namespace,
+      this.#d.settings,
+      await this.#observe(namespace, clients),
+    );
 
     await this.#d.applier.apply(plan.registry, caches.secrets);
     const recheckInMs = await this.#ensureSigningKeys(namespace, clients);
@@ -86,8 +110,10 @@ export class AuthServerReconciler implements Reconciler {
         continue;
       }
       const obj = caches[step.cache].get(namespace, step.stale);
-      if (obj === undefined || !isAuthServerObject(obj) || !(await this.#d.applier.remove(obj))) continue;
-      if (step.why !== undefined) this.#d.log.info({ namespace }, `deleted auth-server ${obj.kind}: ${step.why}`);
+      if (obj === undefined || !isAuthServerObject(obj) || !(await this.#d.applier.remove(obj)))
+        continue;
+      if (step.why !== undefined)
+        this.#d.log.info({ namespace }, `deleted auth-server ${obj.kind}: ${step.why}`);
     }
     for (const w of plan.warnings) {
       this.#d.log.warn({ namespace, ...w.fields }, w.log);
@@ -95,30 +121,48 @@ export class AuthServerReconciler implements Reconciler {
     }
     // A namespace Redis user that could not be made is tried again soon.
     const redisUserFailed = plan.warnings.some((w) => w.reason === EventReasons.RedisUserFailed);
-    const next = redisUserFailed ? Math.min(recheckInMs ?? REDIS_USER_RETRY_MS, REDIS_USER_RETRY_MS) : recheckInMs;
+    const next = redisUserFailed
+      ? Math.min(recheckInMs ?? REDIS_USER_RETRY_MS, REDIS_USER_RETRY_MS)
+      : recheckInMs;
     return next === undefined ? {} : { requeueAfterMs: next };
   }
 
   /** The reads the plan needs: the clients' Secrets, the namespace's Redis URL, the users Secret. */
-  async #observe(namespace: string, clients: AuthServerObserved['clients']): Promise<AuthServerObserved> {
+  async #observe(
+    namespace: string,
+    clients: AuthServerObserved['clients'],
+  ): Promise<AuthServerObserved> {
     const { client } = this.#d;
     // One live list of the clients' Secrets (the cache holds their metadata only).
-    const secrets = await client.list(resourceTypes.secret, { namespace, labelSelector: OAUTH_CLIENT_LABEL, keep: (s) => controllerOf(s, 'OAuthClient') !== undefined });
+    const secrets = await client.list(resourceTypes.secret, {
+      namespace,
+      labelSelector: OAUTH_CLIENT_LABEL,
+      keep: (s) => controllerOf(s, 'OAuthClient') !== undefined,
+    });
     const source = authRedisSource(this.#d.settings);
     const adminData = source === undefined ? undefined : await readSecretKey(client, source);
     let redisUserProblem: string | undefined;
     const redisUrlData =
       adminData === undefined
         ? undefined
-        : await namespaceRedisUrlData(this.#d.redisUsers, adminData, namespace, 'auth').catch((err: unknown) => {
-            redisUserProblem = (err as Error).message;
-            return undefined;
-          });
-    const usersSecret = await client.get(resourceTypes.secret, namespace, this.#d.settings.usersSecretName);
+        : await namespaceRedisUrlData(this.#d.redisUsers, adminData, namespace, 'auth').catch(
+            (err: unknown) => {
+              redisUserProblem = (err as Error).message;
+              return undefined;
+            },
+          );
+    const usersSecret = await client.get(
+      resourceTypes.secret,
+      namespace,
+      this.#d.settings.usersSecretName,
+    );
     return { clients, clientSecrets: secrets.items, redisUrlData, redisUserProblem, usersSecret };
   }
 
-  async #ensureSigningKeys(namespace: string, owners: Parameters<typeof signingKeysSecret>[2]): Promise<number | undefined> {
+  async #ensureSigningKeys(
+    namespace: string,
+    owners: Parameters<typeof signingKeysSecret>[2],
+  ): Promise<number | undefined> {
     const now = this.#d.clock.now();
     const cached = this.#d.caches.secrets.get(namespace, SIGNING_KEYS_SECRET);
     // Read live (the cache holds metadata only): keys must never be regenerated by a stale view.
@@ -129,11 +173,16 @@ export class AuthServerReconciler implements Reconciler {
     for (const k of plan.keep) createdAt[k.kid] = state?.createdAt[k.kid] ?? now;
     let next: SigningKeysState;
     if (plan.generate || state === undefined) {
-      const file = await generateSigningJwks({ existing: plan.keep.length > 0 ? { keys: plan.keep } : undefined });
+      const file = await generateSigningJwks({
+        existing: plan.keep.length > 0 ? { keys: plan.keep } : undefined,
+      });
       const [fresh] = file.keys;
       if (fresh !== undefined) createdAt[fresh.kid] = now;
       next = { file, createdAt };
-      this.#d.log.info({ namespace, kid: fresh?.kid, kept: plan.keep.length }, state === undefined ? 'generated signing key' : 'rotated signing key');
+      this.#d.log.info(
+        { namespace, kid: fresh?.kid, kept: plan.keep.length },
+        state === undefined ? 'generated signing key' : 'rotated signing key',
+      );
     } else {
       next = { file: { keys: plan.keep }, createdAt };
     }
@@ -142,7 +191,10 @@ export class AuthServerReconciler implements Reconciler {
       try {
         await this.#d.applier.create(desired);
       } catch (err) {
-        if (isConflict(err)) throw new Error(`Secret ${SIGNING_KEYS_SECRET} appeared while creating it; retrying`, { cause: err });
+        if (isConflict(err))
+          throw new Error(`Secret ${SIGNING_KEYS_SECRET} appeared while creating it; retrying`, {
+            cause: err,
+          });
         throw err;
       }
     } else if (cached === undefined) {
@@ -162,20 +214,35 @@ export class AuthServerReconciler implements Reconciler {
   async #foreignObjects(namespace: string): Promise<string[]> {
     const { caches, client } = this.#d;
     const checks: Array<[KubeObject | undefined, ResourceType | undefined, string]> = [
-      [caches.deployments.get(namespace, AUTH_SERVER_NAME), resourceTypes.deployment, AUTH_SERVER_NAME],
+      [
+        caches.deployments.get(namespace, AUTH_SERVER_NAME),
+        resourceTypes.deployment,
+        AUTH_SERVER_NAME,
+      ],
       [caches.services.get(namespace, AUTH_SERVER_NAME), resourceTypes.service, AUTH_SERVER_NAME],
       [caches.podDisruptionBudgets.get(namespace, AUTH_SERVER_NAME), undefined, AUTH_SERVER_NAME],
       [caches.networkPolicies.get(namespace, AUTH_SERVER_NAME), undefined, AUTH_SERVER_NAME],
       [caches.secrets.get(namespace, AUTH_REDIS_SECRET), undefined, AUTH_REDIS_SECRET],
     ];
-    const lives = await Promise.all(checks.map(([cached, type, name]) => (cached !== undefined || type === undefined ? cached : client.get(type, namespace, name))));
-    return lives.flatMap((obj) => (obj === undefined || isAuthServerObject(obj) ? [] : [`${obj.kind} ${obj.metadata.name} ${describeOwner(obj)}`]));
+    const lives = await Promise.all(
+      checks.map(([cached, type, name]) =>
+        cached !== undefined || type === undefined ? cached : client.get(type, namespace, name),
+      ),
+    );
+    return lives.flatMap((obj) =>
+      obj === undefined || isAuthServerObject(obj)
+        ? []
+        : [`${obj.kind} ${obj.metadata.name} ${describeOwner(obj)}`],
+    );
   }
 
   async #prune(namespace: string): Promise<void> {
     const { caches, client } = this.#d;
     const objects: Array<[KubeObject | undefined, ResourceType]> = [
-      [caches.podDisruptionBudgets.get(namespace, AUTH_SERVER_NAME), resourceTypes.podDisruptionBudget],
+      [
+        caches.podDisruptionBudgets.get(namespace, AUTH_SERVER_NAME),
+        resourceTypes.podDisruptionBudget,
+      ],
       [caches.networkPolicies.get(namespace, AUTH_SERVER_NAME), resourceTypes.networkPolicy],
       [caches.deployments.get(namespace, AUTH_SERVER_NAME), resourceTypes.deployment],
       [caches.services.get(namespace, AUTH_SERVER_NAME), resourceTypes.service],
@@ -187,13 +254,17 @@ export class AuthServerReconciler implements Reconciler {
       // Never a namesake the auth server did not make (a route's child is the route's to delete).
       if (obj === undefined || !isAuthServerObject(obj)) continue;
       await client.delete(type, namespace, obj.metadata.name, obj.metadata.uid);
-      this.#d.log.info({ namespace, kind: obj.kind, name: obj.metadata.name }, 'deleted auth-server object: no OAuthClient left');
+      this.#d.log.info(
+        { namespace, kind: obj.kind, name: obj.metadata.name },
+        'deleted auth-server object: no OAuthClient left',
+      );
     }
     // The namespace's Redis user goes with its last OAuthClient.
     const source = authRedisSource(this.#d.settings);
     if (this.#d.redisUsers !== undefined && source !== undefined) {
       const adminData = await readSecretKey(client, source);
-      if (adminData !== undefined) await releaseNamespaceRedisUser(this.#d.redisUsers, adminData, namespace, 'auth');
+      if (adminData !== undefined)
+        await releaseNamespaceRedisUser(this.#d.redisUsers, adminData, namespace, 'auth');
     }
   }
 }

@@ -26,11 +26,16 @@ function onDefaultRedis(o: KubeObject): boolean {
  * so one another worker set the user up for meanwhile keeps it (the DELUSER queues behind that
  * SETUSER on the one admin connection).
  */
-export async function releaseUnusedBucketUser(d: BucketRedisUserDeps, namespace: string | undefined): Promise<void> {
+export async function releaseUnusedBucketUser(
+  d: BucketRedisUserDeps,
+  namespace: string | undefined,
+): Promise<void> {
   const source = d.settings.defaultRedisSecret;
   if (d.redisUsers === undefined || source === undefined || namespace === undefined) return;
   const adminUrlData = await readSecretKey(d.client, source);
   if (adminUrlData === undefined) return;
-  const inUse = d.caches.routes.list(namespace).some(onDefaultRedis) || d.caches.policies.list(namespace).some(onDefaultRedis);
+  const inUse =
+    d.caches.routes.list(namespace).some(onDefaultRedis) ||
+    d.caches.policies.list(namespace).some(onDefaultRedis);
   if (!inUse) await releaseNamespaceRedisUser(d.redisUsers, adminUrlData, namespace, 'bucket');
 }

@@ -7,14 +7,18 @@ import { controllerOf, type Owner } from '../resources/shared/metadata.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 
 /** Why the live object is not this owner's to write, or undefined when it is (or does not exist). */
-export function foreignObjectProblem(live: KubeObject | undefined, owner: Owner): string | undefined {
+export function foreignObjectProblem(
+  live: KubeObject | undefined,
+  owner: Owner,
+): string | undefined {
   if (live === undefined) return undefined;
   const ref = live.metadata.ownerReferences?.find((r) => r.controller === true);
   const what = `${live.kind} ${live.metadata.name}`;
   if (ref === undefined) return `${what} exists and has no controller ownerReference`;
   const mine = controllerOf(live, owner.kind);
   if (mine !== undefined && mine.uid === owner.metadata.uid) return undefined;
-  if (mine !== undefined && mine.name === owner.metadata.name) return `${what} belongs to an earlier ${owner.kind} of this name (uid ${mine.uid}), not yet garbage-collected`;
+  if (mine !== undefined && mine.name === owner.metadata.name)
+    return `${what} belongs to an earlier ${owner.kind} of this name (uid ${mine.uid}), not yet garbage-collected`;
   return `${what} is controlled by ${ref.kind} ${ref.name}`;
 }
 

@@ -63,9 +63,17 @@ export interface ReadyState {
 }
 
 /** The Ready condition for the new state, keeping lastTransitionTime when the status is unchanged. */
-export function readyCondition(previous: readonly Condition[] | undefined, next: ReadyState, generation: number | undefined, nowMs: number): Condition {
+export function readyCondition(
+  previous: readonly Condition[] | undefined,
+  next: ReadyState,
+  generation: number | undefined,
+  nowMs: number,
+): Condition {
   const old = previous?.find((c) => c.type === CONDITION_READY);
-  const lastTransitionTime = old !== undefined && old.status === next.status ? old.lastTransitionTime : new Date(nowMs).toISOString().replace(/\.\d+Z$/, 'Z');
+  const lastTransitionTime =
+    old !== undefined && old.status === next.status
+      ? old.lastTransitionTime
+      : new Date(nowMs).toISOString().replace(/\.\d+Z$/, 'Z');
   return {
     type: CONDITION_READY,
     status: next.status,
@@ -91,7 +99,12 @@ export function previousConditions(status: unknown): Condition[] {
 }
 
 /** The status both kinds write: observedGeneration and the Ready condition, plus kind-specific fields. */
-export function readyStatus(raw: KubeObject, state: ReadyState, nowMs: number, fields: Record<string, unknown> = {}): Record<string, unknown> {
+export function readyStatus(
+  raw: KubeObject,
+  state: ReadyState,
+  nowMs: number,
+  fields: Record<string, unknown> = {},
+): Record<string, unknown> {
   const generation = raw.metadata.generation;
   return {
     ...(generation === undefined ? {} : { observedGeneration: generation }),

@@ -13,7 +13,11 @@ const CRD_CHECK_TTL_MS = 60_000;
 const HTTP_ROUTE_CRD = 'httproutes.gateway.networking.k8s.io';
 
 /** The objects of a namespace, live; undefined when the kind is not installed. */
-export async function listIfInstalled(client: KubeClient, type: ResourceType, ns: string): Promise<KubeObject[] | undefined> {
+export async function listIfInstalled(
+  client: KubeClient,
+  type: ResourceType,
+  ns: string,
+): Promise<KubeObject[] | undefined> {
   try {
     return (await client.list(type, { namespace: ns })).items;
   } catch (err) {
@@ -35,8 +39,13 @@ export class ExternalAuthCheck {
 
   async has(): Promise<boolean> {
     const now = this.#clock.now();
-    if (this.#crdCheck !== undefined && now - this.#crdCheck.atMs < CRD_CHECK_TTL_MS) return this.#crdCheck.value;
-    const crd = await this.#client.get(resourceTypes.customResourceDefinition, undefined, HTTP_ROUTE_CRD);
+    if (this.#crdCheck !== undefined && now - this.#crdCheck.atMs < CRD_CHECK_TTL_MS)
+      return this.#crdCheck.value;
+    const crd = await this.#client.get(
+      resourceTypes.customResourceDefinition,
+      undefined,
+      HTTP_ROUTE_CRD,
+    );
     this.#crdCheck = { value: crdHasExternalAuth(crd), atMs: now };
     return this.#crdCheck.value;
   }

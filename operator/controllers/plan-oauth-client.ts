@@ -4,7 +4,12 @@
 import { oauthClientSchema, type OAuthClient } from '../api/index.ts';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
 import { CLIENT_REGISTRY_SECRET, oauthClientSecretName } from '../resources/auth/names.ts';
-import { credentialsOf, ROTATE_SECRET_ANNOTATION, ROTATED_FOR_ANNOTATION, type ClientCredentials } from '../resources/auth/oauth-client-secret.ts';
+import {
+  credentialsOf,
+  ROTATE_SECRET_ANNOTATION,
+  ROTATED_FOR_ANNOTATION,
+  type ClientCredentials,
+} from '../resources/auth/oauth-client-secret.ts';
 import { controllerOf } from '../resources/shared/metadata.ts';
 import type { KubeObject } from '../runtime/kube-object.ts';
 import { Reasons, type ReadyState } from './conditions.ts';
@@ -25,34 +30,81 @@ export type OAuthClientPlan =
   | { ok: false; secretName: string; state: ReadyState & { status: 'False' } };
 
 /** The OAuthClient as the operator reads it, or the InvalidSpec condition. */
-export function parseOAuthClient(raw: KubeObject): { client: OAuthClient; state?: undefined } | { client?: undefined; state: ReadyState & { status: 'False' } } {
+export function parseOAuthClient(
+  raw: KubeObject,
+):
+  | { client: OAuthClient; state?: undefined }
+  | { client?: undefined; state: ReadyState & { status: 'False' } } {
   const parsed = oauthClientSchema.safeParse(raw);
   if (parsed.success) return { client: parsed.data };
-  return { state: { status: 'False', reason: Reasons.InvalidSpec, message: `spec is invalid: ${describeIssues(parsed.error)}; fix the OAuthClient` } };
+  return {
+    state: {
+      status: 'False',
+      reason: Reasons.InvalidSpec,
+      message: `spec is invalid: ${describeIssues(parsed.error)}; fix the OAuthClient`,
+    },
+  };
 }
 
 /** raw: the OAuthClient as cached, client: as parsed; secret: its Secret as read live (undefined: none). */
-export function planOAuthClient(raw: KubeObject, client: OAuthClient, secret: KubeObject | undefined): OAuthClientPlan {
+export function planOAuthClient(
+  raw: KubeObject,
+  client: OAuthClient,
+  secret: KubeObject | undefined,
+): OAuthClientPlan {
   const secretName = oauthClientSecretName(client.metadata.name);
   const owner = secret === undefined ? undefined : controllerOf(secret, 'OAuthClient');
   if (secret !== undefined && (owner === undefined || owner.name !== client.metadata.name)) {
     const message = `Secret ${secretName} exists and is not owned by this OAuthClient; delete or rename it so the operator can generate the client's credentials`;
-    return { ok: false, secretName, state: { status: 'False', reason: Reasons.SecretConflict, message } };
+    return {
+      ok: false,
+      secretName,
+      state: { status: 'False', reason: Reasons.SecretConflict, message },
+    };
   }
   const wantedRotation = raw.metadata.annotations?.[ROTATE_SECRET_ANNOTATION];
-  if (secret === undefined) return { ok: true, secretName, secret: { kind: 'create', rotation: wantedRotation } };
+  if (secret === undefined)
+    return { ok: true, secretName, secret: { kind: 'create', rotation: wantedRotation } };
   const existing = owner?.uid === raw.metadata.uid ? credentialsOf(secret) : undefined;
   const rotatedFor = secret.metadata.annotations?.[ROTATED_FOR_ANNOTATION];
   if (existing !== undefined && (wantedRotation === undefined || wantedRotation === rotatedFor)) {
-    return { ok: true, secretName, secret: { kind: 'keep', credentials: existing, rotation: rotatedFor } };
+    return {
+      ok: true,
+      secretName,
+      secret: { kind: 'keep', credentials: existing, rotation: rotatedFor },
+    };
   }
-  const why = existing === undefined ? 'the Secret held no usable credentials' : `rotation "${wantedRotation ?? ''}" was asked for`;
-  return { ok: true, secretName, secret: { kind: 'rotate', clientId: existing?.clientId, rotation: wantedRotation ?? rotatedFor, why } };
+  const why =
+    existing === undefined
+      ? 'the Secret held no usable credentials'
+      : `rotation "${wantedRotation ?? ''}" was asked for`;
+  return {
+    ok: true,
+    secretName,
+    secret: {
+      kind: 'rotate',
+      clientId: existing?.clientId,
+      rotation: wantedRotation ?? rotatedFor,
+      why,
+    },
+  };
 }
 
 /** Ready once the auth server's registry lists the client with this very secret. registered: client id -> secret hash. */
-export function oauthClientReadyState(credentials: ClientCredentials, secretName: string, registered: ReadonlyMap<string, string>): ReadyState {
+export function oauthClientReadyState(
+  credentials: ClientCredentials,
+  secretName: string,
+  registered: ReadonlyMap<string, string>,
+): ReadyState {
   return registered.get(credentials.clientId) === hashClientSecret(credentials.clientSecret)
-    ? { status: 'True', reason: Reasons.Registered, message: `client ${credentials.clientId} is registered with the auth server; its credentials are in Secret ${secretName} (keys client_id, client_secret)` }
-    : { status: 'False', reason: Reasons.Registering, message: `credentials are in Secret ${secretName}; waiting for the auth server's client registry (Secret ${CLIENT_REGISTRY_SECRET}) to list client ${credentials.clientId}` };
+    ? {
+        status: 'True',
+        reason: Reasons.Registered,
+        message: `client ${credentials.clientId} is registered with the auth server; its credentials are in Secret ${secretName} (keys client_id, client_secret)`,
+      }
+    : {
+        status: 'False',
+        reason: Reasons.Registering,
+        message: `credentials are in Secret ${secretName}; waiting for the auth server's client registry (Secret ${CLIENT_REGISTRY_SECRET}) to list client ${credentials.clientId}`,
+      };
 }

@@ -2,15 +2,33 @@
 // and what the reconciler observed before (the team's Deployment, the upstream Service, the
 // namespace's Redis URL, ...): no I/O, so every branch is tested without an API server. The
 // reconciler gets, plans, applies what the plan lists and writes the status the plan describes.
-import { rateLimitRouteSchema, RESERVED_ROUTE_NAME_RULE, RESERVED_ROUTE_NAMES, type RateLimitRoute } from '../api/index.ts';
+import {
+  rateLimitRouteSchema,
+  RESERVED_ROUTE_NAME_RULE,
+  RESERVED_ROUTE_NAMES,
+  type RateLimitRoute,
+} from '../api/index.ts';
 import { routeConfigMap } from '../resources/route/config-map.ts';
 import { routeDeployment } from '../resources/route/deployment.ts';
 import { injectionService } from '../resources/route/injection.ts';
-import { routeUpstreamNetworkPolicyName, SIDECAR_CONFIG_KEY, serviceNameProblem } from '../resources/route/names.ts';
-import { routeNetworkPolicy, routeWantsNetworkPolicy, upstreamNetworkPolicy } from '../resources/route/network-policy.ts';
+import {
+  routeUpstreamNetworkPolicyName,
+  SIDECAR_CONFIG_KEY,
+  serviceNameProblem,
+} from '../resources/route/names.ts';
+import {
+  routeNetworkPolicy,
+  routeWantsNetworkPolicy,
+  upstreamNetworkPolicy,
+} from '../resources/route/network-policy.ts';
 import { routePodDisruptionBudget } from '../resources/route/pod-disruption-budget.ts';
 import { usesDefaultRedisSecret } from '../resources/route/redis.ts';
-import { deploymentReplicas, labelSelectorString, routeReplicas, selectorString } from '../resources/route/scale.ts';
+import {
+  deploymentReplicas,
+  labelSelectorString,
+  routeReplicas,
+  selectorString,
+} from '../resources/route/scale.ts';
 import { routeService } from '../resources/route/service.ts';
 import { routeSelectorLabels } from '../resources/shared/metadata.ts';
 import { routeRedisSecret, routeRedisSecretName } from '../resources/shared/redis-url-secret.ts';
@@ -23,7 +41,13 @@ import { describeIssues } from './spec-issues.ts';
 import type { UpstreamService } from './upstream-service.ts';
 
 /** The reconciler's cache that holds a child of this kind. */
-export type RouteChildCache = 'configMaps' | 'deployments' | 'services' | 'networkPolicies' | 'podDisruptionBudgets' | 'secrets';
+export type RouteChildCache =
+  | 'configMaps'
+  | 'deployments'
+  | 'services'
+  | 'networkPolicies'
+  | 'podDisruptionBudgets'
+  | 'secrets';
 
 /** What the reconciler read before planning. */
 export interface RouteObserved {
@@ -56,16 +80,27 @@ export interface RoutePlan {
 export type RoutePlanResult = RoutePlan | { ok: false; problem: string };
 
 /** The route as the operator reads it, or why it cannot: a spec the CRD let through and the operator refuses, or a name the API server refuses. */
-export function parseRoute(raw: KubeObject): { route: RateLimitRoute; problem?: undefined } | { route?: undefined; problem: string } {
+export function parseRoute(
+  raw: KubeObject,
+): { route: RateLimitRoute; problem?: undefined } | { route?: undefined; problem: string } {
   const parsed = rateLimitRouteSchema.safeParse(raw);
-  if (!parsed.success) return { problem: `spec is invalid: ${describeIssues(parsed.error)}; fix the RateLimitRoute` };
+  if (!parsed.success)
+    return { problem: `spec is invalid: ${describeIssues(parsed.error)}; fix the RateLimitRoute` };
   const name = raw.metadata.name;
   // The API server refuses these names; a route made before that rule is refused here.
-  const problem = serviceNameProblem(name) ?? ((RESERVED_ROUTE_NAMES as readonly string[]).includes(name) ? RESERVED_ROUTE_NAME_RULE : undefined);
+  const problem =
+    serviceNameProblem(name) ??
+    ((RESERVED_ROUTE_NAMES as readonly string[]).includes(name)
+      ? RESERVED_ROUTE_NAME_RULE
+      : undefined);
   return problem === undefined ? { route: parsed.data } : { problem };
 }
 
-export function planRoute(route: RateLimitRoute, settings: ResourceSettings, observed: RouteObserved): RoutePlanResult {
+export function planRoute(
+  route: RateLimitRoute,
+  settings: ResourceSettings,
+  observed: RouteObserved,
+): RoutePlanResult {
   const name = route.metadata.name;
   const { teamDeployment, upstream } = observed;
   const children: RoutePlan['children'] = [];
@@ -75,23 +110,37 @@ export function planRoute(route: RateLimitRoute, settings: ResourceSettings, obs
     const configMap = routeConfigMap(route, settings);
     configText = (configMap['data'] as Record<string, string>)[SIDECAR_CONFIG_KEY] ?? '';
     // The namespace's copy of the default Redis Secret first of all: new pods must find it.
-    if (observed.redisUrlData !== undefined) children.push({ object: routeRedisSecret(route, observed.redisUrlData), cache: 'secrets' });
-    else if (!usesDefaultRedisSecret(route, settings)) stale.push({ name: routeRedisSecretName(name), cache: 'secrets' });
+    if (observed.redisUrlData !== undefined)
+      children.push({ object: routeRedisSecret(route, observed.redisUrlData), cache: 'secrets' });
+    else if (!usesDefaultRedisSecret(route, settings))
+      stale.push({ name: routeRedisSecretName(name), cache: 'secrets' });
     children.push({ object: configMap, cache: 'configMaps' });
     // spec.targetRef: the team's Deployment takes the place of the route's own.
     if (teamDeployment === undefined) {
-      children.push({ object: routeDeployment(route, settings, configText), cache: 'deployments' }, { object: routeService(route, settings), cache: 'services' });
+      children.push(
+        { object: routeDeployment(route, settings, configText), cache: 'deployments' },
+        { object: routeService(route, settings), cache: 'services' },
+      );
     } else {
-      children.push({ object: injectionService(route, settings, teamDeployment), cache: 'services' });
+      children.push({
+        object: injectionService(route, settings, teamDeployment),
+        cache: 'services',
+      });
     }
     // Around the limiter: the sidecar's pods (the route's or the team's) open only the sidecar
     // ports, the upstream's pods only to the gateway. An upstream Service gone or without a
     // selector keeps the policy it had: its pods may still be there.
     const policies = routeWantsNetworkPolicy(route, settings);
-    if (policies) children.push({ object: routeNetworkPolicy(route, settings), cache: 'networkPolicies' });
+    if (policies)
+      children.push({ object: routeNetworkPolicy(route, settings), cache: 'networkPolicies' });
     else stale.push({ name, cache: 'networkPolicies' });
-    if (policies && upstream?.kind === 'selector') children.push({ object: upstreamNetworkPolicy(route, upstream.selector), cache: 'networkPolicies' });
-    else if (!policies || upstream === undefined) stale.push({ name: routeUpstreamNetworkPolicyName(name), cache: 'networkPolicies' });
+    if (policies && upstream?.kind === 'selector')
+      children.push({
+        object: upstreamNetworkPolicy(route, upstream.selector),
+        cache: 'networkPolicies',
+      });
+    else if (!policies || upstream === undefined)
+      stale.push({ name: routeUpstreamNetworkPolicyName(name), cache: 'networkPolicies' });
     // The team's pods are theirs to keep available: no budget over pods the route does not run.
     const budget = teamDeployment === undefined ? routePodDisruptionBudget(route) : undefined;
     if (budget !== undefined) children.push({ object: budget, cache: 'podDisruptionBudgets' });
@@ -100,21 +149,38 @@ export function planRoute(route: RateLimitRoute, settings: ResourceSettings, obs
     if (err instanceof InvalidSpecError) return { ok: false, problem: err.message };
     throw err;
   }
-  return { ok: true, children, stale, configText, warnings: routeWarnings(route, settings, observed) };
+  return {
+    ok: true,
+    children,
+    stale,
+    configText,
+    warnings: routeWarnings(route, settings, observed),
+  };
 }
 
-function routeWarnings(route: RateLimitRoute, settings: ResourceSettings, observed: RouteObserved): RoutePlan['warnings'] {
+function routeWarnings(
+  route: RateLimitRoute,
+  settings: ResourceSettings,
+  observed: RouteObserved,
+): RoutePlan['warnings'] {
   const warnings: RoutePlan['warnings'] = [];
   const namespace = route.metadata.namespace ?? 'default';
-  if (observed.upstream?.kind === 'unprotected' && routeWantsNetworkPolicy(route, settings)) warnings.push({ reason: EventReasons.UpstreamUnprotected, message: observed.upstream.message });
+  if (observed.upstream?.kind === 'unprotected' && routeWantsNetworkPolicy(route, settings))
+    warnings.push({ reason: EventReasons.UpstreamUnprotected, message: observed.upstream.message });
   // A missing Secret (or key) is the kubelet's to report (the pod stays in ContainerCreating), so
   // it does not make the spec invalid; a Warning Event says it where the route's owner looks.
   const ref = route.spec.redis?.secretRef;
   const secret = observed.redisSecretRef;
   const data = asRecord(secret?.['data']);
   if (ref !== undefined && secret !== null && !(data !== undefined && ref.key in data)) {
-    const what = secret === undefined ? `Secret ${ref.name} does not exist` : `Secret ${ref.name} has no key ${ref.key}`;
-    warnings.push({ reason: EventReasons.RedisSecretMissing, message: `spec.redis.secretRef: ${what}; the route's pods cannot start until it does (kubectl -n ${route.metadata.namespace} create secret generic ${ref.name} --from-literal=${ref.key}=redis://...)` });
+    const what =
+      secret === undefined
+        ? `Secret ${ref.name} does not exist`
+        : `Secret ${ref.name} has no key ${ref.key}`;
+    warnings.push({
+      reason: EventReasons.RedisSecretMissing,
+      message: `spec.redis.secretRef: ${what}; the route's pods cannot start until it does (kubectl -n ${route.metadata.namespace} create secret generic ${ref.name} --from-literal=${ref.key}=redis://...)`,
+    });
   }
   // A jwt key without an issuer of its own trusts the namespace's auth server, which the operator
   // runs only while an OAuthClient exists there: without it every request of the route is a 503.
@@ -127,19 +193,36 @@ function routeWarnings(route: RateLimitRoute, settings: ResourceSettings, observ
   }
   const source = usesDefaultRedisSecret(route, settings) ? settings.defaultRedisSecret : undefined;
   if (observed.redisUserProblem !== undefined) {
-    warnings.push({ reason: EventReasons.RedisUserFailed, message: `could not make the namespace's Redis user with the operator's default Redis (${observed.redisUserProblem}); retrying` });
+    warnings.push({
+      reason: EventReasons.RedisUserFailed,
+      message: `could not make the namespace's Redis user with the operator's default Redis (${observed.redisUserProblem}); retrying`,
+    });
   } else if (source !== undefined && observed.redisUrlData === undefined) {
-    warnings.push({ reason: EventReasons.RedisSecretMissing, message: `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the route's pods cannot start until it exists (the chart's redis.existingSecret)` });
+    warnings.push({
+      reason: EventReasons.RedisSecretMissing,
+      message: `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the route's pods cannot start until it exists (the chart's redis.existingSecret)`,
+    });
   }
   return warnings;
 }
 
 /** The Ready condition from the pods counted (the route's own Deployment, or spec.targetRef's as applied). */
-export function routeReadyState(route: RateLimitRoute, settings: Pick<ResourceSettings, 'servicePort'>, deployment: KubeObject | undefined): { state: ReadyState; readiness: DeploymentReadiness } {
+export function routeReadyState(
+  route: RateLimitRoute,
+  settings: Pick<ResourceSettings, 'servicePort'>,
+  deployment: KubeObject | undefined,
+): { state: ReadyState; readiness: DeploymentReadiness } {
   // Replicas left to an autoscaler: ready means as many pods as the Deployment asks for now.
-  const readiness = deploymentReadiness(deployment, routeReplicas(route) ?? deploymentReplicas(deployment) ?? 1);
+  const readiness = deploymentReadiness(
+    deployment,
+    routeReplicas(route) ?? deploymentReplicas(deployment) ?? 1,
+  );
   const state: ReadyState = readiness.ready
-    ? { status: 'True', reason: Reasons.Ready, message: `${readiness.message}; Service ${route.metadata.name} forwards port ${settings.servicePort} to the sidecars` }
+    ? {
+        status: 'True',
+        reason: Reasons.Ready,
+        message: `${readiness.message}; Service ${route.metadata.name} forwards port ${settings.servicePort} to the sidecars`,
+      }
     : { status: 'False', reason: Reasons.Progressing, message: readiness.message };
   return { state, readiness };
 }
@@ -150,7 +233,15 @@ export function routeReadyState(route: RateLimitRoute, settings: Pick<ResourceSe
  * counts. Those are the route's own pods (the gateway labels), or with spec.targetRef the team
  * Deployment's, which carry none of the gateway labels: its own selector.
  */
-export function routeStatusFields(route: RateLimitRoute, teamDeployment: KubeObject | undefined): Record<string, unknown> {
-  const selector = route.spec.targetRef === undefined ? selectorString(routeSelectorLabels(route.metadata.name)) : labelSelectorString(asRecord(teamDeployment?.['spec'])?.['selector']);
-  return selector === undefined ? { service: route.metadata.name } : { service: route.metadata.name, selector };
+export function routeStatusFields(
+  route: RateLimitRoute,
+  teamDeployment: KubeObject | undefined,
+): Record<string, unknown> {
+  const selector =
+    route.spec.targetRef === undefined
+      ? selectorString(routeSelectorLabels(route.metadata.name))
+      : labelSelectorString(asRecord(teamDeployment?.['spec'])?.['selector']);
+  return selector === undefined
+    ? { service: route.metadata.name }
+    : { service: route.metadata.name, selector };
 }

@@ -7,9 +7,19 @@ import { rateLimitPolicySchema, type RateLimitPolicy } from '../api/index.ts';
 import type { ResourceSettings } from '../resources/shared/settings.ts';
 import { namespaceRedisUrlData, type TenantRedisUsers } from '../redis/tenant-redis-users.ts';
 import { decisionName, decisionRoute } from '../policies/decision-resources.ts';
-import { planFilters, planPolicy, policyBackend, type PolicyObserved } from '../policies/plan-policy.ts';
+import {
+  planFilters,
+  planPolicy,
+  policyBackend,
+  type PolicyObserved,
+} from '../policies/plan-policy.ts';
 import { everyTarget } from '../policies/policy-targets.ts';
-import { ancestorStatuses, PolicyReasons, previousAncestors, type PlannedAncestor } from '../policies/policy-status.ts';
+import {
+  ancestorStatuses,
+  PolicyReasons,
+  previousAncestors,
+  type PlannedAncestor,
+} from '../policies/policy-status.ts';
 import { usesDefaultRedisSecret } from '../resources/route/redis.ts';
 import { routeRedisSecretName } from '../resources/shared/redis-url-secret.ts';
 import type { Applier } from '../runtime/applier.ts';
@@ -82,10 +92,13 @@ export class RateLimitPolicyReconciler implements Reconciler {
       if (!(raw.metadata.finalizers ?? []).includes(POLICY_FINALIZER)) return {};
       // A namespace being deleted takes its routes along, and the operator's rights there may be
       // gone already (its RoleBinding deleted first): then only the finalizer is let go.
-      const terminating = (await this.#d.client.get(resourceTypes.namespace, undefined, ns).catch(() => undefined))?.metadata.deletionTimestamp !== undefined;
+      const terminating =
+        (await this.#d.client.get(resourceTypes.namespace, undefined, ns).catch(() => undefined))
+          ?.metadata.deletionTimestamp !== undefined;
       if (!terminating) {
         const routes = await listIfInstalled(this.#d.client, resourceTypes.httpRoute, ns);
-        for (const route of planFilters(routes ?? [], backend, new Map())) await this.#d.client.update(route);
+        for (const route of planFilters(routes ?? [], backend, new Map()))
+          await this.#d.client.update(route);
       }
       await this.#setFinalizer(raw, []);
       return {};
@@ -93,12 +106,18 @@ export class RateLimitPolicyReconciler implements Reconciler {
 
     const parsed = rateLimitPolicySchema.safeParse(raw);
     if (!parsed.success) {
-      this.#d.events.event(raw, 'Warning', EventReasons.InvalidSpec, `spec is invalid: ${describeIssues(parsed.error)}; fix the RateLimitPolicy`);
+      this.#d.events.event(
+        raw,
+        'Warning',
+        EventReasons.InvalidSpec,
+        `spec is invalid: ${describeIssues(parsed.error)}; fix the RateLimitPolicy`,
+      );
       return {};
     }
     const policy = parsed.data;
     // First of all: no filter is written that a deletion could leave behind.
-    if (!(raw.metadata.finalizers ?? []).includes(POLICY_FINALIZER)) await this.#setFinalizer(raw, [POLICY_FINALIZER]);
+    if (!(raw.metadata.finalizers ?? []).includes(POLICY_FINALIZER))
+      await this.#setFinalizer(raw, [POLICY_FINALIZER]);
 
     const observed = await this.#observe(raw, policy, ns);
     let plan;
@@ -107,7 +126,14 @@ export class RateLimitPolicyReconciler implements Reconciler {
     } catch (err) {
       if (!(err instanceof InvalidSpecError)) throw err;
       this.#d.events.event(raw, 'Warning', EventReasons.InvalidSpec, err.message);
-      await this.#writeStatus(raw, everyTarget(policy, { status: 'False', reason: PolicyReasons.Invalid, message: err.message }));
+      await this.#writeStatus(
+        raw,
+        everyTarget(policy, {
+          status: 'False',
+          reason: PolicyReasons.Invalid,
+          message: err.message,
+        }),
+      );
       return {};
     }
 
@@ -115,7 +141,10 @@ export class RateLimitPolicyReconciler implements Reconciler {
     if (conflicts.length > 0) {
       const message = `${conflicts.join('; ')}. The operator does not adopt objects it did not create; delete them or give the RateLimitPolicy another name`;
       this.#d.events.event(raw, 'Warning', EventReasons.Conflict, message);
-      await this.#writeStatus(raw, everyTarget(policy, { status: 'False', reason: PolicyReasons.Conflicted, message }));
+      await this.#writeStatus(
+        raw,
+        everyTarget(policy, { status: 'False', reason: PolicyReasons.Conflicted, message }),
+      );
       return { waiting: true };
     }
 
@@ -126,7 +155,12 @@ export class RateLimitPolicyReconciler implements Reconciler {
     }
     for (const [kind, childName] of plan.stale) {
       const live = this.#cacheOf(kind).get(namespace, childName);
-      if (live !== undefined && controllerOf(live, policy.kind)?.uid === policy.metadata.uid && (await this.#d.applier.remove(live))) changed.push(`deleted ${kind} ${childName}`);
+      if (
+        live !== undefined &&
+        controllerOf(live, policy.kind)?.uid === policy.metadata.uid &&
+        (await this.#d.applier.remove(live))
+      )
+        changed.push(`deleted ${kind} ${childName}`);
     }
     for (const route of plan.routeUpdates) {
       await this.#d.client.update(route);
@@ -142,52 +176,109 @@ export class RateLimitPolicyReconciler implements Reconciler {
   }
 
   async #observe(raw: KubeObject, policy: RateLimitPolicy, ns: string): Promise<PolicyObserved> {
-    const [routes, gateways, externalAuth] = await Promise.all([listIfInstalled(this.#d.client, resourceTypes.httpRoute, ns), listIfInstalled(this.#d.client, resourceTypes.gateway, ns), this.#externalAuth.has()]);
+    const [routes, gateways, externalAuth] = await Promise.all([
+      listIfInstalled(this.#d.client, resourceTypes.httpRoute, ns),
+      listIfInstalled(this.#d.client, resourceTypes.gateway, ns),
+      this.#externalAuth.has(),
+    ]);
     const peers = this.#d.caches.policies.list(ns).flatMap((p) => {
       const parsed = rateLimitPolicySchema.safeParse(p);
       return parsed.success ? [parsed.data] : [];
     });
-    return { routes, gateways, peers, externalAuth, redisUrlData: await this.#redisUrlData(raw, policy, ns) };
+    return {
+      routes,
+      gateways,
+      peers,
+      externalAuth,
+      redisUrlData: await this.#redisUrlData(raw, policy, ns),
+    };
   }
 
   /** The operator's default Redis as the namespace's own user, when the policy names no Redis and the default is a Secret. */
-  async #redisUrlData(raw: KubeObject, policy: RateLimitPolicy, ns: string): Promise<string | undefined> {
-    const source = usesDefaultRedisSecret(decisionRoute(policy), this.#d.settings) ? this.#d.settings.defaultRedisSecret : undefined;
+  async #redisUrlData(
+    raw: KubeObject,
+    policy: RateLimitPolicy,
+    ns: string,
+  ): Promise<string | undefined> {
+    const source = usesDefaultRedisSecret(decisionRoute(policy), this.#d.settings)
+      ? this.#d.settings.defaultRedisSecret
+      : undefined;
     if (source === undefined) {
       // The policy left the default Redis (its copy is still there): its namespace's user may go.
-      if (this.#d.caches.secrets.get(ns, routeRedisSecretName(decisionName(policy.metadata.name))) !== undefined) await releaseUnusedBucketUser(this.#d, ns);
+      if (
+        this.#d.caches.secrets.get(ns, routeRedisSecretName(decisionName(policy.metadata.name))) !==
+        undefined
+      )
+        await releaseUnusedBucketUser(this.#d, ns);
       return undefined;
     }
     const admin = await readSecretKey(this.#d.client, source);
     if (admin === undefined) {
-      this.#d.events.event(raw, 'Warning', EventReasons.RedisSecretMissing, `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the decision pods cannot start until it exists`);
+      this.#d.events.event(
+        raw,
+        'Warning',
+        EventReasons.RedisSecretMissing,
+        `the operator's default Redis Secret ${source.namespace}/${source.name} (key ${source.key}) is missing or empty; the decision pods cannot start until it exists`,
+      );
       return undefined;
     }
     return namespaceRedisUrlData(this.#d.redisUsers, admin, ns, 'bucket');
   }
 
   #cacheOf(kind: string): Informer {
-    const { configMaps, deployments, services, secrets, networkPolicies, podDisruptionBudgets } = this.#d.caches;
-    const byKind: Record<string, Informer> = { ConfigMap: configMaps, Deployment: deployments, Service: services, Secret: secrets, NetworkPolicy: networkPolicies, PodDisruptionBudget: podDisruptionBudgets };
+    const { configMaps, deployments, services, secrets, networkPolicies, podDisruptionBudgets } =
+      this.#d.caches;
+    const byKind: Record<string, Informer> = {
+      ConfigMap: configMaps,
+      Deployment: deployments,
+      Service: services,
+      Secret: secrets,
+      NetworkPolicy: networkPolicies,
+      PodDisruptionBudget: podDisruptionBudgets,
+    };
     const cache = byKind[kind];
     if (cache === undefined) throw new Error(`no cache of ${kind}`);
     return cache;
   }
 
   /** Children whose name is taken by an object this policy does not control (cache first, then one live GET). */
-  async #foreignChildren(policy: RateLimitPolicy, objects: readonly KubeObject[]): Promise<string[]> {
+  async #foreignChildren(
+    policy: RateLimitPolicy,
+    objects: readonly KubeObject[],
+  ): Promise<string[]> {
     const lives = await Promise.all(
-      objects.map((o) => this.#cacheOf(o.kind).get(o.metadata.namespace, o.metadata.name) ?? this.#d.client.get(resourceTypeOf(o.apiVersion, o.kind), o.metadata.namespace, o.metadata.name)),
+      objects.map(
+        (o) =>
+          this.#cacheOf(o.kind).get(o.metadata.namespace, o.metadata.name) ??
+          this.#d.client.get(
+            resourceTypeOf(o.apiVersion, o.kind),
+            o.metadata.namespace,
+            o.metadata.name,
+          ),
+      ),
     );
     return lives.flatMap((live) => foreignObjectProblem(live, policy) ?? []);
   }
 
   async #setFinalizer(raw: KubeObject, finalizers: string[]): Promise<void> {
-    await this.#d.client.apply({ apiVersion: raw.apiVersion, kind: raw.kind, metadata: { name: raw.metadata.name, namespace: raw.metadata.namespace, finalizers } }, undefined, POLICY_FIELD_MANAGER);
+    await this.#d.client.apply(
+      {
+        apiVersion: raw.apiVersion,
+        kind: raw.kind,
+        metadata: { name: raw.metadata.name, namespace: raw.metadata.namespace, finalizers },
+      },
+      undefined,
+      POLICY_FIELD_MANAGER,
+    );
   }
 
   async #writeStatus(raw: KubeObject, planned: readonly PlannedAncestor[]): Promise<void> {
-    const ancestors = ancestorStatuses(previousAncestors(raw['status']), planned, raw.metadata.generation, this.#d.clock.now());
+    const ancestors = ancestorStatuses(
+      previousAncestors(raw['status']),
+      planned,
+      raw.metadata.generation,
+      this.#d.clock.now(),
+    );
     await this.#d.applier.applyStatus(raw, { ancestors, service: decisionName(raw.metadata.name) });
   }
 }

@@ -37,7 +37,8 @@ export async function applyChildren(
   for (const { name, cache } of plan.stale) {
     const live = d.caches[cache].get(namespace, name);
     // Only a child of this very route (not a namesake someone else made, nor one of a deleted route).
-    if (live === undefined || controllerOf(live, 'RateLimitRoute')?.uid !== route.metadata.uid) continue;
+    if (live === undefined || controllerOf(live, 'RateLimitRoute')?.uid !== route.metadata.uid)
+      continue;
     if (await d.applier.remove(live)) deleted.push(`${live.kind} ${name}`);
   }
   const key = `${namespace ?? 'default'}/${route.metadata.name}`;
@@ -57,12 +58,19 @@ export async function applyChildren(
  * objects with the operator's label; a miss is confirmed with one live GET (a child not yet
  * created, or a foreign object the label-filtered cache cannot see).
  */
-export async function foreignChildren(d: Pick<RateLimitRouteReconcilerDeps, 'caches' | 'client'>, route: RateLimitRoute, children: RoutePlan['children']): Promise<string[]> {
+export async function foreignChildren(
+  d: Pick<RateLimitRouteReconcilerDeps, 'caches' | 'client'>,
+  route: RateLimitRoute,
+  children: RoutePlan['children'],
+): Promise<string[]> {
   // All at once: a new route misses every one of them.
   const lives = await Promise.all(
     children.map(({ object, cache }) => {
       const { namespace, name } = object.metadata;
-      return d.caches[cache].get(namespace, name) ?? d.client.get(resourceTypeOf(object.apiVersion, object.kind), namespace, name);
+      return (
+        d.caches[cache].get(namespace, name) ??
+        d.client.get(resourceTypeOf(object.apiVersion, object.kind), namespace, name)
+      );
     }),
   );
   return lives.flatMap((live) => foreignObjectProblem(live, route) ?? []);

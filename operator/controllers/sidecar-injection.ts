@@ -4,7 +4,14 @@
 // metadata-only informer (app.ts) wakes the routes that target it on each of its changes, and each
 // reconcile reads it live.
 import type { RateLimitRoute } from '../api/index.ts';
-import { INJECTION_FINALIZER, injectedBy, injectedSidecar, injectionProblem, releasedSidecar, SIDECAR_FIELD_MANAGER } from '../resources/route/injection.ts';
+import {
+  INJECTION_FINALIZER,
+  injectedBy,
+  injectedSidecar,
+  injectionProblem,
+  releasedSidecar,
+  SIDECAR_FIELD_MANAGER,
+} from '../resources/route/injection.ts';
 import type { ResourceSettings } from '../resources/shared/settings.ts';
 import { isSubset } from '../runtime/compare.ts';
 import type { KubeClient } from '../runtime/kube-client.ts';
@@ -18,7 +25,13 @@ import { Reasons } from './conditions.ts';
  */
 export const TARGET_RECHECK_MS = 5 * 60_000;
 
-export type Prepared = { deployment: KubeObject; problem?: undefined } | { deployment?: undefined; problem: string; reason: typeof Reasons.TargetRefInvalid | typeof Reasons.TargetRefInUse };
+export type Prepared =
+  | { deployment: KubeObject; problem?: undefined }
+  | {
+      deployment?: undefined;
+      problem: string;
+      reason: typeof Reasons.TargetRefInvalid | typeof Reasons.TargetRefInUse;
+    };
 
 export class SidecarInjection {
   readonly #client: KubeClient;
@@ -34,29 +47,54 @@ export class SidecarInjection {
    * as it is now. routeExists: whether a route of that name exists in the route's namespace (a
    * sidecar label left by a route that is gone holds nothing).
    */
-  async prepare(raw: KubeObject, route: RateLimitRoute, routeExists: (name: string) => boolean): Promise<Prepared> {
+  async prepare(
+    raw: KubeObject,
+    route: RateLimitRoute,
+    routeExists: (name: string) => boolean,
+  ): Promise<Prepared> {
     const ref = route.spec.targetRef;
     if (ref === undefined) throw new Error('prepare needs spec.targetRef');
-    if (!(raw.metadata.finalizers ?? []).includes(INJECTION_FINALIZER)) await this.#setFinalizer(raw, [INJECTION_FINALIZER]);
+    if (!(raw.metadata.finalizers ?? []).includes(INJECTION_FINALIZER))
+      await this.#setFinalizer(raw, [INJECTION_FINALIZER]);
     const invalid = (problem: string): Prepared => ({ problem, reason: Reasons.TargetRefInvalid });
-    const live = await this.#client.get(resourceTypes.deployment, route.metadata.namespace, ref.name);
-    if (live === undefined) return invalid(`Deployment ${ref.name} (spec.targetRef) does not exist in namespace ${route.metadata.namespace ?? 'default'}; create it or fix the name`);
+    const live = await this.#client.get(
+      resourceTypes.deployment,
+      route.metadata.namespace,
+      ref.name,
+    );
+    if (live === undefined)
+      return invalid(
+        `Deployment ${ref.name} (spec.targetRef) does not exist in namespace ${route.metadata.namespace ?? 'default'}; create it or fix the name`,
+      );
     const holder = injectedBy(live);
     if (holder !== undefined && holder !== route.metadata.name && routeExists(holder)) {
-      return { problem: `Deployment ${ref.name} already runs the sidecar of RateLimitRoute ${holder}; one Deployment takes one route's sidecar: delete one of the two routes`, reason: Reasons.TargetRefInUse };
+      return {
+        problem: `Deployment ${ref.name} already runs the sidecar of RateLimitRoute ${holder}; one Deployment takes one route's sidecar: delete one of the two routes`,
+        reason: Reasons.TargetRefInUse,
+      };
     }
     // Another controller (a ReplicaSet's owner, a route's own Deployment, another operator) would rewrite it.
     const controller = live.metadata.ownerReferences?.find((r) => r.controller === true);
-    if (controller !== undefined) return invalid(`Deployment ${ref.name} is controlled by ${controller.kind} ${controller.name}, which would undo the sidecar; target a Deployment nothing else controls`);
+    if (controller !== undefined)
+      return invalid(
+        `Deployment ${ref.name} is controlled by ${controller.kind} ${controller.name}, which would undo the sidecar; target a Deployment nothing else controls`,
+      );
     const problem = injectionProblem(route, this.#settings, live);
     return problem === undefined ? { deployment: live } : invalid(problem);
   }
 
   /** Adds (or updates) the sidecar unless the live Deployment already has it as desired. */
-  async apply(route: RateLimitRoute, sidecarConfigText: string, live: KubeObject): Promise<{ deployment: KubeObject; changed: boolean }> {
+  async apply(
+    route: RateLimitRoute,
+    sidecarConfigText: string,
+    live: KubeObject,
+  ): Promise<{ deployment: KubeObject; changed: boolean }> {
     const desired = injectedSidecar(route, this.#settings, sidecarConfigText);
     if (isSubset(desired, live)) return { deployment: live, changed: false };
-    return { deployment: await this.#client.apply(desired, undefined, SIDECAR_FIELD_MANAGER), changed: true };
+    return {
+      deployment: await this.#client.apply(desired, undefined, SIDECAR_FIELD_MANAGER),
+      changed: true,
+    };
   }
 
   /** A deleted route: removes what was added (if the Deployment still exists), then its finalizer. */
@@ -70,11 +108,18 @@ export class SidecarInjection {
       await this.#setFinalizer(raw, []);
       return undefined;
     }
-    const live = typeof name === 'string' ? await this.#client.get(resourceTypes.deployment, raw.metadata.namespace, name) : undefined;
+    const live =
+      typeof name === 'string'
+        ? await this.#client.get(resourceTypes.deployment, raw.metadata.namespace, name)
+        : undefined;
     // Released only when the sidecar there is this route's: the manager is shared by every route,
     // so releasing a Deployment another route injected would take that route's sidecar out.
     const holder = live === undefined ? undefined : injectedBy(live);
-    if (live !== undefined && typeof name === 'string' && (holder === undefined || holder === raw.metadata.name)) {
+    if (
+      live !== undefined &&
+      typeof name === 'string' &&
+      (holder === undefined || holder === raw.metadata.name)
+    ) {
       await this.#client.apply(releasedSidecar(raw, name), undefined, SIDECAR_FIELD_MANAGER);
       removedFrom = name;
     }
@@ -85,12 +130,22 @@ export class SidecarInjection {
   async #namespaceTerminating(namespace: string | undefined): Promise<boolean> {
     if (namespace === undefined) return false;
     // No answer (a chart without the namespaces rule): release as before.
-    const ns = await this.#client.get(resourceTypes.namespace, undefined, namespace).catch(() => undefined);
+    const ns = await this.#client
+      .get(resourceTypes.namespace, undefined, namespace)
+      .catch(() => undefined);
     return ns?.metadata.deletionTimestamp !== undefined;
   }
 
   /** Server-side apply of the route's finalizers by this manager: only its own entry is added or dropped. */
   async #setFinalizer(raw: KubeObject, finalizers: string[]): Promise<void> {
-    await this.#client.apply({ apiVersion: raw.apiVersion, kind: raw.kind, metadata: { name: raw.metadata.name, namespace: raw.metadata.namespace, finalizers } }, undefined, SIDECAR_FIELD_MANAGER);
+    await this.#client.apply(
+      {
+        apiVersion: raw.apiVersion,
+        kind: raw.kind,
+        metadata: { name: raw.metadata.name, namespace: raw.metadata.namespace, finalizers },
+      },
+      undefined,
+      SIDECAR_FIELD_MANAGER,
+    );
   }
 }

@@ -2,5 +2,7 @@
 import type { z } from 'zod';
 
 export function describeIssues(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.length === 0 ? '(root)' : i.path.join('.')}: ${i.message}`).join('; ');
+  return error.issues
+    .map((i) => `${i.path.length === 0 ? '(root)' : i.path.join('.')}: ${i.message}`)
+    .join('; ');
 }

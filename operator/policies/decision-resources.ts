@@ -6,11 +6,25 @@
 // config in decision mode (no upstream) validated with the sidecar's own schema.
 import type { V1NetworkPolicy, V1Service } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { API_VERSION, RATE_LIMIT_ROUTE_KIND, type RateLimitPolicy, type RateLimitRoute } from '../api/index.ts';
-import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../lib/config/sidecar.ts';
+import {
+  API_VERSION,
+  RATE_LIMIT_ROUTE_KIND,
+  type RateLimitPolicy,
+  type RateLimitRoute,
+} from '../api/index.ts';
+import {
+  ConfigError,
+  parseSidecarConfig,
+  type SidecarConfigInput,
+} from '../../lib/config/sidecar.ts';
 import { InvalidSpecError } from '../runtime/errors.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
-import { baseLabels, controllerRef, ROUTE_LABEL, routeSelectorLabels } from '../resources/shared/metadata.ts';
+import {
+  baseLabels,
+  controllerRef,
+  ROUTE_LABEL,
+  routeSelectorLabels,
+} from '../resources/shared/metadata.ts';
 import { routeRedisSecret } from '../resources/shared/redis-url-secret.ts';
 import { sidecarConfigFor } from '../resources/route/config-map.ts';
 import { routeDeployment } from '../resources/route/deployment.ts';
@@ -37,7 +51,9 @@ export interface DecisionPorts extends SidecarPorts {
   grpc: number;
 }
 
-export function decisionPorts(settings: Pick<ResourceSettings, 'sidecarPort' | 'sidecarAdminPort'>): DecisionPorts {
+export function decisionPorts(
+  settings: Pick<ResourceSettings, 'sidecarPort' | 'sidecarAdminPort'>,
+): DecisionPorts {
   const { proxy, admin } = sidecarPorts(undefined, settings);
   let grpc = DECISION_GRPC_PORT;
   while (grpc === proxy || grpc === admin) grpc++;
@@ -50,27 +66,44 @@ export function decisionRoute(policy: RateLimitPolicy): RateLimitRoute {
   return {
     apiVersion: API_VERSION,
     kind: RATE_LIMIT_ROUTE_KIND,
-    metadata: { name: decisionName(metadata.name), namespace: metadata.namespace, uid: metadata.uid },
+    metadata: {
+      name: decisionName(metadata.name),
+      namespace: metadata.namespace,
+      uid: metadata.uid,
+    },
     // The upstream is never called (decision mode has none): it only makes the gateway pod shape.
-    spec: { upstream: { service: { name: 'none', port: 1 }, replicas: spec.replicas }, path: '/**', limiter: spec.limiter, ...(spec.redis === undefined ? {} : { redis: spec.redis }) },
+    spec: {
+      upstream: { service: { name: 'none', port: 1 }, replicas: spec.replicas },
+      path: '/**',
+      limiter: spec.limiter,
+      ...(spec.redis === undefined ? {} : { redis: spec.redis }),
+    },
   };
 }
 
 /** The decision service's config file (YAML), checked with the sidecar's schema; InvalidSpecError names the field. */
 export function renderDecisionConfig(policy: RateLimitPolicy, settings: ResourceSettings): string {
   const { upstream: _none, ...proxy } = sidecarConfigFor(decisionRoute(policy), settings);
-  const config: SidecarConfigInput = { mode: 'decision', ...proxy, decision: { grpc: { host: '0.0.0.0', port: decisionPorts(settings).grpc } } };
+  const config: SidecarConfigInput = {
+    mode: 'decision',
+    ...proxy,
+    decision: { grpc: { host: '0.0.0.0', port: decisionPorts(settings).grpc } },
+  };
   try {
     parseSidecarConfig(config);
   } catch (err) {
-    if (err instanceof ConfigError) throw new InvalidSpecError(`the decision service would reject this policy: ${err.message}`);
+    if (err instanceof ConfigError)
+      throw new InvalidSpecError(`the decision service would reject this policy: ${err.message}`);
     throw err;
   }
   return stringify(config, { sortMapEntries: false });
 }
 
 function policyLabels(policy: RateLimitPolicy, component: string): Record<string, string> {
-  return { ...baseLabels('portcullis-gateway', decisionName(policy.metadata.name), component), [POLICY_LABEL]: policy.metadata.name };
+  return {
+    ...baseLabels('portcullis-gateway', decisionName(policy.metadata.name), component),
+    [POLICY_LABEL]: policy.metadata.name,
+  };
 }
 
 /** The renderers' object made the policy's: its controller reference, its labels instead of the route label. */
@@ -79,12 +112,22 @@ function takeOver(obj: KubeObject, policy: RateLimitPolicy): KubeObject {
     const { [ROUTE_LABEL]: _route, ...rest } = labels ?? {};
     return { ...rest, [POLICY_LABEL]: policy.metadata.name };
   };
-  const out: KubeObject = { ...obj, metadata: { ...obj.metadata, labels: relabel(obj.metadata.labels), ownerReferences: [controllerRef(policy)] } };
+  const out: KubeObject = {
+    ...obj,
+    metadata: {
+      ...obj.metadata,
+      labels: relabel(obj.metadata.labels),
+      ownerReferences: [controllerRef(policy)],
+    },
+  };
   const template = asRecord(asRecord(out['spec'])?.['template']);
   const templateMeta = asRecord(template?.['metadata']);
   if (template !== undefined && templateMeta !== undefined) {
     const labels = asRecord(templateMeta['labels']) as Record<string, string> | undefined;
-    out['spec'] = { ...asRecord(out['spec']), template: { ...template, metadata: { ...templateMeta, labels: relabel(labels) } } };
+    out['spec'] = {
+      ...asRecord(out['spec']),
+      template: { ...template, metadata: { ...templateMeta, labels: relabel(labels) } },
+    };
   }
   return out;
 }
@@ -104,14 +147,24 @@ export function decisionConfigMap(policy: RateLimitPolicy, configText: string): 
 }
 
 /** The route's gateway Deployment in decision mode: the gRPC port added to the sidecar container. */
-export function decisionDeployment(policy: RateLimitPolicy, settings: ResourceSettings, configText: string): KubeObject {
+export function decisionDeployment(
+  policy: RateLimitPolicy,
+  settings: ResourceSettings,
+  configText: string,
+): KubeObject {
   const deployment = takeOver(routeDeployment(decisionRoute(policy), settings, configText), policy);
   const grpc = { name: 'grpc', containerPort: decisionPorts(settings).grpc, protocol: 'TCP' };
   const spec = asRecord(deployment['spec']) ?? {};
   const template = asRecord(spec['template']) ?? {};
   const podSpec = asRecord(template['spec']) ?? {};
-  const containers = (podSpec['containers'] as Array<Record<string, unknown>>).map((c) => ({ ...c, ports: [...(c['ports'] as unknown[]), grpc] }));
-  return { ...deployment, spec: { ...spec, template: { ...template, spec: { ...podSpec, containers } } } };
+  const containers = (podSpec['containers'] as Array<Record<string, unknown>>).map((c) => ({
+    ...c,
+    ports: [...(c['ports'] as unknown[]), grpc],
+  }));
+  return {
+    ...deployment,
+    spec: { ...spec, template: { ...template, spec: { ...podSpec, containers } } },
+  };
 }
 
 /** `grpc` (Envoy ext_authz gRPC, what the ExternalAuth filter names), `http` (HTTP ext_authz, forward-auth), `metrics`. */
@@ -124,13 +177,24 @@ export function decisionService(policy: RateLimitPolicy, settings: ResourceSetti
   return {
     apiVersion: 'v1',
     kind: 'Service',
-    metadata: { name, namespace: policy.metadata.namespace, labels: policyLabels(policy, 'decision'), ownerReferences: [controllerRef(policy)] },
+    metadata: {
+      name,
+      namespace: policy.metadata.namespace,
+      labels: policyLabels(policy, 'decision'),
+      ownerReferences: [controllerRef(policy)],
+    },
     spec: {
       type: 'ClusterIP',
       selector: routeSelectorLabels(name),
       ports: [
         { name: 'http', port: settings.servicePort, targetPort: 'http', protocol: 'TCP' },
-        { name: 'grpc', port: ports.grpc, targetPort: 'grpc', protocol: 'TCP', appProtocol: 'kubernetes.io/h2c' },
+        {
+          name: 'grpc',
+          port: ports.grpc,
+          targetPort: 'grpc',
+          protocol: 'TCP',
+          appProtocol: 'kubernetes.io/h2c',
+        },
         { name: 'metrics', port: metricsPort, targetPort: 'admin', protocol: 'TCP' },
       ],
     },
@@ -138,17 +202,29 @@ export function decisionService(policy: RateLimitPolicy, settings: ResourceSetti
 }
 
 /** The decision pods take ingress on their three ports only (where the CNI enforces NetworkPolicies). */
-export function decisionNetworkPolicy(policy: RateLimitPolicy, settings: ResourceSettings): KubeObject {
+export function decisionNetworkPolicy(
+  policy: RateLimitPolicy,
+  settings: ResourceSettings,
+): KubeObject {
   const name = decisionName(policy.metadata.name);
   const ports = decisionPorts(settings);
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
-    metadata: { name, namespace: policy.metadata.namespace, labels: policyLabels(policy, 'decision'), ownerReferences: [controllerRef(policy)] },
+    metadata: {
+      name,
+      namespace: policy.metadata.namespace,
+      labels: policyLabels(policy, 'decision'),
+      ownerReferences: [controllerRef(policy)],
+    },
     spec: {
       podSelector: { matchLabels: routeSelectorLabels(name) },
       policyTypes: ['Ingress'],
-      ingress: [{ ports: [ports.proxy, ports.grpc, ports.admin].map((port) => ({ protocol: 'TCP', port })) }],
+      ingress: [
+        {
+          ports: [ports.proxy, ports.grpc, ports.admin].map((port) => ({ protocol: 'TCP', port })),
+        },
+      ],
     },
   } satisfies V1NetworkPolicy;
 }

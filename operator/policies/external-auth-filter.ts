@@ -18,7 +18,14 @@ export interface ExternalAuthBackend {
 
 /** The filter as the API server stores it (defaults written out, so a stored copy compares equal). */
 export function externalAuthFilter(backend: ExternalAuthBackend): Record<string, unknown> {
-  return { type: 'ExternalAuth', externalAuth: { protocol: 'GRPC', backendRef: { group: '', kind: 'Service', name: backend.service, port: backend.port }, grpc: {} } };
+  return {
+    type: 'ExternalAuth',
+    externalAuth: {
+      protocol: 'GRPC',
+      backendRef: { group: '', kind: 'Service', name: backend.service, port: backend.port },
+      grpc: {},
+    },
+  };
 }
 
 /** Whether a filter is the policy's: ExternalAuth to its Service (any port), no namespace (the route's own). */
@@ -26,7 +33,13 @@ export function isPolicyFilter(filter: unknown, service: string): boolean {
   const f = asRecord(filter);
   if (f?.['type'] !== 'ExternalAuth') return false;
   const ref = asRecord(asRecord(f['externalAuth'])?.['backendRef']);
-  return ref !== undefined && ref['name'] === service && (ref['group'] ?? '') === '' && (ref['kind'] ?? 'Service') === 'Service' && ref['namespace'] === undefined;
+  return (
+    ref !== undefined &&
+    ref['name'] === service &&
+    (ref['group'] ?? '') === '' &&
+    (ref['kind'] ?? 'Service') === 'Service' &&
+    ref['namespace'] === undefined
+  );
 }
 
 /** Which rules of a route should carry the filter: every rule, the rules of these names, or none. */
@@ -40,7 +53,11 @@ function ruleWanted(rule: Record<string, unknown>, wanted: WantedRules): boolean
 }
 
 /** The rule's filters with the policy's filter kept or added once (wanted) or removed; other filters as they were, in order. */
-function ruleFilters(filters: readonly unknown[], backend: ExternalAuthBackend, want: boolean): unknown[] {
+function ruleFilters(
+  filters: readonly unknown[],
+  backend: ExternalAuthBackend,
+  want: boolean,
+): unknown[] {
   const desired = externalAuthFilter(backend);
   let placed = false;
   const out: unknown[] = [];
@@ -59,7 +76,11 @@ function ruleFilters(filters: readonly unknown[], backend: ExternalAuthBackend, 
  * The route with the policy's filter on exactly the wanted rules, or undefined when it already is
  * so (nothing to write). Nothing else of the route changes.
  */
-export function routeWithFilters(route: KubeObject, backend: ExternalAuthBackend, wanted: WantedRules): KubeObject | undefined {
+export function routeWithFilters(
+  route: KubeObject,
+  backend: ExternalAuthBackend,
+  wanted: WantedRules,
+): KubeObject | undefined {
   const spec = asRecord(route['spec']);
   const rules = spec?.['rules'];
   if (spec === undefined || !Array.isArray(rules)) return undefined;
@@ -94,7 +115,20 @@ export function crdHasExternalAuth(crd: KubeObject | undefined): boolean {
   return versions.some((v: unknown) => {
     const version = asRecord(v);
     if (version?.['name'] !== 'v1' || version['served'] !== true) return false;
-    const path = ['schema', 'openAPIV3Schema', 'properties', 'spec', 'properties', 'rules', 'items', 'properties', 'filters', 'items', 'properties', 'type'];
+    const path = [
+      'schema',
+      'openAPIV3Schema',
+      'properties',
+      'spec',
+      'properties',
+      'rules',
+      'items',
+      'properties',
+      'filters',
+      'items',
+      'properties',
+      'type',
+    ];
     const filterType = path.reduce<unknown>((node, key) => asRecord(node)?.[key], version);
     const values = asRecord(filterType)?.['enum'];
     return Array.isArray(values) && values.includes('ExternalAuth');

@@ -19,7 +19,11 @@ import {
   decisionService,
   renderDecisionConfig,
 } from './decision-resources.ts';
-import { routeWithFilters, type ExternalAuthBackend, type WantedRules } from './external-auth-filter.ts';
+import {
+  routeWithFilters,
+  type ExternalAuthBackend,
+  type WantedRules,
+} from './external-auth-filter.ts';
 import type { AncestorRef, PlannedAncestor } from './policy-status.ts';
 import { judgeTarget, type TargetOutcome } from './policy-targets.ts';
 
@@ -46,7 +50,8 @@ export interface PolicyPlan {
   ancestors: PlannedAncestor[];
 }
 
-const refKey = (r: AncestorRef): string => `${r.kind}/${r.namespace ?? ''}/${r.name}/${r.sectionName ?? ''}`;
+const refKey = (r: AncestorRef): string =>
+  `${r.kind}/${r.namespace ?? ''}/${r.name}/${r.sectionName ?? ''}`;
 
 /** One entry per ancestor (at most 16): a refusal of any target under it wins over an acceptance. */
 function mergeAncestors(outcomes: readonly TargetOutcome[]): PlannedAncestor[] {
@@ -55,14 +60,22 @@ function mergeAncestors(outcomes: readonly TargetOutcome[]): PlannedAncestor[] {
     for (const ref of o.ancestors) {
       const key = refKey(ref);
       const old = byKey.get(key);
-      if (old === undefined || (old.accepted.status === 'True' && o.accepted.status === 'False')) byKey.set(key, { ancestorRef: ref, accepted: o.accepted, ...(o.wired === undefined ? {} : { wired: o.wired }) });
+      if (old === undefined || (old.accepted.status === 'True' && o.accepted.status === 'False'))
+        byKey.set(key, {
+          ancestorRef: ref,
+          accepted: o.accepted,
+          ...(o.wired === undefined ? {} : { wired: o.wired }),
+        });
     }
   }
   return [...byKey.values()].slice(0, 16);
 }
 
 /** Which rules of each HTTPRoute the policy's filter belongs on: the accepted targets only. */
-function wantedRules(targets: readonly PolicyTargetRef[], outcomes: readonly TargetOutcome[]): Map<string, WantedRules> {
+function wantedRules(
+  targets: readonly PolicyTargetRef[],
+  outcomes: readonly TargetOutcome[],
+): Map<string, WantedRules> {
   const wanted = new Map<string, WantedRules>();
   targets.forEach((t, i) => {
     if (t.kind !== 'HTTPRoute' || outcomes[i]?.accepted.status !== 'True') return;
@@ -74,7 +87,11 @@ function wantedRules(targets: readonly PolicyTargetRef[], outcomes: readonly Tar
 }
 
 /** The filter edits alone: every HTTPRoute of the namespace with the policy's filter exactly where wanted (none: removed everywhere). */
-export function planFilters(routes: readonly KubeObject[], backend: ExternalAuthBackend, wanted: ReadonlyMap<string, WantedRules>): KubeObject[] {
+export function planFilters(
+  routes: readonly KubeObject[],
+  backend: ExternalAuthBackend,
+  wanted: ReadonlyMap<string, WantedRules>,
+): KubeObject[] {
   return routes.flatMap((r) => routeWithFilters(r, backend, wanted.get(r.metadata.name)) ?? []);
 }
 
@@ -84,19 +101,36 @@ export function policyBackend(policyName: string, settings: ResourceSettings): E
 }
 
 /** Throws InvalidSpecError when the decision service would refuse the limiter (the message names the field). */
-export function planPolicy(policy: RateLimitPolicy, settings: ResourceSettings, observed: PolicyObserved): PolicyPlan {
+export function planPolicy(
+  policy: RateLimitPolicy,
+  settings: ResourceSettings,
+  observed: PolicyObserved,
+): PolicyPlan {
   const name = decisionName(policy.metadata.name);
   const configText = renderDecisionConfig(policy, settings);
   const objects: KubeObject[] = [];
   const stale: PolicyPlan['stale'] = [];
-  if (observed.redisUrlData !== undefined) objects.push(decisionRedisSecret(policy, observed.redisUrlData));
+  if (observed.redisUrlData !== undefined)
+    objects.push(decisionRedisSecret(policy, observed.redisUrlData));
   else stale.push(['Secret', routeRedisSecretName(name)]);
-  objects.push(decisionConfigMap(policy, configText), decisionDeployment(policy, settings, configText), decisionService(policy, settings), decisionNetworkPolicy(policy, settings));
+  objects.push(
+    decisionConfigMap(policy, configText),
+    decisionDeployment(policy, settings, configText),
+    decisionService(policy, settings),
+    decisionNetworkPolicy(policy, settings),
+  );
   const budget = decisionPodDisruptionBudget(policy);
   if (budget !== undefined) objects.push(budget);
   else stale.push(['PodDisruptionBudget', name]);
 
   const outcomes = policy.spec.targetRefs.map((t) => judgeTarget(policy, t, observed, name));
-  const routeUpdates = observed.externalAuth && observed.routes !== undefined ? planFilters(observed.routes, policyBackend(policy.metadata.name, settings), wantedRules(policy.spec.targetRefs, outcomes)) : [];
+  const routeUpdates =
+    observed.externalAuth && observed.routes !== undefined
+      ? planFilters(
+          observed.routes,
+          policyBackend(policy.metadata.name, settings),
+          wantedRules(policy.spec.targetRefs, outcomes),
+        )
+      : [];
   return { objects, stale, routeUpdates, ancestors: mergeAncestors(outcomes) };
 }

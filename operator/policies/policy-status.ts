@@ -2,7 +2,11 @@
 // (a Gateway) with this controller's name and two conditions. `Accepted` has the standard reasons;
 // `portcullis.dev/Wired` says whether the gateway calls the decision service (an ExternalAuth
 // filter the operator keeps on the route), or what to wire by hand.
-import { policyAncestorStatusSchema, type Condition, type PolicyAncestorStatus } from '../api/index.ts';
+import {
+  policyAncestorStatusSchema,
+  type Condition,
+  type PolicyAncestorStatus,
+} from '../api/index.ts';
 import { asRecord } from '../runtime/kube-object.ts';
 
 export const POLICY_CONTROLLER_NAME = 'portcullis.dev/operator';
@@ -57,12 +61,19 @@ export function previousAncestors(status: unknown): PolicyAncestorStatus[] {
   if (!Array.isArray(list)) return [];
   return list.flatMap((a: unknown) => {
     const parsed = policyAncestorStatusSchema.safeParse(a);
-    return parsed.success && parsed.data.controllerName === POLICY_CONTROLLER_NAME ? [parsed.data] : [];
+    return parsed.success && parsed.data.controllerName === POLICY_CONTROLLER_NAME
+      ? [parsed.data]
+      : [];
   });
 }
 
 /** status.ancestors for the planned entries; lastTransitionTime moves only when a condition's status does. */
-export function ancestorStatuses(previous: readonly PolicyAncestorStatus[], planned: readonly PlannedAncestor[], generation: number | undefined, nowMs: number): PolicyAncestorStatus[] {
+export function ancestorStatuses(
+  previous: readonly PolicyAncestorStatus[],
+  planned: readonly PlannedAncestor[],
+  generation: number | undefined,
+  nowMs: number,
+): PolicyAncestorStatus[] {
   return planned.map((p) => {
     const old = previous.find((a) => sameRef(a.ancestorRef, p.ancestorRef))?.conditions ?? [];
     const condition = (type: string, c: PolicyCondition): Condition => {
@@ -71,12 +82,18 @@ export function ancestorStatuses(previous: readonly PolicyAncestorStatus[], plan
         type,
         status: c.status,
         ...(generation === undefined ? {} : { observedGeneration: generation }),
-        lastTransitionTime: before !== undefined && before.status === c.status ? before.lastTransitionTime : rfc3339(nowMs),
+        lastTransitionTime:
+          before !== undefined && before.status === c.status
+            ? before.lastTransitionTime
+            : rfc3339(nowMs),
         reason: c.reason,
         message: c.message,
       };
     };
-    const conditions = [condition(CONDITION_ACCEPTED, p.accepted), ...(p.wired === undefined ? [] : [condition(CONDITION_WIRED, p.wired)])];
+    const conditions = [
+      condition(CONDITION_ACCEPTED, p.accepted),
+      ...(p.wired === undefined ? [] : [condition(CONDITION_WIRED, p.wired)]),
+    ];
     return { ancestorRef: p.ancestorRef, controllerName: POLICY_CONTROLLER_NAME, conditions };
   });
 }

@@ -10,7 +10,14 @@
 // connection to a Redis pod that was deleted may hang rather than close (nothing answers at the old
 // address), so while it holds users the connection is probed and, silent, replaced.
 import { Redis } from 'ioredis';
-import { adminPasswordOf, tenantAclRules, tenantPassword, tenantRedisUrl, tenantUserName, type TenantPurpose } from '../../lib/tenancy/tenant-acl.ts';
+import {
+  adminPasswordOf,
+  tenantAclRules,
+  tenantPassword,
+  tenantRedisUrl,
+  tenantUserName,
+  type TenantPurpose,
+} from '../../lib/tenancy/tenant-acl.ts';
 
 export interface TenantRedisUsers {
   /**
@@ -47,7 +54,9 @@ function probeConnection(client: Redis, granted: Map<string, string[]>): void {
   );
 }
 
-export function createTenantRedisUsers(onReplayError: (err: Error) => void = () => {}): TenantRedisUsers {
+export function createTenantRedisUsers(
+  onReplayError: (err: Error) => void = () => {},
+): TenantRedisUsers {
   const admins = new Map<string, AdminConnection>();
 
   /** The admin connection of one Redis (keyed by host, port and db): replaced when its URL changes. */
@@ -56,12 +65,21 @@ export function createTenantRedisUsers(onReplayError: (err: Error) => void = () 
     const where = `${u.protocol}//${u.host}${u.pathname}`;
     const known = admins.get(where);
     const { options } = known?.client ?? {};
-    if (known !== undefined && options?.password === decodeURIComponent(u.password) && (options.username ?? '') === decodeURIComponent(u.username)) return known;
+    if (
+      known !== undefined &&
+      options?.password === decodeURIComponent(u.password) &&
+      (options.username ?? '') === decodeURIComponent(u.username)
+    )
+      return known;
     if (known !== undefined) {
       clearInterval(known.probe);
       known.client.disconnect();
     }
-    const client = new Redis(adminUrl, { commandTimeout: COMMAND_TIMEOUT_MS, maxRetriesPerRequest: 1, connectionName: 'portcullis-operator' });
+    const client = new Redis(adminUrl, {
+      commandTimeout: COMMAND_TIMEOUT_MS,
+      maxRetriesPerRequest: 1,
+      connectionName: 'portcullis-operator',
+    });
     const granted = new Map<string, string[]>();
     const probe = setInterval(() => probeConnection(client, granted), PROBE_EVERY_MS);
     probe.unref();
@@ -69,7 +87,8 @@ export function createTenantRedisUsers(onReplayError: (err: Error) => void = () 
     // Failures surface as rejected commands (the reconcile retries); no unhandled 'error' events.
     client.on('error', () => {});
     client.on('ready', () => {
-      for (const [user, rules] of connection.granted) client.call('ACL', 'SETUSER', user, ...rules).catch(onReplayError);
+      for (const [user, rules] of connection.granted)
+        client.call('ACL', 'SETUSER', user, ...rules).catch(onReplayError);
     });
     admins.set(where, connection);
     return connection;
@@ -109,13 +128,28 @@ export function createTenantRedisUsers(onReplayError: (err: Error) => void = () 
  * user, made sure of first; without `users` (tenant users turned off) or an admin password, the
  * operator's URL as it is.
  */
-export async function namespaceRedisUrlData(users: TenantRedisUsers | undefined, adminUrlBase64: string, namespace: string, purpose: TenantPurpose): Promise<string> {
+export async function namespaceRedisUrlData(
+  users: TenantRedisUsers | undefined,
+  adminUrlBase64: string,
+  namespace: string,
+  purpose: TenantPurpose,
+): Promise<string> {
   if (users === undefined) return adminUrlBase64;
-  const own = await users.grant(Buffer.from(adminUrlBase64, 'base64').toString('utf8'), namespace, purpose);
+  const own = await users.grant(
+    Buffer.from(adminUrlBase64, 'base64').toString('utf8'),
+    namespace,
+    purpose,
+  );
   return own === undefined ? adminUrlBase64 : Buffer.from(own, 'utf8').toString('base64');
 }
 
 /** Deletes the namespace's user of the Redis the (base64) admin URL names. */
-export async function releaseNamespaceRedisUser(users: TenantRedisUsers | undefined, adminUrlBase64: string, namespace: string, purpose: TenantPurpose): Promise<void> {
-  if (users !== undefined) await users.revoke(Buffer.from(adminUrlBase64, 'base64').toString('utf8'), namespace, purpose);
+export async function releaseNamespaceRedisUser(
+  users: TenantRedisUsers | undefined,
+  adminUrlBase64: string,
+  namespace: string,
+  purpose: TenantPurpose,
+): Promise<void> {
+  if (users !== undefined)
+    await users.revoke(Buffer.from(adminUrlBase64, 'base64').toString('utf8'), namespace, purpose);
 }

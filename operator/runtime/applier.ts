@@ -28,7 +28,13 @@ export interface ApplyOutcome {
 export function stampHash(desired: KubeObject): KubeObject {
   const { [APPLIED_HASH_ANNOTATION]: _old, ...annotations } = desired.metadata.annotations ?? {};
   const hash = contentHash({ ...desired, metadata: { ...desired.metadata, annotations } });
-  return { ...desired, metadata: { ...desired.metadata, annotations: { ...annotations, [APPLIED_HASH_ANNOTATION]: hash } } };
+  return {
+    ...desired,
+    metadata: {
+      ...desired.metadata,
+      annotations: { ...annotations, [APPLIED_HASH_ANNOTATION]: hash },
+    },
+  };
 }
 
 /**
@@ -37,7 +43,11 @@ export function stampHash(desired: KubeObject): KubeObject {
  * edit of the contents by someone else leaves the hash as it was; the Applier catches that by the
  * resourceVersion it wrote (see `apply`).
  */
-export function matches(desired: KubeObject, live: KubeObject | undefined, metadataOnly = false): boolean {
+export function matches(
+  desired: KubeObject,
+  live: KubeObject | undefined,
+  metadataOnly = false,
+): boolean {
   if (live === undefined) return false;
   return metadataOnly ? isSubset(desired.metadata, live.metadata) : isSubset(desired, live);
 }
@@ -48,7 +58,8 @@ interface Written {
   readonly before: string | undefined;
 }
 
-const writtenKey = (o: KubeObject): string => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+const writtenKey = (o: KubeObject): string =>
+  `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 export interface ApplierOptions {
   /** Field managers whose applied fields this applier takes over (an older operator's single name). */
@@ -57,7 +68,11 @@ export interface ApplierOptions {
 
 /** The identity of an object, all a field manager applies to give up every field it owned. */
 function minimal(o: KubeObject): KubeObject {
-  return { apiVersion: o.apiVersion, kind: o.kind, metadata: { name: o.metadata.name, namespace: o.metadata.namespace } };
+  return {
+    apiVersion: o.apiVersion,
+    kind: o.kind,
+    metadata: { name: o.metadata.name, namespace: o.metadata.namespace },
+  };
 }
 
 export class Applier {
@@ -86,12 +101,21 @@ export class Applier {
     const stamped = stampHash(desired);
     const live = cache.get(stamped.metadata.namespace, stamped.metadata.name);
     const handOver = live !== undefined && this.#formerOf(live).length > 0;
-    if (live !== undefined && !handOver && matches(stamped, live, cache.metadataOnly) && !(cache.metadataOnly && this.#editedByOthers(live))) {
+    if (
+      live !== undefined &&
+      !handOver &&
+      matches(stamped, live, cache.metadataOnly) &&
+      !(cache.metadataOnly && this.#editedByOthers(live))
+    ) {
       this.#metrics?.appliesSkipped.inc({ kind: desired.kind });
       return { object: live, changed: false };
     }
     const applied = await this.#handOver(await this.#client.apply(stamped));
-    if (cache.metadataOnly) this.#written.set(writtenKey(stamped), { mine: applied.metadata.resourceVersion, before: live?.metadata.resourceVersion });
+    if (cache.metadataOnly)
+      this.#written.set(writtenKey(stamped), {
+        mine: applied.metadata.resourceVersion,
+        before: live?.metadata.resourceVersion,
+      });
     return { object: applied, changed: true };
   }
 
@@ -114,13 +138,21 @@ export class Applier {
   /** The former managers that still hold applied fields of obj (of its main resource, or of `subresource`). */
   #formerOf(obj: KubeObject, subresource?: 'status'): string[] {
     const entries: ManagedFieldsEntry[] = obj.metadata.managedFields ?? [];
-    return entries.flatMap((e) => (e.operation === 'Apply' && (e.subresource ?? '') === (subresource ?? '') && e.manager !== undefined && this.#former.includes(e.manager) ? [e.manager] : []));
+    return entries.flatMap((e) =>
+      e.operation === 'Apply' &&
+      (e.subresource ?? '') === (subresource ?? '') &&
+      e.manager !== undefined &&
+      this.#former.includes(e.manager)
+        ? [e.manager]
+        : [],
+    );
   }
 
   /** Has each former manager still listed in applied's managedFields give up its fields; the object after. */
   async #handOver(applied: KubeObject, subresource?: 'status'): Promise<KubeObject> {
     let current = applied;
-    for (const manager of this.#formerOf(applied, subresource)) current = await this.#client.apply(minimal(applied), subresource, manager);
+    for (const manager of this.#formerOf(applied, subresource))
+      current = await this.#client.apply(minimal(applied), subresource, manager);
     return current;
   }
 
@@ -133,12 +165,20 @@ export class Applier {
   async remove(live: KubeObject): Promise<boolean> {
     const type = resourceTypeOf(live.apiVersion, live.kind);
     this.#written.delete(writtenKey(live));
-    return this.#client.delete(type, live.metadata.namespace, live.metadata.name, live.metadata.uid);
+    return this.#client.delete(
+      type,
+      live.metadata.namespace,
+      live.metadata.name,
+      live.metadata.uid,
+    );
   }
 
   /** Applies the status subresource unless the live status already contains the desired one (and owes no hand-over). */
   async applyStatus(owner: KubeObject, status: Record<string, unknown>): Promise<boolean> {
-    if (this.#formerOf(owner, 'status').length === 0 && isSubset(status, asRecord(owner['status']) ?? {})) {
+    if (
+      this.#formerOf(owner, 'status').length === 0 &&
+      isSubset(status, asRecord(owner['status']) ?? {})
+    ) {
       this.#metrics?.appliesSkipped.inc({ kind: `${owner.kind}/status` });
       return false;
     }

@@ -9,7 +9,11 @@ export interface BackoffPolicy {
   jitter?: number;
 }
 
-export function backoffDelay(policy: BackoffPolicy, failures: number, random: () => number = Math.random): number {
+export function backoffDelay(
+  policy: BackoffPolicy,
+  failures: number,
+  random: () => number = Math.random,
+): number {
   const exp = Math.min(policy.maxMs, policy.baseMs * 2 ** Math.min(Math.max(failures, 0), 30));
   const jitter = policy.jitter ?? 0;
   return Math.round(exp * (1 - jitter + 2 * jitter * random()));

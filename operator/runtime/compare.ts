@@ -9,8 +9,20 @@ const MERGE_KEYS = ['name', 'type'] as const;
 
 const QUANTITY = /^([+-]?[0-9.]+)(m|k|M|G|T|P|E|Ki|Mi|Gi|Ti|Pi|Ei)?$/;
 const MULTIPLIER: Record<string, number> = {
-  '': 1, m: 1e-3, k: 1e3, M: 1e6, G: 1e9, T: 1e12, P: 1e15, E: 1e18,
-  Ki: 2 ** 10, Mi: 2 ** 20, Gi: 2 ** 30, Ti: 2 ** 40, Pi: 2 ** 50, Ei: 2 ** 60,
+  '': 1,
+  m: 1e-3,
+  k: 1e3,
+  M: 1e6,
+  G: 1e9,
+  T: 1e12,
+  P: 1e15,
+  E: 1e18,
+  Ki: 2 ** 10,
+  Mi: 2 ** 20,
+  Gi: 2 ** 30,
+  Ti: 2 ** 40,
+  Pi: 2 ** 50,
+  Ei: 2 ** 60,
 };
 
 /** The value of a Kubernetes quantity ("250m", "64Mi", "1e3" is not supported), or undefined. */
@@ -27,7 +39,12 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 function isEmpty(v: unknown): boolean {
-  return v === undefined || v === null || (Array.isArray(v) && v.length === 0) || (isPlainObject(v) && Object.keys(v).length === 0);
+  return (
+    v === undefined ||
+    v === null ||
+    (Array.isArray(v) && v.length === 0) ||
+    (isPlainObject(v) && Object.keys(v).length === 0)
+  );
 }
 
 /** True when every field of `desired` has the same value in `actual` (see the file comment). */
@@ -40,16 +57,28 @@ export function isSubset(desired: unknown, actual: unknown, path: readonly strin
   }
   if (Array.isArray(desired)) {
     if (!Array.isArray(actual)) return false;
-    const mergeKey = MERGE_KEYS.find((k) => desired.length > 0 && desired.every((d) => isPlainObject(d) && typeof d[k] === 'string'));
+    const mergeKey = MERGE_KEYS.find(
+      (k) =>
+        desired.length > 0 && desired.every((d) => isPlainObject(d) && typeof d[k] === 'string'),
+    );
     if (mergeKey !== undefined) {
       const byKey = new Map<unknown, unknown>();
       for (const a of actual) if (isPlainObject(a)) byKey.set(a[mergeKey], a);
-      return desired.every((d) => isPlainObject(d) && byKey.has(d[mergeKey]) && isSubset(d, byKey.get(d[mergeKey]), path));
+      return desired.every(
+        (d) =>
+          isPlainObject(d) && byKey.has(d[mergeKey]) && isSubset(d, byKey.get(d[mergeKey]), path),
+      );
     }
-    return desired.length === actual.length && desired.every((d, i) => isSubset(d, actual[i], path));
+    return (
+      desired.length === actual.length && desired.every((d, i) => isSubset(d, actual[i], path))
+    );
   }
   if (desired === actual) return true;
-  if (typeof desired === 'string' && typeof actual === 'string' && (path.includes('limits') || path.includes('requests'))) {
+  if (
+    typeof desired === 'string' &&
+    typeof actual === 'string' &&
+    (path.includes('limits') || path.includes('requests'))
+  ) {
     const a = quantityValue(desired);
     return a !== undefined && a === quantityValue(actual);
   }
@@ -60,7 +89,9 @@ export function isSubset(desired: unknown, actual: unknown, path: readonly strin
 export function canonicalJson(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
   if (isPlainObject(value)) {
-    const keys = Object.keys(value).filter((k) => value[k] !== undefined).sort();
+    const keys = Object.keys(value)
+      .filter((k) => value[k] !== undefined)
+      .sort();
     return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
   }
   return JSON.stringify(value) ?? 'null';

@@ -104,10 +104,16 @@ export class Controller {
         const waits = result.waiting === true ? (this.#waits.get(key) ?? 0) : 0;
         if (result.waiting === true) this.#waits.set(key, waits + 1);
         else this.#waits.delete(key);
-        const waitMs = result.waiting === true ? backoffDelay(this.#o.waitBackoff ?? WAIT_BACKOFF, waits) : undefined;
+        const waitMs =
+          result.waiting === true
+            ? backoffDelay(this.#o.waitBackoff ?? WAIT_BACKOFF, waits)
+            : undefined;
         const delayMs = Math.min(result.requeueAfterMs ?? Infinity, waitMs ?? Infinity);
         if (delayMs !== Infinity) this.queue.addAfter(key, delayMs);
-        this.#metrics.reconcileTotal.inc({ controller: this.name, result: delayMs === Infinity ? 'success' : 'requeue' });
+        this.#metrics.reconcileTotal.inc({
+          controller: this.name,
+          result: delayMs === Infinity ? 'success' : 'requeue',
+        });
       } catch (err) {
         if (isNamespaceTerminating(err)) {
           // The namespace is being deleted and takes the object with it: done, not failed.
@@ -118,7 +124,10 @@ export class Controller {
         }
         const delayMs = this.queue.addRateLimited(key);
         this.#metrics.reconcileTotal.inc({ controller: this.name, result: 'error' });
-        this.#log.warn({ err, key, retryInMs: delayMs, failures: this.queue.failures(key) }, 'reconcile failed');
+        this.#log.warn(
+          { err, key, retryInMs: delayMs, failures: this.queue.failures(key) },
+          'reconcile failed',
+        );
       } finally {
         stopTimer();
         this.queue.done(key);

@@ -45,7 +45,10 @@ export function isThrottled(err: unknown): boolean {
 export function isNamespaceTerminating(err: unknown): boolean {
   if (!(err instanceof KubeApiError)) return false;
   // Being deleted (403 NamespaceTerminating), or already gone (404 naming the namespace itself).
-  return (err.status === 403 && err.causes.includes('NamespaceTerminating')) || (err.status === 404 && /namespaces "[^"]+" not found/.test(err.message));
+  return (
+    (err.status === 403 && err.causes.includes('NamespaceTerminating')) ||
+    (err.status === 404 && /namespaces "[^"]+" not found/.test(err.message))
+  );
 }
 
 /** A custom resource's spec does not pass the operator's own schema (the CRD let it through). */

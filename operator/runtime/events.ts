@@ -14,7 +14,13 @@ export interface EventRecorder<Reason extends string = string> {
   event(obj: KubeObject, type: EventType, reason: Reason, message: string): void;
 }
 
-export function createEventRecorder<Reason extends string = string>(client: KubeClient, clock: Clock, log: Logger, component: string, dedupWindowMs = 10 * 60_000): EventRecorder<Reason> {
+export function createEventRecorder<Reason extends string = string>(
+  client: KubeClient,
+  clock: Clock,
+  log: Logger,
+  component: string,
+  dedupWindowMs = 10 * 60_000,
+): EventRecorder<Reason> {
   const lastSent = new Map<string, number>();
   return {
     event(obj, type, reason, message) {
@@ -30,7 +36,10 @@ export function createEventRecorder<Reason extends string = string>(client: Kube
       const event: KubeObject = {
         apiVersion: 'v1',
         kind: 'Event',
-        metadata: { name: `${obj.metadata.name}.${now.toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`, namespace: obj.metadata.namespace ?? 'default' },
+        metadata: {
+          name: `${obj.metadata.name}.${now.toString(16)}${Math.floor(Math.random() * 0xffff).toString(16)}`,
+          namespace: obj.metadata.namespace ?? 'default',
+        },
         involvedObject: {
           apiVersion: obj.apiVersion,
           kind: obj.kind,
@@ -49,7 +58,8 @@ export function createEventRecorder<Reason extends string = string>(client: Kube
         count: 1,
       };
       client.create(event).catch((err: unknown) => {
-        if (isNamespaceTerminating(err)) log.debug({ reason }, 'event not recorded: its namespace is being deleted');
+        if (isNamespaceTerminating(err))
+          log.debug({ reason }, 'event not recorded: its namespace is being deleted');
         else log.warn({ err, reason }, 'could not record event');
       });
     },

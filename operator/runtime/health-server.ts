@@ -14,7 +14,9 @@ export function createHealthServer(options: HealthServerOptions): http.Server {
   return http.createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
-      res.writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' }).end('method not allowed\n');
+      res
+        .writeHead(405, { allow: 'GET, HEAD', 'content-type': 'text/plain' })
+        .end('method not allowed\n');
       return;
     }
     if (path === '/healthz') {
@@ -22,7 +24,9 @@ export function createHealthServer(options: HealthServerOptions): http.Server {
     } else if (path === '/readyz') {
       const ready = options.ready();
       const detail = options.describe?.() ?? '';
-      res.writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' }).end(`${ready ? 'ok' : 'not ready'}${detail === '' ? '' : ` (${detail})`}\n`);
+      res
+        .writeHead(ready ? 200 : 503, { 'content-type': 'text/plain' })
+        .end(`${ready ? 'ok' : 'not ready'}${detail === '' ? '' : ` (${detail})`}\n`);
     } else if (path === '/metrics') {
       options.registry.metrics().then(
         (text) => res.writeHead(200, { 'content-type': options.registry.contentType }).end(text),

@@ -17,7 +17,13 @@ import { createInterface } from 'node:readline';
 import { Readable } from 'node:stream';
 import { fetch } from 'undici';
 import { KubeApiError } from './errors.ts';
-import type { KubeClient, ListOptions, ListResult, WatchEvent, WatchOptions } from './kube-client.ts';
+import type {
+  KubeClient,
+  ListOptions,
+  ListResult,
+  WatchEvent,
+  WatchOptions,
+} from './kube-client.ts';
 import type { KubeObject } from './kube-object.ts';
 import { createKubeTransport, parseStatus, type StatusBody } from './kube-transport.ts';
 import type { RequestRateLimiter } from './request-rate-limiter.ts';
@@ -25,8 +31,10 @@ import { apiVersionOf, resourcePath, resourceTypeOf, type ResourceType } from '.
 
 /** Server-side apply's media type; JSON is YAML, so a JSON body with this type is an apply patch. */
 /** Accept headers asking for metadata only (falling back to whole objects on a server without it). */
-const METADATA_LIST_ACCEPT = 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
-const METADATA_ACCEPT = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
+const METADATA_LIST_ACCEPT =
+  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json';
+const METADATA_ACCEPT =
+  'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json';
 /**
  * Objects per list page: a list is read page by page (limit + continue), so that the operator
  * never holds more than one page of whole objects it may drop (1.5 MiB each at most in etcd).
@@ -53,17 +61,28 @@ export interface HttpKubeClientOptions {
   rateLimiter?: RequestRateLimiter;
 }
 
-export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeClientOptions): KubeClient {
+export function createHttpKubeClient(
+  kubeConfig: KubeConfig,
+  options: HttpKubeClientOptions,
+): KubeClient {
   const cluster = kubeConfig.getCurrentCluster();
   if (cluster === null) throw new Error('kubeconfig has no current cluster');
-  const { server, authenticate, request, dispatcher } = createKubeTransport(cluster.server, kubeConfig, options);
+  const { server, authenticate, request, dispatcher } = createKubeTransport(
+    cluster.server,
+    kubeConfig,
+    options,
+  );
   function pathOf(obj: KubeObject, subresource?: string): { type: ResourceType; path: string } {
     const type = resourceTypeOf(obj.apiVersion, obj.kind);
-    return { type, path: resourcePath(type, obj.metadata.namespace, obj.metadata.name, subresource) };
+    return {
+      type,
+      path: resourcePath(type, obj.metadata.namespace, obj.metadata.name, subresource),
+    };
   }
 
   function asObject(json: unknown, what: string): KubeObject {
-    if (typeof json !== 'object' || json === null || !('metadata' in json)) throw new Error(`unexpected answer to ${what}`);
+    if (typeof json !== 'object' || json === null || !('metadata' in json))
+      throw new Error(`unexpected answer to ${what}`);
     return json as KubeObject;
   }
 
@@ -72,7 +91,13 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
     withFieldManager: clientAs,
 
     async get(type, namespace, name) {
-      const { status, json } = await request('get', type.plural, HttpMethod.GET, resourcePath(type, namespace, name), {});
+      const { status, json } = await request(
+        'get',
+        type.plural,
+        HttpMethod.GET,
+        resourcePath(type, namespace, name),
+        {},
+      );
       return status === 404 ? undefined : asObject(json, 'get');
     },
 
@@ -84,8 +109,20 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
       let resourceVersion = '';
       do {
         const query = { labelSelector: opts.labelSelector, limit, continue: token };
-        const { json } = await request('list', type.plural, HttpMethod.GET, resourcePath(type, opts.namespace), query, undefined, undefined, accept);
-        const page = json as { items?: KubeObject[]; metadata?: { resourceVersion?: string; continue?: string } };
+        const { json } = await request(
+          'list',
+          type.plural,
+          HttpMethod.GET,
+          resourcePath(type, opts.namespace),
+          query,
+          undefined,
+          undefined,
+          accept,
+        );
+        const page = json as {
+          items?: KubeObject[];
+          metadata?: { resourceVersion?: string; continue?: string };
+        };
         // List items carry no apiVersion/kind (metadata-only ones say PartialObjectMetadata): put
         // the kind back so that every object is self-describing.
         for (const item of page.items ?? []) {
@@ -98,7 +135,12 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
       return { items, resourceVersion };
     },
 
-    async watch(type, opts: WatchOptions, onEvent: (event: WatchEvent) => void, signal: AbortSignal) {
+    async watch(
+      type,
+      opts: WatchOptions,
+      onEvent: (event: WatchEvent) => void,
+      signal: AbortSignal,
+    ) {
       await options.rateLimiter?.wait(signal);
       if (signal.aborted) return;
       const path = resourcePath(type, opts.namespace);
@@ -106,7 +148,8 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
       url.searchParams.set('watch', 'true');
       url.searchParams.set('allowWatchBookmarks', 'true');
       url.searchParams.set('resourceVersion', opts.resourceVersion);
-      if (opts.labelSelector !== undefined) url.searchParams.set('labelSelector', opts.labelSelector);
+      if (opts.labelSelector !== undefined)
+        url.searchParams.set('labelSelector', opts.labelSelector);
       const timeoutSeconds = opts.timeoutSeconds ?? 300;
       url.searchParams.set('timeoutSeconds', String(timeoutSeconds));
       const headers = await authenticate(url.toString(), HttpMethod.GET);
@@ -119,13 +162,25 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
       const started = performance.now();
       let status = 0;
       try {
-        const response = await fetch(url, { method: 'GET', headers, dispatcher: dispatcher(), signal: AbortSignal.any([signal, idle.signal]) });
+        const response = await fetch(url, {
+          method: 'GET',
+          headers,
+          dispatcher: dispatcher(),
+          signal: AbortSignal.any([signal, idle.signal]),
+        });
         status = response.status;
         if (status !== 200 || response.body === null) {
           const s = parseStatus(await response.text());
-          throw new KubeApiError(status, `watch ${path}: ${status} ${s.message ?? ''}`.trim(), s.reason);
+          throw new KubeApiError(
+            status,
+            `watch ${path}: ${status} ${s.message ?? ''}`.trim(),
+            s.reason,
+          );
         }
-        const lines = createInterface({ input: Readable.fromWeb(response.body), crlfDelay: Infinity });
+        const lines = createInterface({
+          input: Readable.fromWeb(response.body),
+          crlfDelay: Infinity,
+        });
         for await (const line of lines) {
           clearTimeout(idleTimer);
           idleTimer = setTimeout(() => idle.abort(new Error('watch idle')), idleMs);
@@ -133,10 +188,26 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
           const event = JSON.parse(line) as { type: string; object: KubeObject & StatusBody };
           if (event.type === 'ERROR') {
             const code = event.object.code ?? 500;
-            throw new KubeApiError(code, `watch ${path}: ${code} ${event.object.message ?? ''}`.trim(), event.object.reason);
+            throw new KubeApiError(
+              code,
+              `watch ${path}: ${code} ${event.object.message ?? ''}`.trim(),
+              event.object.reason,
+            );
           }
-          if (event.type === 'ADDED' || event.type === 'MODIFIED' || event.type === 'DELETED' || event.type === 'BOOKMARK') {
-            const object = opts.metadataOnly === true ? { ...event.object, apiVersion: apiVersionOf(type), kind: type.kind } : { ...event.object, apiVersion: event.object.apiVersion ?? apiVersionOf(type), kind: event.object.kind ?? type.kind };
+          if (
+            event.type === 'ADDED' ||
+            event.type === 'MODIFIED' ||
+            event.type === 'DELETED' ||
+            event.type === 'BOOKMARK'
+          ) {
+            const object =
+              opts.metadataOnly === true
+                ? { ...event.object, apiVersion: apiVersionOf(type), kind: type.kind }
+                : {
+                    ...event.object,
+                    apiVersion: event.object.apiVersion ?? apiVersionOf(type),
+                    kind: event.object.kind ?? type.kind,
+                  };
             onEvent({ type: event.type, object });
           }
         }
@@ -145,31 +216,68 @@ export function createHttpKubeClient(kubeConfig: KubeConfig, options: HttpKubeCl
         throw err;
       } finally {
         clearTimeout(idleTimer);
-        options.onRequest?.({ verb: 'watch', resource: type.plural, status, durationMs: performance.now() - started });
+        options.onRequest?.({
+          verb: 'watch',
+          resource: type.plural,
+          status,
+          durationMs: performance.now() - started,
+        });
       }
     },
 
     async apply(obj, subresource, as) {
       const { type, path } = pathOf(obj, subresource);
-      const { json } = await request('apply', subresource === undefined ? type.plural : `${type.plural}/${subresource}`, HttpMethod.PATCH, path, { fieldManager: as ?? fieldManager, force: 'true' }, obj, APPLY_PATCH_CONTENT_TYPE);
+      const { json } = await request(
+        'apply',
+        subresource === undefined ? type.plural : `${type.plural}/${subresource}`,
+        HttpMethod.PATCH,
+        path,
+        { fieldManager: as ?? fieldManager, force: 'true' },
+        obj,
+        APPLY_PATCH_CONTENT_TYPE,
+      );
       return asObject(json, 'apply');
     },
 
     async create(obj) {
       const type = resourceTypeOf(obj.apiVersion, obj.kind);
-      const { json } = await request('create', type.plural, HttpMethod.POST, resourcePath(type, obj.metadata.namespace), { fieldManager }, obj);
+      const { json } = await request(
+        'create',
+        type.plural,
+        HttpMethod.POST,
+        resourcePath(type, obj.metadata.namespace),
+        { fieldManager },
+        obj,
+      );
       return asObject(json, 'create');
     },
 
     async update(obj) {
       const { type, path } = pathOf(obj);
-      const { json } = await request('update', type.plural, HttpMethod.PUT, path, { fieldManager }, obj);
+      const { json } = await request(
+        'update',
+        type.plural,
+        HttpMethod.PUT,
+        path,
+        { fieldManager },
+        obj,
+      );
       return asObject(json, 'update');
     },
 
     async delete(type, namespace, name, uid) {
-      const body = uid === undefined ? undefined : { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid } };
-      const { status } = await request('delete', type.plural, HttpMethod.DELETE, resourcePath(type, namespace, name), {}, body);
+      const body =
+        uid === undefined
+          ? undefined
+          : { apiVersion: 'v1', kind: 'DeleteOptions', preconditions: { uid } };
+      const { status } = await request(
+        'delete',
+        type.plural,
+        HttpMethod.DELETE,
+        resourcePath(type, namespace, name),
+        {},
+        body,
+      );
       return status !== 404;
     },
   });

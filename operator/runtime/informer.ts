@@ -127,7 +127,9 @@ export class Informer {
   }
 
   #scopes(): Array<string | undefined> {
-    return this.#options.namespaces === undefined || this.#options.namespaces.length === 0 ? [undefined] : [...this.#options.namespaces];
+    return this.#options.namespaces === undefined || this.#options.namespaces.length === 0
+      ? [undefined]
+      : [...this.#options.namespaces];
   }
 
   async #run(namespace: string | undefined): Promise<void> {
@@ -136,7 +138,12 @@ export class Informer {
     let failures = 0;
     while (!this.#stop.signal.aborted) {
       try {
-        const listed = await this.#client.list(type, { namespace, labelSelector, metadataOnly, keep });
+        const listed = await this.#client.list(type, {
+          namespace,
+          labelSelector,
+          metadataOnly,
+          keep,
+        });
         this.#replace(namespace, listed.items);
         this.#markSynced(scope);
         failures = 0;
@@ -144,12 +151,21 @@ export class Informer {
         const relistAt = this.#clock.now() + relistIntervalMs;
         while (!this.#stop.signal.aborted && this.#clock.now() < relistAt) {
           const window = new AbortController();
-          const cancel = this.#clock.setTimer(() => window.abort(), Math.max(0, relistAt - this.#clock.now()));
+          const cancel = this.#clock.setTimer(
+            () => window.abort(),
+            Math.max(0, relistAt - this.#clock.now()),
+          );
           const watchStarted = this.#clock.now();
           try {
             await this.#client.watch(
               type,
-              { namespace, labelSelector, metadataOnly, resourceVersion, timeoutSeconds: this.#options.watchTimeoutSeconds },
+              {
+                namespace,
+                labelSelector,
+                metadataOnly,
+                resourceVersion,
+                timeoutSeconds: this.#options.watchTimeoutSeconds,
+              },
               (event) => {
                 const rv = event.object.metadata.resourceVersion;
                 if (rv !== undefined && rv !== '') resourceVersion = rv;
@@ -163,7 +179,11 @@ export class Informer {
             cancel();
           }
           // A watch the server ends at once, again and again, would spin: treat it as a failure.
-          if (!window.signal.aborted && !this.#stop.signal.aborted && this.#clock.now() - watchStarted < 1000) {
+          if (
+            !window.signal.aborted &&
+            !this.#stop.signal.aborted &&
+            this.#clock.now() - watchStarted < 1000
+          ) {
             throw new Error('watch closed immediately');
           }
         }
@@ -176,8 +196,16 @@ export class Informer {
         if (gone) this.#log.info({ namespace }, 'watch expired (410), relisting');
         // A fresh install sees 429 "storage is (re)initializing" for a CRD created a moment
         // before: the first few are routine, more in a row deserve a warning.
-        else if (isThrottled(err) && failures <= THROTTLED_QUIETLY) this.#log.info({ err, namespace, delayMs: delay }, 'API server asked to retry later (429), retrying after backoff');
-        else this.#log.warn({ err, namespace, delayMs: delay }, 'list/watch failed, restarting after backoff');
+        else if (isThrottled(err) && failures <= THROTTLED_QUIETLY)
+          this.#log.info(
+            { err, namespace, delayMs: delay },
+            'API server asked to retry later (429), retrying after backoff',
+          );
+        else
+          this.#log.warn(
+            { err, namespace, delayMs: delay },
+            'list/watch failed, restarting after backoff',
+          );
         await sleep(this.#clock, delay, this.#stop.signal);
       }
     }
@@ -227,7 +255,8 @@ export class Informer {
     const old = this.#store.get(key);
     if (old === undefined) {
       const keep = this.#options.keep;
-      if (watched && keep !== undefined && keep(obj)) for (const h of this.#handlers) h.onDelete?.(trimForCache(obj));
+      if (watched && keep !== undefined && keep(obj))
+        for (const h of this.#handlers) h.onDelete?.(trimForCache(obj));
       return;
     }
     this.#store.delete(key);

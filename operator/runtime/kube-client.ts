@@ -37,13 +37,22 @@ export interface WatchOptions extends ListOptions {
 
 export interface KubeClient {
   /** One object, or undefined when it does not exist. */
-  get(type: ResourceType, namespace: string | undefined, name: string): Promise<KubeObject | undefined>;
+  get(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+  ): Promise<KubeObject | undefined>;
   list(type: ResourceType, options?: ListOptions): Promise<ListResult>;
   /**
    * Streams events until the server closes the watch (resolves) or it fails (rejects; a 410 is a
    * KubeApiError with status 410). Aborting the signal resolves it.
    */
-  watch(type: ResourceType, options: WatchOptions, onEvent: (event: WatchEvent) => void, signal: AbortSignal): Promise<void>;
+  watch(
+    type: ResourceType,
+    options: WatchOptions,
+    onEvent: (event: WatchEvent) => void,
+    signal: AbortSignal,
+  ): Promise<void>;
   /**
    * Server-side apply, force=true, with the client's field manager or `fieldManager` (a second
    * manager owns only what it applies: the sidecar added to a Deployment someone else manages);
@@ -60,5 +69,10 @@ export interface KubeClient {
    */
   withFieldManager(fieldManager: string): KubeClient;
   /** DELETE; false when it was already gone. `uid` is a precondition. */
-  delete(type: ResourceType, namespace: string | undefined, name: string, uid?: string): Promise<boolean>;
+  delete(
+    type: ResourceType,
+    namespace: string | undefined,
+    name: string,
+    uid?: string,
+  ): Promise<boolean>;
 }

@@ -52,10 +52,14 @@ export function keyOf(obj: KubeObject): string {
 
 export function splitKey(key: string): { namespace: string | undefined; name: string } {
   const slash = key.indexOf('/');
-  return slash < 0 ? { namespace: undefined, name: key } : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
+  return slash < 0
+    ? { namespace: undefined, name: key }
+    : { namespace: key.slice(0, slash), name: key.slice(slash + 1) };
 }
 
 /** Narrows an unknown field to a plain object (for reading status of children without casts). */
 export function asRecord(value: unknown): Record<string, unknown> | undefined {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
 }

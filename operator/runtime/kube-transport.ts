@@ -25,7 +25,11 @@ export function parseStatus(text: string): StatusBody {
   return { message: text.slice(0, 500) };
 }
 
-export function createKubeTransport(clusterServer: string, kubeConfig: KubeConfig, options: HttpKubeClientOptions) {
+export function createKubeTransport(
+  clusterServer: string,
+  kubeConfig: KubeConfig,
+  options: HttpKubeClientOptions,
+) {
   const server = clusterServer.replace(/\/+$/, '');
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
   let dispatcher: Dispatcher | undefined;
@@ -39,7 +43,8 @@ export function createKubeTransport(clusterServer: string, kubeConfig: KubeConfi
   let cachedHeaders: { at: number; headers: Record<string, string> } | undefined;
   async function authenticate(url: string, method: HttpMethod): Promise<Record<string, string>> {
     const now = performance.now();
-    if (cachedHeaders !== undefined && now - cachedHeaders.at < AUTH_REFRESH_MS) return { ...cachedHeaders.headers };
+    if (cachedHeaders !== undefined && now - cachedHeaders.at < AUTH_REFRESH_MS)
+      return { ...cachedHeaders.headers };
     const ctx = new RequestContext(url, method);
     await kubeConfig.applySecurityAuthentication(ctx);
     if (!dispatcherReady) {
@@ -78,11 +83,20 @@ export function createKubeTransport(clusterServer: string, kubeConfig: KubeConfi
       });
       status = response.status;
       const text = await response.text();
-      if (status >= 200 && status < 300) return { status, json: text === '' ? undefined : JSON.parse(text) };
-      if (status === 404 && (verb === 'get' || verb === 'delete')) return { status, json: undefined };
+      if (status >= 200 && status < 300)
+        return { status, json: text === '' ? undefined : JSON.parse(text) };
+      if (status === 404 && (verb === 'get' || verb === 'delete'))
+        return { status, json: undefined };
       const s = parseStatus(text);
-      const causes = (s.details?.causes ?? []).map((c) => c.reason).filter((t): t is string => typeof t === 'string');
-      throw new KubeApiError(status, `${method} ${path}: ${status} ${s.message ?? ''}`.trim(), s.reason, causes);
+      const causes = (s.details?.causes ?? [])
+        .map((c) => c.reason)
+        .filter((t): t is string => typeof t === 'string');
+      throw new KubeApiError(
+        status,
+        `${method} ${path}: ${status} ${s.message ?? ''}`.trim(),
+        s.reason,
+        causes,
+      );
     } finally {
       options.onRequest?.({ verb, resource, status, durationMs: performance.now() - started });
     }

@@ -39,7 +39,8 @@ function recordOf(lease: KubeObject): LeaseRecord {
   const spec = asRecord(lease['spec']) ?? {};
   return {
     holderIdentity: typeof spec['holderIdentity'] === 'string' ? spec['holderIdentity'] : '',
-    leaseDurationSeconds: typeof spec['leaseDurationSeconds'] === 'number' ? spec['leaseDurationSeconds'] : 0,
+    leaseDurationSeconds:
+      typeof spec['leaseDurationSeconds'] === 'number' ? spec['leaseDurationSeconds'] : 0,
     acquireTime: typeof spec['acquireTime'] === 'string' ? spec['acquireTime'] : undefined,
     renewTime: typeof spec['renewTime'] === 'string' ? spec['renewTime'] : undefined,
     leaseTransitions: typeof spec['leaseTransitions'] === 'number' ? spec['leaseTransitions'] : 0,
@@ -58,7 +59,10 @@ export class LeaderElector {
   constructor(client: KubeClient, clock: Clock, log: Logger, options: LeaderElectionOptions) {
     this.#client = client;
     this.#clock = clock;
-    this.#log = log.child({ lease: `${options.namespace}/${options.name}`, identity: options.identity });
+    this.#log = log.child({
+      lease: `${options.namespace}/${options.name}`,
+      identity: options.identity,
+    });
     this.#o = options;
   }
 
@@ -105,7 +109,12 @@ export class LeaderElector {
   async release(): Promise<void> {
     if (!this.#leader || this.#lease === undefined) return;
     this.#leader = false;
-    const spec = { ...recordOf(this.#lease), holderIdentity: '', leaseDurationSeconds: 1, renewTime: microTime(this.#clock.now()) };
+    const spec = {
+      ...recordOf(this.#lease),
+      holderIdentity: '',
+      leaseDurationSeconds: 1,
+      renewTime: microTime(this.#clock.now()),
+    };
     try {
       await this.#client.update({ ...this.#lease, spec });
       this.#log.info('released the leader lease');
@@ -124,7 +133,13 @@ export class LeaderElector {
           apiVersion: 'coordination.k8s.io/v1',
           kind: 'Lease',
           metadata: { name: this.#o.name, namespace: this.#o.namespace },
-          spec: { holderIdentity: this.#o.identity, leaseDurationSeconds: leaseSeconds, acquireTime: microTime(now), renewTime: microTime(now), leaseTransitions: 0 },
+          spec: {
+            holderIdentity: this.#o.identity,
+            leaseDurationSeconds: leaseSeconds,
+            acquireTime: microTime(now),
+            renewTime: microTime(now),
+            leaseTransitions: 0,
+          },
         });
         return true;
       }
@@ -132,7 +147,9 @@ export class LeaderElector {
       const observedKey = `${record.holderIdentity}|${record.renewTime ?? ''}|${record.leaseDurationSeconds}`;
       if (this.#observed?.key !== observedKey) this.#observed = { key: observedKey, at: now };
       const heldByUs = record.holderIdentity === this.#o.identity;
-      const expired = record.holderIdentity === '' || this.#observed.at + record.leaseDurationSeconds * 1000 <= now;
+      const expired =
+        record.holderIdentity === '' ||
+        this.#observed.at + record.leaseDurationSeconds * 1000 <= now;
       if (!heldByUs && !expired) return false;
       const spec: LeaseRecord = heldByUs
         ? { ...record, leaseDurationSeconds: leaseSeconds, renewTime: microTime(now) }

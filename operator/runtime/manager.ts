@@ -43,7 +43,10 @@ export class Manager {
   async start(): Promise<void> {
     for (const informer of this.#o.informers) informer.start();
     await Promise.all(this.#o.informers.map((i) => i.waitForSync()));
-    this.#o.log.info({ informers: this.#o.informers.map((i) => `${i.type.plural}:${i.size}`) }, 'caches synced');
+    this.#o.log.info(
+      { informers: this.#o.informers.map((i) => `${i.type.plural}:${i.size}`) },
+      'caches synced',
+    );
     this.#started = this.#lead();
   }
 
@@ -66,7 +69,10 @@ export class Manager {
     this.#o.metrics.isLeader.set(1);
     for (const c of this.#o.controllers) c.start();
     this.#controllersStarted = true;
-    this.#o.log.info({ controllers: this.#o.controllers.map((c) => c.name) }, 'controllers started');
+    this.#o.log.info(
+      { controllers: this.#o.controllers.map((c) => c.name) },
+      'controllers started',
+    );
   }
 
   async stop(): Promise<void> {

@@ -19,7 +19,8 @@ export interface OperatorMetrics {
 
 export function createMetrics(options: { defaultMetrics?: boolean } = {}): OperatorMetrics {
   const registry = new Registry();
-  if (options.defaultMetrics !== false) collectDefaultMetrics({ register: registry, prefix: 'portcullis_operator_' });
+  if (options.defaultMetrics !== false)
+    collectDefaultMetrics({ register: registry, prefix: 'portcullis_operator_' });
   const registers = [registry];
   const apiRequests = new Counter({
     name: 'portcullis_operator_kube_api_requests_total',
@@ -42,9 +43,24 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Opera
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
       registers,
     }),
-    queueDepth: new Gauge({ name: 'portcullis_operator_workqueue_depth', help: 'Keys waiting in the work queue', labelNames: ['controller'] as const, registers }),
-    queueAdds: new Counter({ name: 'portcullis_operator_workqueue_adds_total', help: 'Keys added to the work queue', labelNames: ['controller'] as const, registers }),
-    queueRetries: new Counter({ name: 'portcullis_operator_workqueue_retries_total', help: 'Keys re-queued with backoff after a failed reconcile', labelNames: ['controller'] as const, registers }),
+    queueDepth: new Gauge({
+      name: 'portcullis_operator_workqueue_depth',
+      help: 'Keys waiting in the work queue',
+      labelNames: ['controller'] as const,
+      registers,
+    }),
+    queueAdds: new Counter({
+      name: 'portcullis_operator_workqueue_adds_total',
+      help: 'Keys added to the work queue',
+      labelNames: ['controller'] as const,
+      registers,
+    }),
+    queueRetries: new Counter({
+      name: 'portcullis_operator_workqueue_retries_total',
+      help: 'Keys re-queued with backoff after a failed reconcile',
+      labelNames: ['controller'] as const,
+      registers,
+    }),
     informerRestarts: new Counter({
       name: 'portcullis_operator_informer_restarts_total',
       help: 'List/watch restarts by resource and reason (gone = 410, error = anything else)',
@@ -58,9 +74,17 @@ export function createMetrics(options: { defaultMetrics?: boolean } = {}): Opera
       labelNames: ['kind'] as const,
       registers,
     }),
-    isLeader: new Gauge({ name: 'portcullis_operator_leader', help: '1 while this process holds the leader lease', registers }),
+    isLeader: new Gauge({
+      name: 'portcullis_operator_leader',
+      help: '1 while this process holds the leader lease',
+      registers,
+    }),
     recordRequest(record) {
-      apiRequests.inc({ verb: record.verb, resource: record.resource, code: String(record.status) });
+      apiRequests.inc({
+        verb: record.verb,
+        resource: record.resource,
+        code: String(record.status),
+      });
     },
   };
 }

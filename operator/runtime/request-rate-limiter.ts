@@ -20,8 +20,15 @@ export interface RequestRateLimiter {
   readonly waiting: number;
 }
 
-export function createRequestRateLimiter(settings: RequestRateSettings, clock: Clock): RequestRateLimiter {
-  const rule: BucketRule = { replenishRate: settings.qps, burstCapacity: settings.burst, requestedTokens: 1 };
+export function createRequestRateLimiter(
+  settings: RequestRateSettings,
+  clock: Clock,
+): RequestRateLimiter {
+  const rule: BucketRule = {
+    replenishRate: settings.qps,
+    burstCapacity: settings.burst,
+    requestedTokens: 1,
+  };
   let state: BucketState | undefined;
   const waiters: Array<() => void> = [];
   let cancelTimer: (() => void) | undefined;

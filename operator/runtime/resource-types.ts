@@ -2,7 +2,17 @@
 // A static table instead of API discovery: discovery costs requests on every start and the set
 // of kinds is fixed by the operator's RBAC anyway. The Portcullis kinds come from the API module,
 // so the table cannot disagree with the CRDs.
-import { GATEWAY_API_GROUP, GROUP, OAUTH_CLIENT_KIND, OAUTH_CLIENT_PLURAL, RATE_LIMIT_POLICY_KIND, RATE_LIMIT_POLICY_PLURAL, RATE_LIMIT_ROUTE_KIND, RATE_LIMIT_ROUTE_PLURAL, VERSION } from '../api/index.ts';
+import {
+  GATEWAY_API_GROUP,
+  GROUP,
+  OAUTH_CLIENT_KIND,
+  OAUTH_CLIENT_PLURAL,
+  RATE_LIMIT_POLICY_KIND,
+  RATE_LIMIT_POLICY_PLURAL,
+  RATE_LIMIT_ROUTE_KIND,
+  RATE_LIMIT_ROUTE_PLURAL,
+  VERSION,
+} from '../api/index.ts';
 
 export interface ResourceType {
   readonly group: string; // '' for the core group
@@ -17,22 +27,94 @@ export function apiVersionOf(type: ResourceType): string {
 }
 
 export const resourceTypes = {
-  rateLimitRoute: { group: GROUP, version: VERSION, kind: RATE_LIMIT_ROUTE_KIND, plural: RATE_LIMIT_ROUTE_PLURAL, namespaced: true },
-  oauthClient: { group: GROUP, version: VERSION, kind: OAUTH_CLIENT_KIND, plural: OAUTH_CLIENT_PLURAL, namespaced: true },
-  rateLimitPolicy: { group: GROUP, version: VERSION, kind: RATE_LIMIT_POLICY_KIND, plural: RATE_LIMIT_POLICY_PLURAL, namespaced: true },
+  rateLimitRoute: {
+    group: GROUP,
+    version: VERSION,
+    kind: RATE_LIMIT_ROUTE_KIND,
+    plural: RATE_LIMIT_ROUTE_PLURAL,
+    namespaced: true,
+  },
+  oauthClient: {
+    group: GROUP,
+    version: VERSION,
+    kind: OAUTH_CLIENT_KIND,
+    plural: OAUTH_CLIENT_PLURAL,
+    namespaced: true,
+  },
+  rateLimitPolicy: {
+    group: GROUP,
+    version: VERSION,
+    kind: RATE_LIMIT_POLICY_KIND,
+    plural: RATE_LIMIT_POLICY_PLURAL,
+    namespaced: true,
+  },
   // Gateway API (read live by the RateLimitPolicy reconciler: the CRDs may not be installed).
-  httpRoute: { group: GATEWAY_API_GROUP, version: 'v1', kind: 'HTTPRoute', plural: 'httproutes', namespaced: true },
-  gateway: { group: GATEWAY_API_GROUP, version: 'v1', kind: 'Gateway', plural: 'gateways', namespaced: true },
-  customResourceDefinition: { group: 'apiextensions.k8s.io', version: 'v1', kind: 'CustomResourceDefinition', plural: 'customresourcedefinitions', namespaced: false },
-  deployment: { group: 'apps', version: 'v1', kind: 'Deployment', plural: 'deployments', namespaced: true },
+  httpRoute: {
+    group: GATEWAY_API_GROUP,
+    version: 'v1',
+    kind: 'HTTPRoute',
+    plural: 'httproutes',
+    namespaced: true,
+  },
+  gateway: {
+    group: GATEWAY_API_GROUP,
+    version: 'v1',
+    kind: 'Gateway',
+    plural: 'gateways',
+    namespaced: true,
+  },
+  customResourceDefinition: {
+    group: 'apiextensions.k8s.io',
+    version: 'v1',
+    kind: 'CustomResourceDefinition',
+    plural: 'customresourcedefinitions',
+    namespaced: false,
+  },
+  deployment: {
+    group: 'apps',
+    version: 'v1',
+    kind: 'Deployment',
+    plural: 'deployments',
+    namespaced: true,
+  },
   service: { group: '', version: 'v1', kind: 'Service', plural: 'services', namespaced: true },
-  configMap: { group: '', version: 'v1', kind: 'ConfigMap', plural: 'configmaps', namespaced: true },
+  configMap: {
+    group: '',
+    version: 'v1',
+    kind: 'ConfigMap',
+    plural: 'configmaps',
+    namespaced: true,
+  },
   secret: { group: '', version: 'v1', kind: 'Secret', plural: 'secrets', namespaced: true },
   event: { group: '', version: 'v1', kind: 'Event', plural: 'events', namespaced: true },
-  lease: { group: 'coordination.k8s.io', version: 'v1', kind: 'Lease', plural: 'leases', namespaced: true },
-  networkPolicy: { group: 'networking.k8s.io', version: 'v1', kind: 'NetworkPolicy', plural: 'networkpolicies', namespaced: true },
-  namespace: { group: '', version: 'v1', kind: 'Namespace', plural: 'namespaces', namespaced: false },
-  podDisruptionBudget: { group: 'policy', version: 'v1', kind: 'PodDisruptionBudget', plural: 'poddisruptionbudgets', namespaced: true },
+  lease: {
+    group: 'coordination.k8s.io',
+    version: 'v1',
+    kind: 'Lease',
+    plural: 'leases',
+    namespaced: true,
+  },
+  networkPolicy: {
+    group: 'networking.k8s.io',
+    version: 'v1',
+    kind: 'NetworkPolicy',
+    plural: 'networkpolicies',
+    namespaced: true,
+  },
+  namespace: {
+    group: '',
+    version: 'v1',
+    kind: 'Namespace',
+    plural: 'namespaces',
+    namespaced: false,
+  },
+  podDisruptionBudget: {
+    group: 'policy',
+    version: 'v1',
+    kind: 'PodDisruptionBudget',
+    plural: 'poddisruptionbudgets',
+    namespaced: true,
+  },
 } as const satisfies Record<string, ResourceType>;
 
 const byApiVersionKind = new Map<string, ResourceType>(
@@ -47,9 +129,17 @@ export function resourceTypeOf(apiVersion: string, kind: string): ResourceType {
 }
 
 /** REST path of a collection or one object, e.g. /apis/apps/v1/namespaces/ns/deployments/name. */
-export function resourcePath(type: ResourceType, namespace: string | undefined, name?: string, subresource?: string): string {
+export function resourcePath(
+  type: ResourceType,
+  namespace: string | undefined,
+  name?: string,
+  subresource?: string,
+): string {
   const root = type.group === '' ? `/api/${type.version}` : `/apis/${type.group}/${type.version}`;
-  const ns = type.namespaced && namespace !== undefined ? `/namespaces/${encodeURIComponent(namespace)}` : '';
+  const ns =
+    type.namespaced && namespace !== undefined
+      ? `/namespaces/${encodeURIComponent(namespace)}`
+      : '';
   const one = name === undefined ? '' : `/${encodeURIComponent(name)}`;
   const sub = subresource === undefined ? '' : `/${subresource}`;
   return `${root}${ns}/${type.plural}${one}${sub}`;

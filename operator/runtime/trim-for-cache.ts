@@ -17,7 +17,12 @@ export function trimForCache(obj: KubeObject): KubeObject {
   if (managedFields === undefined && !lastApplied) return obj;
   const { managedFields: _dropped, ...rest } = obj.metadata;
   const metadata: ObjectMeta = rest;
-  if (managedFields !== undefined) metadata.managedFields = managedFields.map(({ manager, operation, subresource }) => ({ manager, operation, ...(subresource === undefined ? {} : { subresource }) }));
+  if (managedFields !== undefined)
+    metadata.managedFields = managedFields.map(({ manager, operation, subresource }) => ({
+      manager,
+      operation,
+      ...(subresource === undefined ? {} : { subresource }),
+    }));
   if (lastApplied) {
     const { [LAST_APPLIED]: _copy, ...rest } = annotations;
     metadata.annotations = rest;

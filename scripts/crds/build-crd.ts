@@ -36,7 +36,21 @@ const ALLOWED = new Set([
   'anyOf',
 ]);
 /** Formats the API server validates; others would be accepted silently and mean nothing. */
-const FORMATS = new Set(['uri', 'date-time', 'date', 'email', 'hostname', 'ipv4', 'ipv6', 'cidr', 'uuid', 'byte', 'int32', 'int64', 'duration']);
+const FORMATS = new Set([
+  'uri',
+  'date-time',
+  'date',
+  'email',
+  'hostname',
+  'ipv4',
+  'ipv6',
+  'cidr',
+  'uuid',
+  'byte',
+  'int32',
+  'int64',
+  'duration',
+]);
 /** JSON Schema keywords that carry no meaning for the API server and are dropped. */
 const DROPPED = new Set(['$schema', 'propertyNames', 'id', '$id', 'title']);
 
@@ -47,18 +61,27 @@ function isNode(v: Json | undefined): v is SchemaNode {
 /** JSON Schema from zod -> structural OpenAPI v3 schema. `where` names the node in errors. */
 export function toStructural(input: SchemaNode, where = '$'): SchemaNode {
   if ('$ref' in input || '$defs' in input || 'definitions' in input) {
-    throw new Error(`${where}: $ref/$defs cannot appear in a CRD schema (define the schema inline, without .meta({id}))`);
+    throw new Error(
+      `${where}: $ref/$defs cannot appear in a CRD schema (define the schema inline, without .meta({id}))`,
+    );
   }
   if (input['x-kubernetes-int-or-string'] === true) {
     // The one shape of anyOf the API server accepts next to the int-or-string marker, so the
     // branches keep no bounds of their own. The string branch's pattern moves up beside it (as
     // controller-gen emits resource.Quantity): a pattern applies to strings only, so integers
     // still pass, and the API server refuses e.g. "lots" for a quantity as the operator would.
-    const out: SchemaNode = { 'x-kubernetes-int-or-string': true, anyOf: [{ type: 'integer' }, { type: 'string' }] };
+    const out: SchemaNode = {
+      'x-kubernetes-int-or-string': true,
+      anyOf: [{ type: 'integer' }, { type: 'string' }],
+    };
     if (typeof input['description'] === 'string') out['description'] = input['description'];
     const branches = Array.isArray(input['anyOf']) ? input['anyOf'] : [];
-    const patterns = branches.filter(isNode).map((b) => b['pattern']).filter((p) => typeof p === 'string');
-    if (patterns.length > 1) throw new Error(`${where}: an int-or-string field can carry one pattern only`);
+    const patterns = branches
+      .filter(isNode)
+      .map((b) => b['pattern'])
+      .filter((p) => typeof p === 'string');
+    if (patterns.length > 1)
+      throw new Error(`${where}: an int-or-string field can carry one pattern only`);
     if (patterns[0] !== undefined) out['pattern'] = patterns[0];
     return out;
   }
@@ -69,14 +92,20 @@ export function toStructural(input: SchemaNode, where = '$'): SchemaNode {
       out[key] = value;
       continue;
     }
-    if (!ALLOWED.has(key)) throw new Error(`${where}: keyword "${key}" has no equivalent in a CRD schema`);
+    if (!ALLOWED.has(key))
+      throw new Error(`${where}: keyword "${key}" has no equivalent in a CRD schema`);
     if (key === 'anyOf' || key === 'oneOf' || key === 'allOf') {
-      throw new Error(`${where}: unions are not structural; use an object with optional fields and a CEL rule instead`);
+      throw new Error(
+        `${where}: unions are not structural; use an object with optional fields and a CEL rule instead`,
+      );
     }
     out[key] = value;
   }
   if (out['format'] !== undefined) {
-    if (typeof out['format'] !== 'string' || !FORMATS.has(out['format'])) throw new Error(`${where}: format ${JSON.stringify(out['format'])} is not one the API server knows`);
+    if (typeof out['format'] !== 'string' || !FORMATS.has(out['format']))
+      throw new Error(
+        `${where}: format ${JSON.stringify(out['format'])} is not one the API server knows`,
+      );
     // zod adds a regex mirroring the format (long for date-time); the API server checks the format itself.
     if (out['format'] === 'date-time') delete out['pattern'];
   }
@@ -97,12 +126,23 @@ export function toStructural(input: SchemaNode, where = '$'): SchemaNode {
     out['additionalProperties'] = toStructural(out['additionalProperties'], `${where}[*]`);
   }
   if (isNode(out['items'])) out['items'] = toStructural(out['items'], `${where}[]`);
-  if (out['type'] === undefined) throw new Error(`${where}: every node of a structural schema needs a type`);
-  if (out['type'] === 'string' && out['maxLength'] === undefined && out['enum'] === undefined && out['format'] !== 'date-time') {
+  if (out['type'] === undefined)
+    throw new Error(`${where}: every node of a structural schema needs a type`);
+  if (
+    out['type'] === 'string' &&
+    out['maxLength'] === undefined &&
+    out['enum'] === undefined &&
+    out['format'] !== 'date-time'
+  ) {
     throw new Error(`${where}: strings need a maximum length (CEL cost budget, and bounded input)`);
   }
-  if (out['type'] === 'array' && out['maxItems'] === undefined) throw new Error(`${where}: lists need a maximum number of items`);
-  if (out['type'] === 'object' && isNode(out['additionalProperties']) && out['maxProperties'] === undefined) {
+  if (out['type'] === 'array' && out['maxItems'] === undefined)
+    throw new Error(`${where}: lists need a maximum number of items`);
+  if (
+    out['type'] === 'object' &&
+    isNode(out['additionalProperties']) &&
+    out['maxProperties'] === undefined
+  ) {
     throw new Error(`${where}: maps need maxProperties`);
   }
   return ordered(out);
@@ -119,7 +159,11 @@ function ordered(node: SchemaNode): SchemaNode {
 
 /** The zod schema as JSON Schema in the form the API server reads ("input": defaults optional). */
 export function jsonSchemaOf(schema: z.ZodType): SchemaNode {
-  const js = z.toJSONSchema(schema, { io: 'input', target: 'openapi-3.0', unrepresentable: 'throw' }) as SchemaNode;
+  const js = z.toJSONSchema(schema, {
+    io: 'input',
+    target: 'openapi-3.0',
+    unrepresentable: 'throw',
+  }) as SchemaNode;
   return js;
 }
 
@@ -137,7 +181,10 @@ export function buildCrd(source: CrdSource): SchemaNode {
     type: 'object',
     description: source.description,
     properties: {
-      apiVersion: { type: 'string', description: 'APIVersion of this object: portcullis.dev/v1alpha1.' },
+      apiVersion: {
+        type: 'string',
+        description: 'APIVersion of this object: portcullis.dev/v1alpha1.',
+      },
       kind: { type: 'string', description: `Kind of this object: ${source.kind}.` },
       metadata: { type: 'object' },
       spec,
@@ -146,7 +193,10 @@ export function buildCrd(source: CrdSource): SchemaNode {
     required: ['spec'],
   };
   if (source.rootValidations && source.rootValidations.length > 0) {
-    root['x-kubernetes-validations'] = source.rootValidations.map((v) => ({ rule: v.rule, message: v.message }));
+    root['x-kubernetes-validations'] = source.rootValidations.map((v) => ({
+      rule: v.rule,
+      message: v.message,
+    }));
   }
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
@@ -171,7 +221,10 @@ export function buildCrd(source: CrdSource): SchemaNode {
           name: VERSION,
           served: true,
           storage: true,
-          subresources: { status: {}, ...(source.scale === undefined ? {} : { scale: { ...source.scale } }) },
+          subresources: {
+            status: {},
+            ...(source.scale === undefined ? {} : { scale: { ...source.scale } }),
+          },
           additionalPrinterColumns: source.printerColumns.map((c) => ({
             name: c.name,
             type: c.type,

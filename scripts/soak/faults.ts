@@ -37,10 +37,22 @@ export async function faultLoop(p: SoakProcesses, tl: Timeline): Promise<void> {
           waitPort: Number(port),
           env: {
             ...AUTH_SERVER_AS_DEPLOYED.env,
-            PORT: port, HOST: '127.0.0.1', AUTH_METRICS_PORT: '0', AUTH_ISSUER: stack.issuer, AUTH_CLIENTS_FILE: stack.clientsFile,
-            AUTH_USERS_FILE: path.join(stack.dir, 'users.json'), AUTH_KEYS_FILE: path.join(stack.dir, 'keys.json'),
-            AUTH_FILE_CHECK_MS: '100', LOG_LEVEL: 'info', REDIS_URL: redis.url,
-            AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000', AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000',
+            PORT: port,
+            HOST: '127.0.0.1',
+            AUTH_METRICS_PORT: '0',
+            AUTH_ISSUER: stack.issuer,
+            AUTH_CLIENTS_FILE: stack.clientsFile,
+            AUTH_USERS_FILE: path.join(stack.dir, 'users.json'),
+            AUTH_KEYS_FILE: path.join(stack.dir, 'keys.json'),
+            AUTH_FILE_CHECK_MS: '100',
+            LOG_LEVEL: 'info',
+            REDIS_URL: redis.url,
+            AUTH_SIGNIN_USER_BURST: '1000000',
+            AUTH_SIGNIN_ADDRESS_BURST: '1000000',
+            AUTH_SIGNIN_USER_PER_MINUTE: '1000000',
+            AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000',
+            AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000',
+            AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000',
           },
         }),
       );
@@ -69,7 +81,14 @@ export async function faultLoop(p: SoakProcesses, tl: Timeline): Promise<void> {
       faults.push('upstream restart');
     } else {
       springOnA = !springOnA;
-      allowA.write({ ...allowA.config, limiter: { ...RULE, onStoreError: 'allow', headers: { fields: true, draft: false, spring: springOnA } } });
+      allowA.write({
+        ...allowA.config,
+        limiter: {
+          ...RULE,
+          onStoreError: 'allow',
+          headers: { fields: true, draft: false, spring: springOnA },
+        },
+      });
       configChanges.push({ at: now(), spring: springOnA });
       faults.push(`sidecar config change (spring headers ${springOnA ? 'on' : 'off'})`);
     }

@@ -7,7 +7,12 @@ import { SIDECAR_ENTRY, SIDECAR_ENV } from '../../operator/resources/route/deplo
 import type { SidecarConfigInput } from '../../lib/config/sidecar.ts';
 import { connectInspector, type Inspector } from '../../test/harness/inspector.ts';
 import { freePort } from '../../test/harness/ports.ts';
-import { startProgram, startSidecar, type Program, type RunningSidecar } from '../../test/harness/programs.ts';
+import {
+  startProgram,
+  startSidecar,
+  type Program,
+  type RunningSidecar,
+} from '../../test/harness/programs.ts';
 import { rssBytes } from '../../test/harness/raw-http.ts';
 import { startRedis, type RedisServer } from '../../test/harness/redis.ts';
 import { startStack, type Stack } from '../../test/harness/auth-stack.ts';
@@ -36,7 +41,8 @@ export async function redisAnswers(port: number, timeoutMs = 60_000): Promise<vo
       socket.write('PING\r\n');
     });
     if (reply.startsWith('+PONG')) return;
-    if (performance.now() > deadline) throw new Error(`redis on ${port} still answers ${JSON.stringify(reply.slice(0, 60))}`);
+    if (performance.now() > deadline)
+      throw new Error(`redis on ${port} still answers ${JSON.stringify(reply.slice(0, 60))}`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -76,7 +82,15 @@ export class SoakProcesses {
       }).catch(() => undefined);
       if (p !== undefined) this.upstreamPrograms.push(p);
       await sleep(300);
-      const serving = p !== undefined && !p.exited() && (await fetch(`http://127.0.0.1:${upstreamPort}/healthcheck/ready`, { signal: AbortSignal.timeout(2000) }).then((r) => r.ok, () => false));
+      const serving =
+        p !== undefined &&
+        !p.exited() &&
+        (await fetch(`http://127.0.0.1:${upstreamPort}/healthcheck/ready`, {
+          signal: AbortSignal.timeout(2000),
+        }).then(
+          (r) => r.ok,
+          () => false,
+        ));
       if (serving) {
         this.upstream = p;
         return;
@@ -87,9 +101,17 @@ export class SoakProcesses {
     }
   }
 
-  sidecarConfig(route: string, policy: 'allow' | 'deny', spring: boolean): Omit<SidecarConfigInput, 'listen' | 'admin'> {
+  sidecarConfig(
+    route: string,
+    policy: 'allow' | 'deny',
+    spring: boolean,
+  ): Omit<SidecarConfigInput, 'listen' | 'admin'> {
     return {
-      upstream: { url: `http://127.0.0.1:${this.upstreamPort}`, timeoutMs: 3000, connectTimeoutMs: 1000 },
+      upstream: {
+        url: `http://127.0.0.1:${this.upstreamPort}`,
+        timeoutMs: 3000,
+        connectTimeoutMs: 1000,
+      },
       route: { id: route },
       limiter: { ...RULE, onStoreError: policy, headers: { fields: true, draft: false, spring } },
       // A generous command timeout: fsync-always Redis on a shared 2-core machine can be slow, and a
@@ -106,22 +128,53 @@ export class SoakProcesses {
     this.upstreamPort = await freePort();
     await this.startUpstream();
     // The sidecars run as the operator deploys them: the bundle, with the container's environment.
-    const deployed = { entry: SIDECAR_ENTRY, env: { ...SIDECAR_ENV, NODE_OPTIONS: `${SIDECAR_ENV.NODE_OPTIONS} ${INSPECT}` } };
-    this.allowA = await startSidecar(this.sidecarConfig('soak', 'allow', false), { ...deployed, name: 'sidecar-soak-a' });
-    this.allowB = await startSidecar(this.sidecarConfig('soak', 'allow', false), { ...deployed, name: 'sidecar-soak-b' });
-    this.deny = await startSidecar(this.sidecarConfig('soak-deny', 'deny', false), { ...deployed, name: 'sidecar-soak-deny' });
+    const deployed = {
+      entry: SIDECAR_ENTRY,
+      env: { ...SIDECAR_ENV, NODE_OPTIONS: `${SIDECAR_ENV.NODE_OPTIONS} ${INSPECT}` },
+    };
+    this.allowA = await startSidecar(this.sidecarConfig('soak', 'allow', false), {
+      ...deployed,
+      name: 'sidecar-soak-a',
+    });
+    this.allowB = await startSidecar(this.sidecarConfig('soak', 'allow', false), {
+      ...deployed,
+      name: 'sidecar-soak-b',
+    });
+    this.deny = await startSidecar(this.sidecarConfig('soak-deny', 'deny', false), {
+      ...deployed,
+      name: 'sidecar-soak-deny',
+    });
     this.stack = await startStack({
       redisUrl: this.redis.url,
       replicas: 2,
-      authEnv: { AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_BURST: '1000000', AUTH_SIGNIN_ADDRESS_BURST: '1000000', NODE_OPTIONS: INSPECT },
+      authEnv: {
+        AUTH_SIGNIN_USER_PER_MINUTE: '1000000',
+        AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000',
+        AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000',
+        AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000',
+        AUTH_SIGNIN_USER_BURST: '1000000',
+        AUTH_SIGNIN_ADDRESS_BURST: '1000000',
+        NODE_OPTIONS: INSPECT,
+      },
     });
-    const watched = { 'sidecar-a': this.allowA.program, 'sidecar-b': this.allowB.program, 'sidecar-deny': this.deny.program, 'auth-server-0': this.authServer0() };
+    const watched = {
+      'sidecar-a': this.allowA.program,
+      'sidecar-b': this.allowB.program,
+      'sidecar-deny': this.deny.program,
+      'auth-server-0': this.authServer0(),
+    };
     for (const [k, p] of Object.entries(watched)) this.inspectors[k] = await connectInspector(p);
   }
 
   async tearDown(): Promise<void> {
     for (const i of Object.values(this.inspectors)) i.close();
-    await Promise.allSettled([this.allowA?.program.stop(), this.allowB?.program.stop(), this.deny?.program.stop(), this.upstream?.stop(), ...this.replicaRestarts.map((p) => p.stop())]);
+    await Promise.allSettled([
+      this.allowA?.program.stop(),
+      this.allowB?.program.stop(),
+      this.deny?.program.stop(),
+      this.upstream?.stop(),
+      ...this.replicaRestarts.map((p) => p.stop()),
+    ]);
     await this.stack?.stop();
     await this.redis?.stop();
   }

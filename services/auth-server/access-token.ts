@@ -25,7 +25,10 @@ export interface IssuedAccessToken {
   readonly expiresAt: number;
 }
 
-export async function issueAccessToken(keys: KeyRing, input: AccessTokenInput): Promise<IssuedAccessToken> {
+export async function issueAccessToken(
+  keys: KeyRing,
+  input: AccessTokenInput,
+): Promise<IssuedAccessToken> {
   const signer = await keys.signer();
   const iat = Math.floor(input.nowMs / 1000);
   const exp = iat + input.ttlSeconds;
@@ -61,7 +64,12 @@ export const accessTokenClaimsSchema = z.object({
 export type AccessTokenClaims = z.infer<typeof accessTokenClaimsSchema>;
 
 /** Verifies one of our own access tokens; undefined when it is not one (bad signature, expired, ...). */
-export async function verifyOwnAccessToken(keys: KeyRing, token: string, issuer: string, nowMs: number): Promise<AccessTokenClaims | undefined> {
+export async function verifyOwnAccessToken(
+  keys: KeyRing,
+  token: string,
+  issuer: string,
+  nowMs: number,
+): Promise<AccessTokenClaims | undefined> {
   try {
     const { payload } = await jwtVerify(token, keys.verifierKeys(), {
       issuer,

@@ -49,34 +49,85 @@ export async function buildApp(deps: AuthServerDeps): Promise<FastifyInstance> {
 
   app.addHook('onResponse', async (request, reply) => {
     // routeOptions.url is the route template (/auth/sign-in), undefined when no route matched.
-    deps.ctx.metrics.request(request.routeOptions.url, request.method, reply.statusCode, reply.elapsedTime / 1000);
-    request.log.info({ method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+    deps.ctx.metrics.request(
+      request.routeOptions.url,
+      request.method,
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
+    request.log.info(
+      {
+        method: request.method,
+        path: request.url.split('?')[0],
+        status: reply.statusCode,
+        ms: Math.round(reply.elapsedTime),
+      },
+      'request',
+    );
   });
 
   app.setErrorHandler(async (err, request, reply) => {
     if (err instanceof OAuthError) return sendOAuthError(reply, err);
     if (err instanceof PageError) return sendErrorPage(reply, err.status, err.title, err.message);
-    const status = typeof err === 'object' && err !== null && 'statusCode' in err && typeof err.statusCode === 'number' ? err.statusCode : 500;
+    const status =
+      typeof err === 'object' &&
+      err !== null &&
+      'statusCode' in err &&
+      typeof err.statusCode === 'number'
+        ? err.statusCode
+        : 500;
     const oauth = request.routeOptions.config.oauth === true;
     if (status >= 400 && status < 500) {
-      if (oauth) return sendOAuthError(reply, new OAuthError('invalid_request', 'the request body could not be read'));
-      if (request.method === 'POST') return sendErrorPage(reply, 400, 'Request refused', 'The form could not be read.');
-      return reply.code(status).type('application/problem+json').send({ type: 'about:blank', title: 'Bad Request', status });
+      if (oauth)
+        return sendOAuthError(
+          reply,
+          new OAuthError('invalid_request', 'the request body could not be read'),
+        );
+      if (request.method === 'POST')
+        return sendErrorPage(reply, 400, 'Request refused', 'The form could not be read.');
+      return reply
+        .code(status)
+        .type('application/problem+json')
+        .send({ type: 'about:blank', title: 'Bad Request', status });
     }
     // Name and message only: a store error may carry the command's arguments (hashes, CSRF tokens).
     const cause = err instanceof Error && err.cause instanceof Error ? err.cause : err;
-    const summary = cause instanceof Error ? { type: cause.name, message: cause.message } : String(cause);
+    const summary =
+      cause instanceof Error ? { type: cause.name, message: cause.message } : String(cause);
     if (cause instanceof Error && cause.message.startsWith('OOM ')) {
       // Redis at maxmemory with noeviction: nothing was written or forgotten; the request fails closed.
-      request.log.error({ err: summary }, 'storage full: Redis refused a write (maxmemory reached); request refused, nothing changed');
+      request.log.error(
+        { err: summary },
+        'storage full: Redis refused a write (maxmemory reached); request refused, nothing changed',
+      );
     } else {
       request.log.error({ err: summary }, 'request failed');
     }
-    if (oauth) return sendOAuthError(reply, new OAuthError('temporarily_unavailable', 'the server could not complete the request; try again'));
-    return sendErrorPage(reply, 503, 'Try again later', 'The sign-in service could not complete the request. Try again in a moment.');
+    if (oauth)
+      return sendOAuthError(
+        reply,
+        new OAuthError(
+          'temporarily_unavailable',
+          'the server could not complete the request; try again',
+        ),
+      );
+    return sendErrorPage(
+      reply,
+      503,
+      'Try again later',
+      'The sign-in service could not complete the request. Try again in a moment.',
+    );
   });
   app.setNotFoundHandler(async (request, reply) =>
-    reply.code(404).type('application/problem+json').send({ type: 'about:blank', title: 'Not Found', status: 404, detail: `no route ${request.method} ${request.url.split('?')[0]}` }),
+    reply
+      .code(404)
+      .type('application/problem+json')
+      .send({
+        type: 'about:blank',
+        title: 'Not Found',
+        status: 404,
+        detail: `no route ${request.method} ${request.url.split('?')[0]}`,
+      }),
   );
 
   await app.register(discoveryRoute(deps.ctx));

@@ -6,7 +6,13 @@ import type { AuthContext } from './context.ts';
 import { sendErrorPage } from './pages/error-page.ts';
 import { GateFull } from './password-gate.ts';
 import { addressKey } from './throttle.ts';
-import { defaultScryptParams, hashPassword, parsePasswordHash, verifyPassword, type ScryptParams } from '../../lib/config/passwords.ts';
+import {
+  defaultScryptParams,
+  hashPassword,
+  parsePasswordHash,
+  verifyPassword,
+  type ScryptParams,
+} from '../../lib/config/passwords.ts';
 import { randomToken } from './random.ts';
 
 export type SignInResult =
@@ -29,7 +35,12 @@ function dummyHash(params: ScryptParams): Promise<string> {
 }
 
 /** One password sign-in, counted in portcullis_auth_sign_ins_total by its result. */
-export async function signIn(ctx: AuthContext, request: FastifyRequest, username: string, password: string): Promise<SignInResult> {
+export async function signIn(
+  ctx: AuthContext,
+  request: FastifyRequest,
+  username: string,
+  password: string,
+): Promise<SignInResult> {
   let result: SignInResult;
   try {
     result = await checkSignIn(ctx, request, username, password);
@@ -41,21 +52,31 @@ export async function signIn(ctx: AuthContext, request: FastifyRequest, username
   return result;
 }
 
-async function checkSignIn(ctx: AuthContext, request: FastifyRequest, username: string, password: string): Promise<SignInResult> {
+async function checkSignIn(
+  ctx: AuthContext,
+  request: FastifyRequest,
+  username: string,
+  password: string,
+): Promise<SignInResult> {
   const decision = await ctx.throttle.attempt(username, request.ip);
-  if (!decision.allowed) return { kind: 'throttled', retryAfterSeconds: decision.retryAfterSeconds };
+  if (!decision.allowed)
+    return { kind: 'throttled', retryAfterSeconds: decision.retryAfterSeconds };
   const user = ctx.directory.user(username);
   // The gate's share is per client address, keyed as the throttle keys it (IPv6 by /64).
   const key = addressKey(request.ip);
   try {
     if (user === undefined) {
       const sample = ctx.directory.anyPasswordHash();
-      const params = (sample !== undefined ? parsePasswordHash(sample)?.params : undefined) ?? defaultScryptParams;
+      const params =
+        (sample !== undefined ? parsePasswordHash(sample)?.params : undefined) ??
+        defaultScryptParams;
       const dummy = await dummyHash(params);
       await ctx.passwordGate.run(key, () => verifyPassword(password, dummy));
       return { kind: 'failed' };
     }
-    return (await ctx.passwordGate.run(key, () => verifyPassword(password, user.password_hash))) ? { kind: 'ok', user: user.username } : { kind: 'failed' };
+    return (await ctx.passwordGate.run(key, () => verifyPassword(password, user.password_hash)))
+      ? { kind: 'ok', user: user.username }
+      : { kind: 'failed' };
   } catch (err) {
     if (err instanceof GateFull) {
       if (err.reason === 'full') request.log.warn('sign-in refused: the password gate is full');
@@ -67,9 +88,22 @@ async function checkSignIn(ctx: AuthContext, request: FastifyRequest, username: 
 }
 
 /** The page for a sign-in that was not checked: 429 when throttled, 503 when the gate is full. */
-export function sendRefusedSignIn(reply: FastifyReply, result: Extract<SignInResult, { kind: 'throttled' | 'busy' }>): FastifyReply {
+export function sendRefusedSignIn(
+  reply: FastifyReply,
+  result: Extract<SignInResult, { kind: 'throttled' | 'busy' }>,
+): FastifyReply {
   reply.header('retry-after', String(result.retryAfterSeconds));
   return result.kind === 'throttled'
-    ? sendErrorPage(reply, 429, 'Too many attempts', `Too many sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`)
-    : sendErrorPage(reply, 503, 'Try again in a moment', 'Many people are signing in right now. Try again in a moment.');
+    ? sendErrorPage(
+        reply,
+        429,
+        'Too many attempts',
+        `Too many sign-in attempts. Try again in ${result.retryAfterSeconds} seconds.`,
+      )
+    : sendErrorPage(
+        reply,
+        503,
+        'Try again in a moment',
+        'Many people are signing in right now. Try again in a moment.',
+      );
 }

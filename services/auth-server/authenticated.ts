@@ -12,7 +12,12 @@ import type { Interaction } from './stores/types.ts';
 type AuthorizeInteraction = Extract<Interaction, { kind: 'authorize' }>;
 
 /** True when no consent page is needed for this request. */
-export async function consentCovers(ctx: AuthContext, client: RegisteredClient, ix: AuthorizeInteraction, user: string): Promise<boolean> {
+export async function consentCovers(
+  ctx: AuthContext,
+  client: RegisteredClient,
+  ix: AuthorizeInteraction,
+  user: string,
+): Promise<boolean> {
   if (ix.forceConsent === true) return false;
   if (client.skip_consent === true) return true;
   const consent = await ctx.stores.consents.get(user, ix.clientId);
@@ -40,6 +45,15 @@ export async function continueAsUser(
   // A new id, binding cookie and CSRF token for the consent step: nothing from before the
   // sign-in (possibly planted by someone else) carries over.
   const ttlMs = Math.max(1, ix.expiresAt - ctx.now());
-  const renewed = await renewAfterSignIn(ctx, reply, id, { ...ix, user, authTime, failed: false, csrf: randomToken() }, ttlMs);
-  return reply.code(303).header('location', `/auth/consent?interaction=${encodeURIComponent(renewed)}`).send();
+  const renewed = await renewAfterSignIn(
+    ctx,
+    reply,
+    id,
+    { ...ix, user, authTime, failed: false, csrf: randomToken() },
+    ttlMs,
+  );
+  return reply
+    .code(303)
+    .header('location', `/auth/consent?interaction=${encodeURIComponent(renewed)}`)
+    .send();
 }

@@ -11,15 +11,31 @@ export interface RedirectTarget {
   readonly state?: string;
 }
 
-function redirectTo(ctx: AuthContext, reply: FastifyReply, target: RedirectTarget, params: Record<string, string>): FastifyReply {
+function redirectTo(
+  ctx: AuthContext,
+  reply: FastifyReply,
+  target: RedirectTarget,
+  params: Record<string, string>,
+): FastifyReply {
   const url = new URL(target.redirectUri);
   for (const [k, v] of Object.entries(params)) url.searchParams.append(k, v);
   if (target.state !== undefined) url.searchParams.append('state', target.state);
   url.searchParams.append('iss', ctx.settings.issuer);
-  return reply.code(303).header('location', url.toString()).header('cache-control', 'no-store').header('referrer-policy', 'no-referrer').send();
+  return reply
+    .code(303)
+    .header('location', url.toString())
+    .header('cache-control', 'no-store')
+    .header('referrer-policy', 'no-referrer')
+    .send();
 }
 
-export function redirectWithError(ctx: AuthContext, reply: FastifyReply, target: RedirectTarget, error: OAuthErrorCode, description: string): FastifyReply {
+export function redirectWithError(
+  ctx: AuthContext,
+  reply: FastifyReply,
+  target: RedirectTarget,
+  error: OAuthErrorCode,
+  description: string,
+): FastifyReply {
   return redirectTo(ctx, reply, target, { error, error_description: description });
 }
 
@@ -32,7 +48,11 @@ export interface CodeGrant extends RedirectTarget {
   readonly nonce?: string;
 }
 
-export async function redirectWithCode(ctx: AuthContext, reply: FastifyReply, grant: CodeGrant): Promise<FastifyReply> {
+export async function redirectWithCode(
+  ctx: AuthContext,
+  reply: FastifyReply,
+  grant: CodeGrant,
+): Promise<FastifyReply> {
   const code = randomToken();
   const ttlMs = ctx.settings.codeTtlSeconds * 1000;
   await ctx.stores.codes.put(

@@ -20,7 +20,8 @@ export interface ClientAuthLimits {
   readonly maxEntries: number;
 }
 
-export type ClientAuthCheck = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };
+export type ClientAuthCheck =
+  { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };
 
 export interface ClientAuthThrottle {
   /** Before the secret is checked: refused while the pair's failure budget is empty. */
@@ -29,11 +30,22 @@ export interface ClientAuthThrottle {
   failed(clientId: string, address: string): boolean;
 }
 
-export const defaultClientAuthLimits: ClientAuthLimits = { burst: 10, refillSeconds: 6, maxEntries: 10_000 };
+export const defaultClientAuthLimits: ClientAuthLimits = {
+  burst: 10,
+  refillSeconds: 6,
+  maxEntries: 10_000,
+};
 
-export function createClientAuthThrottle(limits: ClientAuthLimits, now: () => number): ClientAuthThrottle {
+export function createClientAuthThrottle(
+  limits: ClientAuthLimits,
+  now: () => number,
+): ClientAuthThrottle {
   // The bucket's rate is whole tokens per second: one failure costs refillSeconds tokens at 1 token/s.
-  const rule: BucketRule = { replenishRate: 1, burstCapacity: limits.burst * limits.refillSeconds, requestedTokens: limits.refillSeconds };
+  const rule: BucketRule = {
+    replenishRate: 1,
+    burstCapacity: limits.burst * limits.refillSeconds,
+    requestedTokens: limits.refillSeconds,
+  };
   const pairs = new Map<string, BucketState>();
   // Client ids are unreserved URI characters, so a newline cannot occur in one.
   const keyOf = (clientId: string, address: string) => `${clientId}\n${addressKey(address)}`;
@@ -44,7 +56,11 @@ export function createClientAuthThrottle(limits: ClientAuthLimits, now: () => nu
       if (state === undefined) return { allowed: true };
       const at = now();
       const { decision } = take(state, rule, at);
-      if (!decision.allowed) return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)) };
+      if (!decision.allowed)
+        return {
+          allowed: false,
+          retryAfterSeconds: Math.max(1, Math.ceil(decision.retryAfterMs / 1000)),
+        };
       // Refilled completely (a zero-cost look): nothing left to remember.
       if (take(state, rule, at, 0).decision.resetMs === 0) pairs.delete(key);
       return { allowed: true };

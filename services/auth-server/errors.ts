@@ -48,7 +48,11 @@ export class OAuthError extends Error {
   constructor(
     error: OAuthErrorCode,
     description: string,
-    options: { basicChallenge?: boolean; cause?: unknown; tooManyRequests?: { retryAfterSeconds: number } } = {},
+    options: {
+      basicChallenge?: boolean;
+      cause?: unknown;
+      tooManyRequests?: { retryAfterSeconds: number };
+    } = {},
   ) {
     super(description, { cause: options.cause });
     this.name = 'OAuthError';

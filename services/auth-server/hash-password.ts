@@ -11,7 +11,9 @@ async function readStdin(): Promise<string> {
     chunks.push(chunk as Buffer);
     if (process.stdin.isTTY && chunks.join('').includes('\n')) break;
   }
-  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .replace(/\r?\n$/, '');
 }
 
 const password = await readStdin();

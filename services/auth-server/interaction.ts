@@ -27,12 +27,22 @@ export function cookieName(ctx: Pick<AuthContext, 'secureCookies'>, name: string
 
 function setBrowserCookie(ctx: AuthContext, reply: FastifyReply): string {
   const value = randomToken();
-  reply.header('set-cookie', serializeCookie(cookieName(ctx, BROWSER_COOKIE), value, { path: '/', secure: ctx.secureCookies }));
+  reply.header(
+    'set-cookie',
+    serializeCookie(cookieName(ctx, BROWSER_COOKIE), value, {
+      path: '/',
+      secure: ctx.secureCookies,
+    }),
+  );
   return sha256(value);
 }
 
 /** The browser-binding value: the existing cookie or a new one (set on the reply). */
-export function bindBrowser(ctx: AuthContext, request: FastifyRequest, reply: FastifyReply): string {
+export function bindBrowser(
+  ctx: AuthContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): string {
   const existing = readCookie(request.headers.cookie, cookieName(ctx, BROWSER_COOKIE));
   if (existing !== undefined && existing.length >= 43) return sha256(existing);
   return setBrowserCookie(ctx, reply);
@@ -41,7 +51,8 @@ export function bindBrowser(ctx: AuthContext, request: FastifyRequest, reply: Fa
 /** A stored interaction's id: 256 random bits. */
 const STORED_ID = /^[A-Za-z0-9_-]{43}$/;
 /** A sealed interaction: JWE compact serialization with an empty encrypted key (alg dir). */
-const SEALED = /^[A-Za-z0-9_-]{1,512}\.\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{1,8000}\.[A-Za-z0-9_-]{22}$/;
+const SEALED =
+  /^[A-Za-z0-9_-]{1,512}\.\.[A-Za-z0-9_-]{16}\.[A-Za-z0-9_-]{1,8000}\.[A-Za-z0-9_-]{22}$/;
 
 /** Seals an interaction that has no signed-in user into an opaque string for the browser to carry. */
 export async function sealInteraction(ctx: AuthContext, ix: Interaction): Promise<string> {
@@ -89,17 +100,35 @@ export async function markFailed(ctx: AuthContext, id: string, ix: Interaction):
  * After a successful sign-in: the interaction `id` is completed and `next` is stored under a new
  * id, bound to a new browser cookie (set on the reply). Returns the new id.
  */
-export async function renewAfterSignIn(ctx: AuthContext, reply: FastifyReply, id: string, next: Interaction, ttlMs: number): Promise<string> {
+export async function renewAfterSignIn(
+  ctx: AuthContext,
+  reply: FastifyReply,
+  id: string,
+  next: Interaction,
+  ttlMs: number,
+): Promise<string> {
   if (isStored(id) && (await ctx.stores.interactions.take(id)) === undefined) throw expired();
   const renewed = newInteractionId();
-  await ctx.stores.interactions.put(renewed, { ...next, browserHash: setBrowserCookie(ctx, reply) }, ttlMs);
+  await ctx.stores.interactions.put(
+    renewed,
+    { ...next, browserHash: setBrowserCookie(ctx, reply) },
+    ttlMs,
+  );
   return renewed;
 }
 
 const expired = () =>
-  new PageError(400, 'This page has expired', 'This sign-in page is no longer valid. Start again from the application.');
+  new PageError(
+    400,
+    'This page has expired',
+    'This sign-in page is no longer valid. Start again from the application.',
+  );
 const forged = () =>
-  new PageError(403, 'Request refused', 'This form was not sent from this site or has expired (CSRF check failed). Start again from the application.');
+  new PageError(
+    403,
+    'Request refused',
+    'This form was not sent from this site or has expired (CSRF check failed). Start again from the application.',
+  );
 
 type Kind = Interaction['kind'];
 

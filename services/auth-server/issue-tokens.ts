@@ -28,7 +28,11 @@ export interface Issued {
 
 const REFRESH = /^([A-Za-z0-9_-]{22})\.([A-Za-z0-9_-]{43})$/;
 
-export function newRefreshToken(familyId: string = randomToken(16)): { token: string; familyId: string; hash: string } {
+export function newRefreshToken(familyId: string = randomToken(16)): {
+  token: string;
+  familyId: string;
+  hash: string;
+} {
   const token = `${familyId}.${randomToken()}`;
   return { token, familyId, hash: sha256(token) };
 }
@@ -57,7 +61,11 @@ export function mayRefresh(client: RegisteredClient, scope: readonly string[]): 
 }
 
 /** The access token and, when `openid` is granted, the id_token: the token response minus refresh_token. */
-export async function issueTokens(ctx: AuthContext, client: RegisteredClient, grant: GrantFacts): Promise<{ body: TokenResponse; access: AccessTokenRef }> {
+export async function issueTokens(
+  ctx: AuthContext,
+  client: RegisteredClient,
+  grant: GrantFacts,
+): Promise<{ body: TokenResponse; access: AccessTokenRef }> {
   const record = ctx.directory.user(grant.user);
   if (record === undefined) throw new OAuthError('invalid_grant', 'the user no longer exists');
   const claims = userClaims(record, grant.scope);
@@ -96,7 +104,11 @@ export async function issueTokens(ctx: AuthContext, client: RegisteredClient, gr
 }
 
 /** A new grant (from a code): access token, id_token with openid, and when allowed the first refresh token of a new family. */
-export async function issueNewGrant(ctx: AuthContext, client: RegisteredClient, grant: GrantFacts): Promise<Issued> {
+export async function issueNewGrant(
+  ctx: AuthContext,
+  client: RegisteredClient,
+  grant: GrantFacts,
+): Promise<Issued> {
   const { user, scope, authTime } = grant;
   const { body, access: ref } = await issueTokens(ctx, client, grant);
   if (!mayRefresh(client, scope)) return { body, access: ref };
@@ -116,12 +128,19 @@ export async function issueNewGrant(ctx: AuthContext, client: RegisteredClient, 
 }
 
 /** Revokes a family and puts its access tokens on the deny list (introspection reports them inactive). */
-export async function revokeFamily(ctx: AuthContext, familyId: string, alsoAccess: readonly AccessTokenRef[] = []): Promise<void> {
+export async function revokeFamily(
+  ctx: AuthContext,
+  familyId: string,
+  alsoAccess: readonly AccessTokenRef[] = [],
+): Promise<void> {
   const jtis = [...(await ctx.stores.refresh.revoke(familyId)), ...alsoAccess];
   await denyAccessTokens(ctx, jtis);
 }
 
-export async function denyAccessTokens(ctx: AuthContext, refs: readonly AccessTokenRef[]): Promise<void> {
+export async function denyAccessTokens(
+  ctx: AuthContext,
+  refs: readonly AccessTokenRef[],
+): Promise<void> {
   const now = ctx.now();
   await Promise.all(refs.map((r) => ctx.stores.revoked.revoke(r.jti, r.expiresAt, now)));
 }

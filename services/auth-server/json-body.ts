@@ -8,7 +8,11 @@ import type { FastifyBodyParser, FastifyInstance } from 'fastify';
 
 function skipSpace(text: string, i: number): number {
   let j = i;
-  while (j < text.length && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
+  while (
+    j < text.length &&
+    (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')
+  )
+    j++;
   return j;
 }
 
@@ -86,7 +90,10 @@ export function parseJsonKeepingRepeatedKeys(app: FastifyInstance): void {
         kept = keepRepeatedKeys(body, value);
       } catch {
         // Not expected for text JSON.parse accepted; still a client error, never a 500.
-        done(Object.assign(new Error('the JSON body could not be read'), { statusCode: 400 }), undefined);
+        done(
+          Object.assign(new Error('the JSON body could not be read'), { statusCode: 400 }),
+          undefined,
+        );
         return;
       }
       done(null, kept);

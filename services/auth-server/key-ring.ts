@@ -4,7 +4,15 @@
 // private key with its own label, so every replica (same keys Secret) can open what another
 // sealed, no second secret needs distributing, and a sealing key is useless for signing.
 import { hkdfSync } from 'node:crypto';
-import { createLocalJWKSet, importJWK, type CryptoKey, type JSONWebKeySet, type JWK, type JWTVerifyGetKey, type KeyObject } from 'jose';
+import {
+  createLocalJWKSet,
+  importJWK,
+  type CryptoKey,
+  type JSONWebKeySet,
+  type JWK,
+  type JWTVerifyGetKey,
+  type KeyObject,
+} from 'jose';
 import type { SigningJwk, SigningKeysFile } from '../../lib/config/signing-keys-file.ts';
 
 export interface Signer {
@@ -32,7 +40,10 @@ export interface SealingKey {
 
 function sealingKey(jwk: SigningJwk): SealingKey {
   const secret = Buffer.from(jwk.d, 'base64url');
-  return { kid: jwk.kid, key: new Uint8Array(hkdfSync('sha256', secret, jwk.kid, 'portcullis interaction sealing', 32)) };
+  return {
+    kid: jwk.kid,
+    key: new Uint8Array(hkdfSync('sha256', secret, jwk.kid, 'portcullis interaction sealing', 32)),
+  };
 }
 
 function publicHalf(jwk: SigningJwk): JWK {

@@ -40,7 +40,14 @@ const authServer: LocalProgramFactory = async (ctx) => {
       {
         username: 'alice',
         password_hash: await hashPassword('wonderland'),
-        profile: { name: 'Alice Liddell', given_name: 'Alice', family_name: 'Liddell', preferred_username: 'alice', email: 'alice@example.com', email_verified: true },
+        profile: {
+          name: 'Alice Liddell',
+          given_name: 'Alice',
+          family_name: 'Liddell',
+          preferred_username: 'alice',
+          email: 'alice@example.com',
+          email_verified: true,
+        },
         groups: ['wonderland'],
       },
     ],

@@ -34,13 +34,23 @@ const watch = <T>(path: string, parse: (text: string) => T) =>
     checkMs: config.AUTH_FILE_CHECK_MS,
     now,
     onReload: (p) => log.info({ file: p }, 'file reloaded'),
-    onError: (p, err) => log.error({ file: p, err: err instanceof Error ? err.message : String(err) }, 'file not reloaded; keeping the previous content'),
+    onError: (p, err) =>
+      log.error(
+        { file: p, err: err instanceof Error ? err.message : String(err) },
+        'file not reloaded; keeping the previous content',
+      ),
   });
 
 const clients = watch(config.AUTH_CLIENTS_FILE, (t) =>
-  clientIdsBesideAudience(parseJsonFile(clientRegistrySchema, t, config.AUTH_CLIENTS_FILE), config.AUTH_AUDIENCE, config.AUTH_CLIENTS_FILE),
+  clientIdsBesideAudience(
+    parseJsonFile(clientRegistrySchema, t, config.AUTH_CLIENTS_FILE),
+    config.AUTH_AUDIENCE,
+    config.AUTH_CLIENTS_FILE,
+  ),
 );
-const users = watch(config.AUTH_USERS_FILE, (t) => parseJsonFile(usersFileSchema, t, config.AUTH_USERS_FILE));
+const users = watch(config.AUTH_USERS_FILE, (t) =>
+  parseJsonFile(usersFileSchema, t, config.AUTH_USERS_FILE),
+);
 let keysFile: () => SigningKeysFile;
 if (config.AUTH_KEYS_FILE !== undefined) {
   const path = config.AUTH_KEYS_FILE;
@@ -49,17 +59,28 @@ if (config.AUTH_KEYS_FILE !== undefined) {
 } else {
   const generated = await generateSigningJwks({ alg: config.AUTH_SIGNING_ALG });
   keysFile = () => generated;
-  log.warn({ kid: generated.keys[0]?.kid }, 'AUTH_KEYS_FILE not set: signing with a key generated at start (single replica only)');
+  log.warn(
+    { kid: generated.keys[0]?.kid },
+    'AUTH_KEYS_FILE not set: signing with a key generated at start (single replica only)',
+  );
 }
 
-const { stores: rawStores, buckets: rawBuckets } = await createStores(config.REDIS_URL, config.AUTH_NAMESPACE, now, (err) =>
-  // The message only: an ioredis error can carry command arguments.
-  log.warn({ err: err.message }, 'redis connection error; requests needing state answer 503 until it returns'),
+const { stores: rawStores, buckets: rawBuckets } = await createStores(
+  config.REDIS_URL,
+  config.AUTH_NAMESPACE,
+  now,
+  (err) =>
+    // The message only: an ioredis error can carry command arguments.
+    log.warn(
+      { err: err.message },
+      'redis connection error; requests needing state answer 503 until it returns',
+    ),
 );
 const metrics = new AuthMetrics();
 // Store latency is measured on the monotonic clock (ms), not the wall clock the stores use.
 const monotonicMs = () => performance.now();
-const observeStore = (operation: string, seconds: number, ok: boolean) => metrics.storeCall(rawStores.kind, operation, seconds, ok);
+const observeStore = (operation: string, seconds: number, ok: boolean) =>
+  metrics.storeCall(rawStores.kind, operation, seconds, ok);
 const stores = timeAuthStores(rawStores, monotonicMs, observeStore);
 const buckets = timeBucketStore(rawBuckets, monotonicMs, observeStore);
 const ctx: AuthContext = {
@@ -72,7 +93,14 @@ const ctx: AuthContext = {
     refreshReuseGraceSeconds: config.AUTH_REFRESH_REUSE_GRACE_SECONDS,
     codeTtlSeconds: config.AUTH_CODE_TTL_SECONDS,
     interactionTtlSeconds: config.AUTH_INTERACTION_TTL_SECONDS,
-    ...(config.AUTH_SIGN_IN_SESSIONS ? { sessions: { idleSeconds: config.AUTH_SESSION_IDLE_SECONDS, maxAgeSeconds: config.AUTH_SESSION_MAX_AGE_SECONDS } } : {}),
+    ...(config.AUTH_SIGN_IN_SESSIONS
+      ? {
+          sessions: {
+            idleSeconds: config.AUTH_SESSION_IDLE_SECONDS,
+            maxAgeSeconds: config.AUTH_SESSION_MAX_AGE_SECONDS,
+          },
+        }
+      : {}),
   },
   directory: createDirectory(clients, users),
   keys: createKeyRing(keysFile),
@@ -80,15 +108,36 @@ const ctx: AuthContext = {
   throttle: createSignInThrottle(
     buckets,
     {
-      perUsernameAndAddress: { burst: config.AUTH_SIGNIN_USER_ADDRESS_BURST, perMinute: config.AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE },
-      perUsername: { burst: config.AUTH_SIGNIN_USER_BURST, perMinute: config.AUTH_SIGNIN_USER_PER_MINUTE },
-      perAddress: { burst: config.AUTH_SIGNIN_ADDRESS_BURST, perMinute: config.AUTH_SIGNIN_ADDRESS_PER_MINUTE },
+      perUsernameAndAddress: {
+        burst: config.AUTH_SIGNIN_USER_ADDRESS_BURST,
+        perMinute: config.AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE,
+      },
+      perUsername: {
+        burst: config.AUTH_SIGNIN_USER_BURST,
+        perMinute: config.AUTH_SIGNIN_USER_PER_MINUTE,
+      },
+      perAddress: {
+        burst: config.AUTH_SIGNIN_ADDRESS_BURST,
+        perMinute: config.AUTH_SIGNIN_ADDRESS_PER_MINUTE,
+      },
     },
-    (err) => log.warn({ err: err instanceof Error ? err.message : String(err) }, 'sign-in throttle store unavailable; refusing the attempt'),
+    (err) =>
+      log.warn(
+        { err: err instanceof Error ? err.message : String(err) },
+        'sign-in throttle store unavailable; refusing the attempt',
+      ),
   ),
-  passwordGate: createPasswordGate({ concurrency: config.AUTH_PASSWORD_HASH_CONCURRENCY ?? defaultHashConcurrency(), queue: config.AUTH_PASSWORD_HASH_QUEUE, perKey: config.AUTH_PASSWORD_HASH_PER_ADDRESS }),
+  passwordGate: createPasswordGate({
+    concurrency: config.AUTH_PASSWORD_HASH_CONCURRENCY ?? defaultHashConcurrency(),
+    queue: config.AUTH_PASSWORD_HASH_QUEUE,
+    perKey: config.AUTH_PASSWORD_HASH_PER_ADDRESS,
+  }),
   clientAuthThrottle: createClientAuthThrottle(
-    { ...defaultClientAuthLimits, burst: config.AUTH_CLIENT_AUTH_FAILURES_BURST, refillSeconds: config.AUTH_CLIENT_AUTH_FAILURE_REFILL_SECONDS },
+    {
+      ...defaultClientAuthLimits,
+      burst: config.AUTH_CLIENT_AUTH_FAILURES_BURST,
+      refillSeconds: config.AUTH_CLIENT_AUTH_FAILURE_REFILL_SECONDS,
+    },
     now,
   ),
   metrics,
@@ -100,13 +149,20 @@ await ctx.keys.signer();
 
 const app = await buildApp({ ctx, logger: log, trustProxy: config.AUTH_TRUST_PROXY });
 
-const metricsServer = config.AUTH_METRICS_PORT === 0 ? undefined : buildMetricsServer(metrics.registry);
+const metricsServer =
+  config.AUTH_METRICS_PORT === 0 ? undefined : buildMetricsServer(metrics.registry);
 if (metricsServer !== undefined) {
   metricsServer.listen(config.AUTH_METRICS_PORT, config.HOST);
   try {
-    await Promise.race([once(metricsServer, 'listening'), once(metricsServer, 'error').then(([err]: unknown[]) => Promise.reject(err))]);
+    await Promise.race([
+      once(metricsServer, 'listening'),
+      once(metricsServer, 'error').then(([err]: unknown[]) => Promise.reject(err)),
+    ]);
   } catch (err) {
-    log.error({ err: err instanceof Error ? err.message : String(err), port: config.AUTH_METRICS_PORT }, 'could not listen on the metrics port');
+    log.error(
+      { err: err instanceof Error ? err.message : String(err), port: config.AUTH_METRICS_PORT },
+      'could not listen on the metrics port',
+    );
     process.exit(1);
   }
 }
@@ -116,7 +172,23 @@ await serveUntilSignal(app, {
   host: config.HOST,
   log,
   release: () =>
-    Promise.all([stores.close(), buckets.close(), new Promise<void>((resolve) => (metricsServer === undefined ? resolve() : metricsServer.close(() => resolve())))]),
+    Promise.all([
+      stores.close(),
+      buckets.close(),
+      new Promise<void>((resolve) =>
+        metricsServer === undefined ? resolve() : metricsServer.close(() => resolve()),
+      ),
+    ]),
 });
-log.info({ issuer: config.AUTH_ISSUER, port: config.PORT, store: stores.kind, clients: clients.current().clients.length, users: users.current().users.length }, 'auth server listening');
-if (metricsServer !== undefined) log.info({ port: config.AUTH_METRICS_PORT }, 'metrics listening (GET /metrics)');
+log.info(
+  {
+    issuer: config.AUTH_ISSUER,
+    port: config.PORT,
+    store: stores.kind,
+    clients: clients.current().clients.length,
+    users: users.current().users.length,
+  },
+  'auth server listening',
+);
+if (metricsServer !== undefined)
+  log.info({ port: config.AUTH_METRICS_PORT }, 'metrics listening (GET /metrics)');

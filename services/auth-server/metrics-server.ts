@@ -4,8 +4,19 @@
 import http from 'node:http';
 import type { Registry } from 'prom-client';
 
-function send(res: http.ServerResponse, status: number, contentType: string, body: string, extra: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', ...extra });
+function send(
+  res: http.ServerResponse,
+  status: number,
+  contentType: string,
+  body: string,
+  extra: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    'content-type': contentType,
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+    ...extra,
+  });
   res.end(body);
 }
 
@@ -13,7 +24,17 @@ export function buildMetricsServer(registry: Registry): http.Server {
   return http.createServer({ requestTimeout: 10_000, headersTimeout: 5_000 }, (req, res) => {
     const path = (req.url ?? '').split('?')[0];
     if (path !== '/metrics') {
-      send(res, 404, 'application/problem+json', JSON.stringify({ type: 'about:blank', title: 'Not Found', status: 404, detail: 'This port serves /metrics only.' }));
+      send(
+        res,
+        404,
+        'application/problem+json',
+        JSON.stringify({
+          type: 'about:blank',
+          title: 'Not Found',
+          status: 404,
+          detail: 'This port serves /metrics only.',
+        }),
+      );
       return;
     }
     if (req.method !== 'GET' && req.method !== 'HEAD') {

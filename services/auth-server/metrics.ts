@@ -63,18 +63,25 @@ export class AuthMetrics {
   });
 
   constructor(options: { defaultMetrics?: boolean } = {}) {
-    if (options.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry, prefix: AUTH_METRIC_PREFIX });
+    if (options.defaultMetrics ?? true)
+      collectDefaultMetrics({ register: this.registry, prefix: AUTH_METRIC_PREFIX });
     // Results and reasons that have not happened yet read 0 rather than being absent, so that a
     // rate() over them starts from the first scrape.
-    for (const result of ['ok', 'failed', 'throttled', 'busy', 'error'] satisfies SignInOutcome[]) this.signIns.labels(result);
-    for (const reason of ['rejected', 'throttled'] satisfies ClientAuthFailure[]) this.clientAuthFailures.labels(reason);
+    for (const result of ['ok', 'failed', 'throttled', 'busy', 'error'] satisfies SignInOutcome[])
+      this.signIns.labels(result);
+    for (const reason of ['rejected', 'throttled'] satisfies ClientAuthFailure[])
+      this.clientAuthFailures.labels(reason);
     for (const grant of ['authorization_code', 'refresh_token']) this.tokensIssued.labels(grant);
   }
 
   /** Records one finished request; `endpoint` is the route template or undefined when none matched. */
   request(endpoint: string | undefined, method: string, status: number, seconds: number): void {
     const template = endpoint ?? UNMATCHED_ENDPOINT;
-    this.requests.inc({ endpoint: template, method, status_class: `${Math.floor(status / 100)}xx` });
+    this.requests.inc({
+      endpoint: template,
+      method,
+      status_class: `${Math.floor(status / 100)}xx`,
+    });
     this.requestDuration.observe({ endpoint: template }, seconds);
   }
 

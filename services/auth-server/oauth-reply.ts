@@ -10,16 +10,20 @@ export function noStore(reply: FastifyReply): FastifyReply {
 
 export function sendOAuthError(reply: FastifyReply, err: OAuthError): FastifyReply {
   noStore(reply).code(err.status);
-  if (err.status === 401) reply.header('www-authenticate', 'Basic realm="portcullis", charset="UTF-8"');
-  if (err.retryAfterSeconds !== undefined) reply.header('retry-after', String(err.retryAfterSeconds));
+  if (err.status === 401)
+    reply.header('www-authenticate', 'Basic realm="portcullis", charset="UTF-8"');
+  if (err.retryAfterSeconds !== undefined)
+    reply.header('retry-after', String(err.retryAfterSeconds));
   return reply.type('application/json; charset=utf-8').send(err.toJSON());
 }
 
 /** The body's parameters (form or JSON), refusing nested values and repeated parameters. */
 export function bodyParams(request: FastifyRequest): Params {
   const params = toParams(request.body);
-  if (params === undefined) throw new OAuthError('invalid_request', 'the body must be a form or a JSON object of strings');
+  if (params === undefined)
+    throw new OAuthError('invalid_request', 'the body must be a form or a JSON object of strings');
   const repeated = repeatedNames(params);
-  if (repeated.length > 0) throw new OAuthError('invalid_request', `parameter repeated: ${repeated.join(', ')}`);
+  if (repeated.length > 0)
+    throw new OAuthError('invalid_request', `parameter repeated: ${repeated.join(', ')}`);
   return params;
 }

@@ -27,18 +27,25 @@ const isPrompt = (value: string): value is Prompt => (PROMPTS as readonly string
 /** The request's OIDC parameters; throws invalid_request for a malformed one. */
 export function parseOidcRequest(params: Params): OidcRequest {
   const nonce = single(params, 'nonce');
-  if (nonce.kind === 'value' && nonce.value.length > MAX_NONCE_LENGTH) throw new OAuthError('invalid_request', `nonce is longer than ${MAX_NONCE_LENGTH} characters`);
+  if (nonce.kind === 'value' && nonce.value.length > MAX_NONCE_LENGTH)
+    throw new OAuthError('invalid_request', `nonce is longer than ${MAX_NONCE_LENGTH} characters`);
 
   const promptParam = single(params, 'prompt');
   const prompt = promptParam.kind === 'value' ? [...new Set(promptParam.value.split(' '))] : [];
   const unknown = prompt.filter((p) => !isPrompt(p));
-  if (unknown.length > 0) throw new OAuthError('invalid_request', `prompt value not supported: ${unknown.join(' ').slice(0, 60)}`);
-  if (prompt.includes('none') && prompt.length > 1) throw new OAuthError('invalid_request', 'prompt=none cannot be combined with other values');
+  if (unknown.length > 0)
+    throw new OAuthError(
+      'invalid_request',
+      `prompt value not supported: ${unknown.join(' ').slice(0, 60)}`,
+    );
+  if (prompt.includes('none') && prompt.length > 1)
+    throw new OAuthError('invalid_request', 'prompt=none cannot be combined with other values');
 
   const maxAgeParam = single(params, 'max_age');
   let maxAge: number | undefined;
   if (maxAgeParam.kind === 'value') {
-    if (!/^\d{1,12}$/.test(maxAgeParam.value)) throw new OAuthError('invalid_request', 'max_age is a number of seconds');
+    if (!/^\d{1,12}$/.test(maxAgeParam.value))
+      throw new OAuthError('invalid_request', 'max_age is a number of seconds');
     maxAge = Math.min(Number(maxAgeParam.value), MAX_MAX_AGE_SECONDS);
   }
 
@@ -47,6 +54,8 @@ export function parseOidcRequest(params: Params): OidcRequest {
     ...(nonce.kind === 'value' ? { nonce: nonce.value } : {}),
     prompt: prompt.filter(isPrompt),
     ...(maxAge !== undefined ? { maxAge } : {}),
-    ...(hint.kind === 'value' && hint.value.length <= MAX_LOGIN_HINT_LENGTH ? { loginHint: hint.value } : {}),
+    ...(hint.kind === 'value' && hint.value.length <= MAX_LOGIN_HINT_LENGTH
+      ? { loginHint: hint.value }
+      : {}),
   };
 }

@@ -13,13 +13,19 @@ export function toParams(input: unknown): Params | undefined {
   return parsed.success ? parsed.data : undefined;
 }
 
-export type Single = { readonly kind: 'absent' } | { readonly kind: 'repeated' } | { readonly kind: 'value'; readonly value: string };
+export type Single =
+  | { readonly kind: 'absent' }
+  | { readonly kind: 'repeated' }
+  | { readonly kind: 'value'; readonly value: string };
 
 /** An empty value counts as absent (RFC 6749 section 3.1). */
 export function single(params: Params, name: string): Single {
   const value = params[name];
   if (value === undefined || value === '') return { kind: 'absent' };
-  if (Array.isArray(value)) return value.length === 1 && value[0] !== '' && value[0] !== undefined ? { kind: 'value', value: value[0] } : { kind: 'repeated' };
+  if (Array.isArray(value))
+    return value.length === 1 && value[0] !== '' && value[0] !== undefined
+      ? { kind: 'value', value: value[0] }
+      : { kind: 'repeated' };
   return { kind: 'value', value };
 }
 

@@ -11,7 +11,10 @@ import { availableParallelism } from 'node:os';
  * Hashes at once when not configured: leave a core for the event loop and token signing, and two
  * pool threads for everything else (token signing runs there too, through WebCrypto).
  */
-export function defaultHashConcurrency(env: NodeJS.ProcessEnv = process.env, cores = availableParallelism()): number {
+export function defaultHashConcurrency(
+  env: NodeJS.ProcessEnv = process.env,
+  cores = availableParallelism(),
+): number {
   const pool = Number(env['UV_THREADPOOL_SIZE']) || 4;
   return Math.max(1, Math.min(pool - 2, cores - 1));
 }
@@ -21,7 +24,11 @@ export class GateFull extends Error {
   /** full: the whole queue; key: this client's share (its own attempts already being checked). */
   readonly reason: 'full' | 'key';
   constructor(retryAfterSeconds: number, reason: 'full' | 'key' = 'full') {
-    super(reason === 'full' ? 'too many sign-ins are being checked; try again shortly' : 'this client already has sign-ins being checked; try again shortly');
+    super(
+      reason === 'full'
+        ? 'too many sign-ins are being checked; try again shortly'
+        : 'this client already has sign-ins being checked; try again shortly',
+    );
     this.name = 'GateFull';
     this.retryAfterSeconds = retryAfterSeconds;
     this.reason = reason;
@@ -46,7 +53,11 @@ export const DEFAULT_HASH_PER_KEY = 2;
  * flooding the sign-in cannot fill the queue, and a freed slot goes to the keys in turn (round
  * robin), not in arrival order, so a newcomer waits for one hash per active key, not for the flood.
  */
-export function createPasswordGate(options: { readonly concurrency: number; readonly queue: number; readonly perKey?: number }): PasswordGate {
+export function createPasswordGate(options: {
+  readonly concurrency: number;
+  readonly queue: number;
+  readonly perKey?: number;
+}): PasswordGate {
   const perKey = options.perKey ?? DEFAULT_HASH_PER_KEY;
   let running = 0;
   let waiting = 0;

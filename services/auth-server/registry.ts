@@ -12,7 +12,10 @@ export interface Directory {
   anyPasswordHash(): string | undefined;
 }
 
-export function createDirectory(clients: WatchedFile<ClientRegistry>, users: WatchedFile<UsersFile>): Directory {
+export function createDirectory(
+  clients: WatchedFile<ClientRegistry>,
+  users: WatchedFile<UsersFile>,
+): Directory {
   // Index rebuilt only when the parsed file object changes.
   let clientIndexFor: ClientRegistry | undefined;
   let clientIndex = new Map<string, RegisteredClient>();

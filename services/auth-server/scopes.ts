@@ -23,12 +23,23 @@ export function formatScope(scopes: readonly string[]): string {
 
 /** Claims of the users file that each scope releases into tokens, /me and /userinfo. */
 const claimsByScope: Record<string, readonly (keyof ProfileClaims)[]> = {
-  profile: ['name', 'given_name', 'family_name', 'preferred_username', 'picture', 'locale', 'zoneinfo'],
+  profile: [
+    'name',
+    'given_name',
+    'family_name',
+    'preferred_username',
+    'picture',
+    'locale',
+    'zoneinfo',
+  ],
   email: ['email', 'email_verified'],
 };
 
 /** Every claim some scope can release (claims_supported lists these beside the token claims). */
-export const RELEASABLE_CLAIMS: readonly string[] = [...Object.values(claimsByScope).flat(), GROUPS];
+export const RELEASABLE_CLAIMS: readonly string[] = [
+  ...Object.values(claimsByScope).flat(),
+  GROUPS,
+];
 
 /** Human-readable descriptions for the consent page. */
 export const scopeDescriptions: Record<string, string> = {
@@ -52,12 +63,18 @@ export function scopeDescription(scope: string): string | undefined {
 }
 
 /** The claims the granted scopes release about a user: profile claims and, with `groups`, the groups. */
-export function userClaims(user: UserRecord, scopes: readonly string[]): Partial<ProfileClaims> & { groups?: string[] } {
+export function userClaims(
+  user: UserRecord,
+  scopes: readonly string[],
+): Partial<ProfileClaims> & { groups?: string[] } {
   const claims = releasedClaims(user.profile, scopes);
   return scopes.includes(GROUPS) ? { ...claims, groups: [...(user.groups ?? [])] } : claims;
 }
 
-export function releasedClaims(profile: ProfileClaims, scopes: readonly string[]): Partial<ProfileClaims> {
+export function releasedClaims(
+  profile: ProfileClaims,
+  scopes: readonly string[],
+): Partial<ProfileClaims> {
   const out: Record<string, unknown> = {};
   for (const scope of scopes) {
     for (const claim of own(claimsByScope, scope) ?? []) {

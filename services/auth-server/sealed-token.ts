@@ -11,17 +11,32 @@ export const REFRESH_TOKEN_CTY = 'portcullis-refresh-token';
 export async function seal(keys: KeyRing, plaintext: string, cty?: string): Promise<string> {
   const [current] = keys.sealingKeys();
   if (current === undefined) throw new Error('no sealing key');
-  const header = { alg: 'dir', enc: 'A256GCM', kid: current.kid, ...(cty === undefined ? {} : { cty }) };
-  return new CompactEncrypt(new TextEncoder().encode(plaintext)).setProtectedHeader(header).encrypt(current.key);
+  const header = {
+    alg: 'dir',
+    enc: 'A256GCM',
+    kid: current.kid,
+    ...(cty === undefined ? {} : { cty }),
+  };
+  return new CompactEncrypt(new TextEncoder().encode(plaintext))
+    .setProtectedHeader(header)
+    .encrypt(current.key);
 }
 
 /** The plaintext, or undefined when it was not sealed with this content type by a key this server still holds. */
-export async function unseal(keys: KeyRing, sealed: string, cty?: string): Promise<string | undefined> {
+export async function unseal(
+  keys: KeyRing,
+  sealed: string,
+  cty?: string,
+): Promise<string | undefined> {
   try {
     const header = decodeProtectedHeader(sealed);
     const key = keys.sealingKeys().find((k) => k.kid === header.kid);
-    if (key === undefined || header.alg !== 'dir' || header.enc !== 'A256GCM' || header.cty !== cty) return undefined;
-    const { plaintext } = await compactDecrypt(sealed, key.key, { keyManagementAlgorithms: ['dir'], contentEncryptionAlgorithms: ['A256GCM'] });
+    if (key === undefined || header.alg !== 'dir' || header.enc !== 'A256GCM' || header.cty !== cty)
+      return undefined;
+    const { plaintext } = await compactDecrypt(sealed, key.key, {
+      keyManagementAlgorithms: ['dir'],
+      contentEncryptionAlgorithms: ['A256GCM'],
+    });
     return new TextDecoder().decode(plaintext);
   } catch {
     return undefined;

@@ -47,7 +47,11 @@ export class StoreUnavailable extends Error {
 const COST = 60;
 
 export function ruleFor(limit: Budget): BucketRule {
-  return { replenishRate: limit.perMinute, burstCapacity: limit.burst * COST, requestedTokens: COST };
+  return {
+    replenishRate: limit.perMinute,
+    burstCapacity: limit.burst * COST,
+    requestedTokens: COST,
+  };
 }
 
 /** The throttle key of a client address: IPv4 as is, IPv6 by its /64 prefix. */
@@ -58,7 +62,9 @@ export function addressKey(address: string): string {
   const [head = '', tail = ''] = address.split('%')[0]?.split('::') ?? [];
   const left = head === '' ? [] : head.split(':');
   const right = tail === '' ? [] : tail.split(':');
-  const hextets = address.includes('::') ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right] : left;
+  const hextets = address.includes('::')
+    ? [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right]
+    : left;
   return `${hextets
     .slice(0, 4)
     .map((h) => h.toLowerCase().replace(/^0+(?=.)/, ''))
@@ -67,7 +73,11 @@ export function addressKey(address: string): string {
 
 const waitSeconds = (ms: number) => Math.max(1, Math.ceil(ms / 1000));
 
-export function createSignInThrottle(store: BucketStore, limits: ThrottleLimits, onStoreError: (err: unknown) => void): SignInThrottle {
+export function createSignInThrottle(
+  store: BucketStore,
+  limits: ThrottleLimits,
+  onStoreError: (err: unknown) => void,
+): SignInThrottle {
   const pairRule = ruleFor(limits.perUsernameAndAddress);
   const userRule = ruleFor(limits.perUsername);
   const addressRule = ruleFor(limits.perAddress);
@@ -83,12 +93,25 @@ export function createSignInThrottle(store: BucketStore, limits: ThrottleLimits,
     async attempt(username, address) {
       const user = username.toLowerCase();
       const where = addressKey(address);
-      const [byPair, byAddress] = await Promise.all([take(`signin:pair:${where}:${user}`, pairRule), take(`signin:addr:${where}`, addressRule)]);
+      const [byPair, byAddress] = await Promise.all([
+        take(`signin:pair:${where}:${user}`, pairRule),
+        take(`signin:addr:${where}`, addressRule),
+      ]);
       if (!byPair.allowed || !byAddress.allowed) {
-        return { allowed: false, retryAfterSeconds: waitSeconds(Math.max(byPair.allowed ? 0 : byPair.retryAfterMs, byAddress.allowed ? 0 : byAddress.retryAfterMs)) };
+        return {
+          allowed: false,
+          retryAfterSeconds: waitSeconds(
+            Math.max(
+              byPair.allowed ? 0 : byPair.retryAfterMs,
+              byAddress.allowed ? 0 : byAddress.retryAfterMs,
+            ),
+          ),
+        };
       }
       const byUser = await take(`signin:user:${user}`, userRule);
-      return byUser.allowed ? { allowed: true, retryAfterSeconds: 0 } : { allowed: false, retryAfterSeconds: waitSeconds(byUser.retryAfterMs) };
+      return byUser.allowed
+        ? { allowed: true, retryAfterSeconds: 0 }
+        : { allowed: false, retryAfterSeconds: waitSeconds(byUser.retryAfterMs) };
     },
   };
 }

@@ -2,11 +2,24 @@
 // session), /callback checks state and iss, exchanges the code, verifies the access token, and
 // shows the profile from GET /me fetched THROUGH THE GATEWAY with USER-ID set to the token's sub.
 import formBody from '@fastify/formbody';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, {
+  LogController,
+  type FastifyBaseLogger,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+} from 'fastify';
 import { z } from 'zod';
 import { readCookie, serializeCookie } from '../../lib/web/cookies.ts';
 import type { OAuthClient } from './oauth.ts';
-import { errorPage, homePage, sendDemoPage as sendPage, signedInPage, stylesheet, type SignedInView } from './pages.ts';
+import {
+  errorPage,
+  homePage,
+  sendDemoPage as sendPage,
+  signedInPage,
+  stylesheet,
+  type SignedInView,
+} from './pages.ts';
 import { randomBytes } from 'node:crypto';
 
 export interface DemoClientDeps {
@@ -44,7 +57,12 @@ export async function buildApp(deps: DemoClientDeps): Promise<FastifyInstance> {
   await app.register(formBody);
   const sessions = new Map<string, Session>();
   const authOrigin = new URL(deps.issuer).origin;
-  const sendDemoPage = (reply: FastifyReply, title: string, body: Parameters<typeof sendPage>[3], status = 200) => sendPage(reply, authOrigin, title, body, status);
+  const sendDemoPage = (
+    reply: FastifyReply,
+    title: string,
+    body: Parameters<typeof sendPage>[3],
+    status = 200,
+  ) => sendPage(reply, authOrigin, title, body, status);
 
   /** This browser's live session, if any. Only POST /login creates one: a page view costs no memory. */
   const current = (request: FastifyRequest): Session | undefined => {
@@ -73,11 +91,15 @@ export async function buildApp(deps: DemoClientDeps): Promise<FastifyInstance> {
     issueId(reply, s);
   };
 
-  app.get('/static/demo.css', async (_request, reply) => reply.type('text/css; charset=utf-8').send(stylesheet));
+  app.get('/static/demo.css', async (_request, reply) =>
+    reply.type('text/css; charset=utf-8').send(stylesheet),
+  );
 
   app.get('/', async (request, reply) => {
     const view = current(request)?.view;
-    return view !== undefined ? sendDemoPage(reply, 'Signed in', signedInPage(view)) : sendDemoPage(reply, 'Home', homePage());
+    return view !== undefined
+      ? sendDemoPage(reply, 'Signed in', signedInPage(view))
+      : sendDemoPage(reply, 'Home', homePage());
   });
 
   app.post('/login', async (request, reply) => {
@@ -99,14 +121,41 @@ export async function buildApp(deps: DemoClientDeps): Promise<FastifyInstance> {
     const query = callbackSchema.safeParse(request.query);
     const pending = s?.pending;
     delete s?.pending;
-    if (!query.success) return sendDemoPage(reply, 'Error', errorPage('invalid_request', 'the callback parameters are malformed'), 400);
+    if (!query.success)
+      return sendDemoPage(
+        reply,
+        'Error',
+        errorPage('invalid_request', 'the callback parameters are malformed'),
+        400,
+      );
     const q = query.data;
     if (s === undefined || pending === undefined || q.state !== pending.state) {
-      return sendDemoPage(reply, 'Error', errorPage('state_mismatch', 'this response does not belong to a sign-in started here'), 400);
+      return sendDemoPage(
+        reply,
+        'Error',
+        errorPage('state_mismatch', 'this response does not belong to a sign-in started here'),
+        400,
+      );
     }
-    if (q.iss !== deps.issuer) return sendDemoPage(reply, 'Error', errorPage('issuer_mismatch', 'the response did not come from the expected issuer (RFC 9207)'), 400);
-    if (q.error !== undefined) return sendDemoPage(reply, 'Error', errorPage(q.error, q.error_description));
-    if (q.code === undefined) return sendDemoPage(reply, 'Error', errorPage('invalid_request', 'no code in the response'), 400);
+    if (q.iss !== deps.issuer)
+      return sendDemoPage(
+        reply,
+        'Error',
+        errorPage(
+          'issuer_mismatch',
+          'the response did not come from the expected issuer (RFC 9207)',
+        ),
+        400,
+      );
+    if (q.error !== undefined)
+      return sendDemoPage(reply, 'Error', errorPage(q.error, q.error_description));
+    if (q.code === undefined)
+      return sendDemoPage(
+        reply,
+        'Error',
+        errorPage('invalid_request', 'no code in the response'),
+        400,
+      );
 
     try {
       const tokens = await deps.oauth.exchange(q.code, pending.verifier);
@@ -114,22 +163,45 @@ export async function buildApp(deps: DemoClientDeps): Promise<FastifyInstance> {
       // Asked for openid: the sign-in is the id_token's, checked before anything else is believed.
       let idClaims: Record<string, unknown> | undefined;
       if (pending.nonce !== undefined) {
-        if (tokens.id_token === undefined) throw new Error('no id_token in the token response (openid was asked for)');
+        if (tokens.id_token === undefined)
+          throw new Error('no id_token in the token response (openid was asked for)');
         idClaims = { ...(await deps.oauth.verifyIdToken(tokens.id_token, pending.nonce)) };
-        if (idClaims['sub'] !== claims.sub) throw new Error('the id_token and the access token name different users');
+        if (idClaims['sub'] !== claims.sub)
+          throw new Error('the id_token and the access token name different users');
       }
       const me = await fetch(deps.meUrl, {
-        headers: { authorization: `Bearer ${tokens.access_token}`, 'USER-ID': String(claims.sub ?? ''), accept: 'application/json' },
+        headers: {
+          authorization: `Bearer ${tokens.access_token}`,
+          'USER-ID': String(claims.sub ?? ''),
+          accept: 'application/json',
+        },
         signal: AbortSignal.timeout(5000),
       });
-      const profile: unknown = await me.json().catch(() => ({ error: 'the response was not JSON' }));
-      s.view = { profile, profileStatus: me.status, claims: { ...claims }, scope: tokens.scope ?? '', hasRefreshToken: tokens.refresh_token !== undefined, ...(idClaims !== undefined ? { idTokenClaims: idClaims } : {}) };
+      const profile: unknown = await me
+        .json()
+        .catch(() => ({ error: 'the response was not JSON' }));
+      s.view = {
+        profile,
+        profileStatus: me.status,
+        claims: { ...claims },
+        scope: tokens.scope ?? '',
+        hasRefreshToken: tokens.refresh_token !== undefined,
+        ...(idClaims !== undefined ? { idTokenClaims: idClaims } : {}),
+      };
       rotate(request, reply, s);
       request.log.info({ sub: claims.sub, me_status: me.status }, 'signed in');
       return reply.code(303).header('location', '/').send();
     } catch (err) {
       request.log.warn({ err: err instanceof Error ? err.message : String(err) }, 'sign-in failed');
-      return sendDemoPage(reply, 'Error', errorPage('exchange_failed', err instanceof Error ? err.message : 'the code exchange failed'), 502);
+      return sendDemoPage(
+        reply,
+        'Error',
+        errorPage(
+          'exchange_failed',
+          err instanceof Error ? err.message : 'the code exchange failed',
+        ),
+        502,
+      );
     }
   });
 

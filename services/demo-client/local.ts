@@ -6,7 +6,10 @@ const port = 3000;
 
 const demoClient: LocalProgramFactory = (ctx) => {
   const secret = ctx.shared.get('demoClientSecret');
-  if (secret === undefined) throw new Error('demo-client: the auth server did not share the demo client secret (start it first)');
+  if (secret === undefined)
+    throw new Error(
+      'demo-client: the auth server did not share the demo client secret (start it first)',
+    );
   return {
     name: 'demo-client',
     entry: 'services/demo-client/main.ts',

@@ -7,6 +7,12 @@ import { createOAuthClient } from './oauth.ts';
 
 const config = loadDemoClientConfig(process.env);
 const log = pino({ level: config.LOG_LEVEL, base: { service: 'demo-client' } });
-const app = await buildApp({ oauth: createOAuthClient(config), issuer: config.DEMO_ISSUER.replace(/\/+$/, ''), meUrl: config.DEMO_ME_URL, now: () => Date.now(), logger: log });
+const app = await buildApp({
+  oauth: createOAuthClient(config),
+  issuer: config.DEMO_ISSUER.replace(/\/+$/, ''),
+  meUrl: config.DEMO_ME_URL,
+  now: () => Date.now(),
+  logger: log,
+});
 
 await serveUntilSignal(app, { port: config.PORT, host: config.HOST, log });

@@ -58,10 +58,15 @@ export function createOAuthClient(config: DemoClientConfig): OAuthClient {
 
   const metadata = () => {
     discovered ??= (async () => {
-      const res = await fetch(`${issuer}/.well-known/openid-configuration`, { signal: AbortSignal.timeout(5000) });
+      const res = await fetch(`${issuer}/.well-known/openid-configuration`, {
+        signal: AbortSignal.timeout(5000),
+      });
       if (!res.ok) throw new Error(`discovery failed: HTTP ${res.status}`);
       const meta = metadataSchema.parse(await res.json());
-      if (meta.issuer !== issuer) throw new Error('discovery: issuer in the metadata differs from the configured one (RFC 8414 3.3)');
+      if (meta.issuer !== issuer)
+        throw new Error(
+          'discovery: issuer in the metadata differs from the configured one (RFC 8414 3.3)',
+        );
       return meta;
     })().catch((err: unknown) => {
       discovered = undefined;
@@ -77,7 +82,9 @@ export function createOAuthClient(config: DemoClientConfig): OAuthClient {
       const state = randomBytes(32).toString('base64url');
       const verifier = randomBytes(32).toString('base64url');
       const challenge = createHash('sha256').update(verifier).digest('base64url');
-      const nonce = config.DEMO_SCOPE.split(' ').includes('openid') ? randomBytes(32).toString('base64url') : undefined;
+      const nonce = config.DEMO_SCOPE.split(' ').includes('openid')
+        ? randomBytes(32).toString('base64url')
+        : undefined;
       const url = new URL(meta.authorization_endpoint);
       url.search = new URLSearchParams({
         response_type: 'code',
@@ -89,31 +96,54 @@ export function createOAuthClient(config: DemoClientConfig): OAuthClient {
         code_challenge_method: 'S256',
         ...(nonce !== undefined ? { nonce } : {}),
       }).toString();
-      return { url: url.toString(), pending: { state, verifier, ...(nonce !== undefined ? { nonce } : {}) } };
+      return {
+        url: url.toString(),
+        pending: { state, verifier, ...(nonce !== undefined ? { nonce } : {}) },
+      };
     },
     async exchange(code, verifier) {
       const meta = await metadata();
-      const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: config.DEMO_REDIRECT_URI, code_verifier: verifier });
-      const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
+      const body = new URLSearchParams({
+        grant_type: 'authorization_code',
+        code,
+        redirect_uri: config.DEMO_REDIRECT_URI,
+        code_verifier: verifier,
+      });
+      const headers: Record<string, string> = {
+        'content-type': 'application/x-www-form-urlencoded',
+        accept: 'application/json',
+      };
       if (config.DEMO_CLIENT_AUTH === 'client_secret_basic') {
         const enc = (v: string) => encodeURIComponent(v);
-        headers['authorization'] = `Basic ${Buffer.from(`${enc(config.DEMO_CLIENT_ID)}:${enc(config.DEMO_CLIENT_SECRET)}`).toString('base64')}`;
+        headers['authorization'] =
+          `Basic ${Buffer.from(`${enc(config.DEMO_CLIENT_ID)}:${enc(config.DEMO_CLIENT_SECRET)}`).toString('base64')}`;
       } else {
         body.set('client_id', config.DEMO_CLIENT_ID);
         body.set('client_secret', config.DEMO_CLIENT_SECRET);
       }
-      const res = await fetch(meta.token_endpoint, { method: 'POST', headers, body, signal: AbortSignal.timeout(5000) });
+      const res = await fetch(meta.token_endpoint, {
+        method: 'POST',
+        headers,
+        body,
+        signal: AbortSignal.timeout(5000),
+      });
       const json: unknown = await res.json().catch(() => ({}));
       if (!res.ok) {
         const err = tokenErrorSchema.safeParse(json);
-        throw new Error(err.success ? `token endpoint: ${err.data.error}` : `token endpoint: HTTP ${res.status}`);
+        throw new Error(
+          err.success ? `token endpoint: ${err.data.error}` : `token endpoint: HTTP ${res.status}`,
+        );
       }
       return tokenResponseSchema.parse(json);
     },
     async verify(accessToken) {
       const meta = await metadata();
       jwks ??= createRemoteJWKSet(new URL(meta.jwks_uri));
-      const { payload } = await jwtVerify(accessToken, jwks, { issuer, algorithms: ALGORITHMS, typ: 'at+jwt' });
+      const { payload } = await jwtVerify(accessToken, jwks, {
+        issuer,
+        algorithms: ALGORITHMS,
+        typ: 'at+jwt',
+      });
       return payload;
     },
     async verifyIdToken(idToken, nonce) {
@@ -127,8 +157,10 @@ export function createOAuthClient(config: DemoClientConfig): OAuthClient {
         typ: 'JWT',
         requiredClaims: ['sub', 'iat', 'exp'],
       });
-      if (payload['nonce'] !== nonce) throw new Error('id_token: the nonce is not the one this sign-in sent');
-      if (payload['azp'] !== undefined && payload['azp'] !== config.DEMO_CLIENT_ID) throw new Error('id_token: azp is another client');
+      if (payload['nonce'] !== nonce)
+        throw new Error('id_token: the nonce is not the one this sign-in sent');
+      if (payload['azp'] !== undefined && payload['azp'] !== config.DEMO_CLIENT_ID)
+        throw new Error('id_token: azp is another client');
       return payload;
     },
   };

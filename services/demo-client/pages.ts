@@ -15,7 +15,13 @@ table{border-collapse:collapse}td,th{border-bottom:1px solid #ddd;padding:.3rem 
 export const stylesheet = css;
 
 /** `authOrigin`: the auth server, where the Sign in form's 303 leads (CSP form-action covers redirects). */
-export function sendDemoPage(reply: FastifyReply, authOrigin: string, title: string, body: Html, status = 200): FastifyReply {
+export function sendDemoPage(
+  reply: FastifyReply,
+  authOrigin: string,
+  title: string,
+  body: Html,
+  status = 200,
+): FastifyReply {
   const page = html`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${title} · Demo client</title><link rel="stylesheet" href="/static/demo.css"></head>
@@ -27,7 +33,10 @@ ${body}
   return reply
     .code(status)
     .header('content-type', 'text/html; charset=utf-8')
-    .header('content-security-policy', `default-src 'none'; style-src 'self'; form-action 'self' ${authOrigin}; frame-ancestors 'none'; base-uri 'none'`)
+    .header(
+      'content-security-policy',
+      `default-src 'none'; style-src 'self'; form-action 'self' ${authOrigin}; frame-ancestors 'none'; base-uri 'none'`,
+    )
     .header('x-frame-options', 'DENY')
     .header('referrer-policy', 'no-referrer')
     .header('cache-control', 'no-store')
@@ -53,17 +62,29 @@ export interface SignedInView {
 }
 
 function claimRows(claims: Record<string, unknown>) {
-  return Object.entries(claims).map(([k, v]) => html`<tr><th>${k}</th><td><code>${JSON.stringify(v)}</code></td></tr>`);
+  return Object.entries(claims).map(
+    ([k, v]) => html`<tr><th>${k}</th><td><code>${JSON.stringify(v)}</code></td></tr>`,
+  );
 }
 
 export function signedInPage(view: SignedInView): Html {
   const rows = claimRows(view.claims);
-  const profileName = typeof view.profile === 'object' && view.profile !== null && 'name' in view.profile && typeof view.profile.name === 'string' ? view.profile.name : undefined;
+  const profileName =
+    typeof view.profile === 'object' &&
+    view.profile !== null &&
+    'name' in view.profile &&
+    typeof view.profile.name === 'string'
+      ? view.profile.name
+      : undefined;
   return html`<h1 id="signed-in">Signed in${profileName !== undefined ? html` as <span id="profile-name">${profileName}</span>` : html``}</h1>
 <h2>Profile from <code>GET /me</code> (through the gateway, HTTP ${view.profileStatus})</h2>
 <pre id="profile">${JSON.stringify(view.profile, null, 2)}</pre>
-${view.idTokenClaims !== undefined ? html`<h2>ID token claims (OpenID Connect)</h2>
-<table id="id-token-claims">${claimRows(view.idTokenClaims)}</table>` : html``}
+${
+  view.idTokenClaims !== undefined
+    ? html`<h2>ID token claims (OpenID Connect)</h2>
+<table id="id-token-claims">${claimRows(view.idTokenClaims)}</table>`
+    : html``
+}
 <h2>Access token claims</h2>
 <p>scope <code id="scope">${view.scope}</code>${view.hasRefreshToken ? html`, with a refresh token` : html``}</p>
 <table id="claims">${rows}</table>

@@ -8,8 +8,15 @@ export const userServiceConfigSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
   // Resource server (GET /me): access tokens are verified against the auth server's JWKS.
   AUTH_ISSUER: z.url().default('http://localhost:9000').describe('Expected iss of access tokens'),
-  AUTH_JWKS_URL: z.url().optional().describe('JWKS of the auth server; default <AUTH_ISSUER>/jwks.json'),
-  AUTH_AUDIENCE: z.string().min(1).default('urn:portcullis:user-service').describe('Expected aud of access tokens'),
+  AUTH_JWKS_URL: z
+    .url()
+    .optional()
+    .describe('JWKS of the auth server; default <AUTH_ISSUER>/jwks.json'),
+  AUTH_AUDIENCE: z
+    .string()
+    .min(1)
+    .default('urn:portcullis:user-service')
+    .describe('Expected aud of access tokens'),
 });
 
 export type UserServiceConfig = z.infer<typeof userServiceConfigSchema>;

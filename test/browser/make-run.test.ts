@@ -14,8 +14,12 @@ const GATEWAY = 'http://localhost:8080';
 async function answers(url: string, timeoutMs: number, child: ChildProcess): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    if (child.exitCode !== null) throw new Error(`make run exited with code ${child.exitCode} before ${url} answered`);
-    const ok = await fetch(url).then((r) => r.status < 500, () => false);
+    if (child.exitCode !== null)
+      throw new Error(`make run exited with code ${child.exitCode} before ${url} answered`);
+    const ok = await fetch(url).then(
+      (r) => r.status < 500,
+      () => false,
+    );
     if (ok) return;
     if (Date.now() > deadline) throw new Error(`${url} did not answer within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 200));
@@ -28,14 +32,26 @@ describe.each(['header', 'jwt'] as const)('make run with LIMIT_KEY=%s', (limitKe
   const output: string[] = [];
 
   beforeAll(async () => {
-    stack = spawn(process.execPath, ['scripts/run-local.ts'], { cwd: repoRoot, env: { ...process.env, LIMIT_KEY: limitKey }, stdio: ['ignore', 'pipe', 'pipe'] });
+    stack = spawn(process.execPath, ['scripts/run-local.ts'], {
+      cwd: repoRoot,
+      env: { ...process.env, LIMIT_KEY: limitKey },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     stack.stdout?.on('data', (c: Buffer) => output.push(c.toString('utf8')));
     stack.stderr?.on('data', (c: Buffer) => output.push(c.toString('utf8')));
     await answers(`${DEMO_CLIENT}/`, 60_000, stack);
     await answers('http://localhost:9090/readyz', 30_000, stack);
     browser = await chromium.launch({
       executablePath: '/usr/bin/chromium',
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
     });
   }, 120_000);
   afterAll(async () => {
@@ -48,14 +64,16 @@ describe.each(['header', 'jwt'] as const)('make run with LIMIT_KEY=%s', (limitKe
   });
 
   it(`prints the sidecar's key source`, () => {
-    expect(output.join('')).toContain(limitKey === 'jwt' ? 'key sub of a verified access token' : 'key USER-ID header');
+    expect(output.join('')).toContain(
+      limitKey === 'jwt' ? 'key sub of a verified access token' : 'key USER-ID header',
+    );
   });
 
   it('prints where OpenID Connect discovery is', () => {
     expect(output.join('')).toContain('http://localhost:9000/.well-known/openid-configuration');
   });
 
-  it("signs alice in at the demo client with OpenID Connect, whose call to /me through the gateway shows her profile", async () => {
+  it('signs alice in at the demo client with OpenID Connect, whose call to /me through the gateway shows her profile', async () => {
     const page = await (await browser.newContext()).newPage();
     await page.goto(DEMO_CLIENT);
     await page.click('#sign-in');
@@ -74,15 +92,20 @@ describe.each(['header', 'jwt'] as const)('make run with LIMIT_KEY=%s', (limitKe
     await page.context().close();
   });
 
-  it(limitKey === 'jwt' ? 'refuses a request without an access token: 401 problem+json, whatever USER-ID it names' : 'forwards a request keyed by its USER-ID header', async () => {
-    const res = await fetch(`${GATEWAY}/healthcheck/ready`, { headers: { 'USER-ID': 'alice' } });
-    if (limitKey === 'jwt') {
-      expect(res.status).toBe(401);
-      expect(res.headers.get('content-type')).toContain('application/problem+json');
-      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
-    } else {
-      expect(res.status).toBe(200);
-      expect(await res.text()).toBe('OK');
-    }
-  });
+  it(
+    limitKey === 'jwt'
+      ? 'refuses a request without an access token: 401 problem+json, whatever USER-ID it names'
+      : 'forwards a request keyed by its USER-ID header',
+    async () => {
+      const res = await fetch(`${GATEWAY}/healthcheck/ready`, { headers: { 'USER-ID': 'alice' } });
+      if (limitKey === 'jwt') {
+        expect(res.status).toBe(401);
+        expect(res.headers.get('content-type')).toContain('application/problem+json');
+        expect(res.headers.get('www-authenticate')).toMatch(/^Bearer/);
+      } else {
+        expect(res.status).toBe(200);
+        expect(await res.text()).toBe('OK');
+      }
+    },
+  );
 });

@@ -6,7 +6,15 @@ import { SIDECAR_MEMORY_LIMIT_MIB } from '../../operator/resources/route/deploym
 import { Kube } from '../harness/kind/kube.ts';
 import { deploymentOfPod } from './support/pod-owner.ts';
 import { writeResult } from './support/results.ts';
-import { CLIENT_POD, deploy, inCluster, namespaceFor, oauthClient, route, usersSecret } from './support/workloads.ts';
+import {
+  CLIENT_POD,
+  deploy,
+  inCluster,
+  namespaceFor,
+  oauthClient,
+  route,
+  usersSecret,
+} from './support/workloads.ts';
 
 const ctx = inject('e2e');
 const kube = new Kube(ctx);
@@ -17,7 +25,11 @@ const RATE = 100;
 interface Summary {
   pods: Array<{
     podRef: { name: string; namespace: string };
-    containers?: Array<{ name: string; cpu?: { usageNanoCores?: number }; memory?: { workingSetBytes?: number } }>;
+    containers?: Array<{
+      name: string;
+      cpu?: { usageNanoCores?: number };
+      memory?: { workingSetBytes?: number };
+    }>;
   }>;
 }
 
@@ -28,23 +40,44 @@ interface Sample {
 
 /** The pods' labels by namespace/name: the table keys on the Deployment, named from pod-template-hash. */
 async function podLabels(): Promise<Map<string, Record<string, string>>> {
-  const list = await kube.json<{ items: Array<{ metadata: { name: string; namespace: string; labels?: Record<string, string> } }> }>(['get', 'pods', '--all-namespaces']);
-  return new Map(list.items.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p.metadata.labels ?? {}]));
+  const list = await kube.json<{
+    items: Array<{
+      metadata: { name: string; namespace: string; labels?: Record<string, string> };
+    }>;
+  }>(['get', 'pods', '--all-namespaces']);
+  return new Map(
+    list.items.map((p) => [`${p.metadata.namespace}/${p.metadata.name}`, p.metadata.labels ?? {}]),
+  );
 }
 
 async function sample(): Promise<Sample> {
-  const summary = JSON.parse(await kube.kubectl(['get', '--raw', `/api/v1/nodes/${ctx.node}/proxy/stats/summary`])) as Summary;
+  const summary = JSON.parse(
+    await kube.kubectl(['get', '--raw', `/api/v1/nodes/${ctx.node}/proxy/stats/summary`]),
+  ) as Summary;
   const labels = await podLabels();
   const out: Record<string, { workingSetMiB: number; cpuMillicores: number }> = {};
   for (const pod of summary.pods) {
-    const namespace = pod.podRef.namespace === ctx.releaseNamespace ? 'release' : pod.podRef.namespace === ns ? 'route' : undefined;
+    const namespace =
+      pod.podRef.namespace === ctx.releaseNamespace
+        ? 'release'
+        : pod.podRef.namespace === ns
+          ? 'route'
+          : undefined;
     if (namespace === undefined) continue;
     for (const c of pod.containers ?? []) {
       const key = `${deploymentOfPod(pod.podRef.name, labels.get(`${pod.podRef.namespace}/${pod.podRef.name}`))}/${c.name}`;
-      const cur = { workingSetMiB: (c.memory?.workingSetBytes ?? 0) / 1048576, cpuMillicores: (c.cpu?.usageNanoCores ?? 0) / 1e6 };
+      const cur = {
+        workingSetMiB: (c.memory?.workingSetBytes ?? 0) / 1048576,
+        cpuMillicores: (c.cpu?.usageNanoCores ?? 0) / 1e6,
+      };
       const prev = out[key];
       // Two pods of one Deployment: keep the larger of each figure.
-      out[key] = prev ? { workingSetMiB: Math.max(prev.workingSetMiB, cur.workingSetMiB), cpuMillicores: Math.max(prev.cpuMillicores, cur.cpuMillicores) } : cur;
+      out[key] = prev
+        ? {
+            workingSetMiB: Math.max(prev.workingSetMiB, cur.workingSetMiB),
+            cpuMillicores: Math.max(prev.cpuMillicores, cur.cpuMillicores),
+          }
+        : cur;
     }
   }
   return out;
@@ -55,7 +88,12 @@ function maxOf(samples: readonly Sample[]): Sample {
   for (const s of samples) {
     for (const [k, v] of Object.entries(s)) {
       const prev = out[k];
-      out[k] = prev ? { workingSetMiB: Math.max(prev.workingSetMiB, v.workingSetMiB), cpuMillicores: Math.max(prev.cpuMillicores, v.cpuMillicores) } : v;
+      out[k] = prev
+        ? {
+            workingSetMiB: Math.max(prev.workingSetMiB, v.workingSetMiB),
+            cpuMillicores: Math.max(prev.cpuMillicores, v.cpuMillicores),
+          }
+        : v;
     }
   }
   return out;
@@ -64,7 +102,10 @@ function maxOf(samples: readonly Sample[]): Sample {
 beforeAll(async () => {
   // The route, and an OAuthClient so that the namespace runs an auth server too.
   await deploy(kube, ctx, ns, [
-    route(ctx, 'all', { replicas: 2, limits: { replenishRate: 1000, burstCapacity: 2000, requestedTokens: 1 } }),
+    route(ctx, 'all', {
+      replicas: 2,
+      limits: { replenishRate: 1000, burstCapacity: 2000, requestedTokens: 1 },
+    }),
     await usersSecret([{ username: 'dave', password: 'dave-e2e-password' }]),
     oauthClient('footprint-app', ['https://app.example/callback']),
   ]);
@@ -84,7 +125,18 @@ describe("the pods' footprint on the node", () => {
     const idle = maxOf([await sample(), await sample()]);
 
     await kube.exec(ns, CLIENT_POD, ['rm', '-f', STOP]);
-    const stream = inCluster<{ sent: number; ok: number; failures: unknown[] }>(kube, ns, 'stream', { url: `http://all.${ns}.svc.cluster.local/healthcheck/ready`, perSecond: RATE, stopFile: STOP, maxMs: 120_000 }, 180_000);
+    const stream = inCluster<{ sent: number; ok: number; failures: unknown[] }>(
+      kube,
+      ns,
+      'stream',
+      {
+        url: `http://all.${ns}.svc.cluster.local/healthcheck/ready`,
+        perSecond: RATE,
+        stopFile: STOP,
+        maxMs: 120_000,
+      },
+      180_000,
+    );
     const underLoad: Sample[] = [];
     await new Promise((r) => setTimeout(r, 15_000));
     for (let i = 0; i < 6; i++) {
@@ -97,7 +149,15 @@ describe("the pods' footprint on the node", () => {
     const busy = maxOf(underLoad);
 
     const keys = [...new Set([...Object.keys(idle), ...Object.keys(busy)])].sort();
-    for (const expected of ['all/sidecar', 'all/target', 'portcullis-auth-server/auth-server', `${ctx.release}-operator/operator`, `${ctx.release}-redis/redis`, `${ctx.release}-auth-redis/redis`]) expect(keys).toContain(expected);
+    for (const expected of [
+      'all/sidecar',
+      'all/target',
+      'portcullis-auth-server/auth-server',
+      `${ctx.release}-operator/operator`,
+      `${ctx.release}-redis/redis`,
+      `${ctx.release}-auth-redis/redis`,
+    ])
+      expect(keys).toContain(expected);
     const round = (n: number | undefined) => (n === undefined ? null : Math.round(n * 10) / 10);
     const rows = keys.map((k) => ({
       container: k,
@@ -114,6 +174,7 @@ describe("the pods' footprint on the node", () => {
     // The sidecar under load carries the traffic, and stays well inside its container limit.
     expect(busy['all/sidecar']!.cpuMillicores).toBeGreaterThan(idle['all/sidecar']!.cpuMillicores);
     expect(busy['all/sidecar']!.workingSetMiB).toBeLessThan(SIDECAR_MEMORY_LIMIT_MIB);
-    for (const row of rows) expect(row.loadWorkingSetMiB ?? row.idleWorkingSetMiB).toBeGreaterThan(0);
+    for (const row of rows)
+      expect(row.loadWorkingSetMiB ?? row.idleWorkingSetMiB).toBeGreaterThan(0);
   });
 });

@@ -40,16 +40,36 @@ async function cases(): Promise<Case[]> {
   mkdirSync(sidecarDir);
   writeFileSync(
     path.join(sidecarDir, 'config.yaml'),
-    ['listen: { host: 0.0.0.0, port: 8080 }', 'admin: { host: 0.0.0.0, port: 9090 }', 'upstream: { url: "http://127.0.0.1:1" }', 'route: { id: all, path: "/**" }', 'limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 }', ''].join('\n'),
+    [
+      'listen: { host: 0.0.0.0, port: 8080 }',
+      'admin: { host: 0.0.0.0, port: 9090 }',
+      'upstream: { url: "http://127.0.0.1:1" }',
+      'route: { id: all, path: "/**" }',
+      'limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 }',
+      '',
+    ].join('\n'),
   );
   // The auth server: one user and one client, from files as the operator mounts them.
   const authDir = path.join(dir, 'auth');
   mkdirSync(authDir);
-  writeFileSync(path.join(authDir, 'users.json'), JSON.stringify({ users: [{ username: 'alice', password_hash: await hashPassword('wonderland') }] }));
+  writeFileSync(
+    path.join(authDir, 'users.json'),
+    JSON.stringify({
+      users: [{ username: 'alice', password_hash: await hashPassword('wonderland') }],
+    }),
+  );
   writeFileSync(
     path.join(authDir, 'clients.json'),
     JSON.stringify({
-      clients: [{ client_id: 'demo', client_secret_hash: hashClientSecret(generateClientSecret()), display_name: 'Demo', redirect_uris: ['http://127.0.0.1:3000/callback'], scopes: ['profile'] }],
+      clients: [
+        {
+          client_id: 'demo',
+          client_secret_hash: hashClientSecret(generateClientSecret()),
+          display_name: 'Demo',
+          redirect_uris: ['http://127.0.0.1:3000/callback'],
+          scopes: ['profile'],
+        },
+      ],
     }),
   );
   // The operator: an API server that does not answer. It must stay up (liveness) and say it is
@@ -69,18 +89,44 @@ async function cases(): Promise<Case[]> {
     ].join('\n'),
   );
   return [
-    { program: 'services/user-service', port: 8081, health: '/healthcheck/ready', expectBody: /^OK$/ },
-    { program: 'sidecar', port: 9090, health: '/healthz', command: ['node', 'dist/sidecar/main.mjs', '--config', '/config/config.yaml'], mounts: { [sidecarDir]: '/config' } },
+    {
+      program: 'services/user-service',
+      port: 8081,
+      health: '/healthcheck/ready',
+      expectBody: /^OK$/,
+    },
+    {
+      program: 'sidecar',
+      port: 9090,
+      health: '/healthz',
+      command: ['node', 'dist/sidecar/main.mjs', '--config', '/config/config.yaml'],
+      mounts: { [sidecarDir]: '/config' },
+    },
     {
       program: 'services/auth-server',
       port: 9000,
       health: '/.well-known/oauth-authorization-server',
       expectBody: /"authorization_endpoint"/,
-      env: { AUTH_USERS_FILE: '/config/users.json', AUTH_CLIENTS_FILE: '/config/clients.json', AUTH_ISSUER: 'http://127.0.0.1:9000' },
+      env: {
+        AUTH_USERS_FILE: '/config/users.json',
+        AUTH_CLIENTS_FILE: '/config/clients.json',
+        AUTH_ISSUER: 'http://127.0.0.1:9000',
+      },
       mounts: { [authDir]: '/config' },
     },
-    { program: 'services/demo-client', port: 3000, health: '/', env: { DEMO_CLIENT_SECRET: 'not-used-until-sign-in' } },
-    { program: 'operator', port: 8081, health: '/healthz', env: { KUBECONFIG: '/config/kubeconfig', PORTCULLIS_LEADER_ELECTION: 'false' }, mounts: { [opDir]: '/config' } },
+    {
+      program: 'services/demo-client',
+      port: 3000,
+      health: '/',
+      env: { DEMO_CLIENT_SECRET: 'not-used-until-sign-in' },
+    },
+    {
+      program: 'operator',
+      port: 8081,
+      health: '/healthz',
+      env: { KUBECONFIG: '/config/kubeconfig', PORTCULLIS_LEADER_ELECTION: 'false' },
+      mounts: { [opDir]: '/config' },
+    },
   ];
 }
 
@@ -98,9 +144,24 @@ describe('images as they ship', async () => {
     expect(image).toBeDefined();
     const port = await freePort();
     const name = `portcullis-e2e-${path.basename(c.program)}-${process.pid}`;
-    const args = ['run', '-d', '--name', name, '--read-only', '--tmpfs', '/tmp:rw,size=64m', '-p', `127.0.0.1:${port}:${c.port}`, '--cap-drop', 'ALL', '--security-opt', 'no-new-privileges'];
+    const args = [
+      'run',
+      '-d',
+      '--name',
+      name,
+      '--read-only',
+      '--tmpfs',
+      '/tmp:rw,size=64m',
+      '-p',
+      `127.0.0.1:${port}:${c.port}`,
+      '--cap-drop',
+      'ALL',
+      '--security-opt',
+      'no-new-privileges',
+    ];
     for (const [k, v] of Object.entries(c.env ?? {})) args.push('-e', `${k}=${v}`);
-    for (const [host, inside] of Object.entries(c.mounts ?? {})) args.push('-v', `${host}:${inside}:ro`);
+    for (const [host, inside] of Object.entries(c.mounts ?? {}))
+      args.push('-v', `${host}:${inside}:ro`);
     args.push(image!.name, ...(c.command ?? []));
     await docker(...args);
     started.push(name);
@@ -125,11 +186,24 @@ describe('images as they ship', async () => {
 
     // The process runs as the image's non-root user, and the root filesystem refuses writes.
     expect((await docker('exec', name, 'id', '-u')).trim()).toBe('1000');
-    const write = await docker('exec', name, 'sh', '-c', 'touch /app/probe 2>&1 || echo refused').catch((e: unknown) => String(e));
+    const write = await docker(
+      'exec',
+      name,
+      'sh',
+      '-c',
+      'touch /app/probe 2>&1 || echo refused',
+    ).catch((e: unknown) => String(e));
     expect(write).toMatch(/Read-only file system|refused/);
-    expect(JSON.parse(await docker('inspect', '-f', '{{json .State}}', name))).toMatchObject({ Running: true, Restarting: false });
+    expect(JSON.parse(await docker('inspect', '-f', '{{json .State}}', name))).toMatchObject({
+      Running: true,
+      Restarting: false,
+    });
 
-    sizes.push({ image: image!.name, sizeMiB: Math.round((image!.sizeBytes / 1048576) * 10) / 10, buildSeconds: image!.buildSeconds });
+    sizes.push({
+      image: image!.name,
+      sizeMiB: Math.round((image!.sizeBytes / 1048576) * 10) / 10,
+      buildSeconds: image!.buildSeconds,
+    });
   });
 
   it('image sizes are recorded', () => {

@@ -22,7 +22,11 @@ const other = namespaceFor('netpol-other');
 const outside = namespaceFor('netpol-outside');
 const limiter = { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 };
 const APP_PORT = 8081;
-const FORGED_LABELS = { 'portcullis.dev/sidecar': 'true', 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/managed-by': 'portcullis-operator' };
+const FORGED_LABELS = {
+  'portcullis.dev/sidecar': 'true',
+  'app.kubernetes.io/name': 'portcullis-auth-server',
+  'app.kubernetes.io/managed-by': 'portcullis-operator',
+};
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
 
@@ -38,7 +42,12 @@ function teamDeployment(c: E2eContext, name: string): object {
         metadata: { labels: { app: name } },
         spec: {
           automountServiceAccountToken: false,
-          securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 1000,
+            runAsGroup: 1000,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
           containers: [
             {
               name: 'app',
@@ -47,8 +56,15 @@ function teamDeployment(c: E2eContext, name: string): object {
               command: ['node', bundleEntry('user-service')],
               env: [{ name: 'PORT', value: String(APP_PORT) }],
               ports: [{ name: 'http', containerPort: APP_PORT }],
-              readinessProbe: { httpGet: { path: '/healthcheck/ready', port: APP_PORT }, periodSeconds: 2 },
-              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+              readinessProbe: {
+                httpGet: { path: '/healthcheck/ready', port: APP_PORT },
+                periodSeconds: 2,
+              },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ['ALL'] },
+              },
             },
           ],
         },
@@ -56,7 +72,12 @@ function teamDeployment(c: E2eContext, name: string): object {
     },
   };
 }
-const rlr = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'portcullis.dev/v1alpha1', kind: 'RateLimitRoute', metadata: { name }, spec: { ...spec, limiter } });
+const rlr = (name: string, spec: Record<string, unknown>) => ({
+  apiVersion: 'portcullis.dev/v1alpha1',
+  kind: 'RateLimitRoute',
+  metadata: { name },
+  spec: { ...spec, limiter },
+});
 /** The client pod under another name, carrying the labels of Portcullis' own Redis clients. */
 const forger = (name: string) => {
   const pod = clientPod(ctx) as Obj;
@@ -67,19 +88,40 @@ interface Connection {
   readonly outcome: 'connected' | 'refused' | 'timeout' | 'error';
   readonly status?: number;
 }
-const CONNECT = readFileSync(path.join(repoRoot, 'test', 'e2e', 'in-cluster', 'connect.mjs'), 'utf8');
-async function connectFrom(namespace: string, pod: string, host: string, port: number, httpPath?: string): Promise<Connection> {
+const CONNECT = readFileSync(
+  path.join(repoRoot, 'test', 'e2e', 'in-cluster', 'connect.mjs'),
+  'utf8',
+);
+async function connectFrom(
+  namespace: string,
+  pod: string,
+  host: string,
+  port: number,
+  httpPath?: string,
+): Promise<Connection> {
   const source = `const PARAMS = ${JSON.stringify({ host, port, timeoutMs: 3000, path: httpPath })};\n${CONNECT}`;
-  const out = await kube.exec(namespace, pod, ['node', '--input-type=module', '-'], { input: source, timeoutMs: 30_000 });
+  const out = await kube.exec(namespace, pod, ['node', '--input-type=module', '-'], {
+    input: source,
+    timeoutMs: 30_000,
+  });
   return JSON.parse(out.trim().split('\n').pop() ?? '') as Connection;
 }
 /** Waits for a connection to settle on `want` (policies are programmed a moment after they are written). */
-async function settlesOn(what: string, want: (c: Connection) => boolean, attempt: () => Promise<Connection>): Promise<Connection> {
+async function settlesOn(
+  what: string,
+  want: (c: Connection) => boolean,
+  attempt: () => Promise<Connection>,
+): Promise<Connection> {
   let last: Connection | undefined;
-  await eventually(what, async () => {
-    last = await attempt();
-    return want(last) ? true : undefined;
-  }, 90_000, 1000).catch((err: unknown) => {
+  await eventually(
+    what,
+    async () => {
+      last = await attempt();
+      return want(last) ? true : undefined;
+    },
+    90_000,
+    1000,
+  ).catch((err: unknown) => {
     throw new Error(`${String(err)}; last: ${JSON.stringify(last)}`);
   });
   return last as Connection;
@@ -87,13 +129,30 @@ async function settlesOn(what: string, want: (c: Connection) => boolean, attempt
 const blocked = (c: Connection) => c.outcome !== 'connected';
 
 async function podIp(namespace: string, selector: string, containers: number): Promise<string> {
-  return eventually(`a ready pod ${selector} with ${containers} containers`, async () => {
-    const pods = await kube.json<{ items: Obj[] }>(['-n', namespace, 'get', 'pods', '-l', selector]);
-    const pod = pods.items.find(
-      (p) => p['metadata']['deletionTimestamp'] === undefined && (p['spec']['containers'] as Obj[]).length === containers && (p['status']['conditions'] as Obj[] | undefined)?.some((c) => c['type'] === 'Ready' && c['status'] === 'True'),
-    );
-    return pod?.['status']['podIP'] as string | undefined;
-  }, 180_000, 1000);
+  return eventually(
+    `a ready pod ${selector} with ${containers} containers`,
+    async () => {
+      const pods = await kube.json<{ items: Obj[] }>([
+        '-n',
+        namespace,
+        'get',
+        'pods',
+        '-l',
+        selector,
+      ]);
+      const pod = pods.items.find(
+        (p) =>
+          p['metadata']['deletionTimestamp'] === undefined &&
+          (p['spec']['containers'] as Obj[]).length === containers &&
+          (p['status']['conditions'] as Obj[] | undefined)?.some(
+            (c) => c['type'] === 'Ready' && c['status'] === 'True',
+          ),
+      );
+      return pod?.['status']['podIP'] as string | undefined;
+    },
+    180_000,
+    1000,
+  );
 }
 
 let appIp = '';
@@ -104,8 +163,26 @@ let webClusterIp = '';
 
 beforeAll(async () => {
   await kube.createNamespace(team);
-  await kube.apply([teamDeployment(ctx, 'app'), teamDeployment(ctx, 'web'), { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: APP_PORT }] } }], team);
-  await deploy(kube, ctx, team, [rlr('injected', { targetRef: { name: 'app', port: APP_PORT } }), rlr('via-service', { upstream: { service: { name: 'web', port: 80 }, replicas: 1 } })]);
+  await kube.apply(
+    [
+      teamDeployment(ctx, 'app'),
+      teamDeployment(ctx, 'web'),
+      {
+        apiVersion: 'v1',
+        kind: 'Service',
+        metadata: { name: 'web' },
+        spec: {
+          selector: { app: 'web' },
+          ports: [{ name: 'http', port: 80, targetPort: APP_PORT }],
+        },
+      },
+    ],
+    team,
+  );
+  await deploy(kube, ctx, team, [
+    rlr('injected', { targetRef: { name: 'app', port: APP_PORT } }),
+    rlr('via-service', { upstream: { service: { name: 'web', port: 80 }, replicas: 1 } }),
+  ]);
   await kube.rolloutStatus(team, 'app');
   await deploy(kube, ctx, other, [forger('labelled')]);
   await kube.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name: outside } }]);
@@ -113,10 +190,17 @@ beforeAll(async () => {
   await kube.wait(other, ['pod', 'labelled'], 'condition=Ready', 180);
   await kube.wait(outside, ['pod', 'forger'], 'condition=Ready', 180);
   appIp = await podIp(team, 'app=app', 2);
-  const injected = (await kube.json<Obj>(['-n', team, 'get', 'deployment', 'app']))['spec']['template']['spec']['containers'] as Obj[];
-  sidecarPort = (injected.flatMap((c) => (c['ports'] ?? []) as Obj[]).find((p) => p['name'] === 'rlr-http')?.['containerPort'] as number | undefined) ?? 0;
+  const injected = (await kube.json<Obj>(['-n', team, 'get', 'deployment', 'app']))['spec'][
+    'template'
+  ]['spec']['containers'] as Obj[];
+  sidecarPort =
+    (injected.flatMap((c) => (c['ports'] ?? []) as Obj[]).find((p) => p['name'] === 'rlr-http')?.[
+      'containerPort'
+    ] as number | undefined) ?? 0;
   webIp = await podIp(team, 'app=web', 1);
-  webClusterIp = (await kube.json<Obj>(['-n', team, 'get', 'service', 'web']))['spec']['clusterIP'] as string;
+  webClusterIp = (await kube.json<Obj>(['-n', team, 'get', 'service', 'web']))['spec'][
+    'clusterIP'
+  ] as string;
 }, 600_000);
 afterAll(async () => {
   await kube.close();
@@ -125,23 +209,63 @@ afterAll(async () => {
 
 describe(`NetworkPolicies, enforced by ${ctx.networkPolicyEnforcer}`, () => {
   it("targetRef: another namespace's pod reaches the route and the sidecar port, never the app's own port on the pod IP", async () => {
-    expect(await connectFrom(other, CLIENT_POD, `injected.${team}.svc.cluster.local`, 80, '/healthcheck/ready')).toEqual({ outcome: 'connected', status: 200 });
+    expect(
+      await connectFrom(
+        other,
+        CLIENT_POD,
+        `injected.${team}.svc.cluster.local`,
+        80,
+        '/healthcheck/ready',
+      ),
+    ).toEqual({ outcome: 'connected', status: 200 });
     expect(sidecarPort).not.toBe(APP_PORT);
-    expect(await connectFrom(other, CLIENT_POD, appIp, sidecarPort, '/healthcheck/ready')).toEqual({ outcome: 'connected', status: 200 });
-    await settlesOn('the app port refused', blocked, () => connectFrom(other, CLIENT_POD, appIp, APP_PORT));
+    expect(await connectFrom(other, CLIENT_POD, appIp, sidecarPort, '/healthcheck/ready')).toEqual({
+      outcome: 'connected',
+      status: 200,
+    });
+    await settlesOn('the app port refused', blocked, () =>
+      connectFrom(other, CLIENT_POD, appIp, APP_PORT),
+    );
     // Same namespace too: the policy admits any source on the sidecar ports only.
-    await settlesOn('the app port refused within the namespace', blocked, () => connectFrom(team, CLIENT_POD, appIp, APP_PORT));
+    await settlesOn('the app port refused within the namespace', blocked, () =>
+      connectFrom(team, CLIENT_POD, appIp, APP_PORT),
+    );
   });
 
   it("upstream: the team Service and its pods admit only the route's gateway; the route answers", async () => {
-    expect(await connectFrom(other, CLIENT_POD, `via-service.${team}.svc.cluster.local`, 80, '/healthcheck/ready')).toEqual({ outcome: 'connected', status: 200 });
-    await settlesOn('the upstream Service refused', blocked, () => connectFrom(other, CLIENT_POD, webClusterIp, 80));
-    await settlesOn('the upstream pod refused', blocked, () => connectFrom(team, CLIENT_POD, webIp, APP_PORT));
+    expect(
+      await connectFrom(
+        other,
+        CLIENT_POD,
+        `via-service.${team}.svc.cluster.local`,
+        80,
+        '/healthcheck/ready',
+      ),
+    ).toEqual({ outcome: 'connected', status: 200 });
+    await settlesOn('the upstream Service refused', blocked, () =>
+      connectFrom(other, CLIENT_POD, webClusterIp, 80),
+    );
+    await settlesOn('the upstream pod refused', blocked, () =>
+      connectFrom(team, CLIENT_POD, webIp, APP_PORT),
+    );
   });
 
   it('spec.networkPolicy.enabled=false opens the app port again: the refusal was the policy', async () => {
-    await kube.kubectl(['-n', team, 'patch', 'ratelimitroute', 'injected', '--type=merge', '-p', JSON.stringify({ spec: { networkPolicy: { enabled: false } } })]);
-    const open = await settlesOn('the app port answers', (c) => c.outcome === 'connected', () => connectFrom(other, CLIENT_POD, appIp, APP_PORT, '/healthcheck/ready'));
+    await kube.kubectl([
+      '-n',
+      team,
+      'patch',
+      'ratelimitroute',
+      'injected',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { networkPolicy: { enabled: false } } }),
+    ]);
+    const open = await settlesOn(
+      'the app port answers',
+      (c) => c.outcome === 'connected',
+      () => connectFrom(other, CLIENT_POD, appIp, APP_PORT, '/healthcheck/ready'),
+    );
     expect(open.status).toBe(200);
   });
 
@@ -153,7 +277,9 @@ describe(`NetworkPolicies, enforced by ${ctx.networkPolicyEnforcer}`, () => {
       expect(forged.outcome, `${redis} from ${outside}`).not.toBe('connected');
       // The same labels in an admitted namespace connect: only the namespace (which a tenant
       // cannot label) tells them apart there; the Redis password is what guards beyond it.
-      expect(await connectFrom(other, 'labelled', host, 6379), `${redis} from ${other}`).toEqual({ outcome: 'connected' });
+      expect(await connectFrom(other, 'labelled', host, 6379), `${redis} from ${other}`).toEqual({
+        outcome: 'connected',
+      });
     }
   });
 });

@@ -38,23 +38,39 @@ beforeAll(async () => {
   redirectUri = `http://127.0.0.1:${callbackPort}/callback`;
   await deploy(kube, ctx, ns, [
     await usersSecret(users),
-    oauthClient('demo-app', [redirectUri], { displayName: 'Demo App', tokenEndpointAuthMethod: 'client_secret_basic' }),
+    oauthClient('demo-app', [redirectUri], {
+      displayName: 'Demo App',
+      tokenEndpointAuthMethod: 'client_secret_basic',
+    }),
     route(ctx, 'api', {
       limits: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 },
       env: [
         { name: 'AUTH_ISSUER', value: issuer },
-        { name: 'AUTH_JWKS_URL', value: `http://portcullis-auth-server.${ns}.svc.cluster.local/jwks.json` },
+        {
+          name: 'AUTH_JWKS_URL',
+          value: `http://portcullis-auth-server.${ns}.svc.cluster.local/jwks.json`,
+        },
       ],
     }),
     route(ctx, 'api-jwt', {
       limits: {
         // No issuer named: the namespace's auth server, its keys fetched from its Service in the cluster.
         key: { source: 'jwt' },
-        rules: [{ name: 'me', path: '/me', methods: ['GET'], limits: [{ replenishRate: 1, burstCapacity: 3 }] }],
+        rules: [
+          {
+            name: 'me',
+            path: '/me',
+            methods: ['GET'],
+            limits: [{ replenishRate: 1, burstCapacity: 3 }],
+          },
+        ],
       },
       env: [
         { name: 'AUTH_ISSUER', value: issuer },
-        { name: 'AUTH_JWKS_URL', value: `http://portcullis-auth-server.${ns}.svc.cluster.local/jwks.json` },
+        {
+          name: 'AUTH_JWKS_URL',
+          value: `http://portcullis-auth-server.${ns}.svc.cluster.local/jwks.json`,
+        },
       ],
     }),
   ]);
@@ -69,7 +85,9 @@ beforeAll(async () => {
     // Only the redirect itself: the browser also asks this origin for /favicon.ico.
     const url = new URL(req.url ?? '/', redirectUri);
     if (url.pathname === '/callback') received.push(url);
-    res.writeHead(url.pathname === '/callback' ? 200 : 404, { 'content-type': 'text/plain' }).end('signed in');
+    res
+      .writeHead(url.pathname === '/callback' ? 200 : 404, { 'content-type': 'text/plain' })
+      .end('signed in');
   });
   await new Promise<void>((resolve) => callbacks!.listen(callbackPort, '127.0.0.1', resolve));
 });
@@ -82,13 +100,21 @@ afterAll(async () => {
 });
 
 async function clientCredentials(): Promise<{ clientId: string; clientSecret: string }> {
-  const secret = await kube.json<{ data: Record<string, string> }>(['-n', ns, 'get', 'secret', 'demo-app-oauth-client']);
+  const secret = await kube.json<{ data: Record<string, string> }>([
+    '-n',
+    ns,
+    'get',
+    'secret',
+    'demo-app-oauth-client',
+  ]);
   const decode = (k: string) => Buffer.from(secret.data[k] ?? '', 'base64').toString('utf8');
   return { clientId: decode('client_id'), clientSecret: decode('client_secret') };
 }
 
 async function me(accessToken: string): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await fetch(`${gateway.url}/me`, { headers: { authorization: `Bearer ${accessToken}`, 'USER-ID': 'oauth-e2e' } });
+  const res = await fetch(`${gateway.url}/me`, {
+    headers: { authorization: `Bearer ${accessToken}`, 'USER-ID': 'oauth-e2e' },
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -97,15 +123,33 @@ describe('OAuthClient and the code flow on a real cluster', () => {
     const { clientId, clientSecret } = await clientCredentials();
     expect(clientId).toMatch(/^[A-Za-z0-9._~-]{8,128}$/);
     expect(clientSecret.length).toBeGreaterThanOrEqual(32);
-    const status = await kube.json<{ status: { clientId: string; secretName: string } }>(['-n', ns, 'get', 'oauthclient', 'demo-app']);
+    const status = await kube.json<{ status: { clientId: string; secretName: string } }>([
+      '-n',
+      ns,
+      'get',
+      'oauthclient',
+      'demo-app',
+    ]);
     expect(status.status).toMatchObject({ clientId, secretName: 'demo-app-oauth-client' });
-    const dep = await kube.json<{ status: { readyReplicas?: number } }>(['-n', ns, 'get', 'deployment', 'portcullis-auth-server']);
+    const dep = await kube.json<{ status: { readyReplicas?: number } }>([
+      '-n',
+      ns,
+      'get',
+      'deployment',
+      'portcullis-auth-server',
+    ]);
     expect(dep.status.readyReplicas).toBeGreaterThanOrEqual(1);
   });
 
   it('openid-client: discovery, PKCE, sign-in and consent, code exchange; /me through the gateway accepts the token', async () => {
     const { clientId, clientSecret } = await clientCredentials();
-    config = await oidc.discovery(new URL(issuer), clientId, undefined, oidc.ClientSecretBasic(clientSecret), { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] });
+    config = await oidc.discovery(
+      new URL(issuer),
+      clientId,
+      undefined,
+      oidc.ClientSecretBasic(clientSecret),
+      { algorithm: 'oauth2', execute: [oidc.allowInsecureRequests] },
+    );
     const verifier = oidc.randomPKCECodeVerifier();
     const state = oidc.randomState();
     const url = oidc.buildAuthorizationUrl(config, {
@@ -115,9 +159,15 @@ describe('OAuthClient and the code flow on a real cluster', () => {
       code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
     });
-    const { location, consentShown } = await walk(url.href, { username: 'alice', password: 'alice-e2e-password' });
+    const { location, consentShown } = await walk(url.href, {
+      username: 'alice',
+      password: 'alice-e2e-password',
+    });
     expect(consentShown).toBe(true);
-    const tokens = await oidc.authorizationCodeGrant(config, location, { pkceCodeVerifier: verifier, expectedState: state });
+    const tokens = await oidc.authorizationCodeGrant(config, location, {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+    });
     expect(tokens.token_type.toLowerCase()).toBe('bearer');
     expect(tokens.scope).toBe('profile');
 
@@ -129,13 +179,15 @@ describe('OAuthClient and the code flow on a real cluster', () => {
     expect((await me(`${tokens.access_token.slice(0, -4)}AAAA`)).status).toBe(401);
   });
 
-  it('a route keyed on the verified subject: a USER-ID of the client\'s choosing stays in alice\'s bucket; no token is a 401', async () => {
+  it("a route keyed on the verified subject: a USER-ID of the client's choosing stays in alice's bucket; no token is a 401", async () => {
     expect(aliceToken).toBeDefined();
     const statuses: number[] = [];
     let policy: string | null = null;
     const started = performance.now();
     for (let i = 0; i < 8; i++) {
-      const res = await fetch(`${jwtGateway.url}/me`, { headers: { authorization: `Bearer ${aliceToken as string}`, 'USER-ID': `someone-${i}` } });
+      const res = await fetch(`${jwtGateway.url}/me`, {
+        headers: { authorization: `Bearer ${aliceToken as string}`, 'USER-ID': `someone-${i}` },
+      });
       statuses.push(res.status);
       if (res.status === 200) {
         expect(await res.json()).toMatchObject({ sub: 'alice' });
@@ -156,20 +208,50 @@ describe('OAuthClient and the code flow on a real cluster', () => {
   });
 
   it('Chromium: sign-in page, consent once, redirect with the code; the second sign-in asks no consent', async () => {
-    browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
-    const signIn = async (): Promise<{ consent: boolean; callback: URL; state: string; verifier: string }> => {
+    browser = await chromium.launch({
+      executablePath: '/usr/bin/chromium',
+      args: [
+        '--headless',
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
+    const signIn = async (): Promise<{
+      consent: boolean;
+      callback: URL;
+      state: string;
+      verifier: string;
+    }> => {
       const page = await (await browser!.newContext()).newPage();
       const verifier = oidc.randomPKCECodeVerifier();
       const state = oidc.randomState();
-      const url = oidc.buildAuthorizationUrl(config, { redirect_uri: redirectUri, scope: 'profile', state, code_challenge: await oidc.calculatePKCECodeChallenge(verifier), code_challenge_method: 'S256' });
+      const url = oidc.buildAuthorizationUrl(config, {
+        redirect_uri: redirectUri,
+        scope: 'profile',
+        state,
+        code_challenge: await oidc.calculatePKCECodeChallenge(verifier),
+        code_challenge_method: 'S256',
+      });
       const before = received.length;
       await page.goto(url.href);
       await page.waitForSelector('#sign-in-title');
       await page.fill('input[name=username]', 'bob');
       await page.fill('input[name=password]', 'bob-e2e-password');
       await page.click('button#sign-in');
-      const landed = page.waitForURL((u) => u.href.startsWith(redirectUri), { timeout: 30_000 }).then(() => false);
-      const consent = await Promise.race([landed, page.waitForSelector('#consent-title', { timeout: 30_000 }).then(() => true, () => false)]);
+      const landed = page
+        .waitForURL((u) => u.href.startsWith(redirectUri), { timeout: 30_000 })
+        .then(() => false);
+      const consent = await Promise.race([
+        landed,
+        page.waitForSelector('#consent-title', { timeout: 30_000 }).then(
+          () => true,
+          () => false,
+        ),
+      ]);
       if (consent) await page.click('#allow');
       await landed;
       await page.context().close();
@@ -181,14 +263,20 @@ describe('OAuthClient and the code flow on a real cluster', () => {
     expect(first.consent).toBe(true);
     expect(first.callback.searchParams.get('code')).toMatch(/./);
     // authorizationCodeGrant checks state and iss (RFC 9207) on the redirect the browser made.
-    const tokens = await oidc.authorizationCodeGrant(config, first.callback, { pkceCodeVerifier: first.verifier, expectedState: first.state });
+    const tokens = await oidc.authorizationCodeGrant(config, first.callback, {
+      pkceCodeVerifier: first.verifier,
+      expectedState: first.state,
+    });
     const res = await me(tokens.access_token);
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({ sub: 'bob', name: 'Bob Builder' });
 
     const second = await signIn();
     expect(second.consent).toBe(false);
-    const again = await oidc.authorizationCodeGrant(config, second.callback, { pkceCodeVerifier: second.verifier, expectedState: second.state });
+    const again = await oidc.authorizationCodeGrant(config, second.callback, {
+      pkceCodeVerifier: second.verifier,
+      expectedState: second.state,
+    });
     expect((await me(again.access_token)).body).toMatchObject({ sub: 'bob' });
   });
 });

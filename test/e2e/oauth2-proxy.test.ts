@@ -38,7 +38,10 @@ beforeAll(async () => {
   const publicUrl = `http://127.0.0.1:${proxyPort}`;
   await deploy(kube, ctx, ns, [
     await usersSecret(Object.values(users)),
-    oauthClient('wiki', [`${publicUrl}/oauth2/callback`], { displayName: 'Wonderland wiki', scopes: ['openid', 'profile', 'email'] }),
+    oauthClient('wiki', [`${publicUrl}/oauth2/callback`], {
+      displayName: 'Wonderland wiki',
+      scopes: ['openid', 'profile', 'email'],
+    }),
     route(ctx, 'api', {
       limits: { ...LIMIT, key: { source: 'jwt' } },
       // The user service's /me checks the same token again (AUTH_JWKS_URL: inside the cluster).
@@ -76,11 +79,15 @@ afterAll(async () => {
  * Opens the app as a browser with no session: oauth2-proxy sends it to the auth server, where it
  * signs in and consents; the callback leaves oauth2-proxy's session cookie in the browser.
  */
-async function signInThroughProxy(user: { username: string; password: string }): Promise<{ b: Browserish; consentShown: boolean }> {
+async function signInThroughProxy(user: {
+  username: string;
+  password: string;
+}): Promise<{ b: Browserish; consentShown: boolean }> {
   const b = browser();
   let url = `${proxy.url}/me`;
   for (let hop = 0; new URL(url).origin !== issuer; hop++) {
-    if (hop === 5) throw new Error(`oauth2-proxy did not send the browser to the issuer (last ${url})`);
+    if (hop === 5)
+      throw new Error(`oauth2-proxy did not send the browser to the issuer (last ${url})`);
     const res = await b.get(url);
     await res.body?.cancel();
     expect([302, 303, 307]).toContain(res.status);
@@ -91,7 +98,11 @@ async function signInThroughProxy(user: { username: string; password: string }):
   expect(authorize.searchParams.get('scope')).toBe('openid profile email');
   expect(authorize.searchParams.get('code_challenge_method')).toBe('S256');
   expect(authorize.searchParams.get('nonce')).toMatch(/./);
-  const { location, consentShown } = await walk(url, { b, username: user.username, password: user.password });
+  const { location, consentShown } = await walk(url, {
+    b,
+    username: user.username,
+    password: user.password,
+  });
   expect(`${location.origin}${location.pathname}`).toBe(`${proxy.url}/oauth2/callback`);
   // oauth2-proxy redeems the code, verifies the id_token and sends the browser back where it started.
   const callback = await b.get(location.href);
@@ -112,10 +123,21 @@ interface Answer {
 async function burst(b: Browserish, label: string): Promise<Answer[]> {
   const answers: Answer[] = [];
   for (let i = 0; i < REQUESTS; i++) {
-    const res = await fetch(`${proxy.url}/me`, { redirect: 'manual', headers: { cookie: b.jar.header(), 'USER-ID': `${label}-${i}` } });
+    const res = await fetch(`${proxy.url}/me`, {
+      redirect: 'manual',
+      headers: { cookie: b.jar.header(), 'USER-ID': `${label}-${i}` },
+    });
     const contentType = res.headers.get('content-type');
-    const json = contentType?.includes('json') === true ? ((await res.json()) as Record<string, unknown>) : (await res.body?.cancel(), {});
-    answers.push({ status: res.status, sub: json['sub'], retryAfter: res.headers.get('retry-after'), contentType });
+    const json =
+      contentType?.includes('json') === true
+        ? ((await res.json()) as Record<string, unknown>)
+        : (await res.body?.cancel(), {});
+    answers.push({
+      status: res.status,
+      sub: json['sub'],
+      retryAfter: res.headers.get('retry-after'),
+      contentType,
+    });
   }
   return answers;
 }
@@ -124,8 +146,13 @@ function expectLimited(answers: readonly Answer[], username: string, startedMs: 
   const elapsedS = (performance.now() - startedMs) / 1000;
   const admitted = answers.filter((a) => a.status === 200);
   const limited = answers.filter((a) => a.status === 429);
-  process.stderr.write(`e2e oauth2-proxy: ${username}: ${admitted.length} admitted, ${limited.length} limited in ${elapsedS.toFixed(1)} s\n`);
-  expect(answers.map((a) => a.status)).toEqual([...Array<number>(ADMITTED).fill(200), ...Array<number>(REQUESTS - ADMITTED).fill(429)]);
+  process.stderr.write(
+    `e2e oauth2-proxy: ${username}: ${admitted.length} admitted, ${limited.length} limited in ${elapsedS.toFixed(1)} s\n`,
+  );
+  expect(answers.map((a) => a.status)).toEqual([
+    ...Array<number>(ADMITTED).fill(200),
+    ...Array<number>(REQUESTS - ADMITTED).fill(429),
+  ]);
   expect(elapsedS).toBeLessThan(REFILL_S);
   for (const a of admitted) expect(a.sub).toBe(username);
   for (const a of limited) {
@@ -137,7 +164,9 @@ function expectLimited(answers: readonly Answer[], username: string, startedMs: 
 
 describe('oauth2-proxy in the cluster in front of a route keyed on the verified subject', () => {
   it('oauth2-proxy found the auth server by OIDC discovery at the issuer', async () => {
-    expect(await kube.logs(ns, `deployment/${OAUTH2_PROXY}`, OAUTH2_PROXY)).toContain('Performing OIDC Discovery');
+    expect(await kube.logs(ns, `deployment/${OAUTH2_PROXY}`, OAUTH2_PROXY)).toContain(
+      'Performing OIDC Discovery',
+    );
     const unauthenticated = await fetch(`${proxy.url}/me`, { redirect: 'manual' });
     await unauthenticated.body?.cancel();
     expect(unauthenticated.status).toBe(302);

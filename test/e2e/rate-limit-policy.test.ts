@@ -27,21 +27,48 @@ const policy = {
   apiVersion: 'portcullis.dev/v1alpha1',
   kind: 'RateLimitPolicy',
   metadata: { name: POLICY },
-  spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'shop', sectionName: 'api' }], limiter: rule },
+  spec: {
+    targetRefs: [
+      { group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'shop', sectionName: 'api' },
+    ],
+    limiter: rule,
+  },
 };
 
 /** Gateway API's standard channel, as a platform installs it: HTTPRoute there has no ExternalAuth filter. */
 async function installGatewayApi(): Promise<void> {
-  const out = execFileSync(path.join(repoRoot, 'test/harness/k8s/gateway-api-crds.sh'), ['--print-env'], { encoding: 'utf8' });
+  const out = execFileSync(
+    path.join(repoRoot, 'test/harness/k8s/gateway-api-crds.sh'),
+    ['--print-env'],
+    { encoding: 'utf8' },
+  );
   const dir = /GATEWAY_API_CRDS=(.*)/.exec(out)?.[1];
-  if (dir === undefined) throw new Error(`gateway-api-crds.sh printed no GATEWAY_API_CRDS=: ${out}`);
+  if (dir === undefined)
+    throw new Error(`gateway-api-crds.sh printed no GATEWAY_API_CRDS=: ${out}`);
   for (const kind of ['gatewayclasses', 'gateways', 'httproutes']) {
-    await kube.kubectl(['apply', '--server-side', '-f', path.join(dir, 'standard', `gateway.networking.k8s.io_${kind}.yaml`)]);
+    await kube.kubectl([
+      'apply',
+      '--server-side',
+      '-f',
+      path.join(dir, 'standard', `gateway.networking.k8s.io_${kind}.yaml`),
+    ]);
   }
   // kubectl wait fails outright on a CRD whose status has no conditions yet: ask until Established.
   await eventually(
     'Gateway API CRDs established',
-    () => kube.kubectl(['wait', '--for=condition=Established', '--timeout=10s', 'crd/httproutes.gateway.networking.k8s.io', 'crd/gateways.gateway.networking.k8s.io']).then(() => true, () => false),
+    () =>
+      kube
+        .kubectl([
+          'wait',
+          '--for=condition=Established',
+          '--timeout=10s',
+          'crd/httproutes.gateway.networking.k8s.io',
+          'crd/gateways.gateway.networking.k8s.io',
+        ])
+        .then(
+          () => true,
+          () => false,
+        ),
     60_000,
   );
 }
@@ -58,9 +85,18 @@ beforeAll(async () => {
     ...backend(ctx, 'shop-backend'),
     ...gatewayRoute('edge', 'shop', 'api', 'shop-backend'),
     policy,
-    ...caddyObjects(ctx, `${DECISION}.${ns}.svc.cluster.local:80`, `shop-backend.${ns}.svc.cluster.local:80`),
+    ...caddyObjects(
+      ctx,
+      `${DECISION}.${ns}.svc.cluster.local:80`,
+      `shop-backend.${ns}.svc.cluster.local:80`,
+    ),
   ]);
-  await eventually('the decision Deployment exists', () => get('deployment', DECISION), 120_000, 500);
+  await eventually(
+    'the decision Deployment exists',
+    () => get('deployment', DECISION),
+    120_000,
+    500,
+  );
   for (const d of ['shop-backend', DECISION, CADDY]) await kube.rolloutStatus(ns, d, 240);
 }, 600_000);
 
@@ -70,10 +106,17 @@ afterAll(async () => {
 });
 
 interface ScenarioResult {
-  results: Array<{ i: number; sentAtMs: number; status: number; body: string; headers: Record<string, string | null> }>;
+  results: Array<{
+    i: number;
+    sentAtMs: number;
+    status: number;
+    body: string;
+    headers: Record<string, string | null>;
+  }>;
 }
 
-const condition = (p: Obj | undefined, type: string): Obj | undefined => p?.['status']?.['ancestors']?.[0]?.['conditions']?.find((c: Obj) => c['type'] === type);
+const condition = (p: Obj | undefined, type: string): Obj | undefined =>
+  p?.['status']?.['ancestors']?.[0]?.['conditions']?.find((c: Obj) => c['type'] === type);
 
 describe('RateLimitPolicy on an HTTPRoute, traffic through Caddy in the cluster', () => {
   it("the policy is Accepted on the route's Gateway; the standard channel has no ExternalAuth filter, so Wired says to wire by hand and the route is left as written", async () => {
@@ -87,26 +130,46 @@ describe('RateLimitPolicy on an HTTPRoute, traffic through Caddy in the cluster'
       500,
     );
     expect(p?.['status']['ancestors'][0]).toMatchObject({
-      ancestorRef: { group: 'gateway.networking.k8s.io', kind: 'Gateway', name: 'edge', namespace: ns },
+      ancestorRef: {
+        group: 'gateway.networking.k8s.io',
+        kind: 'Gateway',
+        name: 'edge',
+        namespace: ns,
+      },
       controllerName: 'portcullis.dev/operator',
     });
     expect(condition(p, 'Accepted')).toMatchObject({ status: 'True', reason: 'Accepted' });
-    expect(condition(p, 'portcullis.dev/Wired')).toMatchObject({ status: 'False', reason: 'ExternalAuthUnsupported' });
+    expect(condition(p, 'portcullis.dev/Wired')).toMatchObject({
+      status: 'False',
+      reason: 'ExternalAuthUnsupported',
+    });
     const route = await get('httproute', 'shop');
     expect(route?.['spec']['rules'][0]['filters'] ?? []).toEqual([]);
     for (const kind of ['service', 'configmap', 'poddisruptionbudget', 'networkpolicy']) {
       const name = kind === 'configmap' ? `${DECISION}-sidecar` : DECISION;
       const obj = await get(kind, name);
-      expect(obj?.['metadata']['ownerReferences']?.[0], `${kind} ${name}`).toMatchObject({ kind: 'RateLimitPolicy', name: POLICY, controller: true });
+      expect(obj?.['metadata']['ownerReferences']?.[0], `${kind} ${name}`).toMatchObject({
+        kind: 'RateLimitPolicy',
+        name: POLICY,
+        controller: true,
+      });
     }
   });
 
   it("the specification's scenario through Caddy: 30 GETs 0.5 s apart give the exact bucket's 12 from the service with RateLimit headers, and 18 x 429 with Retry-After, RateLimit headers and problem+json", async () => {
-    const { results } = await inCluster<ScenarioResult>(kube, ns, 'scenario', { url: `${gateway}/healthcheck/ready`, userId: 'spec-user', count: 30, periodMs: 500 });
+    const { results } = await inCluster<ScenarioResult>(kube, ns, 'scenario', {
+      url: `${gateway}/healthcheck/ready`,
+      userId: 'spec-user',
+      count: 30,
+      periodMs: 500,
+    });
     expect(results).toHaveLength(30);
     const ok = results.filter((r) => r.status === 200);
     const limited = results.filter((r) => r.status === 429);
-    expect(ok.length + limited.length, JSON.stringify(results.filter((r) => r.status !== 200 && r.status !== 429))).toBe(30);
+    expect(
+      ok.length + limited.length,
+      JSON.stringify(results.filter((r) => r.status !== 200 && r.status !== 429)),
+    ).toBe(30);
     // The exact model at the times the client sent (see gateway.test.ts: jitter may move one admission, not the total).
     let state: BucketState | undefined;
     let model = 0;
@@ -133,20 +196,30 @@ describe('RateLimitPolicy on an HTTPRoute, traffic through Caddy in the cluster'
     expect(results.slice(6, 8).every((r) => r.status === 429)).toBe(true);
   });
 
-  it('a request without USER-ID gets the limiter\'s 400 problem+json through Caddy, and never reaches the service', async () => {
+  it("a request without USER-ID gets the limiter's 400 problem+json through Caddy, and never reaches the service", async () => {
     const out = await kube.exec(ns, 'client', [
       'node',
       '-e',
       `fetch(${JSON.stringify(`${gateway}/healthcheck/ready`)}).then(async (r) => console.log(JSON.stringify({ status: r.status, type: r.headers.get('content-type'), body: await r.json() })))`,
     ]);
-    const res = JSON.parse(out) as { status: number; type: string; body: { status: number; type: string } };
+    const res = JSON.parse(out) as {
+      status: number;
+      type: string;
+      body: { status: number; type: string };
+    };
     expect(res.status).toBe(400);
     expect(res.type).toMatch(/^application\/problem\+json/);
     expect(res.body).toMatchObject({ status: 400, type: 'urn:portcullis:problem:invalid-user-id' });
   });
 
   it('deleting the policy removes its decision service and lifts the limit at the gateway', async () => {
-    const burst = (userId: string) => inCluster<{ counts: Record<string, number> }>(kube, ns, 'burst', { url: `${gateway}/healthcheck/ready`, userId, total: 12, concurrency: 1 });
+    const burst = (userId: string) =>
+      inCluster<{ counts: Record<string, number> }>(kube, ns, 'burst', {
+        url: `${gateway}/healthcheck/ready`,
+        userId,
+        total: 12,
+        concurrency: 1,
+      });
     // With the policy: a quick burst of 12 gets the bucket's 5 (10 tokens, 2 each; under a second of refill).
     const before = await burst('before-delete');
     expect(before.counts['200']).toBeGreaterThanOrEqual(5);
@@ -154,9 +227,20 @@ describe('RateLimitPolicy on an HTTPRoute, traffic through Caddy in the cluster'
     expect((before.counts['200'] ?? 0) + (before.counts['429'] ?? 0)).toBe(12);
 
     await kube.kubectl(['-n', ns, 'delete', 'ratelimitpolicy', POLICY, '--timeout=120s']);
-    for (const kind of ['deployment', 'service', 'configmap', 'poddisruptionbudget', 'networkpolicy']) {
+    for (const kind of [
+      'deployment',
+      'service',
+      'configmap',
+      'poddisruptionbudget',
+      'networkpolicy',
+    ]) {
       const name = kind === 'configmap' ? `${DECISION}-sidecar` : DECISION;
-      await eventually(`${kind} ${name} deleted with the policy`, async () => (await get(kind, name)) === undefined, 120_000, 500);
+      await eventually(
+        `${kind} ${name} deleted with the policy`,
+        async () => (await get(kind, name)) === undefined,
+        120_000,
+        500,
+      );
     }
     const after = await eventually(
       'every request of a burst admitted through Caddy',

@@ -4,7 +4,14 @@
 // must be a 200 (the limits are far above the stream's rate).
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { eventually, Kube } from '../harness/kind/kube.ts';
-import { CLIENT_POD, deploy, inCluster, namespaceFor, route, routePods } from './support/workloads.ts';
+import {
+  CLIENT_POD,
+  deploy,
+  inCluster,
+  namespaceFor,
+  route,
+  routePods,
+} from './support/workloads.ts';
 
 const ctx = inject('e2e');
 const kube = new Kube(ctx);
@@ -19,7 +26,12 @@ interface StreamResult {
 }
 
 beforeAll(async () => {
-  await deploy(kube, ctx, ns, [route(ctx, 'steady', { replicas: 2, limits: { replenishRate: 1000, burstCapacity: 2000, requestedTokens: 1 } })]);
+  await deploy(kube, ctx, ns, [
+    route(ctx, 'steady', {
+      replicas: 2,
+      limits: { replenishRate: 1000, burstCapacity: 2000, requestedTokens: 1 },
+    }),
+  ]);
 });
 
 afterAll(async () => {
@@ -30,7 +42,18 @@ afterAll(async () => {
 /** Runs the stream for the duration of `during`, then stops it and returns what it saw. */
 async function streamThrough(during: () => Promise<void>): Promise<StreamResult> {
   await kube.exec(ns, CLIENT_POD, ['rm', '-f', STOP]);
-  const stream = inCluster<StreamResult>(kube, ns, 'stream', { url: `http://steady.${ns}.svc.cluster.local/healthcheck/ready`, perSecond: 20, stopFile: STOP, maxMs: 240_000 }, 300_000);
+  const stream = inCluster<StreamResult>(
+    kube,
+    ns,
+    'stream',
+    {
+      url: `http://steady.${ns}.svc.cluster.local/healthcheck/ready`,
+      perSecond: 20,
+      stopFile: STOP,
+      maxMs: 240_000,
+    },
+    300_000,
+  );
   // Let the stream settle on its connections before anything changes.
   await new Promise((r) => setTimeout(r, 3000));
   try {
@@ -53,7 +76,9 @@ async function waitAllReady(count: number, notIn: readonly string[] = []): Promi
     async () => {
       const pods = await routePods(kube, ns, 'steady');
       const ready = pods.filter((p) => p.ready && !notIn.includes(p.name));
-      return ready.length === count && pods.length === count ? ready.map((p) => p.name).sort() : undefined;
+      return ready.length === count && pods.length === count
+        ? ready.map((p) => p.name).sort()
+        : undefined;
     },
     240_000,
     1000,
@@ -72,7 +97,16 @@ describe('zero failed requests while pods change', () => {
   it('a spec change rolls both pods and the stream sees no failure', async () => {
     const before = await podNames();
     const result = await streamThrough(async () => {
-      await kube.kubectl(['-n', ns, 'patch', 'ratelimitroute', 'steady', '--type=merge', '-p', JSON.stringify({ spec: { limiter: { replenishRate: 999 } } })]);
+      await kube.kubectl([
+        '-n',
+        ns,
+        'patch',
+        'ratelimitroute',
+        'steady',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { limiter: { replenishRate: 999 } } }),
+      ]);
       await kube.rolloutStatus(ns, 'steady');
       await waitAllReady(2, before);
     });
@@ -84,7 +118,9 @@ describe('zero failed requests while pods change', () => {
   it('deleting one of the two pods: the stream sees no failure', async () => {
     const [victim] = await podNames();
     const result = await streamThrough(async () => {
-      await kube.kubectl(['-n', ns, 'delete', 'pod', victim!, '--wait=true'], { timeoutMs: 120_000 });
+      await kube.kubectl(['-n', ns, 'delete', 'pod', victim!, '--wait=true'], {
+        timeoutMs: 120_000,
+      });
       await waitAllReady(2, [victim!]);
     });
     expect(await podNames()).not.toContain(victim);
@@ -94,7 +130,13 @@ describe('zero failed requests while pods change', () => {
   it('restarting the operator: the stream sees no failure and the route pods stay', async () => {
     const before = await podNames();
     const result = await streamThrough(async () => {
-      await kube.kubectl(['-n', ctx.releaseNamespace, 'rollout', 'restart', `deployment/${ctx.release}-operator`]);
+      await kube.kubectl([
+        '-n',
+        ctx.releaseNamespace,
+        'rollout',
+        'restart',
+        `deployment/${ctx.release}-operator`,
+      ]);
       await kube.rolloutStatus(ctx.releaseNamespace, `${ctx.release}-operator`);
       // The new operator has reconciled the route again (its status names the current generation).
       await kube.wait(ns, ['ratelimitroute/steady'], 'condition=Ready', 120);

@@ -27,7 +27,12 @@ function teamDeployment(c: E2eContext, name: string): object {
         metadata: { labels: { app: name } },
         spec: {
           automountServiceAccountToken: false,
-          securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+          securityContext: {
+            runAsNonRoot: true,
+            runAsUser: 1000,
+            runAsGroup: 1000,
+            seccompProfile: { type: 'RuntimeDefault' },
+          },
           containers: [
             {
               name: 'app',
@@ -36,8 +41,15 @@ function teamDeployment(c: E2eContext, name: string): object {
               command: ['node', bundleEntry('user-service')],
               env: [{ name: 'PORT', value: '8081' }],
               ports: [{ name: 'http', containerPort: 8081 }],
-              readinessProbe: { httpGet: { path: '/healthcheck/ready', port: 8081 }, periodSeconds: 2 },
-              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+              readinessProbe: {
+                httpGet: { path: '/healthcheck/ready', port: 8081 },
+                periodSeconds: 2,
+              },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ['ALL'] },
+              },
             },
           ],
         },
@@ -46,26 +58,48 @@ function teamDeployment(c: E2eContext, name: string): object {
   };
 }
 
-const teamService = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'web' }, spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8081 }] } };
-const rlr = (name: string, spec: Record<string, unknown>) => ({ apiVersion: 'portcullis.dev/v1alpha1', kind: 'RateLimitRoute', metadata: { name }, spec: { ...spec, limiter } });
+const teamService = {
+  apiVersion: 'v1',
+  kind: 'Service',
+  metadata: { name: 'web' },
+  spec: { selector: { app: 'web' }, ports: [{ name: 'http', port: 80, targetPort: 8081 }] },
+};
+const rlr = (name: string, spec: Record<string, unknown>) => ({
+  apiVersion: 'portcullis.dev/v1alpha1',
+  kind: 'RateLimitRoute',
+  metadata: { name },
+  spec: { ...spec, limiter },
+});
 
 interface Burst {
   readonly counts: Record<string, number>;
   readonly elapsedMs: number;
 }
 const burst = (route: string, userId: string) =>
-  inCluster<Burst>(kube, ns, 'burst', { url: `http://${route}.${ns}.svc.cluster.local/healthcheck/ready`, userId, total: 20, concurrency: 4 });
+  inCluster<Burst>(kube, ns, 'burst', {
+    url: `http://${route}.${ns}.svc.cluster.local/healthcheck/ready`,
+    userId,
+    total: 20,
+    concurrency: 4,
+  });
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
 const containersOf = async (deployment: string): Promise<string[]> =>
-  ((await kube.json<Obj>(['-n', ns, 'get', 'deployment', deployment]))['spec']['template']['spec']['containers'] as Obj[]).map((c) => String(c['name']));
+  (
+    (await kube.json<Obj>(['-n', ns, 'get', 'deployment', deployment]))['spec']['template']['spec'][
+      'containers'
+    ] as Obj[]
+  ).map((c) => String(c['name']));
 
 beforeAll(async () => {
   await kube.createNamespace(ns);
   await kube.apply([teamDeployment(ctx, 'web'), teamService, teamDeployment(ctx, 'app')], ns);
   await kube.rolloutStatus(ns, 'web');
   await kube.rolloutStatus(ns, 'app');
-  await deploy(kube, ctx, ns, [rlr('via-service', { upstream: { service: { name: 'web', port: 80 }, replicas: 1 } }), rlr('injected', { targetRef: { name: 'app', port: 8081 } })]);
+  await deploy(kube, ctx, ns, [
+    rlr('via-service', { upstream: { service: { name: 'web', port: 80 }, replicas: 1 } }),
+    rlr('injected', { targetRef: { name: 'app', port: 8081 } }),
+  ]);
 });
 afterAll(async () => {
   await kube.close();
@@ -92,7 +126,9 @@ describe('routes in front of existing workloads', () => {
     expect(r.counts['200']).toBeLessThanOrEqual(5 + Math.ceil(r.elapsedMs / 1000));
     expect((r.counts['200'] ?? 0) + (r.counts['429'] ?? 0)).toBe(20);
 
-    await kube.kubectl(['-n', ns, 'delete', 'ratelimitroute', 'injected', '--wait=true'], { timeoutMs: 120_000 });
+    await kube.kubectl(['-n', ns, 'delete', 'ratelimitroute', 'injected', '--wait=true'], {
+      timeoutMs: 120_000,
+    });
     expect(await containersOf('app')).toEqual(['app']);
     await kube.rolloutStatus(ns, 'app');
     await eventually(
@@ -100,7 +136,12 @@ describe('routes in front of existing workloads', () => {
       async () => {
         const pods = await kube.json<{ items: Obj[] }>(['-n', ns, 'get', 'pods', '-l', 'app=app']);
         const live = pods.items.filter((p) => p['metadata']['deletionTimestamp'] === undefined);
-        return live.length === 1 && live.every((p) => (p['spec']['containers'] as Obj[]).map((c) => c['name']).join() === 'app') ? true : undefined;
+        return live.length === 1 &&
+          live.every(
+            (p) => (p['spec']['containers'] as Obj[]).map((c) => c['name']).join() === 'app',
+          )
+          ? true
+          : undefined;
       },
       120_000,
       1000,

@@ -29,7 +29,11 @@ export function hidden(page: string, name: string): string | undefined {
 export interface Browserish {
   readonly jar: CookieJar;
   get(url: string): Promise<Response>;
-  post(url: string, form: Record<string, string>, headers?: Record<string, string>): Promise<Response>;
+  post(
+    url: string,
+    form: Record<string, string>,
+    headers?: Record<string, string>,
+  ): Promise<Response>;
 }
 
 export function browser(jar = new CookieJar()): Browserish {
@@ -44,7 +48,11 @@ export function browser(jar = new CookieJar()): Browserish {
       const res = await fetch(url, {
         method: 'POST',
         redirect: 'manual',
-        headers: { ...headers, cookie: jar.header(), 'content-type': 'application/x-www-form-urlencoded' },
+        headers: {
+          ...headers,
+          cookie: jar.header(),
+          'content-type': 'application/x-www-form-urlencoded',
+        },
         body: new URLSearchParams(form),
       });
       jar.store(res);
@@ -54,14 +62,27 @@ export function browser(jar = new CookieJar()): Browserish {
 }
 
 /** A fresh browser at demo-client's sign-in page: the browser and the form's interaction and CSRF token. */
-export async function openSignIn(issuer: string, redirectUri: string): Promise<{ b: Browserish; interaction: string; csrf: string }> {
+export async function openSignIn(
+  issuer: string,
+  redirectUri: string,
+): Promise<{ b: Browserish; interaction: string; csrf: string }> {
   const b = browser();
-  const page = await (await b.get(`${issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: redirectUri, response_type: 'code' })}`)).text();
+  const page = await (
+    await b.get(
+      `${issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: redirectUri, response_type: 'code' })}`,
+    )
+  ).text();
   return { b, interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '' };
 }
 
 /** One sign-in attempt from a fresh browser (the POST's answer; redirects are not followed). */
-export async function trySignIn(issuer: string, redirectUri: string, username: string, password: string, headers: Record<string, string> = {}): Promise<Response> {
+export async function trySignIn(
+  issuer: string,
+  redirectUri: string,
+  username: string,
+  password: string,
+  headers: Record<string, string> = {},
+): Promise<Response> {
   const { b, interaction, csrf } = await openSignIn(issuer, redirectUri);
   return b.post(`${issuer}/auth/sign-in`, { interaction, csrf, username, password }, headers);
 }
@@ -88,7 +109,12 @@ export interface AuthorizeResult {
 
 /** GET /auth, sign in, consent when asked; returns the final redirect to the client. */
 export async function authorize(o: AuthorizeOptions): Promise<AuthorizeResult> {
-  const q = new URLSearchParams({ client_id: o.clientId, redirect_uri: o.redirectUri, response_type: 'code', scope: o.scope ?? 'profile' });
+  const q = new URLSearchParams({
+    client_id: o.clientId,
+    redirect_uri: o.redirectUri,
+    response_type: 'code',
+    scope: o.scope ?? 'profile',
+  });
   if (o.state !== undefined) q.set('state', o.state);
   if (o.challenge !== undefined) {
     q.set('code_challenge', o.challenge);
@@ -98,12 +124,16 @@ export async function authorize(o: AuthorizeOptions): Promise<AuthorizeResult> {
 }
 
 /** Follows an authorization URL built elsewhere (e.g. by oauth4webapi) through sign-in and consent. */
-export async function walk(authorizationUrl: string, o: Pick<AuthorizeOptions, 'username' | 'password' | 'decision' | 'b'> = {}): Promise<AuthorizeResult> {
+export async function walk(
+  authorizationUrl: string,
+  o: Pick<AuthorizeOptions, 'username' | 'password' | 'decision' | 'b'> = {},
+): Promise<AuthorizeResult> {
   const b = o.b ?? browser();
   const origin = new URL(authorizationUrl).origin;
   const first = await b.get(authorizationUrl);
   const page = await first.text();
-  if (first.status !== 200) throw new Error(`GET /auth answered ${first.status}: ${page.slice(0, 300)}`);
+  if (first.status !== 200)
+    throw new Error(`GET /auth answered ${first.status}: ${page.slice(0, 300)}`);
   const signIn = await b.post(`${origin}/auth/sign-in`, {
     interaction: hidden(page, 'interaction') ?? '',
     csrf: hidden(page, 'csrf') ?? '',
@@ -112,7 +142,8 @@ export async function walk(authorizationUrl: string, o: Pick<AuthorizeOptions, '
   });
   if (signIn.status !== 303) throw new Error(`sign-in answered ${signIn.status}`);
   const next = new URL(signIn.headers.get('location') ?? '', origin);
-  if (next.origin !== origin || !next.pathname.startsWith('/auth/consent')) return { location: next, consentShown: false };
+  if (next.origin !== origin || !next.pathname.startsWith('/auth/consent'))
+    return { location: next, consentShown: false };
   const consentPage = await (await b.get(next.toString())).text();
   const decided = await b.post(`${origin}/auth/consent`, {
     interaction: hidden(consentPage, 'interaction') ?? '',
@@ -123,10 +154,23 @@ export async function walk(authorizationUrl: string, o: Pick<AuthorizeOptions, '
   return { location: new URL(decided.headers.get('location') ?? ''), consentShown: true };
 }
 
-export async function tokenRequest(issuer: string, body: Record<string, string>, options: { json?: boolean; basic?: [string, string] } = {}) {
-  const headers: Record<string, string> = { 'content-type': options.json === true ? 'application/json' : 'application/x-www-form-urlencoded' };
-  if (options.basic !== undefined) headers['authorization'] = `Basic ${Buffer.from(`${options.basic[0]}:${options.basic[1]}`).toString('base64')}`;
-  const res = await fetch(`${issuer}/token`, { method: 'POST', headers, body: options.json === true ? JSON.stringify(body) : new URLSearchParams(body) });
+export async function tokenRequest(
+  issuer: string,
+  body: Record<string, string>,
+  options: { json?: boolean; basic?: [string, string] } = {},
+) {
+  const headers: Record<string, string> = {
+    'content-type':
+      options.json === true ? 'application/json' : 'application/x-www-form-urlencoded',
+  };
+  if (options.basic !== undefined)
+    headers['authorization'] =
+      `Basic ${Buffer.from(`${options.basic[0]}:${options.basic[1]}`).toString('base64')}`;
+  const res = await fetch(`${issuer}/token`, {
+    method: 'POST',
+    headers,
+    body: options.json === true ? JSON.stringify(body) : new URLSearchParams(body),
+  });
   const json = (await res.json()) as Record<string, unknown>;
   return { status: res.status, headers: res.headers, json };
 }

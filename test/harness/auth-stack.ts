@@ -20,7 +20,10 @@ import { DEFAULT_AUTH_SERVER_RESOURCES } from '../../operator/resources/shared/c
  * The auth server as its pods run it: the bundle (built by the tier's global setup) with the V8
  * caps the operator renders for the default resources.
  */
-export const AUTH_SERVER_AS_DEPLOYED = { entry: AUTH_SERVER_ENTRY, env: authServerNodeEnv(DEFAULT_AUTH_SERVER_RESOURCES) } as const;
+export const AUTH_SERVER_AS_DEPLOYED = {
+  entry: AUTH_SERVER_ENTRY,
+  env: authServerNodeEnv(DEFAULT_AUTH_SERVER_RESOURCES),
+} as const;
 
 export const AUDIENCE = 'urn:portcullis:user-service';
 export const SECRETS = {
@@ -65,7 +68,11 @@ export interface Stack {
   stop(): Promise<void>;
 }
 
-export async function fixtureFiles(dir: string, redirectUri: string, extraClients: readonly RegisteredClient[] = []) {
+export async function fixtureFiles(
+  dir: string,
+  redirectUri: string,
+  extraClients: readonly RegisteredClient[] = [],
+) {
   // ln=14: fast enough for many sign-ins in tests; production hashes use ln=17.
   const fast = { ln: 14, r: 8, p: 1 };
   const clients: ClientRegistry = {
@@ -122,10 +129,19 @@ export async function fixtureFiles(dir: string, redirectUri: string, extraClient
       {
         username: 'alice',
         password_hash: await hashPassword('wonderland', fast),
-        profile: { name: 'Alice Liddell', preferred_username: 'alice', email: 'alice@example.com', email_verified: true },
+        profile: {
+          name: 'Alice Liddell',
+          preferred_username: 'alice',
+          email: 'alice@example.com',
+          email_verified: true,
+        },
         groups: ['readers', 'wonderland-admins'],
       },
-      { username: 'bob', password_hash: await hashPassword('builder', fast), profile: { name: 'Bob' } },
+      {
+        username: 'bob',
+        password_hash: await hashPassword('builder', fast),
+        profile: { name: 'Bob' },
+      },
     ],
   };
   const keys = await generateSigningJwks({ alg: 'ES256' });
@@ -133,7 +149,14 @@ export async function fixtureFiles(dir: string, redirectUri: string, extraClient
   writeFileSync(clientsFile, JSON.stringify(clients));
   writeFileSync(path.join(dir, 'users.json'), JSON.stringify(users));
   writeFileSync(path.join(dir, 'keys.json'), JSON.stringify(keys));
-  return { clients, users, keys, clientsFile, usersFile: path.join(dir, 'users.json'), keysFile: path.join(dir, 'keys.json') };
+  return {
+    clients,
+    users,
+    keys,
+    clientsFile,
+    usersFile: path.join(dir, 'users.json'),
+    keysFile: path.join(dir, 'keys.json'),
+  };
 }
 
 export async function startStack(options: StackOptions = {}): Promise<Stack> {
@@ -145,7 +168,10 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
   };
   try {
     const demoPort = await freePort();
-    const redirectUri = options.demoClient === true ? `http://127.0.0.1:${demoPort}/callback` : 'http://127.0.0.1:1/callback';
+    const redirectUri =
+      options.demoClient === true
+        ? `http://127.0.0.1:${demoPort}/callback`
+        : 'http://127.0.0.1:1/callback';
     const files = await fixtureFiles(dir, redirectUri, options.extraClients);
     const authPorts: number[] = [];
     const metricsPorts: number[] = [];
@@ -189,7 +215,11 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
     let sidecarUrl: string | undefined;
     let demoClientUrl: string | undefined;
     if (options.userService === true || options.sidecar === true || options.demoClient === true) {
-      const userService = await startUserService({ AUTH_ISSUER: issuer, AUTH_JWKS_URL: `${issuer}/jwks.json`, AUTH_AUDIENCE: AUDIENCE });
+      const userService = await startUserService({
+        AUTH_ISSUER: issuer,
+        AUTH_JWKS_URL: `${issuer}/jwks.json`,
+        AUTH_AUDIENCE: AUDIENCE,
+      });
       programs.push(userService.program);
       userServiceUrl = userService.url;
     }
@@ -201,7 +231,12 @@ export async function startStack(options: StackOptions = {}): Promise<Stack> {
           replenishRate: 20,
           burstCapacity: 100,
           requestedTokens: 3,
-          ...(options.limitKey === 'jwt' ? { key: 'jwt' as const, jwt: { issuer, audience: AUDIENCE, jwksUrl: `${issuer}/jwks.json` } } : {}),
+          ...(options.limitKey === 'jwt'
+            ? {
+                key: 'jwt' as const,
+                jwt: { issuer, audience: AUDIENCE, jwksUrl: `${issuer}/jwks.json` },
+              }
+            : {}),
         },
       });
       programs.push(sidecar.program);

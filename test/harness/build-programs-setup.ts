@@ -7,5 +7,9 @@ import { repoRoot } from './programs.ts';
 
 export default function setup(): void {
   // The three the tiers run as deployed; the example services' bundles are the e2e tier's business.
-  execFileSync(process.execPath, ['scripts/build-programs.ts', 'sidecar', 'operator', 'auth-server'], { cwd: repoRoot, stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    ['scripts/build-programs.ts', 'sidecar', 'operator', 'auth-server'],
+    { cwd: repoRoot, stdio: 'inherit' },
+  );
 }

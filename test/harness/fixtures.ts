@@ -16,8 +16,21 @@ import type { AddressInfo } from 'node:net';
 import { Cluster, Redis } from 'ioredis';
 import { afterAll, beforeAll, test as base } from 'vitest';
 import { startStack, type Stack, type StackOptions } from './auth-stack.ts';
-import { startSidecar, startUserService, type RunningService, type RunningSidecar, type SidecarConfig, type SidecarLaunch } from './programs.ts';
-import { chartRedisArgs, startRedis, startRedisCluster, type RedisClusterServer, type RedisServer } from './redis.ts';
+import {
+  startSidecar,
+  startUserService,
+  type RunningService,
+  type RunningSidecar,
+  type SidecarConfig,
+  type SidecarLaunch,
+} from './programs.ts';
+import {
+  chartRedisArgs,
+  startRedis,
+  startRedisCluster,
+  type RedisClusterServer,
+  type RedisServer,
+} from './redis.ts';
 
 export interface Upstream {
   readonly server: http.Server;
@@ -60,10 +73,14 @@ export function starter(): Starter {
     redisClient: (url) => started(new Redis(url), (c) => c.disconnect()),
     redisClusterClient: (server) => started(new Cluster(server.seeds), (c) => c.disconnect()),
     userService: async (env) => started(await startUserService(env), (s) => s.program.stop()),
-    sidecar: async (config, launch) => started(await startSidecar(config, launch), (s) => s.program.stop()),
+    sidecar: async (config, launch) =>
+      started(await startSidecar(config, launch), (s) => s.program.stop()),
     async sidecars(count, config, name = 'sidecar') {
       const all: RunningSidecar[] = [];
-      for (let i = 0; i < count; i++) all.push(started(await startSidecar(config, { name: `${name}-${i}` }), (s) => s.program.stop()));
+      for (let i = 0; i < count; i++)
+        all.push(
+          started(await startSidecar(config, { name: `${name}-${i}` }), (s) => s.program.stop()),
+        );
       return all;
     },
     authStack: async (options) => started(await startStack(options), (s) => s.stop()),
@@ -109,13 +126,21 @@ export const test = base
   .extend('redisAdmin', { scope: 'file' }, ({ start, redis }) => start.redisClient(redis.url))
   .extend('redisCluster', { scope: 'file' }, ({ start }) => start.redisCluster(3))
   /** An ioredis Cluster client on `redisCluster`. */
-  .extend('redisClusterClient', { scope: 'file' }, ({ start, redisCluster }) => start.redisClusterClient(redisCluster))
+  .extend('redisClusterClient', { scope: 'file' }, ({ start, redisCluster }) =>
+    start.redisClusterClient(redisCluster),
+  )
   /** One plain client per node of `redisCluster`, in its order (for per-shard counters). */
-  .extend('redisClusterNodes', { scope: 'file' }, ({ start, redisCluster }) => redisCluster.nodes.map((n) => start.redisClient(n.url)))
+  .extend('redisClusterNodes', { scope: 'file' }, ({ start, redisCluster }) =>
+    redisCluster.nodes.map((n) => start.redisClient(n.url)),
+  )
   /** The index in redisClusterNodes of the shard owning each of the 16,384 slots. */
   .extend('slotOwner', { scope: 'file' }, async ({ redisCluster, redisClusterNodes }) => {
     const owner = new Map<number, number>();
-    const slots = (await redisClusterNodes[0]?.call('CLUSTER', 'SLOTS')) as [number, number, [string, number]][];
+    const slots = (await redisClusterNodes[0]?.call('CLUSTER', 'SLOTS')) as [
+      number,
+      number,
+      [string, number],
+    ][];
     for (const [from, to, [, port]] of slots) {
       const shard = redisCluster.nodes.findIndex((n) => n.port === port);
       for (let s = from; s <= to; s++) owner.set(s, shard);
@@ -140,7 +165,10 @@ export function perDescribe<T extends object>(setup: (start: Starter) => Promise
   });
   afterAll(() => start.stopAll());
   return standIn(() => {
-    if (value === undefined) throw new Error('the stack of this describe block is not running (read only inside tests and hooks)');
+    if (value === undefined)
+      throw new Error(
+        'the stack of this describe block is not running (read only inside tests and hooks)',
+      );
     return value;
   });
 }
@@ -170,12 +198,26 @@ export interface StackOnStore {
  * The sign-in stack for the calling describe block (perDescribe) on the memory store or on a
  * redis-server started with the chart's own arguments.
  */
-export function stackOn(store: 'memory' | 'redis', options: Omit<StackOptions, 'redisUrl'> = {}): StackOnStore {
+export function stackOn(
+  store: 'memory' | 'redis',
+  options: Omit<StackOptions, 'redisUrl'> = {},
+): StackOnStore {
   const running = perDescribe(async (start) => {
     // The chart's arguments require a password (--requirepass from its generated Secret): one here too.
     const password = 'auth-stack-redis-password';
-    const redis = store === 'redis' ? await start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password }) : undefined;
-    return { redis, stack: await start.authStack({ ...options, ...(redis !== undefined ? { redisUrl: redis.url } : {}) }) };
+    const redis =
+      store === 'redis'
+        ? await start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), {
+            password,
+          })
+        : undefined;
+    return {
+      redis,
+      stack: await start.authStack({
+        ...options,
+        ...(redis !== undefined ? { redisUrl: redis.url } : {}),
+      }),
+    };
   });
   return {
     stack: () => running.stack,

@@ -6,7 +6,11 @@ import type { Program } from './programs.ts';
 
 /** A node of V8's sampling heap profile (HeapProfiler.SamplingHeapProfile). */
 export interface AllocationNode {
-  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+  readonly callFrame: {
+    readonly functionName: string;
+    readonly url: string;
+    readonly lineNumber: number;
+  };
   readonly selfSize: number;
   readonly children: readonly AllocationNode[];
 }
@@ -20,7 +24,10 @@ export interface Inspector {
    * Samples the child's allocations (one sample per `intervalBytes` on average) while `during`
    * runs, garbage included: the samples of objects the GC collected are kept.
    */
-  sampleAllocations<T>(intervalBytes: number, during: () => Promise<T>): Promise<{ result: T; head: AllocationNode }>;
+  sampleAllocations<T>(
+    intervalBytes: number,
+    during: () => Promise<T>,
+  ): Promise<{ result: T; head: AllocationNode }>;
   close(): void;
 }
 
@@ -32,12 +39,18 @@ export async function connectInspector(program: Program): Promise<Inspector> {
   const ws = new WebSocket(url);
   await new Promise<void>((resolve, reject) => {
     ws.addEventListener('open', () => resolve(), { once: true });
-    ws.addEventListener('error', () => reject(new Error(`cannot connect to ${url}`)), { once: true });
+    ws.addEventListener('error', () => reject(new Error(`cannot connect to ${url}`)), {
+      once: true,
+    });
   });
   let nextId = 1;
   const waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
   ws.addEventListener('message', (event) => {
-    const msg = JSON.parse(String(event.data)) as { id?: number; result?: unknown; error?: { message: string } };
+    const msg = JSON.parse(String(event.data)) as {
+      id?: number;
+      result?: unknown;
+      error?: { message: string };
+    };
     if (msg.id === undefined) return;
     const w = waiting.get(msg.id);
     waiting.delete(msg.id);
@@ -59,17 +72,26 @@ export async function connectInspector(program: Program): Promise<Inspector> {
     },
     async activeResources() {
       const expression = 'JSON.stringify(process.getActiveResourcesInfo())';
-      const reply = (await call('Runtime.evaluate', { expression, returnByValue: true })) as { result: { value?: unknown } };
+      const reply = (await call('Runtime.evaluate', { expression, returnByValue: true })) as {
+        result: { value?: unknown };
+      };
       const kinds: unknown = JSON.parse(String(reply.result.value));
       const counts: Record<string, number> = {};
-      if (Array.isArray(kinds)) for (const k of kinds) counts[String(k)] = (counts[String(k)] ?? 0) + 1;
+      if (Array.isArray(kinds))
+        for (const k of kinds) counts[String(k)] = (counts[String(k)] ?? 0) + 1;
       return counts;
     },
     async sampleAllocations(intervalBytes, during) {
       await call('HeapProfiler.enable');
-      await call('HeapProfiler.startSampling', { samplingInterval: intervalBytes, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      await call('HeapProfiler.startSampling', {
+        samplingInterval: intervalBytes,
+        includeObjectsCollectedByMajorGC: true,
+        includeObjectsCollectedByMinorGC: true,
+      });
       const result = await during();
-      const { profile } = (await call('HeapProfiler.stopSampling')) as { profile: { head: AllocationNode } };
+      const { profile } = (await call('HeapProfiler.stopSampling')) as {
+        profile: { head: AllocationNode };
+      };
       return { result, head: profile.head };
     },
     close: () => ws.close(),

@@ -28,7 +28,9 @@ function parse(req: string): Requirement {
   if (set !== null) {
     const [, key = '', op, list = ''] = set;
     const values = new Set(list.split(',').map((v) => v.trim()));
-    return op === 'in' ? (l) => l[key] !== undefined && values.has(l[key]) : (l) => l[key] === undefined || !values.has(l[key]);
+    return op === 'in'
+      ? (l) => l[key] !== undefined && values.has(l[key])
+      : (l) => l[key] === undefined || !values.has(l[key]);
   }
   const cmp = /^([^=!\s]+)\s*(==|=|!=)\s*(\S*)$/.exec(req);
   if (cmp !== null) {
@@ -42,7 +44,9 @@ function parse(req: string): Requirement {
 }
 
 /** A predicate on an object's labels; undefined or empty selects everything. */
-export function labelSelectorMatcher(selector: string | undefined): (labels: Labels | undefined) => boolean {
+export function labelSelectorMatcher(
+  selector: string | undefined,
+): (labels: Labels | undefined) => boolean {
   const reqs = requirements(selector ?? '').map(parse);
   return (labels) => reqs.every((r) => r(labels ?? {}));
 }

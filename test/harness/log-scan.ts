@@ -30,7 +30,8 @@ function secretsInRun(run: string): string[] {
   for (let i = 0; i + MIN_SECRET_LENGTH <= run.length; i++) {
     const list = prefixes.get(run.slice(i, i + MIN_SECRET_LENGTH));
     if (list === undefined) continue;
-    for (const value of list) if (run.startsWith(value, i)) found.push(runSecrets.get(value) as string);
+    for (const value of list)
+      if (run.startsWith(value, i)) found.push(runSecrets.get(value) as string);
   }
   return found;
 }
@@ -49,8 +50,10 @@ export function trackSecret(value: string | undefined | null, label: string): vo
   const parts = value.split('.');
   if (parts.length === 3 && parts.every((p) => ONLY_RUN.test(p))) {
     // A JWT: the header is shared by every token and public; payload and signature are unique.
-    if ((parts[1] as string).length >= MIN_SECRET_LENGTH) addRunSecret(parts[1] as string, `${label} (JWT payload)`);
-    if ((parts[2] as string).length >= MIN_SECRET_LENGTH) addRunSecret(parts[2] as string, `${label} (JWT signature)`);
+    if ((parts[1] as string).length >= MIN_SECRET_LENGTH)
+      addRunSecret(parts[1] as string, `${label} (JWT payload)`);
+    if ((parts[2] as string).length >= MIN_SECRET_LENGTH)
+      addRunSecret(parts[2] as string, `${label} (JWT signature)`);
     return;
   }
   if (ONLY_RUN.test(value)) addRunSecret(value, label);
@@ -122,7 +125,8 @@ export function trackCookies(header: string | null | undefined, label: string): 
   if (header === null || header === undefined) return;
   for (const part of header.split(/[;,]/)) {
     const eq = part.indexOf('=');
-    if (eq > 0) trackSecret(part.slice(eq + 1).trim(), `${label} cookie ${part.slice(0, eq).trim()}`);
+    if (eq > 0)
+      trackSecret(part.slice(eq + 1).trim(), `${label} cookie ${part.slice(0, eq).trim()}`);
   }
 }
 
@@ -154,9 +158,15 @@ export interface Finding {
 }
 
 function mask(line: string): string {
-  let out = line.replace(RUN, (run) => (secretsInRun(run).length > 0 ? `<${run.slice(0, 3)}…masked>` : run));
+  let out = line.replace(RUN, (run) =>
+    secretsInRun(run).length > 0 ? `<${run.slice(0, 3)}…masked>` : run,
+  );
   for (const s of otherSecrets.keys()) out = out.split(s).join('<masked>');
-  for (const p of GENERIC_PATTERNS) out = out.replace(new RegExp(p.re.source, `${p.re.flags}g`), (m) => `${m.slice(0, 8)}…<masked>`);
+  for (const p of GENERIC_PATTERNS)
+    out = out.replace(
+      new RegExp(p.re.source, `${p.re.flags}g`),
+      (m) => `${m.slice(0, 8)}…<masked>`,
+    );
   return out.length > 300 ? `${out.slice(0, 300)}…` : out;
 }
 
@@ -168,14 +178,22 @@ export function scanLines(program: string, lines: readonly string[]): Finding[] 
     for (const run of line.match(RUN) ?? []) hits.push(...secretsInRun(run));
     for (const [s, label] of otherSecrets) if (line.includes(s)) hits.push(label);
     for (const p of GENERIC_PATTERNS) if (p.re.test(line)) hits.push(p.name);
-    if (hits.length > 0) findings.push({ program, lineNumber: index + 1, what: [...new Set(hits)].join(', '), excerpt: mask(line) });
+    if (hits.length > 0)
+      findings.push({
+        program,
+        lineNumber: index + 1,
+        what: [...new Set(hits)].join(', '),
+        excerpt: mask(line),
+      });
   });
   return findings;
 }
 
 export function formatFindings(findings: readonly Finding[]): string {
-  return findings
-    .slice(0, 20)
-    .map((f) => `  ${f.program} line ${f.lineNumber}: ${f.what}\n    ${f.excerpt}`)
-    .join('\n') + (findings.length > 20 ? `\n  ... and ${findings.length - 20} more` : '');
+  return (
+    findings
+      .slice(0, 20)
+      .map((f) => `  ${f.program} line ${f.lineNumber}: ${f.what}\n    ${f.excerpt}`)
+      .join('\n') + (findings.length > 20 ? `\n  ... and ${findings.length - 20} more` : '')
+  );
 }

@@ -8,10 +8,19 @@
 import { randomUUID } from 'node:crypto';
 import { GROUP } from '../../operator/api/index.ts';
 import { KubeApiError } from '../../operator/runtime/errors.ts';
-import type { KubeClient, ListOptions, WatchEvent, WatchOptions } from '../../operator/runtime/kube-client.ts';
+import type {
+  KubeClient,
+  ListOptions,
+  WatchEvent,
+  WatchOptions,
+} from '../../operator/runtime/kube-client.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { canonicalJson } from '../../operator/runtime/compare.ts';
-import { apiVersionOf, resourceTypeOf, type ResourceType } from '../../operator/runtime/resource-types.ts';
+import {
+  apiVersionOf,
+  resourceTypeOf,
+  type ResourceType,
+} from '../../operator/runtime/resource-types.ts';
 import { labelSelectorMatcher } from './label-selector.ts';
 import { merge, mergeKeyed, release, type Json } from './server-side-apply.ts';
 
@@ -41,7 +50,11 @@ interface Watcher {
 }
 
 /** The API server counts metadata.generation only for these kinds (and every custom resource), not for ConfigMaps, Secrets, Services, Leases. */
-const GENERATION_KINDS = new Set(['apps/Deployment', 'networking.k8s.io/NetworkPolicy', 'policy/PodDisruptionBudget']);
+const GENERATION_KINDS = new Set([
+  'apps/Deployment',
+  'networking.k8s.io/NetworkPolicy',
+  'policy/PodDisruptionBudget',
+]);
 function countsGenerations(type: ResourceType): boolean {
   return type.group === GROUP || GENERATION_KINDS.has(`${type.group}/${type.kind}`);
 }
@@ -60,7 +73,12 @@ export class MemoryKubeClient implements KubeClient {
   readonly #objects = new Map<string, KubeObject>();
   readonly #watchers = new Set<Watcher>();
   /** Every event with the resourceVersion it happened at: a watch from version V replays what came after V. */
-  readonly #history: Array<{ rv: number; type: ResourceType; event: WatchEvent; previous: KubeObject | undefined }> = [];
+  readonly #history: Array<{
+    rv: number;
+    type: ResourceType;
+    event: WatchEvent;
+    previous: KubeObject | undefined;
+  }> = [];
   readonly #failures: Array<{ verb: RecordedRequest['verb']; kind?: string; error: Error }> = [];
   /** What each extra field manager last applied, per object key. */
   readonly #appliedBy = new Map<string, Map<string, Json>>();
@@ -68,7 +86,9 @@ export class MemoryKubeClient implements KubeClient {
 
   /** Writes (apply/create/update/delete) recorded so far, optionally of one kind only. */
   writes(kind?: string): RecordedRequest[] {
-    return this.requests.filter((r) => WRITE_VERBS.has(r.verb) && (kind === undefined || r.kind === kind));
+    return this.requests.filter(
+      (r) => WRITE_VERBS.has(r.verb) && (kind === undefined || r.kind === kind),
+    );
   }
 
   /** The next request with this verb (and kind) fails with error. */
@@ -87,7 +107,9 @@ export class MemoryKubeClient implements KubeClient {
   }
 
   all(type: ResourceType): KubeObject[] {
-    return [...this.#objects.values()].filter((o) => o.kind === type.kind && o.apiVersion === apiVersionOf(type));
+    return [...this.#objects.values()].filter(
+      (o) => o.kind === type.kind && o.apiVersion === apiVersionOf(type),
+    );
   }
 
   /** Writes an object as another actor would (kubectl edit, a controller-manager): no request recorded. */
@@ -97,10 +119,15 @@ export class MemoryKubeClient implements KubeClient {
     const existing = this.#objects.get(key);
     const next = clone(obj);
     // Like a write to the main resource of a kind with a status subresource: status is kept.
-    if (!('status' in next) && existing !== undefined && 'status' in existing) next['status'] = clone(existing['status']);
+    if (!('status' in next) && existing !== undefined && 'status' in existing)
+      next['status'] = clone(existing['status']);
     next.metadata.uid = existing?.metadata.uid ?? next.metadata.uid ?? randomUUID();
-    next.metadata.generation = existing === undefined ? 1 : (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
-    next.metadata.creationTimestamp = existing?.metadata.creationTimestamp ?? new Date(0).toISOString();
+    next.metadata.generation =
+      existing === undefined
+        ? 1
+        : (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
+    next.metadata.creationTimestamp =
+      existing?.metadata.creationTimestamp ?? new Date(0).toISOString();
     return this.#store(type, key, next, existing === undefined ? 'ADDED' : 'MODIFIED');
   }
 
@@ -111,7 +138,13 @@ export class MemoryKubeClient implements KubeClient {
     if (existing === undefined) return false;
     this.#objects.delete(key);
     this.#appliedBy.delete(key);
-    this.#emit(type, { type: 'DELETED', object: { ...clone(existing), metadata: { ...existing.metadata, resourceVersion: String(++this.#rv) } } });
+    this.#emit(type, {
+      type: 'DELETED',
+      object: {
+        ...clone(existing),
+        metadata: { ...existing.metadata, resourceVersion: String(++this.#rv) },
+      },
+    });
     return true;
   }
 
@@ -125,20 +158,32 @@ export class MemoryKubeClient implements KubeClient {
     this.#record({ verb: 'list', kind: type.kind, namespace: options.namespace, name: undefined });
     const selects = labelSelectorMatcher(options.labelSelector);
     const items = this.all(type)
-      .filter((o) => (options.namespace === undefined || o.metadata.namespace === options.namespace) && selects(o.metadata.labels))
+      .filter(
+        (o) =>
+          (options.namespace === undefined || o.metadata.namespace === options.namespace) &&
+          selects(o.metadata.labels),
+      )
       .map((o) => (options.metadataOnly === true ? metadataOf(o) : clone(o)))
       .filter((o) => options.keep === undefined || options.keep(o));
     return { items, resourceVersion: String(this.#rv) };
   }
 
-  watch(type: ResourceType, options: WatchOptions, onEvent: (e: WatchEvent) => void, signal: AbortSignal): Promise<void> {
+  watch(
+    type: ResourceType,
+    options: WatchOptions,
+    onEvent: (e: WatchEvent) => void,
+    signal: AbortSignal,
+  ): Promise<void> {
     this.#record({ verb: 'watch', kind: type.kind, namespace: options.namespace, name: undefined });
     return new Promise((resolve, reject) => {
       const watcher: Watcher = {
         type,
         namespace: options.namespace,
         selects: labelSelectorMatcher(options.labelSelector),
-        onEvent: options.metadataOnly === true ? (e) => onEvent({ type: e.type, object: metadataOf(e.object) }) : onEvent,
+        onEvent:
+          options.metadataOnly === true
+            ? (e) => onEvent({ type: e.type, object: metadataOf(e.object) })
+            : onEvent,
         end: (err) => {
           this.#watchers.delete(watcher);
           if (err === undefined) resolve();
@@ -152,18 +197,28 @@ export class MemoryKubeClient implements KubeClient {
       signal.addEventListener('abort', () => watcher.end(), { once: true });
       this.#watchers.add(watcher);
       const from = Number(options.resourceVersion);
-      for (const h of this.#history) if (h.rv > from) this.#deliver(watcher, h.type, h.event, h.previous);
+      for (const h of this.#history)
+        if (h.rv > from) this.#deliver(watcher, h.type, h.event, h.previous);
     });
   }
 
   async apply(obj: KubeObject, subresource?: 'status', fieldManager?: string) {
     const type = resourceTypeOf(obj.apiVersion, obj.kind);
-    this.#record({ verb: 'apply', kind: type.kind, namespace: obj.metadata.namespace, name: obj.metadata.name, subresource, ...(fieldManager === undefined ? {} : { fieldManager }) });
+    this.#record({
+      verb: 'apply',
+      kind: type.kind,
+      namespace: obj.metadata.namespace,
+      name: obj.metadata.name,
+      subresource,
+      ...(fieldManager === undefined ? {} : { fieldManager }),
+    });
     const key = this.#key(type, obj.metadata.namespace, obj.metadata.name);
     const existing = this.#objects.get(key);
-    if (fieldManager !== undefined && subresource === undefined) return this.#applyAs(fieldManager, type, key, existing, obj);
+    if (fieldManager !== undefined && subresource === undefined)
+      return this.#applyAs(fieldManager, type, key, existing, obj);
     if (subresource === 'status') {
-      if (existing === undefined) throw new KubeApiError(404, `${type.kind} ${obj.metadata.name} not found`, 'NotFound');
+      if (existing === undefined)
+        throw new KubeApiError(404, `${type.kind} ${obj.metadata.name} not found`, 'NotFound');
       const next = clone(existing);
       next['status'] = merge(existing['status'], obj['status']);
       const managers = this.#appliedBy.get(key) ?? new Map<string, Json>();
@@ -181,20 +236,40 @@ export class MemoryKubeClient implements KubeClient {
     managers.set(OWN_MANAGER, clone(body));
     this.#appliedBy.set(key, managers);
     if (existing === undefined) {
-      const created: KubeObject = { ...clone(body), metadata: { ...clone(body.metadata), uid: randomUUID(), generation: 1, creationTimestamp: new Date(0).toISOString() } };
+      const created: KubeObject = {
+        ...clone(body),
+        metadata: {
+          ...clone(body.metadata),
+          uid: randomUUID(),
+          generation: 1,
+          creationTimestamp: new Date(0).toISOString(),
+        },
+      };
       return clone(this.#store(type, key, created, 'ADDED'));
     }
     const next = merge(existing, body) as KubeObject;
     if (before !== undefined) release(next, before, body);
     next.metadata.resourceVersion = existing.metadata.resourceVersion;
     if (canonicalJson(next) === canonicalJson(existing)) return clone(existing);
-    next.metadata.generation = (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
+    next.metadata.generation =
+      (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
     return clone(this.#store(type, key, next, 'MODIFIED'));
   }
 
   /** apply by an extra field manager: adds what it applies (lists keyed by name merged), removes what it dropped. */
-  #applyAs(manager: string, type: ResourceType, key: string, existing: KubeObject | undefined, obj: KubeObject): KubeObject {
-    if (existing === undefined) throw new KubeApiError(422, `${type.kind} ${obj.metadata.name}: the memory client creates objects only with its own field manager`, 'Invalid');
+  #applyAs(
+    manager: string,
+    type: ResourceType,
+    key: string,
+    existing: KubeObject | undefined,
+    obj: KubeObject,
+  ): KubeObject {
+    if (existing === undefined)
+      throw new KubeApiError(
+        422,
+        `${type.kind} ${obj.metadata.name}: the memory client creates objects only with its own field manager`,
+        'Invalid',
+      );
     const { status: _ignored, ...body } = clone(obj);
     const next = mergeKeyed(existing, body) as KubeObject;
     const managers = this.#appliedBy.get(key) ?? new Map<string, Json>();
@@ -202,9 +277,14 @@ export class MemoryKubeClient implements KubeClient {
     if (before !== undefined) release(next, before, body);
     managers.set(manager, body);
     this.#appliedBy.set(key, managers);
-    next.metadata = { ...next.metadata, name: existing.metadata.name, resourceVersion: existing.metadata.resourceVersion };
+    next.metadata = {
+      ...next.metadata,
+      name: existing.metadata.name,
+      resourceVersion: existing.metadata.resourceVersion,
+    };
     if (canonicalJson(next) === canonicalJson(existing)) return clone(existing);
-    next.metadata.generation = (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
+    next.metadata.generation =
+      (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
     return clone(this.#store(type, key, next, 'MODIFIED'));
   }
 
@@ -218,23 +298,49 @@ export class MemoryKubeClient implements KubeClient {
 
   async create(obj: KubeObject) {
     const type = resourceTypeOf(obj.apiVersion, obj.kind);
-    this.#record({ verb: 'create', kind: type.kind, namespace: obj.metadata.namespace, name: obj.metadata.name });
+    this.#record({
+      verb: 'create',
+      kind: type.kind,
+      namespace: obj.metadata.namespace,
+      name: obj.metadata.name,
+    });
     const key = this.#key(type, obj.metadata.namespace, obj.metadata.name);
-    if (this.#objects.has(key)) throw new KubeApiError(409, `${type.kind} ${obj.metadata.name} already exists`, 'AlreadyExists');
-    const created: KubeObject = { ...clone(obj), metadata: { ...clone(obj.metadata), uid: randomUUID(), generation: 1, creationTimestamp: new Date(0).toISOString() } };
+    if (this.#objects.has(key))
+      throw new KubeApiError(
+        409,
+        `${type.kind} ${obj.metadata.name} already exists`,
+        'AlreadyExists',
+      );
+    const created: KubeObject = {
+      ...clone(obj),
+      metadata: {
+        ...clone(obj.metadata),
+        uid: randomUUID(),
+        generation: 1,
+        creationTimestamp: new Date(0).toISOString(),
+      },
+    };
     return clone(this.#store(type, key, created, 'ADDED'));
   }
 
   async update(obj: KubeObject) {
     const type = resourceTypeOf(obj.apiVersion, obj.kind);
-    this.#record({ verb: 'update', kind: type.kind, namespace: obj.metadata.namespace, name: obj.metadata.name });
+    this.#record({
+      verb: 'update',
+      kind: type.kind,
+      namespace: obj.metadata.namespace,
+      name: obj.metadata.name,
+    });
     const key = this.#key(type, obj.metadata.namespace, obj.metadata.name);
     const existing = this.#objects.get(key);
-    if (existing === undefined) throw new KubeApiError(404, `${type.kind} ${obj.metadata.name} not found`, 'NotFound');
-    if (obj.metadata.resourceVersion !== existing.metadata.resourceVersion) throw new KubeApiError(409, 'the object has been modified', 'Conflict');
+    if (existing === undefined)
+      throw new KubeApiError(404, `${type.kind} ${obj.metadata.name} not found`, 'NotFound');
+    if (obj.metadata.resourceVersion !== existing.metadata.resourceVersion)
+      throw new KubeApiError(409, 'the object has been modified', 'Conflict');
     const next = clone(obj);
     next.metadata.uid = existing.metadata.uid;
-    next.metadata.generation = (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
+    next.metadata.generation =
+      (existing.metadata.generation ?? 1) + (this.#specChanged(existing, next) ? 1 : 0);
     return clone(this.#store(type, key, next, 'MODIFIED'));
   }
 
@@ -242,13 +348,16 @@ export class MemoryKubeClient implements KubeClient {
     this.#record({ verb: 'delete', kind: type.kind, namespace, name });
     const existing = this.#objects.get(this.#key(type, namespace, name));
     if (existing === undefined) return false;
-    if (uid !== undefined && existing.metadata.uid !== uid) throw new KubeApiError(409, 'uid precondition failed', 'Conflict');
+    if (uid !== undefined && existing.metadata.uid !== uid)
+      throw new KubeApiError(409, 'uid precondition failed', 'Conflict');
     return this.remove(type, namespace, name);
   }
 
   #record(r: RecordedRequest): void {
     this.requests.push(r);
-    const i = this.#failures.findIndex((f) => f.verb === r.verb && (f.kind === undefined || f.kind === r.kind));
+    const i = this.#failures.findIndex(
+      (f) => f.verb === r.verb && (f.kind === undefined || f.kind === r.kind),
+    );
     if (i >= 0) {
       const [f] = this.#failures.splice(i, 1);
       if (f !== undefined) throw f.error;
@@ -267,12 +376,21 @@ export class MemoryKubeClient implements KubeClient {
     return strip(a) !== strip(b);
   }
 
-  #store(type: ResourceType, key: string, obj: KubeObject, eventType: 'ADDED' | 'MODIFIED'): KubeObject {
+  #store(
+    type: ResourceType,
+    key: string,
+    obj: KubeObject,
+    eventType: 'ADDED' | 'MODIFIED',
+  ): KubeObject {
     obj.metadata.resourceVersion = String(++this.#rv);
     if (!countsGenerations(type)) delete obj.metadata.generation;
     const previous = this.#objects.get(key);
     this.#objects.set(key, obj);
-    this.#emit(type, { type: eventType, object: clone(obj) }, previous === undefined ? undefined : clone(previous));
+    this.#emit(
+      type,
+      { type: eventType, object: clone(obj) },
+      previous === undefined ? undefined : clone(previous),
+    );
     return obj;
   }
 
@@ -280,7 +398,12 @@ export class MemoryKubeClient implements KubeClient {
    * Hands one event to a watcher as the API server would through a label selector: an object
    * entering the selection is ADDED, one leaving it DELETED (as it was when it last matched).
    */
-  #deliver(w: Watcher, type: ResourceType, event: WatchEvent, previous: KubeObject | undefined): void {
+  #deliver(
+    w: Watcher,
+    type: ResourceType,
+    event: WatchEvent,
+    previous: KubeObject | undefined,
+  ): void {
     if (w.type.kind !== type.kind || w.type.group !== type.group) return;
     if (w.namespace !== undefined && w.namespace !== event.object.metadata.namespace) return;
     const now = w.selects(event.object.metadata.labels);
@@ -290,12 +413,26 @@ export class MemoryKubeClient implements KubeClient {
     } else if (now) {
       w.onEvent({ type: 'ADDED', object: clone(event.object) });
     } else if (before) {
-      w.onEvent({ type: 'DELETED', object: { ...clone(previous), metadata: { ...clone(previous.metadata), resourceVersion: event.object.metadata.resourceVersion } } });
+      w.onEvent({
+        type: 'DELETED',
+        object: {
+          ...clone(previous),
+          metadata: {
+            ...clone(previous.metadata),
+            resourceVersion: event.object.metadata.resourceVersion,
+          },
+        },
+      });
     }
   }
 
   #emit(type: ResourceType, event: WatchEvent, previous?: KubeObject): void {
-    this.#history.push({ rv: Number(event.object.metadata.resourceVersion), type, event: clone(event), previous });
+    this.#history.push({
+      rv: Number(event.object.metadata.resourceVersion),
+      type,
+      event: clone(event),
+      previous,
+    });
     if (this.#history.length > 20_000) this.#history.splice(0, 10_000);
     for (const w of this.#watchers) this.#deliver(w, type, event, previous);
   }

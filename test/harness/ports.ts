@@ -36,7 +36,11 @@ function osPicksPort(): Promise<number> {
 }
 
 /** Resolves once something accepts TCP connections on host:port, or rejects after timeoutMs. */
-export async function waitForPort(port: number, timeoutMs = 15_000, host = '127.0.0.1'): Promise<void> {
+export async function waitForPort(
+  port: number,
+  timeoutMs = 15_000,
+  host = '127.0.0.1',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const ok = await new Promise<boolean>((resolve) => {
@@ -48,7 +52,8 @@ export async function waitForPort(port: number, timeoutMs = 15_000, host = '127.
       socket.once('error', () => resolve(false));
     });
     if (ok) return;
-    if (Date.now() > deadline) throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms`);
+    if (Date.now() > deadline)
+      throw new Error(`nothing listens on ${host}:${port} after ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }

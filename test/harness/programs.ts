@@ -50,7 +50,10 @@ export async function startProgram(options: StartOptions): Promise<Program> {
   const logDir = path.join(repoRoot, 'test-results', 'logs');
   mkdirSync(logDir, { recursive: true });
   const log = createWriteStream(path.join(logDir, `${name}-${process.pid}-${Date.now()}.log`));
-  const program_ = options.executable === undefined ? [options.node ?? process.execPath, path.join(repoRoot, options.entry)] : [options.executable];
+  const program_ =
+    options.executable === undefined
+      ? [options.node ?? process.execPath, path.join(repoRoot, options.entry)]
+      : [options.executable];
   const command = [...(options.launcher ?? []), ...program_, ...(options.args ?? [])];
   const child = spawn(command[0] as string, command.slice(1), {
     cwd: repoRoot,
@@ -96,7 +99,11 @@ export async function startProgram(options: StartOptions): Promise<Program> {
         watchers.add(watcher);
         setTimeout(() => {
           if (watchers.delete(watcher)) {
-            reject(new Error(`${name}: no line matching ${pattern} within ${timeoutMs} ms; last lines:\n${lines.slice(-20).join('\n')}`));
+            reject(
+              new Error(
+                `${name}: no line matching ${pattern} within ${timeoutMs} ms; last lines:\n${lines.slice(-20).join('\n')}`,
+              ),
+            );
           }
         }, timeoutMs).unref();
       });
@@ -117,7 +124,9 @@ export async function startProgram(options: StartOptions): Promise<Program> {
       await Promise.race([
         waitForPort(options.waitPort, options.waitPortMs ?? 20_000),
         exitPromise.then((code) => {
-          throw new Error(`${name} exited with ${String(code)} before listening:\n${lines.join('\n')}`);
+          throw new Error(
+            `${name} exited with ${String(code)} before listening:\n${lines.join('\n')}`,
+          );
         }),
       ]);
     } catch (err) {
@@ -129,13 +138,17 @@ export async function startProgram(options: StartOptions): Promise<Program> {
 }
 
 /** A sidecar's config without the ports: startSidecar picks free ones (listen may set its timeouts). */
-export type SidecarConfig = Omit<SidecarConfigInput, 'listen' | 'admin'> & { listen?: Partial<NonNullable<SidecarConfigInput['listen']>> };
+export type SidecarConfig = Omit<SidecarConfigInput, 'listen' | 'admin'> & {
+  listen?: Partial<NonNullable<SidecarConfigInput['listen']>>;
+};
 
 /**
  * How a sidecar process starts: `entry` is the sources by default, or the deployed bundle; `env`,
  * `node`, `launcher` and `waitPortMs` as for startProgram; `name` names its log.
  */
-export type SidecarLaunch = Partial<Pick<StartOptions, 'entry' | 'env' | 'node' | 'launcher' | 'waitPortMs' | 'name'>>;
+export type SidecarLaunch = Partial<
+  Pick<StartOptions, 'entry' | 'env' | 'node' | 'launcher' | 'waitPortMs' | 'name'>
+>;
 
 export interface RunningSidecar {
   readonly program: Program;
@@ -151,17 +164,29 @@ export interface RunningSidecar {
 }
 
 /** A sidecar process on free loopback ports (listener and admin), its config in a temp folder. */
-export async function startSidecar(config: SidecarConfig, launch: SidecarLaunch = {}): Promise<RunningSidecar> {
+export async function startSidecar(
+  config: SidecarConfig,
+  launch: SidecarLaunch = {},
+): Promise<RunningSidecar> {
   const port = await freePort();
   const adminPort = await freePort();
-  const configFile = path.join(mkdtempSync(path.join(tmpdir(), 'portcullis-sidecar-')), 'sidecar.yaml');
+  const configFile = path.join(
+    mkdtempSync(path.join(tmpdir(), 'portcullis-sidecar-')),
+    'sidecar.yaml',
+  );
   const full: SidecarConfigInput = {
     ...config,
     listen: { host: '127.0.0.1', ...config.listen, port },
     admin: { host: '127.0.0.1', port: adminPort },
   };
   writeFileSync(configFile, stringify(full));
-  const program = await startProgram({ ...launch, entry: launch.entry ?? 'sidecar/main.ts', args: ['--config', configFile], waitPort: port, name: launch.name ?? 'sidecar' });
+  const program = await startProgram({
+    ...launch,
+    entry: launch.entry ?? 'sidecar/main.ts',
+    args: ['--config', configFile],
+    waitPort: port,
+    name: launch.name ?? 'sidecar',
+  });
   const sidecar: RunningSidecar = {
     program,
     port,
@@ -188,8 +213,15 @@ export interface RunningService {
 }
 
 /** The demo user service (services/user-service) on a free loopback port; `env` adds to PORT and HOST. */
-export async function startUserService(env: Record<string, string> = { LOG_LEVEL: 'warn' }): Promise<RunningService> {
+export async function startUserService(
+  env: Record<string, string> = { LOG_LEVEL: 'warn' },
+): Promise<RunningService> {
   const port = await freePort();
-  const program = await startProgram({ entry: 'services/user-service/main.ts', env: { PORT: String(port), HOST: '127.0.0.1', ...env }, waitPort: port, name: 'user-service' });
+  const program = await startProgram({
+    entry: 'services/user-service/main.ts',
+    env: { PORT: String(port), HOST: '127.0.0.1', ...env },
+    waitPort: port,
+    name: 'user-service',
+  });
   return { program, port, url: `http://127.0.0.1:${port}` };
 }

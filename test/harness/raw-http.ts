@@ -32,7 +32,11 @@ export interface RawOptions {
   readonly trickle?: Buffer;
 }
 
-export function rawExchange(port: number, data: Buffer | string, options: RawOptions = {}): Promise<RawExchange> {
+export function rawExchange(
+  port: number,
+  data: Buffer | string,
+  options: RawOptions = {},
+): Promise<RawExchange> {
   const bytes = typeof data === 'string' ? Buffer.from(data, 'latin1') : data;
   const timeoutMs = options.timeoutMs ?? 5000;
   return new Promise((resolve) => {
@@ -49,14 +53,28 @@ export function rawExchange(port: number, data: Buffer | string, options: RawOpt
       const text = Buffer.concat(chunks).toString('latin1');
       const statuses = [...text.matchAll(/HTTP\/1\.[01] (\d{3})/g)].map((m) => Number(m[1]));
       // Interim 1xx answers (100 Continue) are not the response.
-      resolve({ status: statuses.find((x) => x >= 200), statuses, closed, error, hung, ms: performance.now() - start, head: text.slice(0, Math.max(0, text.indexOf('\r\n\r\n'))) });
+      resolve({
+        status: statuses.find((x) => x >= 200),
+        statuses,
+        closed,
+        error,
+        hung,
+        ms: performance.now() - start,
+        head: text.slice(0, Math.max(0, text.indexOf('\r\n\r\n'))),
+      });
       socket.destroy();
     };
     socket.on('data', (c: Buffer) => {
       chunks.push(c);
-      if (options.untilStatus === true && /HTTP\/1\.[01] \d{3}/.test(Buffer.concat(chunks).toString('latin1'))) finish(false, false);
+      if (
+        options.untilStatus === true &&
+        /HTTP\/1\.[01] \d{3}/.test(Buffer.concat(chunks).toString('latin1'))
+      )
+        finish(false, false);
     });
-    socket.on('error', (err: NodeJS.ErrnoException) => finish(true, false, err.code ?? err.message));
+    socket.on('error', (err: NodeJS.ErrnoException) =>
+      finish(true, false, err.code ?? err.message),
+    );
     socket.on('close', () => finish(true, false));
     const timer = setTimeout(() => finish(false, true), timeoutMs);
     socket.once('connect', () => {
@@ -86,7 +104,10 @@ type StatusField = 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile';
  * reads of a live process need not add up (VmRSS = RssAnon + RssFile + RssShmem only within one
  * read). Throws when the process is gone.
  */
-export function statusFieldsKiB<F extends StatusField>(pid: number, fields: readonly F[]): Record<F, number> {
+export function statusFieldsKiB<F extends StatusField>(
+  pid: number,
+  fields: readonly F[],
+): Record<F, number> {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const out = {} as Record<F, number>;
   for (const field of fields) {

@@ -29,18 +29,36 @@ export interface RedisServer {
  * both agree under helm. `$(NAME)` references to the container's env (the password, from the chart's
  * Secret) are expanded from `env` as the kubelet does, and left as they are when `env` lacks them.
  */
-export function chartRedisArgs(component: 'auth-redis' | 'redis' = 'auth-redis', env: Record<string, string> = {}): string[] {
-  const chart = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'charts', 'portcullis');
+export function chartRedisArgs(
+  component: 'auth-redis' | 'redis' = 'auth-redis',
+  env: Record<string, string> = {},
+): string[] {
+  const chart = path.join(
+    path.dirname(fileURLToPath(import.meta.url)),
+    '..',
+    '..',
+    'charts',
+    'portcullis',
+  );
   const template = readFileSync(path.join(chart, 'templates', 'redis.yaml'), 'utf8');
   const line = /^\s*args:\s*(\[.*\])\s*$/m.exec(template);
   if (line?.[1] === undefined) throw new Error("the chart's redis.yaml has no args line");
-  const policy = new RegExp(`include "portcullis.bundledRedis" \\(dict "root" \\. "component" "${component}" "policy" "([a-z-]+)"[^)]*\\)`).exec(template)?.[1];
+  const policy = new RegExp(
+    `include "portcullis.bundledRedis" \\(dict "root" \\. "component" "${component}" "policy" "([a-z-]+)"[^)]*\\)`,
+  ).exec(template)?.[1];
   if (policy === undefined) throw new Error(`the chart's redis.yaml renders no ${component}`);
-  const values = parse(readFileSync(path.join(chart, 'values.yaml'), 'utf8')) as { redis: { resources: { limits: { memory: string } } } };
+  const values = parse(readFileSync(path.join(chart, 'values.yaml'), 'utf8')) as {
+    redis: { resources: { limits: { memory: string } } };
+  };
   const maxmemory = String((memoryBytes(values.redis.resources.limits.memory) * 3) / 4);
-  const json = line[1].replace('"{{ include "portcullis.redisMaxmemory" $root }}"', JSON.stringify(maxmemory)).replace('"{{ .policy }}"', JSON.stringify(policy));
-  if (json.includes('{{')) throw new Error(`the chart's Redis args hold a template this helper does not know: ${line[1]}`);
-  return (JSON.parse(json) as string[]).map((arg) => arg.replace(/\$\(([A-Z_][A-Z0-9_]*)\)/g, (ref, name: string) => env[name] ?? ref));
+  const json = line[1]
+    .replace('"{{ include "portcullis.redisMaxmemory" $root }}"', JSON.stringify(maxmemory))
+    .replace('"{{ .policy }}"', JSON.stringify(policy));
+  if (json.includes('{{'))
+    throw new Error(`the chart's Redis args hold a template this helper does not know: ${line[1]}`);
+  return (JSON.parse(json) as string[]).map((arg) =>
+    arg.replace(/\$\(([A-Z_][A-Z0-9_]*)\)/g, (ref, name: string) => env[name] ?? ref),
+  );
 }
 
 function memoryBytes(quantity: string): number {
@@ -51,7 +69,10 @@ function memoryBytes(quantity: string): number {
 }
 
 /** `password`: the one the arguments give redis-server (--requirepass), put into `url`. */
-export async function startRedis(extraArgs: string[] = [], options: { password?: string } = {}): Promise<RedisServer> {
+export async function startRedis(
+  extraArgs: string[] = [],
+  options: { password?: string } = {},
+): Promise<RedisServer> {
   const port = await freePort();
   const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-redis-'));
   let child: ChildProcess | undefined;
@@ -64,16 +85,33 @@ export async function startRedis(extraArgs: string[] = [], options: { password?:
 
   const server: RedisServer = {
     port,
-    url: options.password === undefined ? `redis://127.0.0.1:${port}` : `redis://:${encodeURIComponent(options.password)}@127.0.0.1:${port}`,
+    url:
+      options.password === undefined
+        ? `redis://127.0.0.1:${port}`
+        : `redis://:${encodeURIComponent(options.password)}@127.0.0.1:${port}`,
     async start() {
       if (child && child.exitCode === null && child.signalCode === null) return;
       const proc = spawn(
         'redis-server',
-        ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
+        [
+          '--port',
+          String(port),
+          '--bind',
+          '127.0.0.1',
+          '--save',
+          '',
+          '--appendonly',
+          'no',
+          '--dir',
+          dir,
+          ...extraArgs,
+        ],
         { stdio: ['ignore', 'ignore', 'pipe'] },
       );
       proc.once('error', (err) => {
-        throw new Error(`redis-server did not start (is Debian's redis-server installed? make test installs it): ${err.message}`);
+        throw new Error(
+          `redis-server did not start (is Debian's redis-server installed? make test installs it): ${err.message}`,
+        );
       });
       child = proc;
       await waitForPort(port, 10_000);
@@ -117,13 +155,29 @@ export async function startRedisCluster(shards = 3): Promise<RedisClusterServer>
   try {
     for (let i = 0; i < shards; i++) {
       // nodes.conf lands in each server's own folder (--dir), removed on stop.
-      nodes.push(await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf']));
+      nodes.push(
+        await startRedis(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf']),
+      );
     }
-    const created = spawnSync('redis-cli', ['--cluster', 'create', ...nodes.map((n) => `127.0.0.1:${n.port}`), '--cluster-replicas', '0', '--cluster-yes'], { encoding: 'utf8' });
-    if (created.status !== 0) throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
+    const created = spawnSync(
+      'redis-cli',
+      [
+        '--cluster',
+        'create',
+        ...nodes.map((n) => `127.0.0.1:${n.port}`),
+        '--cluster-replicas',
+        '0',
+        '--cluster-yes',
+      ],
+      { encoding: 'utf8' },
+    );
+    if (created.status !== 0)
+      throw new Error(`redis-cli --cluster create failed: ${created.stdout}${created.stderr}`);
     for (const n of nodes) {
       for (let i = 0; ; i++) {
-        const info = spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], { encoding: 'utf8' }).stdout;
+        const info = spawnSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'], {
+          encoding: 'utf8',
+        }).stdout;
         if (info.includes('cluster_state:ok')) break;
         if (i === 200) throw new Error(`cluster node ${n.port} never reported cluster_state:ok`);
         await new Promise((r) => setTimeout(r, 50));

@@ -58,5 +58,12 @@ export function flushCounts(testFile: string, extra: Record<string, unknown> = {
   const dir = path.join(repoRoot, 'test-results', 'reliability');
   mkdirSync(dir, { recursive: true });
   const base = path.relative(repoRoot, testFile).replace(/[^A-Za-z0-9.-]+/g, '_');
-  writeFileSync(path.join(dir, `${base}.json`), JSON.stringify({ file: path.relative(repoRoot, testFile), at: new Date().toISOString(), ...snap, ...extra }, null, 2));
+  writeFileSync(
+    path.join(dir, `${base}.json`),
+    JSON.stringify(
+      { file: path.relative(repoRoot, testFile), at: new Date().toISOString(), ...snap, ...extra },
+      null,
+      2,
+    ),
+  );
 }

@@ -8,7 +8,17 @@
 //     secret-looking value appears (test/harness/log-scan.ts);
 //   - writes the file's reliability counts to test-results/reliability/.
 import { aroundAll, expect } from 'vitest';
-import { formatFindings, scanLines, trackAuthorization, trackCookies, trackJson, trackParams, trackSecret, trackedSecretCount, type Finding } from './log-scan.ts';
+import {
+  formatFindings,
+  scanLines,
+  trackAuthorization,
+  trackCookies,
+  trackJson,
+  trackParams,
+  trackSecret,
+  trackedSecretCount,
+  type Finding,
+} from './log-scan.ts';
 import { startedPrograms } from './programs.ts';
 import { flushCounts, recordCases, recordFailure, recordRequests } from './reliability-counts.ts';
 
@@ -26,7 +36,9 @@ function trackRequest(input: Parameters<typeof fetch>[0], init: RequestInit | un
   } catch {
     // a relative or malformed URL: fetch itself will complain
   }
-  const headers = new Headers(init?.headers ?? (input instanceof Request ? input.headers : undefined));
+  const headers = new Headers(
+    init?.headers ?? (input instanceof Request ? input.headers : undefined),
+  );
   trackAuthorization(headers.get('authorization'), 'request');
   trackCookies(headers.get('cookie'), 'request');
   const body = init?.body;
@@ -39,7 +51,8 @@ function trackRequest(input: Parameters<typeof fetch>[0], init: RequestInit | un
   } else if (body instanceof URLSearchParams) {
     trackParams(body, 'request body');
   } else if (body instanceof FormData) {
-    for (const [k, v] of body) if (typeof v === 'string') trackParams(new URLSearchParams([[k, v]]), 'request form');
+    for (const [k, v] of body)
+      if (typeof v === 'string') trackParams(new URLSearchParams([[k, v]]), 'request form');
   }
 }
 
@@ -70,7 +83,10 @@ function trackResponse(response: Response): void {
 const g = globalThis as typeof globalThis & { [WRAPPED]?: boolean };
 if (g[WRAPPED] !== true) {
   const original = globalThis.fetch;
-  globalThis.fetch = async (input: Parameters<typeof fetch>[0], init?: RequestInit): Promise<Response> => {
+  globalThis.fetch = async (
+    input: Parameters<typeof fetch>[0],
+    init?: RequestInit,
+  ): Promise<Response> => {
     recordRequests('HTTP requests (fetch)', 1);
     trackRequest(input, init);
     const response = await original(input, init);
@@ -92,9 +108,18 @@ aroundAll(async (runFile) => {
   }
   if (startedPrograms.length > 0) recordCases('log lines scanned for secrets', lines);
   if (findings.length > 0) recordFailure('secrets in logs', findings.length);
-  flushCounts(file, { logScan: { programs: startedPrograms.length, lines, trackedSecrets: trackedSecretCount(), findings: findings.length } });
+  flushCounts(file, {
+    logScan: {
+      programs: startedPrograms.length,
+      lines,
+      trackedSecrets: trackedSecretCount(),
+      findings: findings.length,
+    },
+  });
   startedPrograms.length = 0;
   if (findings.length > 0) {
-    throw new Error(`log scanner: ${findings.length} log line(s) contain a secret, code, token or password:\n${formatFindings(findings)}`);
+    throw new Error(
+      `log scanner: ${findings.length} log line(s) contain a secret, code, token or password:\n${formatFindings(findings)}`,
+    );
   }
 });

@@ -81,7 +81,11 @@ function branchFor(s: JsonSchema, value: Json): JsonSchema | undefined {
   const branches = s.oneOf ?? s.anyOf;
   if (branches === undefined) return s;
   if (value === null || typeof value !== 'object' || Array.isArray(value)) return undefined;
-  return branches.find((b) => b.properties !== undefined && Object.entries(b.properties).some(([k, p]) => p.const !== undefined && value[k] === p.const));
+  return branches.find(
+    (b) =>
+      b.properties !== undefined &&
+      Object.entries(b.properties).some(([k, p]) => p.const !== undefined && value[k] === p.const),
+  );
 }
 
 /** Every mutation the schema must reject, for every field of `doc`. */
@@ -95,7 +99,11 @@ export interface MutationOptions {
   readonly envStrings?: boolean;
 }
 
-export function mutationsOf(rootSchema: z.ZodType, doc: Json, options: MutationOptions = {}): Mutation[] {
+export function mutationsOf(
+  rootSchema: z.ZodType,
+  doc: Json,
+  options: MutationOptions = {},
+): Mutation[] {
   const json = z.toJSONSchema(rootSchema, { io: 'input', unrepresentable: 'any' }) as JsonSchema;
   const out: Mutation[] = [];
   const visit = (schema: JsonSchema, value: Json, path: (string | number)[]) => {
@@ -110,47 +118,72 @@ export function mutationsOf(rootSchema: z.ZodType, doc: Json, options: MutationO
         if (typeof value === 'number') value = String(value);
         else if (typeof value !== 'string') return;
       }
-      out.push({ what: `${what} at ${p.join('.') || '(root)'}`, path: p, mustName, apply: (d) => setAt(d, p, value) });
+      out.push({
+        what: `${what} at ${p.join('.') || '(root)'}`,
+        path: p,
+        mustName,
+        apply: (d) => setAt(d, p, value),
+      });
     };
 
     const numeric = typesOf(s).some((x) => x === 'integer' || x === 'number');
     if (path.length > 0) {
-      if (options.envStrings !== true) for (const w of wrongTypeValues(s)) at(`wrong type ${JSON.stringify(w)}`, w);
+      if (options.envStrings !== true)
+        for (const w of wrongTypeValues(s)) at(`wrong type ${JSON.stringify(w)}`, w);
       else if (numeric) at('not a number', 'not-a-number');
     }
     if (s.enum !== undefined) at('value outside the enum', '__not_in_enum__');
-    if (s.const !== undefined && typeof s.const === 'string') at('value other than the constant', `${s.const}-x`);
+    if (s.const !== undefined && typeof s.const === 'string')
+      at('value other than the constant', `${s.const}-x`);
     const t = typesOf(s);
     if (t.includes('integer')) at('fractional integer', 1.5);
     if (t.includes('integer') || t.includes('number')) {
-      if (s.minimum !== undefined && Number.isSafeInteger(s.minimum - 1)) at('below the minimum', s.minimum - 1);
+      if (s.minimum !== undefined && Number.isSafeInteger(s.minimum - 1))
+        at('below the minimum', s.minimum - 1);
       if (s.exclusiveMinimum !== undefined) at('at the exclusive minimum', s.exclusiveMinimum);
-      if (s.maximum !== undefined && s.maximum < Number.MAX_SAFE_INTEGER) at('above the maximum', s.maximum + 1);
+      if (s.maximum !== undefined && s.maximum < Number.MAX_SAFE_INTEGER)
+        at('above the maximum', s.maximum + 1);
     }
     if (t.includes('string')) {
       if (s.minLength !== undefined && s.minLength > 0) at('too short', '');
-      if (s.maxLength !== undefined && s.maxLength <= 100_000) at('too long', 'a'.repeat(s.maxLength + 1));
+      if (s.maxLength !== undefined && s.maxLength <= 100_000)
+        at('too long', 'a'.repeat(s.maxLength + 1));
       if (s.pattern !== undefined) {
         const re = new RegExp(s.pattern);
-        const bad = ['', ' spaced value ', 'UPPER lower', '\u0000ctl', '#frag', '..', '/x'].find((v) => !re.test(v) && (s.maxLength === undefined || v.length <= s.maxLength));
+        const bad = ['', ' spaced value ', 'UPPER lower', '\u0000ctl', '#frag', '..', '/x'].find(
+          (v) => !re.test(v) && (s.maxLength === undefined || v.length <= s.maxLength),
+        );
         if (bad !== undefined) at(`off the pattern ${s.pattern}`, bad);
       }
       if (s.format === 'uri') at('not a URI', 'not a uri');
     }
     if (t.includes('array') && Array.isArray(value)) {
       if (s.minItems !== undefined && s.minItems > 0) at('empty list', []);
-      if (s.items !== undefined) value.forEach((item, i) => visit(s.items as JsonSchema, item, [...path, i]));
+      if (s.items !== undefined)
+        value.forEach((item, i) => visit(s.items as JsonSchema, item, [...path, i]));
     }
-    if (t.includes('object') && value !== null && typeof value === 'object' && !Array.isArray(value)) {
+    if (
+      t.includes('object') &&
+      value !== null &&
+      typeof value === 'object' &&
+      !Array.isArray(value)
+    ) {
       for (const req of s.required ?? []) {
         if (req in value) at('required field removed', undefined, [...path, req], req);
       }
       if (s.additionalProperties === false) {
         const key = 'unexpectedField';
-        out.push({ what: `unknown key at ${dotted || '(root)'}`, path, mustName: key, apply: (d) => setAt(d, [...path, key], 1) });
+        out.push({
+          what: `unknown key at ${dotted || '(root)'}`,
+          path,
+          mustName: key,
+          apply: (d) => setAt(d, [...path, key], 1),
+        });
       }
       for (const [k, v] of Object.entries(value)) {
-        const child = s.properties?.[k] ?? (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined);
+        const child =
+          s.properties?.[k] ??
+          (typeof s.additionalProperties === 'object' ? s.additionalProperties : undefined);
         if (child !== undefined) visit(child, v, [...path, k]);
       }
     }

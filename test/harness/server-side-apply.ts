@@ -12,8 +12,12 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 export type Json = Record<string, unknown>;
-const byName = (list: unknown[]): Map<unknown, Json> => new Map(list.filter(isPlainObject).map((e) => [e['name'], e]));
-const isNamedList = (v: unknown): v is Json[] => Array.isArray(v) && v.length > 0 && v.every((e) => isPlainObject(e) && typeof e['name'] === 'string');
+const byName = (list: unknown[]): Map<unknown, Json> =>
+  new Map(list.filter(isPlainObject).map((e) => [e['name'], e]));
+const isNamedList = (v: unknown): v is Json[] =>
+  Array.isArray(v) &&
+  v.length > 0 &&
+  v.every((e) => isPlainObject(e) && typeof e['name'] === 'string');
 
 /**
  * Server-side apply's rule for one field manager, as far as the operator relies on it: what
@@ -30,8 +34,12 @@ export function release(live: Json, before: Json, now: Json | undefined): void {
     } else if (isNamedList(was) && Array.isArray(cur)) {
       const kept = Array.isArray(next) ? byName(next) : new Map();
       const wasByName = byName(was);
-      const out = cur.filter((e) => !(isPlainObject(e) && wasByName.has(e['name']) && !kept.has(e['name'])));
-      for (const e of out) if (isPlainObject(e) && wasByName.has(e['name'])) release(e, wasByName.get(e['name']) ?? {}, kept.get(e['name']));
+      const out = cur.filter(
+        (e) => !(isPlainObject(e) && wasByName.has(e['name']) && !kept.has(e['name'])),
+      );
+      for (const e of out)
+        if (isPlainObject(e) && wasByName.has(e['name']))
+          release(e, wasByName.get(e['name']) ?? {}, kept.get(e['name']));
       if (out.length === 0) delete live[k];
       else live[k] = out;
     } else if (next === undefined) {

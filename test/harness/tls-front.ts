@@ -23,13 +23,57 @@ export interface TlsFront {
 }
 
 /** A throwaway CA and a serving certificate for 127.0.0.1 and localhost (EC P-256, as the k8s harness makes them). */
-async function makeServingCertificate(dir: string): Promise<{ caPem: string; certPem: string; keyPem: string }> {
+async function makeServingCertificate(
+  dir: string,
+): Promise<{ caPem: string; certPem: string; keyPem: string }> {
   const openssl = (args: string[]) => exec('openssl', args, { cwd: dir });
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await openssl(['req', '-x509', '-new', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '30', '-subj', '/CN=portcullis-test-front-ca']);
-  writeFileSync(path.join(dir, 'front.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n');
-  await openssl(['req', '-new', ...ec, '-keyout', 'front.key', '-out', 'front.csr', '-subj', '/CN=portcullis-test-front']);
-  await openssl(['x509', '-req', '-in', 'front.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'front.crt', '-days', '30', '-extfile', 'front.ext']);
+  await openssl([
+    'req',
+    '-x509',
+    '-new',
+    ...ec,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '30',
+    '-subj',
+    '/CN=portcullis-test-front-ca',
+  ]);
+  writeFileSync(
+    path.join(dir, 'front.ext'),
+    'subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth\n',
+  );
+  await openssl([
+    'req',
+    '-new',
+    ...ec,
+    '-keyout',
+    'front.key',
+    '-out',
+    'front.csr',
+    '-subj',
+    '/CN=portcullis-test-front',
+  ]);
+  await openssl([
+    'x509',
+    '-req',
+    '-in',
+    'front.csr',
+    '-CA',
+    'ca.crt',
+    '-CAkey',
+    'ca.key',
+    '-CAcreateserial',
+    '-out',
+    'front.crt',
+    '-days',
+    '30',
+    '-extfile',
+    'front.ext',
+  ]);
   const read = (name: string) => readFileSync(path.join(dir, name), 'utf8');
   return { caPem: read('ca.crt'), certPem: read('front.crt'), keyPem: read('front.key') };
 }
@@ -51,7 +95,11 @@ export async function startTlsFront(): Promise<TlsFront> {
       new URL(req.url ?? '/', target),
       {
         method: req.method,
-        headers: { ...req.headers, 'x-forwarded-proto': 'https', 'x-forwarded-for': req.socket.remoteAddress ?? '' },
+        headers: {
+          ...req.headers,
+          'x-forwarded-proto': 'https',
+          'x-forwarded-for': req.socket.remoteAddress ?? '',
+        },
       },
       (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.rawHeaders);

@@ -7,12 +7,18 @@ import { describe, expect, it } from 'vitest';
 import { browser, CookieJar, hidden } from '../harness/auth-flow.ts';
 import { stackOn } from '../harness/fixtures.ts';
 
-
 /** A second browser holding a copy of another one's cookies (what planting them amounts to). */
 function plantedCopy(jar: CookieJar): CookieJar {
   const copy = new CookieJar();
   const header = jar.header();
-  copy.store(new Response(null, { headers: header.split('; ').filter(Boolean).map((c) => ['set-cookie', c] as [string, string]) }));
+  copy.store(
+    new Response(null, {
+      headers: header
+        .split('; ')
+        .filter(Boolean)
+        .map((c) => ['set-cookie', c] as [string, string]),
+    }),
+  );
   return copy;
 }
 
@@ -21,7 +27,13 @@ describe.each(['memory', 'redis'] as const)('session fixation (%s store)', (stor
 
   it("a planted interaction: after the victim signs in, the attacker's cookie and id cannot reach the consent step", async () => {
     const attacker = browser();
-    const q = new URLSearchParams({ client_id: 'demo-client', redirect_uri: on.stack().redirectUri, response_type: 'code', scope: 'profile', state: 's' });
+    const q = new URLSearchParams({
+      client_id: 'demo-client',
+      redirect_uri: on.stack().redirectUri,
+      response_type: 'code',
+      scope: 'profile',
+      state: 's',
+    });
     const page = await (await attacker.get(`${on.stack().issuer}/auth?${q}`)).text();
     const id = hidden(page, 'interaction') ?? '';
     const csrf = hidden(page, 'csrf') ?? '';
@@ -29,18 +41,29 @@ describe.each(['memory', 'redis'] as const)('session fixation (%s store)', (stor
 
     // The victim's browser carries the attacker's cookie and submits the attacker's sign-in page.
     const victim = browser(plantedCopy(attacker.jar));
-    const signedIn = await victim.post(`${on.stack().issuer}/auth/sign-in`, { interaction: id, csrf, username: 'alice', password: 'wonderland' });
+    const signedIn = await victim.post(`${on.stack().issuer}/auth/sign-in`, {
+      interaction: id,
+      csrf,
+      username: 'alice',
+      password: 'wonderland',
+    });
     expect(signedIn.status).toBe(303);
     const consentUrl = new URL(signedIn.headers.get('location') ?? '', on.stack().issuer);
     expect(consentUrl.pathname).toBe('/auth/consent');
     const renewedId = consentUrl.searchParams.get('interaction') ?? '';
     expect(renewedId).not.toBe(id);
-    expect(signedIn.headers.getSetCookie().some((c) => c.startsWith('portcullis_browser='))).toBe(true);
+    expect(signedIn.headers.getSetCookie().some((c) => c.startsWith('portcullis_browser='))).toBe(
+      true,
+    );
 
     // The attacker, with its cookie: neither the old id nor the new one (were it leaked) works.
-    const withOldId = await attacker.get(`${on.stack().issuer}/auth/consent?interaction=${encodeURIComponent(id)}`);
+    const withOldId = await attacker.get(
+      `${on.stack().issuer}/auth/consent?interaction=${encodeURIComponent(id)}`,
+    );
     expect(withOldId.status).toBe(400);
-    const withNewId = await attacker.get(`${on.stack().issuer}/auth/consent?interaction=${encodeURIComponent(renewedId)}`);
+    const withNewId = await attacker.get(
+      `${on.stack().issuer}/auth/consent?interaction=${encodeURIComponent(renewedId)}`,
+    );
     expect(withNewId.status).toBe(403);
     // The victim carries on normally.
     const own = await victim.get(consentUrl.toString());
@@ -53,7 +76,11 @@ describe.each(['memory', 'redis'] as const)('session fixation (%s store)', (stor
     const page = await (await attacker.get(`${on.stack().issuer}/consents`)).text();
     const csrf = hidden(page, 'csrf') ?? '';
     const victim = browser(plantedCopy(attacker.jar));
-    const signedIn = await victim.post(`${on.stack().issuer}/consents/sign-in`, { csrf, username: 'alice', password: 'wonderland' });
+    const signedIn = await victim.post(`${on.stack().issuer}/consents/sign-in`, {
+      csrf,
+      username: 'alice',
+      password: 'wonderland',
+    });
     expect(signedIn.status).toBe(303);
     const victimPage = await (await victim.get(`${on.stack().issuer}/consents`)).text();
     expect(victimPage).toContain('alice');

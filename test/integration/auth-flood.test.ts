@@ -14,16 +14,31 @@ import { SECRETS, type Stack } from '../harness/auth-stack.ts';
 const TIGHT = { AUTH_SIGNIN_USER_ADDRESS_BURST: '2', AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1' };
 
 async function accessToken(stack: Stack): Promise<string> {
-  const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
-  const res = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+  const { location } = await authorize({
+    issuer: stack.issuer,
+    clientId: 'demo-client',
+    redirectUri: stack.redirectUri,
+  });
+  const res = await tokenRequest(stack.issuer, {
+    grant_type: 'authorization_code',
+    code: location.searchParams.get('code') ?? '',
+    redirect_uri: stack.redirectUri,
+    client_id: 'demo-client',
+    client_secret: SECRETS.post,
+  });
   expect(res.status).toBe(200);
   return String(res.json['access_token']);
 }
 
-const clientForm = (token: string) => new URLSearchParams({ token, client_id: 'demo-client', client_secret: SECRETS.post });
-const revoke = (stack: Stack, token: string) => fetch(`${stack.issuer}/revoke`, { method: 'POST', body: clientForm(token) });
+const clientForm = (token: string) =>
+  new URLSearchParams({ token, client_id: 'demo-client', client_secret: SECRETS.post });
+const revoke = (stack: Stack, token: string) =>
+  fetch(`${stack.issuer}/revoke`, { method: 'POST', body: clientForm(token) });
 async function active(stack: Stack, token: string): Promise<boolean> {
-  const res = await fetch(`${stack.issuer}/introspect`, { method: 'POST', body: clientForm(token) });
+  const res = await fetch(`${stack.issuer}/introspect`, {
+    method: 'POST',
+    body: clientForm(token),
+  });
   expect(res.status).toBe(200);
   return ((await res.json()) as { active: boolean }).active;
 }
@@ -52,7 +67,8 @@ describe.each(['memory', 'redis'] as const)('an anonymous GET flood (%s store)',
     const stack = on.stack();
     // bob is locked out from this address; a token is revoked.
     const attempts = [];
-    for (let i = 0; i < 3; i++) attempts.push((await trySignIn(stack.issuer, stack.redirectUri, 'bob', 'guess')).status);
+    for (let i = 0; i < 3; i++)
+      attempts.push((await trySignIn(stack.issuer, stack.redirectUri, 'bob', 'guess')).status);
     expect(attempts).toEqual([303, 303, 429]);
     const revoked = await accessToken(stack);
     expect((await revoke(stack, revoked)).status).toBe(200);
@@ -72,13 +88,23 @@ describe.each(['memory', 'redis'] as const)('an anonymous GET flood (%s store)',
     expect((await trySignIn(stack.issuer, stack.redirectUri, 'bob', 'builder')).status).toBe(429);
     expect(await active(stack, revoked)).toBe(false);
     // The flood's pages still work for a real sign-in afterwards.
-    expect((await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri })).location.searchParams.get('code')).not.toBeNull();
+    expect(
+      (
+        await authorize({
+          issuer: stack.issuer,
+          clientId: 'demo-client',
+          redirectUri: stack.redirectUri,
+        })
+      ).location.searchParams.get('code'),
+    ).not.toBeNull();
   });
 });
 
 describe('a full Redis (maxmemory reached, noeviction as the chart runs it)', () => {
   const password = 'auth-flood-redis-password';
-  const redis = perDescribe((start) => start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password }));
+  const redis = perDescribe((start) =>
+    start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password }),
+  );
   const stack = perDescribe((start) => start.authStack({ redisUrl: redis.url }));
   const admin = perDescribe(async (start) => start.redisClient(redis.url));
 
@@ -95,7 +121,8 @@ describe('a full Redis (maxmemory reached, noeviction as the chart runs it)', ()
       for (;;) {
         const stored = await admin.set(`filler:${i++}`, value, 'EX', 3600).then(
           () => true,
-          (err: unknown) => (err instanceof Error && err.message.startsWith('OOM') ? false : Promise.reject(err)),
+          (err: unknown) =>
+            err instanceof Error && err.message.startsWith('OOM') ? false : Promise.reject(err),
         );
         if (!stored) break;
       }
@@ -110,7 +137,10 @@ describe('a full Redis (maxmemory reached, noeviction as the chart runs it)', ()
 
     const refused = await revoke(stack, live);
     expect(refused.status).toBe(503);
-    expect(await refused.json()).toEqual({ error: 'temporarily_unavailable', error_description: 'the server could not complete the request; try again' });
+    expect(await refused.json()).toEqual({
+      error: 'temporarily_unavailable',
+      error_description: 'the server could not complete the request; try again',
+    });
     expect(await active(stack, earlier)).toBe(false);
     // A sign-in is refused too (its throttle cannot be charged): a 503 page, never a password check.
     const signIn = await trySignIn(stack.issuer, stack.redirectUri, 'alice', 'wonderland');
@@ -120,7 +150,10 @@ describe('a full Redis (maxmemory reached, noeviction as the chart runs it)', ()
     expect(stack.programs[0]?.exited()).toBe(false);
 
     // Room again: the same revocation succeeds and holds.
-    await admin.eval("for _, k in ipairs(redis.call('KEYS', 'filler:*')) do redis.call('DEL', k) end", 0);
+    await admin.eval(
+      "for _, k in ipairs(redis.call('KEYS', 'filler:*')) do redis.call('DEL', k) end",
+      0,
+    );
     expect((await revoke(stack, live)).status).toBe(200);
     expect(await active(stack, live)).toBe(false);
   });

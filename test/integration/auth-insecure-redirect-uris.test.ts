@@ -11,7 +11,11 @@ import { stackOn } from '../harness/fixtures.ts';
 describe('http redirect URIs in the client registry', () => {
   const on = stackOn('memory');
 
-  const client = (clientId: string, redirectUris: string[], extra: Partial<RegisteredClient> = {}): RegisteredClient => ({
+  const client = (
+    clientId: string,
+    redirectUris: string[],
+    extra: Partial<RegisteredClient> = {},
+  ): RegisteredClient => ({
     client_id: clientId,
     display_name: clientId,
     redirect_uris: redirectUris,
@@ -25,7 +29,10 @@ describe('http redirect URIs in the client registry', () => {
     const program = on.stack().programs[0];
     if (program === undefined) throw new Error('no auth server');
     const from = program.lines.length;
-    writeFileSync(on.stack().clientsFile, JSON.stringify({ clients: [...on.stack().clients.clients, ...extra] }));
+    writeFileSync(
+      on.stack().clientsFile,
+      JSON.stringify({ clients: [...on.stack().clients.clients, ...extra] }),
+    );
     for (let i = 0; i < 300; i++) {
       // The registry is re-checked when a request looks a client up.
       await (await fetch(`${on.stack().issuer}/auth?client_id=nobody`)).arrayBuffer();
@@ -36,10 +43,15 @@ describe('http redirect URIs in the client registry', () => {
     throw new Error('the auth server neither reloaded nor refused the client registry');
   };
   const authorizePage = (clientId: string, redirectUri: string) =>
-    fetch(`${on.stack().issuer}/auth?${new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: 'code', code_challenge: 'a'.repeat(43), code_challenge_method: 'S256' })}`, { redirect: 'manual' });
+    fetch(
+      `${on.stack().issuer}/auth?${new URLSearchParams({ client_id: clientId, redirect_uri: redirectUri, response_type: 'code', code_challenge: 'a'.repeat(43), code_challenge_method: 'S256' })}`,
+      { redirect: 'manual' },
+    );
 
   it('refuses http for a host that is not loopback, keeping the previous registry', async () => {
-    const line = await register([client('plain-http', ['https://app.example.test/ok', 'http://app.example.test/callback'])]);
+    const line = await register([
+      client('plain-http', ['https://app.example.test/ok', 'http://app.example.test/callback']),
+    ]);
     expect(line).toContain('file not reloaded');
     expect(line).toContain('clients.5.redirect_uris.1: http is allowed only for loopback hosts');
     const res = await authorizePage('plain-http', 'http://app.example.test/callback');
@@ -49,9 +61,15 @@ describe('http redirect URIs in the client registry', () => {
 
   it('accepts http for loopback hosts, and for any host when the client allows insecure redirect URIs', async () => {
     const loopback = ['http://localhost:8080/cb', 'http://127.0.0.2/cb', 'http://[::1]:9000/cb'];
-    const line = await register([client('native-app', loopback), client('lab-app', ['http://app.example.test/callback'], { allow_insecure_redirect_uris: true })]);
+    const line = await register([
+      client('native-app', loopback),
+      client('lab-app', ['http://app.example.test/callback'], {
+        allow_insecure_redirect_uris: true,
+      }),
+    ]);
     expect(line).toContain('file reloaded');
-    for (const uri of loopback) expect((await authorizePage('native-app', uri)).status, uri).toBe(200);
+    for (const uri of loopback)
+      expect((await authorizePage('native-app', uri)).status, uri).toBe(200);
     expect((await authorizePage('lab-app', 'http://app.example.test/callback')).status).toBe(200);
   });
 
@@ -61,7 +79,9 @@ describe('http redirect URIs in the client registry', () => {
     // The path must still match, and localhost (a name, not an IP literal) is matched exactly.
     expect((await authorizePage('port-app', 'http://127.0.0.1:53124/other')).status).toBe(400);
     expect((await authorizePage('port-app', 'http://localhost:8081/cb')).status).toBe(400);
-    const { location } = await walk(`${on.stack().issuer}/auth?${new URLSearchParams({ client_id: 'port-app', redirect_uri: 'http://127.0.0.1:53124/cb', response_type: 'code', code_challenge: 'a'.repeat(43), code_challenge_method: 'S256' })}`);
+    const { location } = await walk(
+      `${on.stack().issuer}/auth?${new URLSearchParams({ client_id: 'port-app', redirect_uri: 'http://127.0.0.1:53124/cb', response_type: 'code', code_challenge: 'a'.repeat(43), code_challenge_method: 'S256' })}`,
+    );
     expect(`${location.origin}${location.pathname}`).toBe('http://127.0.0.1:53124/cb');
     expect(location.searchParams.get('code')).not.toBeNull();
   });

@@ -10,14 +10,32 @@ describe('GET /me (resource server, RFC 6750)', () => {
   const stack = perDescribe((start) => start.authStack({ userService: true }));
 
   const me = (authorization?: string) =>
-    fetch(`${stack.userServiceUrl}/me`, authorization === undefined ? {} : { headers: { authorization } });
+    fetch(
+      `${stack.userServiceUrl}/me`,
+      authorization === undefined ? {} : { headers: { authorization } },
+    );
 
-  async function mint(overrides: { claims?: Record<string, unknown>; header?: Record<string, unknown>; key?: 'own' | 'foreign'; exp?: number } = {}) {
+  async function mint(
+    overrides: {
+      claims?: Record<string, unknown>;
+      header?: Record<string, unknown>;
+      key?: 'own' | 'foreign';
+      exp?: number;
+    } = {},
+  ) {
     const jwk = stack.keys.keys[0];
     if (jwk === undefined) throw new Error('no key');
-    const key = overrides.key === 'foreign' ? (await generateKeyPair('ES256')).privateKey : await importJWK(jwk, 'ES256');
+    const key =
+      overrides.key === 'foreign'
+        ? (await generateKeyPair('ES256')).privateKey
+        : await importJWK(jwk, 'ES256');
     const now = Math.floor(Date.now() / 1000);
-    return new SignJWT({ client_id: 'demo-client', scope: 'profile', name: 'Alice Liddell', ...overrides.claims })
+    return new SignJWT({
+      client_id: 'demo-client',
+      scope: 'profile',
+      name: 'Alice Liddell',
+      ...overrides.claims,
+    })
       .setProtectedHeader({ alg: 'ES256', kid: jwk.kid, typ: 'at+jwt', ...overrides.header })
       .setIssuer(String(overrides.claims?.['iss'] ?? stack.issuer))
       .setSubject('alice')
@@ -29,12 +47,26 @@ describe('GET /me (resource server, RFC 6750)', () => {
   }
 
   it('accepts a token from the auth server and returns the profile', async () => {
-    const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
-    const t = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+    const { location } = await authorize({
+      issuer: stack.issuer,
+      clientId: 'demo-client',
+      redirectUri: stack.redirectUri,
+    });
+    const t = await tokenRequest(stack.issuer, {
+      grant_type: 'authorization_code',
+      code: location.searchParams.get('code') ?? '',
+      redirect_uri: stack.redirectUri,
+      client_id: 'demo-client',
+      client_secret: SECRETS.post,
+    });
     const res = await me(`Bearer ${String(t.json['access_token'])}`);
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(await res.json()).toEqual({ sub: 'alice', name: 'Alice Liddell', preferred_username: 'alice' });
+    expect(await res.json()).toEqual({
+      sub: 'alice',
+      name: 'Alice Liddell',
+      preferred_username: 'alice',
+    });
   });
 
   it('no credentials: 401 with a bare Bearer challenge (no error code)', async () => {
@@ -53,26 +85,37 @@ describe('GET /me (resource server, RFC 6750)', () => {
   });
 
   it.each([
-    ['tampered', async () => {
-      const [h, p, s] = (await mint()).split('.');
-      const payload = JSON.parse(Buffer.from(p ?? '', 'base64url').toString()) as Record<string, unknown>;
-      payload['sub'] = 'mallory';
-      return `${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${s}`;
-    }],
+    [
+      'tampered',
+      async () => {
+        const [h, p, s] = (await mint()).split('.');
+        const payload = JSON.parse(Buffer.from(p ?? '', 'base64url').toString()) as Record<
+          string,
+          unknown
+        >;
+        payload['sub'] = 'mallory';
+        return `${h}.${Buffer.from(JSON.stringify(payload)).toString('base64url')}.${s}`;
+      },
+    ],
     ['expired', () => mint({ exp: Math.floor(Date.now() / 1000) - 120 })],
     ['for another audience', () => mint({ claims: { aud: 'urn:someone-else' } })],
     ['from another issuer', () => mint({ claims: { iss: 'http://evil.example' } })],
     ['signed with a foreign key under our kid', () => mint({ key: 'foreign' })],
     ['typed JWT instead of at+jwt (e.g. an ID token)', () => mint({ header: { typ: 'JWT' } })],
-    ['unsigned (alg none)', async () => {
-      const [, p] = (await mint()).split('.');
-      return `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'at+jwt' })).toString('base64url')}.${p}.`;
-    }],
+    [
+      'unsigned (alg none)',
+      async () => {
+        const [, p] = (await mint()).split('.');
+        return `${Buffer.from(JSON.stringify({ alg: 'none', typ: 'at+jwt' })).toString('base64url')}.${p}.`;
+      },
+    ],
     ['not a JWT at all', async () => 'abc.def.ghi'],
   ])('a token %s is 401 invalid_token', async (_name, make) => {
     const res = await me(`Bearer ${await make()}`);
     expect(res.status).toBe(401);
-    expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="user-service", error="invalid_token", error_description="[^"]+"$/);
+    expect(res.headers.get('www-authenticate')).toMatch(
+      /^Bearer realm="user-service", error="invalid_token", error_description="[^"]+"$/,
+    );
     expect(await res.json()).toMatchObject({ error: 'invalid_token' });
   });
 

@@ -16,9 +16,15 @@ describe.each(['memory', 'redis'] as const)('OpenID Connect sign-in (%s store)',
 
   async function rp(): Promise<client.Configuration> {
     // No id_token_signed_response_alg: the library takes ES256 from the discovery document.
-    return client.discovery(new URL(on.stack().issuer), 'oidc-client', undefined, client.ClientSecretBasic(SECRETS.oidc), {
-      execute: [client.allowInsecureRequests],
-    });
+    return client.discovery(
+      new URL(on.stack().issuer),
+      'oidc-client',
+      undefined,
+      client.ClientSecretBasic(SECRETS.oidc),
+      {
+        execute: [client.allowInsecureRequests],
+      },
+    );
   }
 
   async function signIn(config: client.Configuration, scope: string, nonce = client.randomNonce()) {
@@ -43,11 +49,21 @@ describe.each(['memory', 'redis'] as const)('OpenID Connect sign-in (%s store)',
     const config = await rp();
     const meta = config.serverMetadata();
     expect(meta.id_token_signing_alg_values_supported).toEqual(['ES256']);
-    expect(meta.scopes_supported).toEqual(expect.arrayContaining(['openid', 'offline_access', 'groups', 'profile', 'email']));
+    expect(meta.scopes_supported).toEqual(
+      expect.arrayContaining(['openid', 'offline_access', 'groups', 'profile', 'email']),
+    );
     expect(meta.subject_types_supported).toEqual(['public']);
 
-    const { location, verifier, state, nonce } = await signIn(config, 'openid profile email groups offline_access');
-    const tokens = await client.authorizationCodeGrant(config, location, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce, idTokenExpected: true });
+    const { location, verifier, state, nonce } = await signIn(
+      config,
+      'openid profile email groups offline_access',
+    );
+    const tokens = await client.authorizationCodeGrant(config, location, {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+      idTokenExpected: true,
+    });
     const claims = tokens.claims();
     expect(claims).toMatchObject({
       iss: on.stack().issuer,
@@ -61,7 +77,10 @@ describe.each(['memory', 'redis'] as const)('OpenID Connect sign-in (%s store)',
       groups: ['readers', 'wonderland-admins'],
     });
     expect(typeof claims?.['auth_time']).toBe('number');
-    expect(decodeProtectedHeader(tokens.id_token ?? '')).toMatchObject({ alg: 'ES256', typ: 'JWT' });
+    expect(decodeProtectedHeader(tokens.id_token ?? '')).toMatchObject({
+      alg: 'ES256',
+      typ: 'JWT',
+    });
     // The id_token never outlives the access token.
     expect(claims?.exp).toBe(decodeJwt(tokens.access_token).exp);
     // The access token carries the groups too.
@@ -70,15 +89,23 @@ describe.each(['memory', 'redis'] as const)('OpenID Connect sign-in (%s store)',
 
     const refreshed = await client.refreshTokenGrant(config, tokens.refresh_token ?? '');
     const again = refreshed.claims();
-    expect(again).toMatchObject({ sub: 'alice', aud: 'oidc-client', auth_time: claims?.['auth_time'] });
+    expect(again).toMatchObject({
+      sub: 'alice',
+      aud: 'oidc-client',
+      auth_time: claims?.['auth_time'],
+    });
     expect(again?.['nonce']).toBeUndefined();
   });
 
-  it('openid-client: a nonce that is not the request\'s is refused', async () => {
+  it("openid-client: a nonce that is not the request's is refused", async () => {
     const config = await rp();
     const { location, verifier, state } = await signIn(config, 'openid');
     const err: unknown = await client
-      .authorizationCodeGrant(config, location, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: client.randomNonce() })
+      .authorizationCodeGrant(config, location, {
+        pkceCodeVerifier: verifier,
+        expectedState: state,
+        expectedNonce: client.randomNonce(),
+      })
       .catch((e: unknown) => e);
     // openid-client wraps oauth4webapi's error, whose cause names the claim.
     expect(err).toBeInstanceOf(client.ClientError);
@@ -90,7 +117,11 @@ describe.each(['memory', 'redis'] as const)('OpenID Connect sign-in (%s store)',
   it('without offline_access an openid sign-in gets no refresh token; without groups no groups claim', async () => {
     const config = await rp();
     const { location, verifier, state, nonce } = await signIn(config, 'openid profile');
-    const tokens = await client.authorizationCodeGrant(config, location, { pkceCodeVerifier: verifier, expectedState: state, expectedNonce: nonce });
+    const tokens = await client.authorizationCodeGrant(config, location, {
+      pkceCodeVerifier: verifier,
+      expectedState: state,
+      expectedNonce: nonce,
+    });
     expect(tokens.refresh_token).toBeUndefined();
     expect(tokens.id_token).toBeDefined();
     expect(tokens.claims()?.['groups']).toBeUndefined();
@@ -100,7 +131,10 @@ describe.each(['memory', 'redis'] as const)('OpenID Connect sign-in (%s store)',
 
   it('oauth4webapi: OIDC code flow with nonce and at_hash; id_token and access token are not interchangeable', async () => {
     const issuer = new URL(on.stack().issuer);
-    const as = await oauth.processDiscoveryResponse(issuer, await oauth.discoveryRequest(issuer, { algorithm: 'oidc', ...insecure }));
+    const as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { algorithm: 'oidc', ...insecure }),
+    );
     const rpClient: oauth.Client = { client_id: 'oidc-client' };
     const verifier = oauth.generateRandomCodeVerifier();
     const nonce = oauth.generateRandomNonce();
@@ -116,17 +150,40 @@ describe.each(['memory', 'redis'] as const)('OpenID Connect sign-in (%s store)',
     }).toString();
     const { location } = await walk(url.toString());
     const params = oauth.validateAuthResponse(as, rpClient, location, oauth.expectNoState);
-    const response = await oauth.authorizationCodeGrantRequest(as, rpClient, oauth.ClientSecretBasic(SECRETS.oidc), params, on.stack().redirectUri, verifier, insecure);
-    const tokens = await oauth.processAuthorizationCodeResponse(as, rpClient, response, { expectedNonce: nonce, requireIdToken: true });
+    const response = await oauth.authorizationCodeGrantRequest(
+      as,
+      rpClient,
+      oauth.ClientSecretBasic(SECRETS.oidc),
+      params,
+      on.stack().redirectUri,
+      verifier,
+      insecure,
+    );
+    const tokens = await oauth.processAuthorizationCodeResponse(as, rpClient, response, {
+      expectedNonce: nonce,
+      requireIdToken: true,
+    });
     const claims = oauth.getValidatedIdTokenClaims(tokens);
-    expect(claims).toMatchObject({ sub: 'alice', aud: 'oidc-client', email: 'alice@example.com', nonce });
+    expect(claims).toMatchObject({
+      sub: 'alice',
+      aud: 'oidc-client',
+      email: 'alice@example.com',
+      nonce,
+    });
     expect(claims?.['at_hash']).toMatch(/^[A-Za-z0-9_-]{22}$/);
 
     // The id_token presented as an access token: refused by the resource server (typ, audience).
-    const idAsAccess = await fetch(`${on.stack().userServiceUrl}/me`, { headers: { authorization: `Bearer ${tokens.id_token}` } });
+    const idAsAccess = await fetch(`${on.stack().userServiceUrl}/me`, {
+      headers: { authorization: `Bearer ${tokens.id_token}` },
+    });
     expect(idAsAccess.status).toBe(401);
     await expect(
-      oauth.validateJwtAccessToken(as, new Request('http://rs.test/', { headers: { authorization: `Bearer ${tokens.id_token}` } }), AUDIENCE, insecure),
+      oauth.validateJwtAccessToken(
+        as,
+        new Request('http://rs.test/', { headers: { authorization: `Bearer ${tokens.id_token}` } }),
+        AUDIENCE,
+        insecure,
+      ),
     ).rejects.toThrow();
     // The access token is not an id_token for this client: its aud is the resource server.
     expect(decodeJwt(tokens.access_token).aud).toBe(AUDIENCE);

@@ -11,10 +11,15 @@ describe('auth server when Redis is down', () => {
   const redis = perDescribe((start) => start.redis());
   const stack = perDescribe((start) => start.authStack({ redisUrl: redis.url }));
 
-  const authUrl = () => `${stack.issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code' })}`;
+  const authUrl = () =>
+    `${stack.issuer}/auth?${new URLSearchParams({ client_id: 'demo-client', redirect_uri: stack.redirectUri, response_type: 'code' })}`;
 
   it('answers 503 quickly while Redis is gone and recovers when it returns', async () => {
-    const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
+    const { location } = await authorize({
+      issuer: stack.issuer,
+      clientId: 'demo-client',
+      redirectUri: stack.redirectUri,
+    });
     const code = location.searchParams.get('code') ?? '';
     await redis.kill();
 
@@ -23,13 +28,27 @@ describe('auth server when Redis is down', () => {
     const page = await b.get(authUrl());
     expect(page.status).toBe(200);
     const form = await page.text();
-    const signIn = await b.post(`${stack.issuer}/auth/sign-in`, { interaction: hidden(form, 'interaction') ?? '', csrf: hidden(form, 'csrf') ?? '', username: 'alice', password: 'wonderland' });
+    const signIn = await b.post(`${stack.issuer}/auth/sign-in`, {
+      interaction: hidden(form, 'interaction') ?? '',
+      csrf: hidden(form, 'csrf') ?? '',
+      username: 'alice',
+      password: 'wonderland',
+    });
     expect(signIn.status).toBe(503);
     expect(signIn.headers.get('location')).toBeNull();
     expect(await signIn.text()).toContain('Try again');
-    const token = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code, redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+    const token = await tokenRequest(stack.issuer, {
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: stack.redirectUri,
+      client_id: 'demo-client',
+      client_secret: SECRETS.post,
+    });
     expect(token.status).toBe(503);
-    expect(token.json).toEqual({ error: 'temporarily_unavailable', error_description: 'the server could not complete the request; try again' });
+    expect(token.json).toEqual({
+      error: 'temporarily_unavailable',
+      error_description: 'the server could not complete the request; try again',
+    });
     // Generous bound for a shared 2-core machine; the commands fail at once or after the 1 s timeout.
     expect(Date.now() - started).toBeLessThan(5000);
     expect(stack.programs[0]?.exited()).toBe(false);
@@ -40,10 +59,20 @@ describe('auth server when Redis is down', () => {
     let again: Awaited<ReturnType<typeof authorize>> | undefined;
     for (let i = 0; i < 100 && again === undefined; i++) {
       await new Promise((r) => setTimeout(r, 100));
-      again = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri }).catch(() => undefined);
+      again = await authorize({
+        issuer: stack.issuer,
+        clientId: 'demo-client',
+        redirectUri: stack.redirectUri,
+      }).catch(() => undefined);
     }
     if (again === undefined) throw new Error('sign-in did not recover after Redis came back');
-    const ok = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: again.location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+    const ok = await tokenRequest(stack.issuer, {
+      grant_type: 'authorization_code',
+      code: again.location.searchParams.get('code') ?? '',
+      redirect_uri: stack.redirectUri,
+      client_id: 'demo-client',
+      client_secret: SECRETS.post,
+    });
     expect(ok.status).toBe(200);
 
     // The outage is in the JSON log as a warning, and nothing escapes to stderr unstructured.

@@ -15,17 +15,31 @@ import { SECRETS, startStack } from '../harness/auth-stack.ts';
 const PASSWORD = 'Zq7w1Lr0p9XkT3vB6nY2mC8dF5gH4jK0';
 
 describe('auth server with a password-protected Redis', () => {
-  const redis = perDescribe((start) => start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: PASSWORD }), { password: PASSWORD }));
+  const redis = perDescribe((start) =>
+    start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: PASSWORD }), { password: PASSWORD }),
+  );
   const stack = perDescribe((start) => start.authStack({ redisUrl: redis.url }));
 
   it('refuses clients without the password (requirepass from the chart arguments is on)', async () => {
-    const anonymous = spawnSync('redis-cli', ['-p', String(redis.port), 'DBSIZE'], { encoding: 'utf8' });
+    const anonymous = spawnSync('redis-cli', ['-p', String(redis.port), 'DBSIZE'], {
+      encoding: 'utf8',
+    });
     expect(anonymous.stdout + anonymous.stderr).toMatch(/NOAUTH Authentication required/);
   });
 
   it('runs the code flow with its state in that Redis, and logs no password', async () => {
-    const { location } = await authorize({ issuer: stack.issuer, clientId: 'demo-client', redirectUri: stack.redirectUri });
-    const token = await tokenRequest(stack.issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: stack.redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+    const { location } = await authorize({
+      issuer: stack.issuer,
+      clientId: 'demo-client',
+      redirectUri: stack.redirectUri,
+    });
+    const token = await tokenRequest(stack.issuer, {
+      grant_type: 'authorization_code',
+      code: location.searchParams.get('code') ?? '',
+      redirect_uri: stack.redirectUri,
+      client_id: 'demo-client',
+      client_secret: SECRETS.post,
+    });
     expect(token.status).toBe(200);
     const admin = new Redis(redis.url);
     try {
@@ -37,7 +51,9 @@ describe('auth server with a password-protected Redis', () => {
   });
 
   it('with a wrong password, the auth server exits at start and prints no password', async () => {
-    const failure = await startStack({ redisUrl: `redis://:not-the-password@127.0.0.1:${redis.port}` }).then(
+    const failure = await startStack({
+      redisUrl: `redis://:not-the-password@127.0.0.1:${redis.port}`,
+    }).then(
       async (s) => {
         await s.stop();
         return undefined;

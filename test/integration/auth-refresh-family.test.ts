@@ -13,16 +13,34 @@ const MAX_AGE_S = 3;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 describe.each(['memory', 'redis'] as const)('refresh-token families (%s store)', (store) => {
-  const on = stackOn(store, { authEnv: { AUTH_REFRESH_FAMILY_MAX_AGE_SECONDS: String(MAX_AGE_S) } });
+  const on = stackOn(store, {
+    authEnv: { AUTH_REFRESH_FAMILY_MAX_AGE_SECONDS: String(MAX_AGE_S) },
+  });
 
   async function signIn(): Promise<{ refresh: string; at: number }> {
-    const { location } = await authorize({ issuer: on.stack().issuer, clientId: 'demo-client', redirectUri: on.stack().redirectUri });
+    const { location } = await authorize({
+      issuer: on.stack().issuer,
+      clientId: 'demo-client',
+      redirectUri: on.stack().redirectUri,
+    });
     const at = Date.now();
-    const res = await tokenRequest(on.stack().issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: on.stack().redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+    const res = await tokenRequest(on.stack().issuer, {
+      grant_type: 'authorization_code',
+      code: location.searchParams.get('code') ?? '',
+      redirect_uri: on.stack().redirectUri,
+      client_id: 'demo-client',
+      client_secret: SECRETS.post,
+    });
     expect(res.status).toBe(200);
     return { refresh: String(res.json['refresh_token']), at };
   }
-  const refresh = (token: string) => tokenRequest(on.stack().issuer, { grant_type: 'refresh_token', refresh_token: token, client_id: 'demo-client', client_secret: SECRETS.post });
+  const refresh = (token: string) =>
+    tokenRequest(on.stack().issuer, {
+      grant_type: 'refresh_token',
+      refresh_token: token,
+      client_id: 'demo-client',
+      client_secret: SECRETS.post,
+    });
 
   it(`a family ends ${MAX_AGE_S} s after the sign-in, however often it rotated`, async () => {
     const { refresh: first, at } = await signIn();
@@ -46,11 +64,26 @@ describe('the refresh-token index (redis store)', () => {
   it('the user+client index lives at least as long as every family in it', async () => {
     const client = new Redis(on.redisUrl());
     try {
-      const { location } = await authorize({ issuer: on.stack().issuer, clientId: 'demo-client', redirectUri: on.stack().redirectUri });
-      const first = await tokenRequest(on.stack().issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: on.stack().redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
+      const { location } = await authorize({
+        issuer: on.stack().issuer,
+        clientId: 'demo-client',
+        redirectUri: on.stack().redirectUri,
+      });
+      const first = await tokenRequest(on.stack().issuer, {
+        grant_type: 'authorization_code',
+        code: location.searchParams.get('code') ?? '',
+        redirect_uri: on.stack().redirectUri,
+        client_id: 'demo-client',
+        client_secret: SECRETS.post,
+      });
       expect(first.status).toBe(200);
       await sleep(1200);
-      const res = await tokenRequest(on.stack().issuer, { grant_type: 'refresh_token', refresh_token: String(first.json['refresh_token']), client_id: 'demo-client', client_secret: SECRETS.post });
+      const res = await tokenRequest(on.stack().issuer, {
+        grant_type: 'refresh_token',
+        refresh_token: String(first.json['refresh_token']),
+        client_id: 'demo-client',
+        client_secret: SECRETS.post,
+      });
       expect(res.status).toBe(200);
       const familyId = String(res.json['refresh_token']).split('.')[0];
       const familyTtl = await client.pttl(`portcullis:auth:default:rtf:${familyId}`);

@@ -31,13 +31,22 @@ describe.each(['memory', 'redis'] as const)('sign-in sessions (%s store)', (stor
   });
 
   const rp = (id: string, secret: string) =>
-    client.discovery(new URL(on.stack().issuer), id, undefined, client.ClientSecretBasic(secret), { execute: [client.allowInsecureRequests] });
+    client.discovery(new URL(on.stack().issuer), id, undefined, client.ClientSecretBasic(secret), {
+      execute: [client.allowInsecureRequests],
+    });
 
   function authUrl(config: client.Configuration, extra: Record<string, string> = {}) {
     const verifier = client.randomPKCECodeVerifier();
     const nonce = client.randomNonce();
     return client.calculatePKCECodeChallenge(verifier).then((challenge) => ({
-      url: client.buildAuthorizationUrl(config, { redirect_uri: on.stack().redirectUri, scope: 'openid profile', nonce, code_challenge: challenge, code_challenge_method: 'S256', ...extra }),
+      url: client.buildAuthorizationUrl(config, {
+        redirect_uri: on.stack().redirectUri,
+        scope: 'openid profile',
+        nonce,
+        code_challenge: challenge,
+        code_challenge_method: 'S256',
+        ...extra,
+      }),
       verifier,
       nonce,
     }));
@@ -46,7 +55,11 @@ describe.each(['memory', 'redis'] as const)('sign-in sessions (%s store)', (stor
   /** GET /auth in browser b: the status and where it leads. */
   async function visit(b: Browserish, url: URL) {
     const res = await b.get(url.toString());
-    return { status: res.status, location: res.headers.get('location') ?? '', body: await res.text() };
+    return {
+      status: res.status,
+      location: res.headers.get('location') ?? '',
+      body: await res.text(),
+    };
   }
 
   /** The code redirect for url in b (signed in by its session), allowing consent when asked. */
@@ -54,7 +67,11 @@ describe.each(['memory', 'redis'] as const)('sign-in sessions (%s store)', (stor
     const step = await visit(b, url);
     if (!step.location.startsWith('/auth/consent')) return new URL(step.location);
     const page = await (await b.get(new URL(step.location, on.stack().issuer).toString())).text();
-    const allowed = await b.post(`${on.stack().issuer}/auth/consent`, { interaction: hidden(page, 'interaction') ?? '', csrf: hidden(page, 'csrf') ?? '', decision: 'allow' });
+    const allowed = await b.post(`${on.stack().issuer}/auth/consent`, {
+      interaction: hidden(page, 'interaction') ?? '',
+      csrf: hidden(page, 'csrf') ?? '',
+      decision: 'allow',
+    });
     return new URL(allowed.headers.get('location') ?? '');
   }
 
@@ -63,7 +80,11 @@ describe.each(['memory', 'redis'] as const)('sign-in sessions (%s store)', (stor
     const first = await rp('oidc-client', SECRETS.oidc);
     const a = await authUrl(first);
     const { location } = await walk(a.url.toString(), { b });
-    const tokens = await client.authorizationCodeGrant(first, location, { pkceCodeVerifier: a.verifier, expectedNonce: a.nonce, idTokenExpected: true });
+    const tokens = await client.authorizationCodeGrant(first, location, {
+      pkceCodeVerifier: a.verifier,
+      expectedNonce: a.nonce,
+      idTokenExpected: true,
+    });
     return { b, first, tokens };
   }
 
@@ -74,11 +95,25 @@ describe.each(['memory', 'redis'] as const)('sign-in sessions (%s store)', (stor
     const step = await visit(b, s.url);
     expect(step.status).toBe(303);
     expect(step.location).toMatch(/^\/auth\/consent\?/);
-    const consentPage = await (await b.get(new URL(step.location, on.stack().issuer).toString())).text();
-    const allowed = await b.post(`${on.stack().issuer}/auth/consent`, { interaction: hidden(consentPage, 'interaction') ?? '', csrf: hidden(consentPage, 'csrf') ?? '', decision: 'allow' });
-    const got = await client.authorizationCodeGrant(second, new URL(allowed.headers.get('location') ?? ''), { pkceCodeVerifier: s.verifier, expectedNonce: s.nonce, idTokenExpected: true });
+    const consentPage = await (
+      await b.get(new URL(step.location, on.stack().issuer).toString())
+    ).text();
+    const allowed = await b.post(`${on.stack().issuer}/auth/consent`, {
+      interaction: hidden(consentPage, 'interaction') ?? '',
+      csrf: hidden(consentPage, 'csrf') ?? '',
+      decision: 'allow',
+    });
+    const got = await client.authorizationCodeGrant(
+      second,
+      new URL(allowed.headers.get('location') ?? ''),
+      { pkceCodeVerifier: s.verifier, expectedNonce: s.nonce, idTokenExpected: true },
+    );
     // Same sign-in: same user and auth_time.
-    expect(got.claims()).toMatchObject({ sub: 'alice', aud: 'second-client', auth_time: tokens.claims()?.['auth_time'] });
+    expect(got.claims()).toMatchObject({
+      sub: 'alice',
+      aud: 'second-client',
+      auth_time: tokens.claims()?.['auth_time'],
+    });
 
     // Consent stored now: prompt=none answers with a code at once.
     const again = await authUrl(second, { prompt: 'none' });
@@ -88,11 +123,22 @@ describe.each(['memory', 'redis'] as const)('sign-in sessions (%s store)', (stor
 
   it('prompt=login and a max_age shorter than the sign-in show the sign-in page; prompt=none without consent is consent_required', async () => {
     const { b, first } = await signedInBrowser();
-    expect((await visit(b, (await authUrl(first, { prompt: 'login' })).url)).body).toContain('id="sign-in-title"');
+    expect((await visit(b, (await authUrl(first, { prompt: 'login' })).url)).body).toContain(
+      'id="sign-in-title"',
+    );
     await new Promise((r) => setTimeout(r, 1100));
-    expect((await visit(b, (await authUrl(first, { max_age: '0' })).url)).body).toContain('id="sign-in-title"');
+    expect((await visit(b, (await authUrl(first, { max_age: '0' })).url)).body).toContain(
+      'id="sign-in-title"',
+    );
     // other-client: alice never allowed it anything.
-    const q = new URLSearchParams({ client_id: 'other-client', redirect_uri: on.stack().redirectUri, response_type: 'code', scope: 'profile', prompt: 'none', state: 'st' });
+    const q = new URLSearchParams({
+      client_id: 'other-client',
+      redirect_uri: on.stack().redirectUri,
+      response_type: 'code',
+      scope: 'profile',
+      prompt: 'none',
+      state: 'st',
+    });
     const none = await visit(b, new URL(`${on.stack().issuer}/auth?${q}`));
     expect(new URL(none.location).searchParams.get('error')).toBe('consent_required');
   });
@@ -101,20 +147,41 @@ describe.each(['memory', 'redis'] as const)('sign-in sessions (%s store)', (stor
     const { b, tokens } = await signedInBrowser();
     const second = await rp('second-client', SECOND_SECRET);
     // A post_logout_redirect_uri another client registered is refused with a page, never followed.
-    const foreign = await b.get(client.buildEndSessionUrl(await rp('oidc-client', SECRETS.oidc), { id_token_hint: tokens.id_token ?? '', post_logout_redirect_uri: SIGNED_OUT }).toString());
+    const foreign = await b.get(
+      client
+        .buildEndSessionUrl(await rp('oidc-client', SECRETS.oidc), {
+          id_token_hint: tokens.id_token ?? '',
+          post_logout_redirect_uri: SIGNED_OUT,
+        })
+        .toString(),
+    );
     expect(foreign.status).toBe(400);
     expect(foreign.headers.get('location')).toBeNull();
 
     const { b: b2 } = await signedInBrowser();
     const s2 = await authUrl(second);
-    const t2 = await client.authorizationCodeGrant(second, await codeRedirect(b2, s2.url), { pkceCodeVerifier: s2.verifier, expectedNonce: s2.nonce });
-    const out = await b2.get(client.buildEndSessionUrl(second, { id_token_hint: t2.id_token ?? '', post_logout_redirect_uri: SIGNED_OUT, state: 'bye' }).toString());
+    const t2 = await client.authorizationCodeGrant(second, await codeRedirect(b2, s2.url), {
+      pkceCodeVerifier: s2.verifier,
+      expectedNonce: s2.nonce,
+    });
+    const out = await b2.get(
+      client
+        .buildEndSessionUrl(second, {
+          id_token_hint: t2.id_token ?? '',
+          post_logout_redirect_uri: SIGNED_OUT,
+          state: 'bye',
+        })
+        .toString(),
+    );
     expect(out.status).toBe(303);
     expect(out.headers.get('location')).toBe(`${SIGNED_OUT}?state=bye`);
     const none = await visit(b2, (await authUrl(second, { prompt: 'none' })).url);
     expect(new URL(none.location).searchParams.get('error')).toBe('login_required');
     // The first browser's session is its own and still lives.
-    const still = await visit(b, (await authUrl(await rp('oidc-client', SECRETS.oidc), { prompt: 'none' })).url);
+    const still = await visit(
+      b,
+      (await authUrl(await rp('oidc-client', SECRETS.oidc), { prompt: 'none' })).url,
+    );
     expect(new URL(still.location).searchParams.get('code')).toBeTruthy();
   });
 
@@ -124,8 +191,14 @@ describe.each(['memory', 'redis'] as const)('sign-in sessions (%s store)', (stor
     const first = await rp('oidc-client', SECRETS.oidc);
     const a = await authUrl(first);
     const { location } = await walk(a.url.toString(), { username: 'bob', password: 'builder' });
-    const bobs = await client.authorizationCodeGrant(first, location, { pkceCodeVerifier: a.verifier, expectedNonce: a.nonce, idTokenExpected: true });
-    const page = await b.get(client.buildEndSessionUrl(first, { id_token_hint: bobs.id_token ?? '' }).toString());
+    const bobs = await client.authorizationCodeGrant(first, location, {
+      pkceCodeVerifier: a.verifier,
+      expectedNonce: a.nonce,
+      idTokenExpected: true,
+    });
+    const page = await b.get(
+      client.buildEndSessionUrl(first, { id_token_hint: bobs.id_token ?? '' }).toString(),
+    );
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('id="sign-out"');
     // Alice is still signed in.
@@ -147,13 +220,28 @@ describe('sign-in sessions off (the default)', () => {
   const on = stackOn('memory');
   it('every authorization shows the sign-in page, and prompt=none is login_required', async () => {
     const b = browser();
-    const config = await client.discovery(new URL(on.stack().issuer), 'oidc-client', undefined, client.ClientSecretBasic(SECRETS.oidc), { execute: [client.allowInsecureRequests] });
-    const url = () => client.buildAuthorizationUrl(config, { redirect_uri: on.stack().redirectUri, scope: 'openid', nonce: client.randomNonce(), code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM', code_challenge_method: 'S256' });
+    const config = await client.discovery(
+      new URL(on.stack().issuer),
+      'oidc-client',
+      undefined,
+      client.ClientSecretBasic(SECRETS.oidc),
+      { execute: [client.allowInsecureRequests] },
+    );
+    const url = () =>
+      client.buildAuthorizationUrl(config, {
+        redirect_uri: on.stack().redirectUri,
+        scope: 'openid',
+        nonce: client.randomNonce(),
+        code_challenge: 'E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM',
+        code_challenge_method: 'S256',
+      });
     await walk(url().toString(), { b });
     const again = await b.get(url().toString());
     expect(again.status).toBe(200);
     expect(await again.text()).toContain('id="sign-in-title"');
     const none = await b.get(`${url().toString()}&prompt=none`);
-    expect(new URL(none.headers.get('location') ?? '').searchParams.get('error')).toBe('login_required');
+    expect(new URL(none.headers.get('location') ?? '').searchParams.get('error')).toBe(
+      'login_required',
+    );
   });
 });

@@ -11,19 +11,39 @@ describe.each(['memory', 'redis'] as const)('userinfo (%s store)', (store) => {
   const on = stackOn(store);
 
   async function oidcTokens(scope: string) {
-    const config = await client.discovery(new URL(on.stack().issuer), 'oidc-client', undefined, client.ClientSecretBasic(SECRETS.oidc), { execute: [client.allowInsecureRequests] });
+    const config = await client.discovery(
+      new URL(on.stack().issuer),
+      'oidc-client',
+      undefined,
+      client.ClientSecretBasic(SECRETS.oidc),
+      { execute: [client.allowInsecureRequests] },
+    );
     const { verifier, challenge } = pkce();
     const nonce = client.randomNonce();
-    const url = client.buildAuthorizationUrl(config, { redirect_uri: on.stack().redirectUri, scope, nonce, code_challenge: challenge, code_challenge_method: 'S256' });
+    const url = client.buildAuthorizationUrl(config, {
+      redirect_uri: on.stack().redirectUri,
+      scope,
+      nonce,
+      code_challenge: challenge,
+      code_challenge_method: 'S256',
+    });
     const { location } = await walk(url.toString());
-    const tokens = await client.authorizationCodeGrant(config, location, { pkceCodeVerifier: verifier, expectedNonce: nonce, idTokenExpected: true });
+    const tokens = await client.authorizationCodeGrant(config, location, {
+      pkceCodeVerifier: verifier,
+      expectedNonce: nonce,
+      idTokenExpected: true,
+    });
     return { config, tokens };
   }
   const userinfo = (init: RequestInit) => fetch(`${on.stack().issuer}/userinfo`, init);
 
   it('openid-client: fetchUserInfo returns the claims of the granted scopes, groups included', async () => {
     const { config, tokens } = await oidcTokens('openid profile email groups');
-    const info = await client.fetchUserInfo(config, tokens.access_token, tokens.claims()?.sub ?? '');
+    const info = await client.fetchUserInfo(
+      config,
+      tokens.access_token,
+      tokens.claims()?.sub ?? '',
+    );
     expect(info).toEqual({
       sub: 'alice',
       name: 'Alice Liddell',
@@ -36,10 +56,18 @@ describe.each(['memory', 'redis'] as const)('userinfo (%s store)', (store) => {
 
   it('POST with the token in a form body; only what the scopes release', async () => {
     const { tokens } = await oidcTokens('openid email');
-    const res = await userinfo({ method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ access_token: tokens.access_token }) });
+    const res = await userinfo({
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({ access_token: tokens.access_token }),
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get('cache-control')).toBe('no-store');
-    expect(await res.json()).toEqual({ sub: 'alice', email: 'alice@example.com', email_verified: true });
+    expect(await res.json()).toEqual({
+      sub: 'alice',
+      email: 'alice@example.com',
+      email_verified: true,
+    });
   });
 
   it('no token: 401 with a bare Bearer challenge; a malformed header: 400 invalid_request', async () => {
@@ -57,22 +85,46 @@ describe.each(['memory', 'redis'] as const)('userinfo (%s store)', (store) => {
     expect(before.status).toBe(200);
     const revoked = await fetch(`${on.stack().issuer}/revoke`, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${Buffer.from(`oidc-client:${SECRETS.oidc}`).toString('base64')}` },
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: `Basic ${Buffer.from(`oidc-client:${SECRETS.oidc}`).toString('base64')}`,
+      },
       body: new URLSearchParams({ token: tokens.access_token }),
     });
     expect(revoked.status).toBe(200);
-    for (const token of [tokens.access_token, tokens.id_token ?? '', `${tokens.access_token.slice(0, -4)}AAAA`]) {
+    for (const token of [
+      tokens.access_token,
+      tokens.id_token ?? '',
+      `${tokens.access_token.slice(0, -4)}AAAA`,
+    ]) {
       const res = await userinfo({ headers: { authorization: `Bearer ${token}` } });
       expect(res.status).toBe(401);
-      expect(res.headers.get('www-authenticate')).toMatch(/^Bearer realm="[^"]+", error="invalid_token"/);
+      expect(res.headers.get('www-authenticate')).toMatch(
+        /^Bearer realm="[^"]+", error="invalid_token"/,
+      );
     }
   });
 
   it('an access token granted without openid is 403 insufficient_scope', async () => {
-    const { location } = await authorize({ issuer: on.stack().issuer, clientId: 'demo-client', redirectUri: on.stack().redirectUri, scope: 'profile' });
-    const res = await tokenRequest(on.stack().issuer, { grant_type: 'authorization_code', code: location.searchParams.get('code') ?? '', redirect_uri: on.stack().redirectUri, client_id: 'demo-client', client_secret: SECRETS.post });
-    const info = await userinfo({ headers: { authorization: `Bearer ${String(res.json['access_token'])}` } });
+    const { location } = await authorize({
+      issuer: on.stack().issuer,
+      clientId: 'demo-client',
+      redirectUri: on.stack().redirectUri,
+      scope: 'profile',
+    });
+    const res = await tokenRequest(on.stack().issuer, {
+      grant_type: 'authorization_code',
+      code: location.searchParams.get('code') ?? '',
+      redirect_uri: on.stack().redirectUri,
+      client_id: 'demo-client',
+      client_secret: SECRETS.post,
+    });
+    const info = await userinfo({
+      headers: { authorization: `Bearer ${String(res.json['access_token'])}` },
+    });
     expect(info.status).toBe(403);
-    expect(info.headers.get('www-authenticate')).toMatch(/error="insufficient_scope".*scope="openid"/);
+    expect(info.headers.get('www-authenticate')).toMatch(
+      /error="insufficient_scope".*scope="openid"/,
+    );
   });
 });

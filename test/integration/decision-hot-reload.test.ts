@@ -7,12 +7,23 @@ import { eventually } from '../harness/eventually.ts';
 import { startDecision } from './decision-support.ts';
 
 describe('decision service hot reload', () => {
-  test('applies new limits to the next checks; keeps the running config on a broken file', async ({ start }) => {
-    const decision = await startDecision(start, { route: { id: 'all' }, limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 }, logLevel: 'info' });
-    const policy = async () => (await request(`${decision.url}/x`, { headers: { 'user-id': `u-${Math.random()}` } })).headers['ratelimit-policy'];
+  test('applies new limits to the next checks; keeps the running config on a broken file', async ({
+    start,
+  }) => {
+    const decision = await startDecision(start, {
+      route: { id: 'all' },
+      limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 },
+      logLevel: 'info',
+    });
+    const policy = async () =>
+      (await request(`${decision.url}/x`, { headers: { 'user-id': `u-${Math.random()}` } }))
+        .headers['ratelimit-policy'];
     expect(await policy()).toBe('"default";q=10;w=10');
 
-    decision.write({ ...decision.config, limiter: { replenishRate: 5, burstCapacity: 50, requestedTokens: 1 } });
+    decision.write({
+      ...decision.config,
+      limiter: { replenishRate: 5, burstCapacity: 50, requestedTokens: 1 },
+    });
     await eventually('the new limits', async () => (await policy()) === '"default";q=50;w=10');
 
     decision.write('limiter: [');

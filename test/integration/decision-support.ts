@@ -25,9 +25,20 @@ export interface RunningDecision extends RunningSidecar {
 }
 
 /** A decision service (the sidecar program, mode decision) with its gRPC listener on a free port; loopback trusted for forward-auth. */
-export async function startDecision(start: Starter, config: Omit<SidecarConfig, 'mode' | 'decision'>, name = 'decision'): Promise<RunningDecision> {
+export async function startDecision(
+  start: Starter,
+  config: Omit<SidecarConfig, 'mode' | 'decision'>,
+  name = 'decision',
+): Promise<RunningDecision> {
   const grpcPort = await freePort();
-  const sidecar = await start.sidecar({ ...config, mode: 'decision', decision: { grpc: { host: '127.0.0.1', port: grpcPort }, trustedProxies: ['127.0.0.1'] } }, { name });
+  const sidecar = await start.sidecar(
+    {
+      ...config,
+      mode: 'decision',
+      decision: { grpc: { host: '127.0.0.1', port: grpcPort }, trustedProxies: ['127.0.0.1'] },
+    },
+    { name },
+  );
   return { ...sidecar, grpcPort };
 }
 
@@ -39,7 +50,10 @@ export async function startDecision(start: Starter, config: Omit<SidecarConfig, 
  * `headersWhenAdmitted: false`: the gateway gives the admitted answers' RateLimit headers to the
  * service only, so they are not looked for on those.
  */
-export async function specScenario(send: (i: number) => Promise<Answer>, options: { readonly headersWhenAdmitted?: boolean } = {}): Promise<Answer[]> {
+export async function specScenario(
+  send: (i: number) => Promise<Answer>,
+  options: { readonly headersWhenAdmitted?: boolean } = {},
+): Promise<Answer[]> {
   const answers: Answer[] = [];
   const sendMs: number[] = [];
   const t0 = performance.now();
@@ -57,17 +71,25 @@ export async function specScenario(send: (i: number) => Promise<Answer>, options
     if (a.status === 429) {
       expect(Number(a.headers['retry-after'])).toBeGreaterThanOrEqual(1);
       expect(a.headers['content-type']).toBe('application/problem+json');
-      expect(JSON.parse(a.body)).toMatchObject({ status: 429, title: 'Too Many Requests', type: 'urn:portcullis:problem:rate-limited' });
+      expect(JSON.parse(a.body)).toMatchObject({
+        status: 429,
+        title: 'Too Many Requests',
+        type: 'urn:portcullis:problem:rate-limited',
+      });
     }
   }
-  const slipMs = Math.max(...sendMs.slice(1).map((t, i) => Math.abs(t - sendMs[0]! - (i + 1) * 500 - 50)));
+  const slipMs = Math.max(
+    ...sendMs.slice(1).map((t, i) => Math.abs(t - sendMs[0]! - (i + 1) * 500 - 50)),
+  );
   const admitted = answers.filter((a) => a.status === 200).length;
   if (slipMs < 45) {
     expect(admitted).toBe(12);
     expect(answers.length - admitted).toBe(18);
   } else {
     // Said, not hidden: the exact count was not checked on this run.
-    console.warn(`specification scenario: the schedule slipped ${Math.round(slipMs)} ms; ${admitted} admitted, the count of 12 not checked`);
+    console.warn(
+      `specification scenario: the schedule slipped ${Math.round(slipMs)} ms; ${admitted} admitted, the count of 12 not checked`,
+    );
   }
   return answers;
 }
@@ -91,5 +113,8 @@ export interface CheckResult {
 export async function checkGrpc(decision: RunningDecision, args: string[]): Promise<CheckResult[]> {
   const client = builtTool('build-ext-authz-client.sh', 'EXT_AUTHZ_CLIENT');
   const { stdout } = await run(client, ['-addr', `127.0.0.1:${decision.grpcPort}`, ...args]);
-  return stdout.trim().split('\n').map((l) => JSON.parse(l) as CheckResult);
+  return stdout
+    .trim()
+    .split('\n')
+    .map((l) => JSON.parse(l) as CheckResult);
 }

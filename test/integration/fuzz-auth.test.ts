@@ -24,16 +24,39 @@ const XSS = '<script>alert(1)</script>"\'><img src=x onerror=alert(1)>';
 
 describe('fuzzing /auth and /token', () => {
   const password = 'fuzz-auth-redis-password';
-  const redis = perDescribe((start) => start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password }));
+  const redis = perDescribe((start) =>
+    start.redis(chartRedisArgs('auth-redis', { REDIS_PASSWORD: password }), { password }),
+  );
   const stack = perDescribe((start) =>
-    start.authStack({ redisUrl: redis.url, authEnv: { AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000', AUTH_SIGNIN_USER_PER_MINUTE: '1000000', AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000' } }),
+    start.authStack({
+      redisUrl: redis.url,
+      authEnv: {
+        AUTH_SIGNIN_USER_ADDRESS_PER_MINUTE: '1000000',
+        AUTH_SIGNIN_USER_PER_MINUTE: '1000000',
+        AUTH_SIGNIN_ADDRESS_PER_MINUTE: '1000000',
+      },
+    }),
   );
   /** Every redirect URI a client registered. */
-  const registered = perDescribe(async () => new Set(stack.clients.clients.flatMap((c) => c.redirect_uris)));
+  const registered = perDescribe(
+    async () => new Set(stack.clients.clients.flatMap((c) => c.redirect_uris)),
+  );
 
   // ---- /auth -----------------------------------------------------------------------------------
 
-  const clientId = fc.constantFrom('demo-client', 'basic-client', 'public-client', 'other-client', 'unknown', '', 'DEMO-CLIENT', 'demo-client ', 'demo-client\u0000', 'x'.repeat(5000), '../demo-client');
+  const clientId = fc.constantFrom(
+    'demo-client',
+    'basic-client',
+    'public-client',
+    'other-client',
+    'unknown',
+    '',
+    'DEMO-CLIENT',
+    'demo-client ',
+    'demo-client\u0000',
+    'x'.repeat(5000),
+    '../demo-client',
+  );
   const redirect = () =>
     fc.constantFrom(
       stack.redirectUri,
@@ -54,24 +77,53 @@ describe('fuzzing /auth and /token', () => {
       '/callback',
     );
   const optional = <T>(a: fc.Arbitrary<T>) => fc.option(a, { nil: undefined });
-  const challenge = fc.oneof(fc.constant(pkce().challenge), fc.string({ maxLength: 60 }), fc.constant('a'.repeat(43)), fc.constant(''));
+  const challenge = fc.oneof(
+    fc.constant(pkce().challenge),
+    fc.string({ maxLength: 60 }),
+    fc.constant('a'.repeat(43)),
+    fc.constant(''),
+  );
   const authParams = () =>
     fc.record({
       client_id: optional(fc.oneof(clientId, fc.array(clientId, { minLength: 2, maxLength: 3 }))),
-      redirect_uri: optional(fc.oneof(redirect(), fc.array(redirect(), { minLength: 2, maxLength: 2 }))),
-      response_type: optional(fc.constantFrom('code', 'token', 'code token', 'id_token', '', 'CODE', 'code ')),
-      scope: optional(fc.constantFrom('profile', 'profile email', 'email', 'openid', 'admin', '', '  ', 'profile\u0000', XSS, 'profile profile')),
-      state: optional(fc.oneof(fc.string({ maxLength: 100 }), fc.constant(XSS), fc.constant('s'.repeat(3000)))),
+      redirect_uri: optional(
+        fc.oneof(redirect(), fc.array(redirect(), { minLength: 2, maxLength: 2 })),
+      ),
+      response_type: optional(
+        fc.constantFrom('code', 'token', 'code token', 'id_token', '', 'CODE', 'code '),
+      ),
+      scope: optional(
+        fc.constantFrom(
+          'profile',
+          'profile email',
+          'email',
+          'openid',
+          'admin',
+          '',
+          '  ',
+          'profile\u0000',
+          XSS,
+          'profile profile',
+        ),
+      ),
+      state: optional(
+        fc.oneof(fc.string({ maxLength: 100 }), fc.constant(XSS), fc.constant('s'.repeat(3000))),
+      ),
       code_challenge: optional(challenge),
       code_challenge_method: optional(fc.constantFrom('S256', 'plain', 's256', '', 'none')),
-      extra: optional(fc.dictionary(fc.string({ minLength: 1, maxLength: 10 }), fc.string({ maxLength: 20 }), { maxKeys: 3 })),
+      extra: optional(
+        fc.dictionary(fc.string({ minLength: 1, maxLength: 10 }), fc.string({ maxLength: 20 }), {
+          maxKeys: 3,
+        }),
+      ),
     });
 
   function authUrl(p: Record<string, unknown>): string {
     const q = new URLSearchParams();
     for (const [k, v] of Object.entries(p)) {
       if (v === undefined) continue;
-      if (k === 'extra') for (const [ek, ev] of Object.entries(v as Record<string, string>)) q.append(ek, ev);
+      if (k === 'extra')
+        for (const [ek, ev] of Object.entries(v as Record<string, string>)) q.append(ek, ev);
       else if (Array.isArray(v)) for (const x of v) q.append(k, String(x));
       else q.append(k, String(v));
     }
@@ -105,13 +157,22 @@ describe('fuzzing /auth and /token', () => {
     await fc.assert(
       fc.asyncProperty(fc.string({ unit: 'binary', maxLength: 300 }), async (raw) => {
         recordCases('auth fuzz: /auth raw queries', 1);
-        const encoded = [...Buffer.from(raw, 'utf8')].map((b) => (b > 0x20 && b < 0x7f && b !== 0x23 ? String.fromCharCode(b) : `%${b.toString(16).padStart(2, '0')}`)).join('');
+        const encoded = [...Buffer.from(raw, 'utf8')]
+          .map((b) =>
+            b > 0x20 && b < 0x7f && b !== 0x23
+              ? String.fromCharCode(b)
+              : `%${b.toString(16).padStart(2, '0')}`,
+          )
+          .join('');
         const res = await fetch(`${stack.issuer}/auth?${encoded}`, { redirect: 'manual' });
         await res.arrayBuffer();
         expect(res.status).toBeLessThan(500);
         if (res.status >= 300 && res.status < 400) {
           const location = new URL(res.headers.get('location') ?? '', stack.issuer);
-          expect(location.origin === stack.issuer || registered.has(`${location.origin}${location.pathname}`)).toBe(true);
+          expect(
+            location.origin === stack.issuer ||
+              registered.has(`${location.origin}${location.pathname}`),
+          ).toBe(true);
         }
       }),
       { numRuns: RUNS },
@@ -127,19 +188,36 @@ describe('fuzzing /auth and /token', () => {
   }
 
   /** Runs the front channel and returns a fresh code (with PKCE unless told otherwise). */
-  async function issue(client: 'demo-client' | 'basic-client' | 'public-client', withPkce: boolean): Promise<Issued> {
+  async function issue(
+    client: 'demo-client' | 'basic-client' | 'public-client',
+    withPkce: boolean,
+  ): Promise<Issued> {
     const p = pkce();
-    const { location } = await authorize({ issuer: stack.issuer, clientId: client, redirectUri: stack.redirectUri, ...(withPkce ? { challenge: p.challenge } : {}) });
+    const { location } = await authorize({
+      issuer: stack.issuer,
+      clientId: client,
+      redirectUri: stack.redirectUri,
+      ...(withPkce ? { challenge: p.challenge } : {}),
+    });
     const code = location.searchParams.get('code');
     if (code === null) throw new Error(`no code: ${location}`);
     return { clientId: client, code, ...(withPkce ? { verifier: p.verifier } : {}) };
   }
 
-  const secretOf: Record<string, string | undefined> = { 'demo-client': SECRETS.post, 'basic-client': SECRETS.basic, 'other-client': SECRETS.other, 'public-client': undefined };
+  const secretOf: Record<string, string | undefined> = {
+    'demo-client': SECRETS.post,
+    'basic-client': SECRETS.basic,
+    'other-client': SECRETS.other,
+    'public-client': undefined,
+  };
 
   /** The exactly valid request for a code. */
   function validRequest(i: Issued): { params: Record<string, string>; basic?: [string, string] } {
-    const params: Record<string, string> = { grant_type: 'authorization_code', code: i.code, redirect_uri: stack.redirectUri };
+    const params: Record<string, string> = {
+      grant_type: 'authorization_code',
+      code: i.code,
+      redirect_uri: stack.redirectUri,
+    };
     if (i.verifier !== undefined) params.code_verifier = i.verifier;
     if (i.clientId === 'basic-client') return { params, basic: ['basic-client', SECRETS.basic] };
     params.client_id = i.clientId;
@@ -149,31 +227,115 @@ describe('fuzzing /auth and /token', () => {
   }
 
   /** harmless: the mutated request is still exactly valid (so it must succeed). */
-  type Mutation = { name: string; harmless: boolean | ((i: Issued) => boolean); apply: (r: ReturnType<typeof validRequest>, i: Issued, other: Issued) => ReturnType<typeof validRequest> };
-  const m = (name: string, harmless: Mutation['harmless'], apply: Mutation['apply']): Mutation => ({ name, harmless, apply });
+  type Mutation = {
+    name: string;
+    harmless: boolean | ((i: Issued) => boolean);
+    apply: (
+      r: ReturnType<typeof validRequest>,
+      i: Issued,
+      other: Issued,
+    ) => ReturnType<typeof validRequest>;
+  };
+  const m = (name: string, harmless: Mutation['harmless'], apply: Mutation['apply']): Mutation => ({
+    name,
+    harmless,
+    apply,
+  });
   const flip = (s: string) => `${s.slice(0, -1)}${s.endsWith('A') ? 'B' : 'A'}`;
   const mutations: Mutation[] = [
     m('none', true, (r) => r),
-    m('grant_type authorization_token (the specification alias)', true, (r) => ({ ...r, params: { ...r.params, grant_type: 'authorization_token' } })),
+    m('grant_type authorization_token (the specification alias)', true, (r) => ({
+      ...r,
+      params: { ...r.params, grant_type: 'authorization_token' },
+    })),
     m('an unknown extra parameter', true, (r) => ({ ...r, params: { ...r.params, foo: 'bar' } })),
     // Without PKCE another code of the same client is just as valid; with PKCE the verifier binds it.
-    m('code of another flow of the same client', (i) => i.verifier === undefined, (r, _i, other) => ({ ...r, params: { ...r.params, code: other.code } })),
-    m('code with one character changed', false, (r) => ({ ...r, params: { ...r.params, code: flip(r.params.code as string) } })),
-    m('code missing', false, (r) => ({ ...r, params: Object.fromEntries(Object.entries(r.params).filter(([k]) => k !== 'code')) })),
+    m(
+      'code of another flow of the same client',
+      (i) => i.verifier === undefined,
+      (r, _i, other) => ({ ...r, params: { ...r.params, code: other.code } }),
+    ),
+    m('code with one character changed', false, (r) => ({
+      ...r,
+      params: { ...r.params, code: flip(r.params.code as string) },
+    })),
+    m('code missing', false, (r) => ({
+      ...r,
+      params: Object.fromEntries(Object.entries(r.params).filter(([k]) => k !== 'code')),
+    })),
     m('code empty', false, (r) => ({ ...r, params: { ...r.params, code: '' } })),
-    m('redirect_uri different', false, (r) => ({ ...r, params: { ...r.params, redirect_uri: `${stack.redirectUri}/x` } })),
-    m('redirect_uri missing', false, (r) => ({ ...r, params: Object.fromEntries(Object.entries(r.params).filter(([k]) => k !== 'redirect_uri')) })),
-    m('code_verifier wrong', false, (r, i) => (i.verifier === undefined ? { ...r, params: { ...r.params, code_verifier: pkce().verifier } } : { ...r, params: { ...r.params, code_verifier: pkce().verifier } })),
-    m('code_verifier of another flow', false, (r, _i, other) => ({ ...r, params: { ...r.params, code_verifier: other.verifier ?? pkce().verifier } })),
-    m('code_verifier = the challenge (plain downgrade)', false, (r, i) => ({ ...r, params: { ...r.params, code_verifier: createHash('sha256').update(i.verifier ?? 'x').digest('base64url') } })),
-    m('code_verifier missing', false, (r, i) => (i.verifier === undefined ? { ...r, params: { ...r.params, code_verifier: pkce().verifier } } : { ...r, params: Object.fromEntries(Object.entries(r.params).filter(([k]) => k !== 'code_verifier')) })),
-    m('client_id of another client (with its own valid secret)', false, (r) => ({ params: { ...r.params, client_id: 'other-client', client_secret: SECRETS.other } })),
-    m('Basic as another client', false, (r) => ({ params: Object.fromEntries(Object.entries(r.params).filter(([k]) => k !== 'client_id' && k !== 'client_secret')), basic: ['other-client', SECRETS.other] })),
-    m('client_secret wrong', false, (r, i) => (i.clientId === 'basic-client' ? { ...r, basic: ['basic-client', 'wrong-secret'] } : { ...r, params: { ...r.params, client_secret: 'wrong-secret-0123456789' } })),
-    m('client authentication missing', false, (r, i) => (i.clientId === 'public-client' ? { params: { ...r.params, client_id: 'demo-client' } } : { params: Object.fromEntries(Object.entries(r.params).filter(([k]) => k !== 'client_secret')) })),
-    m('grant_type wrong', false, (r) => ({ ...r, params: { ...r.params, grant_type: 'password' } })),
-    m('grant_type refresh_token with the code', false, (r) => ({ ...r, params: { ...r.params, grant_type: 'refresh_token', refresh_token: r.params.code as string } })),
-    m('client_id with a trailing space', false, (r, i) => (i.clientId === 'basic-client' ? { ...r, basic: ['basic-client ', SECRETS.basic] } : { ...r, params: { ...r.params, client_id: `${i.clientId} ` } })),
+    m('redirect_uri different', false, (r) => ({
+      ...r,
+      params: { ...r.params, redirect_uri: `${stack.redirectUri}/x` },
+    })),
+    m('redirect_uri missing', false, (r) => ({
+      ...r,
+      params: Object.fromEntries(Object.entries(r.params).filter(([k]) => k !== 'redirect_uri')),
+    })),
+    m('code_verifier wrong', false, (r, i) =>
+      i.verifier === undefined
+        ? { ...r, params: { ...r.params, code_verifier: pkce().verifier } }
+        : { ...r, params: { ...r.params, code_verifier: pkce().verifier } },
+    ),
+    m('code_verifier of another flow', false, (r, _i, other) => ({
+      ...r,
+      params: { ...r.params, code_verifier: other.verifier ?? pkce().verifier },
+    })),
+    m('code_verifier = the challenge (plain downgrade)', false, (r, i) => ({
+      ...r,
+      params: {
+        ...r.params,
+        code_verifier: createHash('sha256')
+          .update(i.verifier ?? 'x')
+          .digest('base64url'),
+      },
+    })),
+    m('code_verifier missing', false, (r, i) =>
+      i.verifier === undefined
+        ? { ...r, params: { ...r.params, code_verifier: pkce().verifier } }
+        : {
+            ...r,
+            params: Object.fromEntries(
+              Object.entries(r.params).filter(([k]) => k !== 'code_verifier'),
+            ),
+          },
+    ),
+    m('client_id of another client (with its own valid secret)', false, (r) => ({
+      params: { ...r.params, client_id: 'other-client', client_secret: SECRETS.other },
+    })),
+    m('Basic as another client', false, (r) => ({
+      params: Object.fromEntries(
+        Object.entries(r.params).filter(([k]) => k !== 'client_id' && k !== 'client_secret'),
+      ),
+      basic: ['other-client', SECRETS.other],
+    })),
+    m('client_secret wrong', false, (r, i) =>
+      i.clientId === 'basic-client'
+        ? { ...r, basic: ['basic-client', 'wrong-secret'] }
+        : { ...r, params: { ...r.params, client_secret: 'wrong-secret-0123456789' } },
+    ),
+    m('client authentication missing', false, (r, i) =>
+      i.clientId === 'public-client'
+        ? { params: { ...r.params, client_id: 'demo-client' } }
+        : {
+            params: Object.fromEntries(
+              Object.entries(r.params).filter(([k]) => k !== 'client_secret'),
+            ),
+          },
+    ),
+    m('grant_type wrong', false, (r) => ({
+      ...r,
+      params: { ...r.params, grant_type: 'password' },
+    })),
+    m('grant_type refresh_token with the code', false, (r) => ({
+      ...r,
+      params: { ...r.params, grant_type: 'refresh_token', refresh_token: r.params.code as string },
+    })),
+    m('client_id with a trailing space', false, (r, i) =>
+      i.clientId === 'basic-client'
+        ? { ...r, basic: ['basic-client ', SECRETS.basic] }
+        : { ...r, params: { ...r.params, client_id: `${i.clientId} ` } },
+    ),
     m('huge code', false, (r) => ({ ...r, params: { ...r.params, code: 'c'.repeat(100_000) } })),
   ];
 
@@ -181,7 +343,8 @@ describe('fuzzing /auth and /token', () => {
 
   async function send(r: ReturnType<typeof validRequest>, encoding: (typeof encodings)[number]) {
     const headers: Record<string, string> = {};
-    if (r.basic !== undefined) headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(r.basic[0])}:${encodeURIComponent(r.basic[1])}`).toString('base64')}`;
+    if (r.basic !== undefined)
+      headers.authorization = `Basic ${Buffer.from(`${encodeURIComponent(r.basic[0])}:${encodeURIComponent(r.basic[1])}`).toString('base64')}`;
     let body: string;
     if (encoding === 'json') {
       headers['content-type'] = 'application/json';
@@ -189,18 +352,31 @@ describe('fuzzing /auth and /token', () => {
     } else {
       headers['content-type'] = 'application/x-www-form-urlencoded';
       const q = new URLSearchParams(r.params);
-      if (encoding === 'form-duplicate-code' && r.params.code !== undefined) q.append('code', r.params.code);
+      if (encoding === 'form-duplicate-code' && r.params.code !== undefined)
+        q.append('code', r.params.code);
       body = q.toString();
     }
     const res = await fetch(`${stack.issuer}/token`, { method: 'POST', headers, body });
     const text = await res.text();
-    return { status: res.status, text, json: (() => { try { return JSON.parse(text) as Record<string, unknown>; } catch { return {}; } })() };
+    return {
+      status: res.status,
+      text,
+      json: (() => {
+        try {
+          return JSON.parse(text) as Record<string, unknown>;
+        } catch {
+          return {};
+        }
+      })(),
+    };
   }
 
   it('/token: a token only for an exactly valid request, for the right client; never a 5xx', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom('demo-client', 'basic-client', 'public-client') as fc.Arbitrary<'demo-client' | 'basic-client' | 'public-client'>,
+        fc.constantFrom('demo-client', 'basic-client', 'public-client') as fc.Arbitrary<
+          'demo-client' | 'basic-client' | 'public-client'
+        >,
         fc.boolean(),
         fc.constantFrom(...mutations),
         fc.constantFrom(...encodings),
@@ -213,7 +389,8 @@ describe('fuzzing /auth and /token', () => {
           const r = await send(request, encoding);
           const label = `${client} pkce=${withPkce} ${mutation.name} ${encoding}: ${r.status} ${r.text.slice(0, 200)}`;
           expect(r.status, label).toBeLessThan(500);
-          const harmless = typeof mutation.harmless === 'function' ? mutation.harmless(issued) : mutation.harmless;
+          const harmless =
+            typeof mutation.harmless === 'function' ? mutation.harmless(issued) : mutation.harmless;
           const shouldSucceed = harmless && encoding !== 'form-duplicate-code';
           if (shouldSucceed) {
             expect(r.status, label).toBe(200);
@@ -244,9 +421,37 @@ describe('fuzzing /auth and /token', () => {
   it('/token: random bodies and content types are never a 5xx', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom('application/x-www-form-urlencoded', 'application/json', 'text/plain', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', ''),
-        fc.oneof(fc.string({ maxLength: 500 }), fc.json(), fc.constantFrom('{', '[]', 'null', '"x"', 'grant_type=authorization_code&code=', '%zz=%zz', 'a=1&a=2&a=3')),
-        fc.option(fc.constantFrom('Basic', 'Basic !!!', 'Basic ' + Buffer.from('demo-client').toString('base64'), 'Bearer x', `Basic ${Buffer.from('%zz:%zz').toString('base64')}`), { nil: undefined }),
+        fc.constantFrom(
+          'application/x-www-form-urlencoded',
+          'application/json',
+          'text/plain',
+          'multipart/form-data; boundary=x',
+          'application/json; charset=latin1',
+          '',
+        ),
+        fc.oneof(
+          fc.string({ maxLength: 500 }),
+          fc.json(),
+          fc.constantFrom(
+            '{',
+            '[]',
+            'null',
+            '"x"',
+            'grant_type=authorization_code&code=',
+            '%zz=%zz',
+            'a=1&a=2&a=3',
+          ),
+        ),
+        fc.option(
+          fc.constantFrom(
+            'Basic',
+            'Basic !!!',
+            'Basic ' + Buffer.from('demo-client').toString('base64'),
+            'Bearer x',
+            `Basic ${Buffer.from('%zz:%zz').toString('base64')}`,
+          ),
+          { nil: undefined },
+        ),
         async (type, body, authorization) => {
           recordCases('auth fuzz: /token random bodies', 1);
           const headers: Record<string, string> = {};
@@ -254,7 +459,10 @@ describe('fuzzing /auth and /token', () => {
           if (authorization !== undefined) headers.authorization = authorization;
           const res = await fetch(`${stack.issuer}/token`, { method: 'POST', headers, body });
           const text = await res.text();
-          expect(res.status, `${type} ${authorization} ${body.slice(0, 100)}: ${text.slice(0, 200)}`).toBeLessThan(500);
+          expect(
+            res.status,
+            `${type} ${authorization} ${body.slice(0, 100)}: ${text.slice(0, 200)}`,
+          ).toBeLessThan(500);
           expect(res.status).not.toBe(200);
         },
       ),
@@ -265,11 +473,34 @@ describe('fuzzing /auth and /token', () => {
   // ---- sign-in forms: interactions, cookies and CSRF tokens mixed between browsers --------------
 
   /** Commands that only read (or are this test's own); every other call counts as a write. */
-  const READS = new Set(['get', 'hget', 'hmget', 'hgetall', 'mget', 'exists', 'ttl', 'pttl', 'type', 'smembers', 'scard', 'dbsize', 'info', 'ping', 'client', 'hello', 'select', 'command', 'script', 'config']);
+  const READS = new Set([
+    'get',
+    'hget',
+    'hmget',
+    'hgetall',
+    'mget',
+    'exists',
+    'ttl',
+    'pttl',
+    'type',
+    'smembers',
+    'scard',
+    'dbsize',
+    'info',
+    'ping',
+    'client',
+    'hello',
+    'select',
+    'command',
+    'script',
+    'config',
+  ]);
   /** Write commands Redis has executed so far (INFO commandstats; keys expiring do not count). */
   async function writeCalls(admin: Redis): Promise<number> {
     let total = 0;
-    for (const m of (await admin.info('commandstats')).matchAll(/^cmdstat_([a-z|]+):calls=(\d+)/gm)) {
+    for (const m of (await admin.info('commandstats')).matchAll(
+      /^cmdstat_([a-z|]+):calls=(\d+)/gm,
+    )) {
       if (!READS.has((m[1] ?? '').split('|')[0] ?? '')) total += Number(m[2]);
     }
     return total;
@@ -281,7 +512,8 @@ describe('fuzzing /auth and /token', () => {
       const { b, interaction, csrf } = await openSignIn(stack.issuer, stack.redirectUri);
       return { cookie: b.jar.header(), interaction, csrf };
     };
-    const flipAt = (v: string, i: number) => `${v.slice(0, i)}${v[i] === 'A' ? 'B' : 'A'}${v.slice(i + 1)}`;
+    const flipAt = (v: string, i: number) =>
+      `${v.slice(0, i)}${v[i] === 'A' ? 'B' : 'A'}${v.slice(i + 1)}`;
     try {
       await fc.assert(
         fc.asyncProperty(
@@ -301,14 +533,27 @@ describe('fuzzing /auth and /token', () => {
               'stored-shaped': 'A'.repeat(43),
               garbage: `x.${seed}..y`,
             }[which];
-            const cookie = { own: a.cookie, other: b.cookie, none: '', garbage: 'portcullis_browser=AAAA' }[cookieOf];
+            const cookie = {
+              own: a.cookie,
+              other: b.cookie,
+              none: '',
+              garbage: 'portcullis_browser=AAAA',
+            }[cookieOf];
             const csrf = { own: a.csrf, other: b.csrf, empty: '' }[csrfOf];
             const writesBefore = await writeCalls(admin);
             const res = await fetch(`${stack.issuer}/auth/sign-in`, {
               method: 'POST',
               redirect: 'manual',
-              headers: { 'content-type': 'application/x-www-form-urlencoded', ...(cookie === '' ? {} : { cookie }) },
-              body: new URLSearchParams({ interaction, csrf, username: 'alice', password: rightPassword ? 'wonderland' : 'wrong' }),
+              headers: {
+                'content-type': 'application/x-www-form-urlencoded',
+                ...(cookie === '' ? {} : { cookie }),
+              },
+              body: new URLSearchParams({
+                interaction,
+                csrf,
+                username: 'alice',
+                password: rightPassword ? 'wonderland' : 'wrong',
+              }),
             });
             await res.arrayBuffer();
             const label = `${which}/${cookieOf}/${csrfOf}/${rightPassword}: ${res.status} ${res.headers.get('location') ?? ''}`;
@@ -316,14 +561,19 @@ describe('fuzzing /auth and /token', () => {
             // 'altered' may flip a character the base64url decoding ignores (the last one's low bits).
             // Browser b's own three are just as valid as a's.
             const own =
-              ((which === 'own' || (which === 'altered' && res.status === 303)) && cookieOf === 'own' && csrfOf === 'own') ||
+              ((which === 'own' || (which === 'altered' && res.status === 303)) &&
+                cookieOf === 'own' &&
+                csrfOf === 'own') ||
               (which === 'other' && cookieOf === 'other' && csrfOf === 'other');
             if (!own) {
               expect([400, 403], label).toContain(res.status);
               expect(await writeCalls(admin), label).toBe(writesBefore);
             } else if (rightPassword) {
               expect(res.status, label).toBe(303);
-              expect(new URL(res.headers.get('location') ?? '', stack.issuer).pathname, label).toMatch(/^\/auth\/consent$|^\/callback$/);
+              expect(
+                new URL(res.headers.get('location') ?? '', stack.issuer).pathname,
+                label,
+              ).toMatch(/^\/auth\/consent$|^\/callback$/);
             } else {
               expect(res.status, label).toBe(303);
               expect(res.headers.get('location'), label).toMatch(/^\/auth\/sign-in\?interaction=/);

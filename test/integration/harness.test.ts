@@ -4,8 +4,14 @@ import { describe, expect } from 'vitest';
 import { test as it } from '../harness/fixtures.ts';
 
 describe('redis harness', () => {
-  it('serves commands, dies on SIGKILL and comes back on the same port empty', async ({ redis }) => {
-    const client = new Redis(redis.url, { lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  it('serves commands, dies on SIGKILL and comes back on the same port empty', async ({
+    redis,
+  }) => {
+    const client = new Redis(redis.url, {
+      lazyConnect: true,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
     await client.connect();
     await client.set('k', 'v');
     expect(await client.get('k')).toBe('v');

@@ -11,7 +11,12 @@ import net from 'node:net';
 import { Command, Redis, type Pipeline } from 'ioredis';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { bucketTtlMs, type BucketRule } from '../../lib/token-bucket/bucket.ts';
-import { CHECKED_IOREDIS, RawCommand, sendRaw, bulk } from '../../lib/token-bucket/ioredis-raw-command.ts';
+import {
+  CHECKED_IOREDIS,
+  RawCommand,
+  sendRaw,
+  bulk,
+} from '../../lib/token-bucket/ioredis-raw-command.ts';
 import { keySlot } from '../../lib/token-bucket/key-slot.ts';
 import { callTakeScript } from '../../lib/token-bucket/take-script.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
@@ -42,7 +47,12 @@ describe('the raw ioredis command the bucket script is sent with', () => {
     });
     await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
     const { port } = proxy.address() as net.AddressInfo;
-    client = new Redis({ host: '127.0.0.1', port, enableOfflineQueue: false, maxRetriesPerRequest: 0 });
+    client = new Redis({
+      host: '127.0.0.1',
+      port,
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+    });
     await new Promise<void>((resolve) => client.once('ready', () => resolve()));
   });
   beforeEach(() => {
@@ -55,8 +65,15 @@ describe('the raw ioredis command the bucket script is sent with', () => {
   });
 
   it(`is checked against the installed ioredis (${CHECKED_IOREDIS})`, () => {
-    const installed = (JSON.parse(readFileSync(new URL('../../node_modules/ioredis/package.json', import.meta.url), 'utf8')) as { version: string }).version;
-    expect(installed, 'ioredis changed: check lib/token-bucket/ioredis-raw-command.ts against it (this file), then bump CHECKED_IOREDIS').toBe(CHECKED_IOREDIS);
+    const installed = (
+      JSON.parse(
+        readFileSync(new URL('../../node_modules/ioredis/package.json', import.meta.url), 'utf8'),
+      ) as { version: string }
+    ).version;
+    expect(
+      installed,
+      'ioredis changed: check lib/token-bucket/ioredis-raw-command.ts against it (this file), then bump CHECKED_IOREDIS',
+    ).toBe(CHECKED_IOREDIS);
   });
 
   it('writes exactly the given bytes and answers a bulk reply as a string', async () => {
@@ -70,14 +87,20 @@ describe('the raw ioredis command the bucket script is sent with', () => {
     const two = resp('EVAL', 'return ARGV[1]', '0', 'second');
     // ioredis types pipeline() as a command chain; the store casts it the same way (take-batcher.ts).
     const pipeline = client.pipeline() as Pipeline;
-    const replies = [sendRaw(pipeline, 'eval', ['x', 0], one), sendRaw(pipeline, 'eval', ['x', 0], two)];
+    const replies = [
+      sendRaw(pipeline, 'eval', ['x', 0], one),
+      sendRaw(pipeline, 'eval', ['x', 0], two),
+    ];
     await pipeline.exec();
     await expect(Promise.all(replies)).resolves.toEqual(['first', 'second']);
     expect(written).toBe(one + two);
   });
 
   it("sends the bucket script's EVALSHA as ioredis would write its arguments, and its reply parses", async () => {
-    const script = readFileSync(new URL('../../lib/token-bucket/token-bucket.lua', import.meta.url), 'utf8');
+    const script = readFileSync(
+      new URL('../../lib/token-bucket/token-bucket.lua', import.meta.url),
+      'utf8',
+    );
     const sha = createHash('sha1').update(script).digest('hex');
     await client.script('LOAD', script);
     written = '';
@@ -86,7 +109,18 @@ describe('the raw ioredis command the bucket script is sent with', () => {
     const nowUs = 1_700_000_000_000_000;
     const fields = await callTakeScript(client, [{ key, rules: [rule], costs: [2] }], nowUs);
     // numkeys, the key, now, one group of one bucket: rate, capacity, cost, TTL.
-    const args = [sha, '1', key, String(nowUs), '1', '1', '5', '10', '2', String(bucketTtlMs(rule))];
+    const args = [
+      sha,
+      '1',
+      key,
+      String(nowUs),
+      '1',
+      '1',
+      '5',
+      '10',
+      '2',
+      String(bucketTtlMs(rule)),
+    ];
     expect(written).toBe(new Command('EVALSHA', args).toWritable({}));
     // The call's time, then the take: admitted, 8 tokens left (micro-tokens).
     expect(fields).toEqual([String(nowUs), '1', String(8_000_000)]);
@@ -95,7 +129,9 @@ describe('the raw ioredis command the bucket script is sent with', () => {
   it('rejects with the error reply of Redis (NOSCRIPT for a script it does not hold)', async () => {
     const unknown = '0'.repeat(40);
     const wire = resp('EVALSHA', unknown, '1', 'raw:{a}');
-    await expect(sendRaw(client, 'evalsha', [unknown, 1, 'raw:{a}'], wire)).rejects.toThrow(/^NOSCRIPT/);
+    await expect(sendRaw(client, 'evalsha', [unknown, 1, 'raw:{a}'], wire)).rejects.toThrow(
+      /^NOSCRIPT/,
+    );
   });
 
   it('routes by the first key of its route (the Cluster slot of the call)', () => {

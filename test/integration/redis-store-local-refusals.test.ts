@@ -14,19 +14,35 @@ import { takeAll, takeOne } from '../../lib/token-bucket/take-promise.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-const it = test.extend('withStore', { scope: 'file' }, ({ redis }) => async (options: Omit<RedisStoreOptions, 'url'>, body: (store: RedisBucketStore, refusedHere: () => number) => Promise<void>): Promise<void> => {
-  let refused = 0;
-  const store = new RedisBucketStore({ url: redis.url, commandTimeoutMs: 5000, onRefusedLocally: () => refused++, ...options });
-  await store.ready();
-  try {
-    await body(store, () => refused);
-  } finally {
-    await store.close();
-  }
-});
+const it = test.extend(
+  'withStore',
+  { scope: 'file' },
+  ({ redis }) =>
+    async (
+      options: Omit<RedisStoreOptions, 'url'>,
+      body: (store: RedisBucketStore, refusedHere: () => number) => Promise<void>,
+    ): Promise<void> => {
+      let refused = 0;
+      const store = new RedisBucketStore({
+        url: redis.url,
+        commandTimeoutMs: 5000,
+        onRefusedLocally: () => refused++,
+        ...options,
+      });
+      await store.ready();
+      try {
+        await body(store, () => refused);
+      } finally {
+        await store.close();
+      }
+    },
+);
 
 describe('refusals answered by the Redis store itself', () => {
-  it('refuses again without a call until the bucket can hold the cost, with the headers Redis gives; then asks Redis', async ({ redisAdmin: admin, withStore }) => {
+  it('refuses again without a call until the bucket can hold the cost, with the headers Redis gives; then asks Redis', async ({
+    redisAdmin: admin,
+    withStore,
+  }) => {
     // 5 tokens a second: a refused take waits up to 200 ms.
     const rule: BucketRule = { replenishRate: 5, burstCapacity: 1, requestedTokens: 1 };
     await withStore({ localRefusals: 100 }, async (store, refusedHere) => {
@@ -56,7 +72,10 @@ describe('refusals answered by the Redis store itself', () => {
     });
   });
 
-  it('several limits: refused while one is short, each limit reported as Redis would', async ({ redisAdmin: admin, withStore }) => {
+  it('several limits: refused while one is short, each limit reported as Redis would', async ({
+    redisAdmin: admin,
+    withStore,
+  }) => {
     const perSecond: BucketRule = { replenishRate: 1, burstCapacity: 1, requestedTokens: 1 };
     const perMinuteIsh: BucketRule = { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 };
     const rules = [perSecond, perMinuteIsh];
@@ -83,7 +102,10 @@ describe('refusals answered by the Redis store itself', () => {
     });
   });
 
-  it('a reload keeping the limit is still refused here; another limit, and a refill due within 1 ms, go to Redis', async ({ redisAdmin: admin, withStore }) => {
+  it('a reload keeping the limit is still refused here; another limit, and a refill due within 1 ms, go to Redis', async ({
+    redisAdmin: admin,
+    withStore,
+  }) => {
     const rule: BucketRule = { replenishRate: 2, burstCapacity: 1, requestedTokens: 1 };
     await withStore({ localRefusals: 100 }, async (store, refusedHere) => {
       const costs = [1];
@@ -107,7 +129,9 @@ describe('refusals answered by the Redis store itself', () => {
       // 4,000 tokens a second: a refused take's token is due within 0.25 ms, too soon to remember.
       const fast: BucketRule = { replenishRate: 4000, burstCapacity: 1, requestedTokens: 1 };
       const fastRules = [fast];
-      const decisions = await Promise.all(Array.from({ length: 3 }, () => takeAll(store, 'fast', fastRules, costs)));
+      const decisions = await Promise.all(
+        Array.from({ length: 3 }, () => takeAll(store, 'fast', fastRules, costs)),
+      );
       expect(decisions.map((d) => d.allowed)).toEqual([true, false, false]);
       calls = await scriptCalls(admin);
       await takeAll(store, 'fast', fastRules, costs);
@@ -116,7 +140,10 @@ describe('refusals answered by the Redis store itself', () => {
     });
   });
 
-  it('remembers at most localRefusals keys, forgetting the oldest first', async ({ redisAdmin: admin, withStore }) => {
+  it('remembers at most localRefusals keys, forgetting the oldest first', async ({
+    redisAdmin: admin,
+    withStore,
+  }) => {
     const rule: BucketRule = { replenishRate: 1, burstCapacity: 1, requestedTokens: 1 };
     await withStore({ localRefusals: 2 }, async (store, refusedHere) => {
       for (const key of ['a', 'b', 'c']) {
@@ -145,16 +172,29 @@ describe('refusals answered by the Redis store itself', () => {
     });
   });
 
-  it('three stores hammering one key for 3 s: admitted within one of the bound, none over, most refusals without a call', async ({ redis, redisAdmin: admin }) => {
+  it('three stores hammering one key for 3 s: admitted within one of the bound, none over, most refusals without a call', async ({
+    redis,
+    redisAdmin: admin,
+  }) => {
     // A burst of one: a token left untaken while a refusal is wrongly remembered overflows and is lost.
     const rule: BucketRule = { replenishRate: 20, burstCapacity: 1, requestedTokens: 1 };
     let refusedHere = 0;
-    const stores = Array.from({ length: 3 }, () => new RedisBucketStore({ url: redis.url, keyPrefix: 'exact:', commandTimeoutMs: 5000, localRefusals: 100, onRefusedLocally: () => refusedHere++ }));
+    const stores = Array.from(
+      { length: 3 },
+      () =>
+        new RedisBucketStore({
+          url: redis.url,
+          keyPrefix: 'exact:',
+          commandTimeoutMs: 5000,
+          localRefusals: 100,
+          onRefusedLocally: () => refusedHere++,
+        }),
+    );
     await Promise.all(stores.map((s) => s.ready()));
     const key = stores[0]?.keyOf('hammered') as string;
     try {
       // The first take starts the bucket and gives Redis' time of the first decision.
-      expect((await takeOne((stores[0] as RedisBucketStore), 'hammered', rule)).allowed).toBe(true);
+      expect((await takeOne(stores[0] as RedisBucketStore, 'hammered', rule)).allowed).toBe(true);
       const firstUs = decodeBucketValue(await admin.getBuffer(key))?.updatedUs as number;
       let admitted = 1;
       let refused = 0;
@@ -185,7 +225,9 @@ describe('refusals answered by the Redis store itself', () => {
       expect(refusedHere).toBeGreaterThan(refused / 2);
       // Without local refusals every decision is in some call; here most are in none.
       expect(calls).toBeLessThan((admitted + refused) / 2);
-      console.log(`local refusals: ${admitted} admitted of a bound of ${bound}, ${refused} refused (${refusedHere} without a call), ${calls} script calls`);
+      console.log(
+        `local refusals: ${admitted} admitted of a bound of ${bound}, ${refused} refused (${refusedHere} without a call), ${calls} script calls`,
+      );
     } finally {
       await Promise.all(stores.map((s) => s.close()));
     }

@@ -8,7 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { RedisBucketStore } from '../../lib/token-bucket/redis-store.ts';
 import { tenantUserName, type TenantPurpose } from '../../lib/tenancy/tenant-acl.ts';
 import { authKeyPrefix, bucketKeyPrefix } from '../../lib/tenancy/tenant-keys.ts';
-import { createTenantRedisUsers, type TenantRedisUsers } from '../../operator/redis/tenant-redis-users.ts';
+import {
+  createTenantRedisUsers,
+  type TenantRedisUsers,
+} from '../../operator/redis/tenant-redis-users.ts';
 import { createRedisStores } from '../../services/auth-server/stores/redis.ts';
 import { eventually } from '../harness/eventually.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
@@ -26,7 +29,11 @@ const stores: RedisBucketStore[] = [];
 const urls = new Map<string, string>();
 
 const client = (url: string) => {
-  const c = new Redis(url, { maxRetriesPerRequest: 0, retryStrategy: () => null, lazyConnect: true });
+  const c = new Redis(url, {
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+    lazyConnect: true,
+  });
   c.on('error', () => {});
   clients.push(c);
   return c;
@@ -43,7 +50,8 @@ beforeAll(async () => {
   admin = client(server.url);
   users = createTenantRedisUsers();
   for (const ns of ['team-a', 'team-b']) {
-    for (const purpose of ['bucket', 'auth'] as const) urls.set(`${ns}/${purpose}`, (await users.grant(server.url, ns, purpose)) as string);
+    for (const purpose of ['bucket', 'auth'] as const)
+      urls.set(`${ns}/${purpose}`, (await users.grant(server.url, ns, purpose)) as string);
   }
 });
 
@@ -66,7 +74,9 @@ describe('per-namespace Redis users', () => {
     const store = bucketStore(urlOf('team-a', 'bucket'), bucketKeyPrefix('team-a'));
     await store.ready();
     expect((await takeOne(store, 'api:ann', rule)).allowed).toBe(true);
-    expect((await takeAll(store, 'api:search:ann', [rule, { ...rule, burstCapacity: 9 }])).allowed).toBe(true);
+    expect(
+      (await takeAll(store, 'api:search:ann', [rule, { ...rule, burstCapacity: 9 }])).allowed,
+    ).toBe(true);
     await admin.script('FLUSH'); // the next call answers NOSCRIPT and goes again as EVAL
     expect((await takeOne(store, 'api:ann', rule)).remaining).toBe(3);
     expect(await admin.exists(`${bucketKeyPrefix('team-a')}v2:{api:ann}`)).toBe(1);
@@ -76,11 +86,22 @@ describe('per-namespace Redis users', () => {
     const prefix = authKeyPrefix('team-a');
     const s = createRedisStores(client(urlOf('team-a', 'auth')), prefix);
     const now = Date.now();
-    await s.interactions.put('ix1', { kind: 'account', browserHash: 'b', csrf: 'c', expiresAt: now + 60_000 }, 60_000);
+    await s.interactions.put(
+      'ix1',
+      { kind: 'account', browserHash: 'b', csrf: 'c', expiresAt: now + 60_000 },
+      60_000,
+    );
     expect(await s.interactions.get('ix1')).toMatchObject({ kind: 'account' });
     expect(await s.interactions.take('ix1')).toMatchObject({ kind: 'account' });
     await s.interactions.delete('ix1');
-    const record = { clientId: 'app', redirectUri: 'https://app.example/cb', scope: ['profile'], user: 'alice', authTime: 1, expiresAt: now + 60_000 };
+    const record = {
+      clientId: 'app',
+      redirectUri: 'https://app.example/cb',
+      scope: ['profile'],
+      user: 'alice',
+      authTime: 1,
+      expiresAt: now + 60_000,
+    };
     await s.codes.put('h1', record, 60_000);
     expect(await s.codes.peek('h1')).toEqual(record);
     expect(await s.codes.consume('h1', 60_000)).toEqual({ status: 'ok', record });
@@ -104,7 +125,11 @@ describe('per-namespace Redis users', () => {
   });
 
   describe("one namespace's credentials reach nothing of the other's, nor the server", () => {
-    const victim = { bucket: `${bucketKeyPrefix('team-b')}v2:{api:ann}`, consent: `${authKeyPrefix('team-b')}consent:alice`, jti: `${authKeyPrefix('team-b')}jti:a1` };
+    const victim = {
+      bucket: `${bucketKeyPrefix('team-b')}v2:{api:ann}`,
+      consent: `${authKeyPrefix('team-b')}consent:alice`,
+      jti: `${authKeyPrefix('team-b')}jti:a1`,
+    };
 
     beforeAll(async () => {
       await admin.set(victim.bucket, 'state');
@@ -112,58 +137,80 @@ describe('per-namespace Redis users', () => {
       await admin.set(victim.jti, '1');
     });
 
-    it.each(['bucket', 'auth'] as const)('the %s user cannot read, write, delete or script the other namespace\'s keys', async (purpose) => {
-      const a = client(urlOf('team-a', purpose));
-      await expect(a.get(victim.bucket)).rejects.toThrow(/NOPERM/);
-      await expect(a.set(victim.bucket, 'full')).rejects.toThrow(/NOPERM/);
-      await expect(a.del(victim.jti)).rejects.toThrow(/NOPERM/);
-      await expect(a.exists(victim.jti)).rejects.toThrow(/NOPERM/);
-      await expect(a.mget(`${bucketKeyPrefix('team-a')}x`, victim.bucket)).rejects.toThrow(/NOPERM/);
-      // A script can only reach the keys it declares, and those are checked too; undeclared keys
-      // are checked when it calls them.
-      await expect(a.eval("return redis.call('GET', KEYS[1])", 1, victim.bucket)).rejects.toThrow(/NOPERM/);
-      await expect(a.eval(`return redis.call('SET', '${victim.bucket}', 'x')`, 0)).rejects.toThrow(/can't access at least one of the keys/);
-      // The bucket store pointed at the other namespace's prefix: refused, nothing written.
-      const aimed = bucketStore(urlOf('team-a', purpose), bucketKeyPrefix('team-b'));
-      await expect(takeOne(aimed, 'api:ann', rule)).rejects.toThrow();
-      if (purpose === 'auth') {
-        await expect(a.hgetall(victim.consent)).rejects.toThrow(/NOPERM/);
-        await expect(a.hdel(victim.consent, 'app')).rejects.toThrow(/NOPERM/);
-        await expect(a.hset(victim.consent, 'evil', '{}')).rejects.toThrow(/NOPERM/);
-      }
-      expect(await admin.get(victim.bucket)).toBe('state');
-      expect(await admin.hkeys(victim.consent)).toEqual(['app']);
-      expect(await admin.exists(victim.jti)).toBe(1);
-    });
+    it.each(['bucket', 'auth'] as const)(
+      "the %s user cannot read, write, delete or script the other namespace's keys",
+      async (purpose) => {
+        const a = client(urlOf('team-a', purpose));
+        await expect(a.get(victim.bucket)).rejects.toThrow(/NOPERM/);
+        await expect(a.set(victim.bucket, 'full')).rejects.toThrow(/NOPERM/);
+        await expect(a.del(victim.jti)).rejects.toThrow(/NOPERM/);
+        await expect(a.exists(victim.jti)).rejects.toThrow(/NOPERM/);
+        await expect(a.mget(`${bucketKeyPrefix('team-a')}x`, victim.bucket)).rejects.toThrow(
+          /NOPERM/,
+        );
+        // A script can only reach the keys it declares, and those are checked too; undeclared keys
+        // are checked when it calls them.
+        await expect(a.eval("return redis.call('GET', KEYS[1])", 1, victim.bucket)).rejects.toThrow(
+          /NOPERM/,
+        );
+        await expect(
+          a.eval(`return redis.call('SET', '${victim.bucket}', 'x')`, 0),
+        ).rejects.toThrow(/can't access at least one of the keys/);
+        // The bucket store pointed at the other namespace's prefix: refused, nothing written.
+        const aimed = bucketStore(urlOf('team-a', purpose), bucketKeyPrefix('team-b'));
+        await expect(takeOne(aimed, 'api:ann', rule)).rejects.toThrow();
+        if (purpose === 'auth') {
+          await expect(a.hgetall(victim.consent)).rejects.toThrow(/NOPERM/);
+          await expect(a.hdel(victim.consent, 'app')).rejects.toThrow(/NOPERM/);
+          await expect(a.hset(victim.consent, 'evil', '{}')).rejects.toThrow(/NOPERM/);
+        }
+        expect(await admin.get(victim.bucket)).toBe('state');
+        expect(await admin.hkeys(victim.consent)).toEqual(['app']);
+        expect(await admin.exists(victim.jti)).toBe(1);
+      },
+    );
 
-    it.each(['bucket', 'auth'] as const)('the %s user can list no key names and can neither wipe, reconfigure, watch nor stop the server', async (purpose) => {
-      const a = client(urlOf('team-a', purpose));
-      const refused: Array<[string, ...string[]]> = [
-        ['KEYS', '*'],
-        ['SCAN', '0'],
-        ['FLUSHALL'],
-        ['FLUSHDB'],
-        ['CONFIG', 'SET', 'maxmemory', '1'],
-        ['CONFIG', 'GET', 'requirepass'],
-        ['SHUTDOWN', 'NOSAVE'],
-        ['ACL', 'LIST'],
-        ['ACL', 'SETUSER', 'mine', 'on', 'nopass', '+@all', '~*'],
-        ['CLIENT', 'KILL', 'TYPE', 'normal'],
-        ['CLIENT', 'LIST'],
-        ['MONITOR'],
-        ['SWAPDB', '0', '1'],
-        ['RANDOMKEY'],
-        ['SUBSCRIBE', 'x'],
-        ['SCRIPT', 'FLUSH'],
-        ['FUNCTION', 'FLUSH'],
-        ['REPLICAOF', '127.0.0.1', '1'],
-      ];
-      for (const [command, ...args] of refused) await expect(a.call(command, ...args), command).rejects.toThrow(/NOPERM/);
-      // DEBUG is off in this server's configuration whoever asks; the ACL refuses it all the same.
-      expect(await admin.call('ACL', 'DRYRUN', tenantUserName('team-a', purpose), 'DEBUG', 'SLEEP', '0')).toMatch(/no permissions to run the 'debug' command/);
-      expect(await admin.dbsize()).toBeGreaterThanOrEqual(3);
-      expect(await admin.ping()).toBe('PONG');
-    });
+    it.each(['bucket', 'auth'] as const)(
+      'the %s user can list no key names and can neither wipe, reconfigure, watch nor stop the server',
+      async (purpose) => {
+        const a = client(urlOf('team-a', purpose));
+        const refused: Array<[string, ...string[]]> = [
+          ['KEYS', '*'],
+          ['SCAN', '0'],
+          ['FLUSHALL'],
+          ['FLUSHDB'],
+          ['CONFIG', 'SET', 'maxmemory', '1'],
+          ['CONFIG', 'GET', 'requirepass'],
+          ['SHUTDOWN', 'NOSAVE'],
+          ['ACL', 'LIST'],
+          ['ACL', 'SETUSER', 'mine', 'on', 'nopass', '+@all', '~*'],
+          ['CLIENT', 'KILL', 'TYPE', 'normal'],
+          ['CLIENT', 'LIST'],
+          ['MONITOR'],
+          ['SWAPDB', '0', '1'],
+          ['RANDOMKEY'],
+          ['SUBSCRIBE', 'x'],
+          ['SCRIPT', 'FLUSH'],
+          ['FUNCTION', 'FLUSH'],
+          ['REPLICAOF', '127.0.0.1', '1'],
+        ];
+        for (const [command, ...args] of refused)
+          await expect(a.call(command, ...args), command).rejects.toThrow(/NOPERM/);
+        // DEBUG is off in this server's configuration whoever asks; the ACL refuses it all the same.
+        expect(
+          await admin.call(
+            'ACL',
+            'DRYRUN',
+            tenantUserName('team-a', purpose),
+            'DEBUG',
+            'SLEEP',
+            '0',
+          ),
+        ).toMatch(/no permissions to run the 'debug' command/);
+        expect(await admin.dbsize()).toBeGreaterThanOrEqual(3);
+        expect(await admin.ping()).toBe('PONG');
+      },
+    );
   });
 
   it("revoking a namespace's user closes its connections and its password no longer opens one; the other namespace goes on", async () => {
@@ -181,11 +228,18 @@ describe('per-namespace Redis users', () => {
   it('a restarted Redis (nothing persisted) gets the users back from the operator as soon as it reconnects', async () => {
     await server.kill();
     await server.start();
-    const pong = await eventually('team-b reconnects', () => client(urlOf('team-b', 'auth')).ping().catch(() => undefined), 10_000);
+    const pong = await eventually(
+      'team-b reconnects',
+      () =>
+        client(urlOf('team-b', 'auth'))
+          .ping()
+          .catch(() => undefined),
+      10_000,
+    );
     expect(pong).toBe('PONG');
   });
 
-  it("a sidecar that reconnects to a restarted, empty Redis before its user is back authenticates again once it is", async () => {
+  it('a sidecar that reconnects to a restarted, empty Redis before its user is back authenticates again once it is', async () => {
     // Its own server and operator connection, so that no replay can set the user before the store reconnects.
     const lone = await startRedis(['--requirepass', ADMIN_PASSWORD], { password: ADMIN_PASSWORD });
     try {
@@ -198,11 +252,23 @@ describe('per-namespace Redis users', () => {
       await lone.kill();
       await lone.start();
       // The store's connection comes back to a server without its user: its AUTH fails and takes are refused.
-      await eventually('refused while the user is missing', () => takeOne(store, 'api:ann', rule).then(() => false, (err: Error) => err.message.length > 0), 10_000);
+      await eventually(
+        'refused while the user is missing',
+        () =>
+          takeOne(store, 'api:ann', rule).then(
+            () => false,
+            (err: Error) => err.message.length > 0,
+          ),
+        10_000,
+      );
       const again = createTenantRedisUsers();
       expect(await again.grant(lone.url, 'team-r', 'bucket')).toBe(url);
       // Without reconnecting on NOAUTH the connection would stay unauthenticated for good.
-      const decision = await eventually('the store decides again', () => takeOne(store, 'api:ann', rule).catch(() => undefined), 10_000);
+      const decision = await eventually(
+        'the store decides again',
+        () => takeOne(store, 'api:ann', rule).catch(() => undefined),
+        10_000,
+      );
       expect(decision.allowed).toBe(true);
       await again.close();
     } finally {
@@ -220,12 +286,19 @@ describe('per-namespace Redis users', () => {
       const up = net.connect(lone.port, '127.0.0.1');
       down.on('error', () => {});
       up.on('error', () => {});
-      down.on('data', (chunk) => { if (!silenced.has(down)) up.write(chunk); });
-      up.on('data', (chunk) => { if (!silenced.has(down)) down.write(chunk); });
+      down.on('data', (chunk) => {
+        if (!silenced.has(down)) up.write(chunk);
+      });
+      up.on('data', (chunk) => {
+        if (!silenced.has(down)) down.write(chunk);
+      });
       down.on('close', () => up.destroy());
     });
     const live = new Set<net.Socket>();
-    relay.on('connection', (socket) => { live.add(socket); socket.on('close', () => live.delete(socket)); });
+    relay.on('connection', (socket) => {
+      live.add(socket);
+      socket.on('close', () => live.delete(socket));
+    });
     await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
     const relayUrl = `redis://:${ADMIN_PASSWORD}@127.0.0.1:${(relay.address() as net.AddressInfo).port}`;
     const operatorUsers = createTenantRedisUsers();
@@ -238,7 +311,15 @@ describe('per-namespace Redis users', () => {
       expect(silent).toBe(true);
       // The new server knows no user; the operator's hanging connection is found silent and replaced.
       const user = `redis://${new URL(url).username}:${new URL(url).password}@127.0.0.1:${lone.port}`;
-      const pong = await eventually('the user is back on the new server', () => client(user).ping().catch(() => undefined), 15_000, 500);
+      const pong = await eventually(
+        'the user is back on the new server',
+        () =>
+          client(user)
+            .ping()
+            .catch(() => undefined),
+        15_000,
+        500,
+      );
       expect(pong).toBe('PONG');
     } finally {
       await operatorUsers.close();

@@ -25,14 +25,22 @@ const it = test.extend('sidecars', { scope: 'file' }, ({ start, userService, red
 );
 
 describe('three sidecars at 100/s burst 100, one user, 60 connections for 5 s', () => {
-  it('never admit past the token bucket bound: over-admission 0', async ({ sidecars, redisAdmin }) => {
+  it('never admit past the token bucket bound: over-admission 0', async ({
+    sidecars,
+    redisAdmin,
+  }) => {
     const pools = sidecars.map((s) => new Pool(s.url, { connections: 20 }));
     const send = async (pool: Pool, id: string) => {
-      const res = await pool.request({ method: 'GET', path: '/healthcheck/ready', headers: { 'user-id': id } });
+      const res = await pool.request({
+        method: 'GET',
+        path: '/healthcheck/ready',
+        headers: { 'user-id': id },
+      });
       await res.body.dump();
       return res.statusCode;
     };
-    const storedUs = async () => decodeBucketValue(await redisAdmin.getBuffer(bucketKey))?.updatedUs ?? Number.NaN;
+    const storedUs = async () =>
+      decodeBucketValue(await redisAdmin.getBuffer(bucketKey))?.updatedUs ?? Number.NaN;
     try {
       // Every connection open first (another user), then one request alone starts the bucket.
       await Promise.all(pools.flatMap((p) => Array.from({ length: 20 }, () => send(p, 'warm-up'))));

@@ -5,7 +5,8 @@ import { describe, expect } from 'vitest';
 import { test } from '../harness/fixtures.ts';
 import { rawRequest } from './sidecar-support.ts';
 
-const get = (headers: string[]) => `GET /healthcheck/ready HTTP/1.1\r\nHost: test\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`;
+const get = (headers: string[]) =>
+  `GET /healthcheck/ready HTTP/1.1\r\nHost: test\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`;
 
 const it = test
   .extend('common', { scope: 'file' }, ({ userService, redis }) => ({
@@ -14,10 +15,24 @@ const it = test
     redis: { url: redis.url, commandTimeoutMs: 2000 },
     logLevel: 'debug' as const,
   }))
-  .extend('sidecar', { scope: 'file' }, ({ start, common }) => start.sidecar({ ...common, limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 } }))
+  .extend('sidecar', { scope: 'file' }, ({ start, common }) =>
+    start.sidecar({
+      ...common,
+      limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 },
+    }),
+  )
   .extend('strict', { scope: 'file' }, ({ start, common }) =>
     start.sidecar(
-      { ...common, route: { id: 'strict' }, limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2, onMissingKey: { status: 403 } } },
+      {
+        ...common,
+        route: { id: 'strict' },
+        limiter: {
+          replenishRate: 1,
+          burstCapacity: 10,
+          requestedTokens: 2,
+          onMissingKey: { status: 403 },
+        },
+      },
       { name: 'sidecar-403' },
     ),
   );
@@ -27,7 +42,12 @@ describe('bad USER-ID values', () => {
     ['missing', [], 'missing', 'The USER-ID header is required'],
     ['empty', ['USER-ID:'], 'empty', 'must not be empty'],
     ['over 256 bytes', [`USER-ID: ${'x'.repeat(257)}`], 'too-long', 'at most 256 bytes'],
-    ['a control character (tab inside)', ['USER-ID: a\tb'], 'control-character', 'control characters'],
+    [
+      'a control character (tab inside)',
+      ['USER-ID: a\tb'],
+      'control-character',
+      'control characters',
+    ],
   ];
   for (const [name, headers, reason, detail] of cases) {
     it(`${name}: 400 problem+json and a debug line`, async ({ sidecar }) => {
@@ -35,13 +55,21 @@ describe('bad USER-ID values', () => {
       expect(res.status).toBe(400);
       expect(res.headers.get('content-type')).toBe('application/problem+json');
       const problem = JSON.parse(res.body) as Record<string, unknown>;
-      expect(problem).toMatchObject({ status: 400, title: 'Invalid user id', type: 'urn:portcullis:problem:invalid-user-id' });
+      expect(problem).toMatchObject({
+        status: 400,
+        title: 'Invalid user id',
+        type: 'urn:portcullis:problem:invalid-user-id',
+      });
       expect(String(problem.detail)).toContain(detail);
-      await sidecar.program.waitForLine(new RegExp(`"level":20.*"reason":"${reason}".*request without a valid key`));
+      await sidecar.program.waitForLine(
+        new RegExp(`"level":20.*"reason":"${reason}".*request without a valid key`),
+      );
     });
   }
 
-  it('other control characters (refused by the HTTP parser itself): still 400 problem+json', async ({ sidecar }) => {
+  it('other control characters (refused by the HTTP parser itself): still 400 problem+json', async ({
+    sidecar,
+  }) => {
     for (const value of ['a\x01b', 'a\x1bb', 'a\x7fb']) {
       const res = await rawRequest(sidecar.port, get([`USER-ID: ${value}`]));
       expect(res.status).toBe(400);
@@ -58,12 +86,23 @@ describe('bad USER-ID values', () => {
   });
 
   it('several USER-ID lines: the first is the key', async ({ sidecar }) => {
-    const both = await rawRequest(sidecar.port, get(['USER-ID: first-user', 'user-id: second-user']));
+    const both = await rawRequest(
+      sidecar.port,
+      get(['USER-ID: first-user', 'user-id: second-user']),
+    );
     expect(both.status).toBe(200);
     expect(both.headers.get('ratelimit-remaining')).toBe('8');
     // first-user's bucket was charged, second-user's was not.
-    expect((await rawRequest(sidecar.port, get(['USER-ID: first-user']))).headers.get('ratelimit-remaining')).toBe('6');
-    expect((await rawRequest(sidecar.port, get(['USER-ID: second-user']))).headers.get('ratelimit-remaining')).toBe('8');
+    expect(
+      (await rawRequest(sidecar.port, get(['USER-ID: first-user']))).headers.get(
+        'ratelimit-remaining',
+      ),
+    ).toBe('6');
+    expect(
+      (await rawRequest(sidecar.port, get(['USER-ID: second-user']))).headers.get(
+        'ratelimit-remaining',
+      ),
+    ).toBe('8');
   });
 
   it('a user id in the body is never read', async ({ sidecar }) => {
@@ -76,7 +115,9 @@ describe('bad USER-ID values', () => {
     expect(JSON.parse(res.body)).toMatchObject({ status: 400 });
   });
 
-  it('onMissingKey.status selects the status (403 here), still problem+json', async ({ strict }) => {
+  it('onMissingKey.status selects the status (403 here), still problem+json', async ({
+    strict,
+  }) => {
     const res = await rawRequest(strict.port, get([]));
     expect(res.status).toBe(403);
     expect(res.headers.get('content-type')).toBe('application/problem+json');

@@ -38,13 +38,28 @@ describe('the bundled sidecar, as deployed', () => {
 
   it('runs with the container environment', ({ sidecar }) => {
     const environ = readFileSync(`/proc/${sidecar.program.child.pid}/environ`, 'utf8').split('\0');
-    expect(environ).toEqual(expect.arrayContaining([`NODE_OPTIONS=${SIDECAR_ENV.NODE_OPTIONS}`, `MALLOC_ARENA_MAX=${SIDECAR_ENV.MALLOC_ARENA_MAX}`]));
+    expect(environ).toEqual(
+      expect.arrayContaining([
+        `NODE_OPTIONS=${SIDECAR_ENV.NODE_OPTIONS}`,
+        `MALLOC_ARENA_MAX=${SIDECAR_ENV.MALLOC_ARENA_MAX}`,
+      ]),
+    );
   });
 
-  it('limits exactly on Redis: a burst admits 33 of 40 at 3 tokens each from 100', async ({ pool }) => {
+  it('limits exactly on Redis: a burst admits 33 of 40 at 3 tokens each from 100', async ({
+    pool,
+  }) => {
     const get = async (userId: string) => {
-      const res = await pool.request({ method: 'GET', path: '/healthcheck/ready', headers: { 'user-id': userId } });
-      return { status: res.statusCode, body: await res.body.text(), limit: res.headers['ratelimit-limit'] };
+      const res = await pool.request({
+        method: 'GET',
+        path: '/healthcheck/ready',
+        headers: { 'user-id': userId },
+      });
+      return {
+        status: res.statusCode,
+        body: await res.body.text(),
+        limit: res.headers['ratelimit-limit'],
+      };
     };
     await Promise.all(Array.from({ length: 40 }, (_, i) => get(`warm-${i}`)));
     const results = await Promise.all(Array.from({ length: 40 }, () => get('bundle-burst')));
@@ -55,7 +70,9 @@ describe('the bundled sidecar, as deployed', () => {
     expect(ok[0]?.limit).toBe('100');
   });
 
-  it('serves its admin port: ready, and the limiter metrics with the Redis store', async ({ sidecar }) => {
+  it('serves its admin port: ready, and the limiter metrics with the Redis store', async ({
+    sidecar,
+  }) => {
     const ready = await fetch(`http://127.0.0.1:${sidecar.adminPort}/readyz`);
     expect([ready.status, await ready.text()]).toEqual([200, 'ready']);
     const metrics = await (await fetch(`http://127.0.0.1:${sidecar.adminPort}/metrics`)).text();

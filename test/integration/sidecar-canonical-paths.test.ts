@@ -96,7 +96,8 @@ const kinds: Kind[] = [
     name: 'user service (fastify)',
     variants: meVariants,
     // /me without a token: its own 401 with a Bearer challenge (the sidecar adds none in header mode).
-    strictRan: (res) => res.status === 401 && (res.headers.get('www-authenticate') ?? '').startsWith('Bearer'),
+    strictRan: (res) =>
+      res.status === 401 && (res.headers.get('www-authenticate') ?? '').startsWith('Bearer'),
     start: async (start) => (await start.userService()).url,
     limiter: meLimiter,
   },
@@ -108,7 +109,12 @@ const kinds: Kind[] = [
       const upstream = await start.upstream((req, res) => {
         const path = new URL(req.url ?? '/', 'http://upstream.test').pathname;
         const strict = path === '/api/admin' || path.startsWith('/api/admin/');
-        res.writeHead(200, { 'content-type': 'application/json', 'x-handler': strict ? 'strict' : 'loose' }).end(JSON.stringify({ path }));
+        res
+          .writeHead(200, {
+            'content-type': 'application/json',
+            'x-handler': strict ? 'strict' : 'loose',
+          })
+          .end(JSON.stringify({ path }));
       });
       return upstream.url;
     },
@@ -121,10 +127,12 @@ const kinds: Kind[] = [
     caseInsensitivePaths: true,
     async start(start) {
       const app = Fastify({ routerOptions: { caseSensitive: false } });
-      const handler = (name: string) => async (_req: unknown, reply: { header: (n: string, v: string) => unknown }) => {
-        reply.header('x-handler', name);
-        return { handler: name };
-      };
+      const handler =
+        (name: string) =>
+        async (_req: unknown, reply: { header: (n: string, v: string) => unknown }) => {
+          reply.header('x-handler', name);
+          return { handler: name };
+        };
       app.route({ method: ['GET', 'POST'], url: '/api/admin', handler: handler('strict') });
       app.route({ method: ['GET', 'POST'], url: '/api/admin/*', handler: handler('strict') });
       app.route({ method: ['GET', 'POST'], url: '/*', handler: handler('loose') });
@@ -151,7 +159,9 @@ const kinds: Kind[] = [
 /** The rules charged, by RateLimit-Policy (`"rule<n>"`, numbered from 1: strict first, loose second in every route here). */
 const ruleNames = ['strict', 'loose'];
 const chargedRules = (res: RawResponse): string[] =>
-  [...(res.headers.get('ratelimit-policy') ?? '').matchAll(/"rule(\d+)"/g)].map((m) => ruleNames[Number(m[1]) - 1] ?? `rule${m[1]}`);
+  [...(res.headers.get('ratelimit-policy') ?? '').matchAll(/"rule(\d+)"/g)].map(
+    (m) => ruleNames[Number(m[1]) - 1] ?? `rule${m[1]}`,
+  );
 
 describe.each(kinds)('$name behind the sidecar', (kind) => {
   const stack = perDescribe(async (start) => {
@@ -160,7 +170,10 @@ describe.each(kinds)('$name behind the sidecar', (kind) => {
     const sidecar = await start.sidecar(
       {
         upstream: { url: upstreamUrl },
-        route: { id: 'paths', ...(kind.caseInsensitivePaths === true ? { caseInsensitivePaths: true } : {}) },
+        route: {
+          id: 'paths',
+          ...(kind.caseInsensitivePaths === true ? { caseInsensitivePaths: true } : {}),
+        },
         // A slow store must not pass a request uncharged (the default fails open after 50 ms).
         limiter: { ...kind.limiter, onStoreError: 'deny' },
         redis: { url: redis.url, commandTimeoutMs: 5000 },
@@ -170,7 +183,11 @@ describe.each(kinds)('$name behind the sidecar', (kind) => {
     return { sidecar };
   });
 
-  const send = ([method, target]: Variant) => rawRequest(stack.sidecar.port, `${method} ${target} HTTP/1.1\r\nHost: upstream.test\r\nUSER-ID: alice\r\n\r\n`);
+  const send = ([method, target]: Variant) =>
+    rawRequest(
+      stack.sidecar.port,
+      `${method} ${target} HTTP/1.1\r\nHost: upstream.test\r\nUSER-ID: alice\r\n\r\n`,
+    );
 
   it('every variant of a strict target is charged to the strict rule or refused with 400 problem+json', async () => {
     const violations: string[] = [];
@@ -181,13 +198,17 @@ describe.each(kinds)('$name behind the sidecar', (kind) => {
       const label = variant.join(' ');
       if (res.status === 400 && res.headers.get('content-type') === 'application/problem+json') {
         refusals++;
-        if (kind.strictRan(res) || res.headers.has('x-handler')) violations.push(`${label}: refused, yet an upstream handler answered`);
+        if (kind.strictRan(res) || res.headers.has('x-handler'))
+          violations.push(`${label}: refused, yet an upstream handler answered`);
         continue;
       }
       if (!kind.strictRan(res)) continue;
       strictRuns++;
       const rules = chargedRules(res);
-      if (rules.length === 0 || rules.some((r) => r !== 'strict')) violations.push(`${label}: strict handler ran, charged to ${rules.join(',') || 'nothing'} (${res.head})`);
+      if (rules.length === 0 || rules.some((r) => r !== 'strict'))
+        violations.push(
+          `${label}: strict handler ran, charged to ${rules.join(',') || 'nothing'} (${res.head})`,
+        );
     }
     expect(violations).toEqual([]);
     // Not vacuous: the plain strict target (and HEAD on it) did reach the strict handler, and something was refused.
@@ -210,20 +231,33 @@ describe('upgrades behind the sidecar', () => {
     const upstream = await start.upstream((_req, res) => res.writeHead(404).end());
     upstream.server.on('upgrade', (req: IncomingMessage, socket: Duplex) => {
       upgrades.push({ url: req.url, userId: req.headersDistinct['user-id'] ?? [] });
-      socket.end('HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+      socket.end(
+        'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n',
+      );
     });
     const sidecar = await start.sidecar(
-      { upstream: { url: upstream.url }, route: { id: 'paths' }, limiter: { ...apiLimiter, onStoreError: 'deny' }, redis: { url: redis.url, commandTimeoutMs: 5000 } },
+      {
+        upstream: { url: upstream.url },
+        route: { id: 'paths' },
+        limiter: { ...apiLimiter, onStoreError: 'deny' },
+        redis: { url: redis.url, commandTimeoutMs: 5000 },
+      },
       { name: 'sidecar-paths-upgrade' },
     );
     return { sidecar, upgrades };
   });
 
   const upgrade = (target: string, userLines = 'USER-ID: alice\r\n') =>
-    rawRequest(stack.sidecar.port, `GET ${target} HTTP/1.1\r\nHost: upstream.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n${userLines}\r\n`);
+    rawRequest(
+      stack.sidecar.port,
+      `GET ${target} HTTP/1.1\r\nHost: upstream.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n${userLines}\r\n`,
+    );
 
   it('an upgrade is matched and forwarded with the same canonical target and one identity', async () => {
-    const res = await upgrade('/api/x/../%61dmin/./ws?room=1', 'USER-ID: alice\r\nUSER-ID: bob\r\nUSER_ID: mallory\r\n');
+    const res = await upgrade(
+      '/api/x/../%61dmin/./ws?room=1',
+      'USER-ID: alice\r\nUSER-ID: bob\r\nUSER_ID: mallory\r\n',
+    );
     expect(res.status).toBe(101);
     expect(chargedRules(res)).toEqual(['strict']);
     expect(stack.upgrades.at(-1)).toEqual({ url: '/api/admin/ws?room=1', userId: ['alice'] });

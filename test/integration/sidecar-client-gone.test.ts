@@ -46,7 +46,10 @@ const it = test
   );
 
 describe('client gone mid-response', () => {
-  it('aborts the upstream request, ends the in-flight count, and serves the next request', async ({ endless, sidecar }) => {
+  it('aborts the upstream request, ends the in-flight count, and serves the next request', async ({
+    endless,
+    sidecar,
+  }) => {
     const { upstreamClosed } = endless;
     const socket = net.connect(sidecar.port, '127.0.0.1');
     let received = '';

@@ -19,12 +19,24 @@ const key = 'contended';
 async function hammer(sidecars: readonly RunningSidecar[], key: string, ms: number) {
   const pools = sidecars.map((s) => new Pool(s.url, { connections: 20 }));
   const hit = async (pool: Pool) => {
-    const res = await pool.request({ method: 'GET', path: '/healthcheck/ready', headers: { 'user-id': key } });
+    const res = await pool.request({
+      method: 'GET',
+      path: '/healthcheck/ready',
+      headers: { 'user-id': key },
+    });
     await res.body.dump();
     return res.statusCode;
   };
   // Open every connection on another key first.
-  await Promise.all(pools.flatMap((p) => Array.from({ length: 20 }, () => p.request({ method: 'GET', path: '/healthcheck/ready', headers: { 'user-id': 'warm' } }).then((r) => r.body.dump()))));
+  await Promise.all(
+    pools.flatMap((p) =>
+      Array.from({ length: 20 }, () =>
+        p
+          .request({ method: 'GET', path: '/healthcheck/ready', headers: { 'user-id': 'warm' } })
+          .then((r) => r.body.dump()),
+      ),
+    ),
+  );
   return {
     first: () => hit(pools[0] as Pool),
     async run() {
@@ -72,7 +84,10 @@ const it = test
   /** The stored bucket at `bucketKey`: micro-tokens and the µs time of the last admitted take. */
   .extend('stored', { scope: 'file' }, ({ redisAdmin }) => async (bucketKey: string) => {
     const state = decodeBucketValue(await redisAdmin.getBuffer(bucketKey));
-    expect(state, bucketKey).toMatchObject({ microTokens: expect.any(Number), updatedUs: expect.any(Number) });
+    expect(state, bucketKey).toMatchObject({
+      microTokens: expect.any(Number),
+      updatedUs: expect.any(Number),
+    });
     return state ?? { microTokens: Number.NaN, updatedUs: Number.NaN };
   });
 
@@ -91,7 +106,11 @@ describe('three sidecars, one Redis, one key, 60 connections', () => {
     expect(limited).toBeGreaterThan(0);
     expect(lastUs - firstUs).toBeGreaterThanOrEqual(5_000_000);
     // Tokens available between the first and the last admitting decision Redis made.
-    const bound = Math.floor((rule.burstCapacity * 1e6 + rule.replenishRate * (lastUs - firstUs)) / 1e6 / rule.requestedTokens);
+    const bound = Math.floor(
+      (rule.burstCapacity * 1e6 + rule.replenishRate * (lastUs - firstUs)) /
+        1e6 /
+        rule.requestedTokens,
+    );
     expect(admitted).toBeLessThanOrEqual(bound);
     expect(admitted).toBeGreaterThanOrEqual(bound - 1);
     // Most refusals never reached Redis: each sidecar answered a refused key itself until its
@@ -102,14 +121,27 @@ describe('three sidecars, one Redis, one key, 60 connections', () => {
     expect(local.reduce((a, b) => a + b)).toBeLessThanOrEqual(limited);
   });
 
-  it('a rule with two limits: no bucket admits past its own bound, and the tighter bound is reached', async ({ sidecars, stored }) => {
+  it('a rule with two limits: no bucket admits past its own bound, and the tighter bound is reached', async ({
+    sidecars,
+    stored,
+  }) => {
     // The fast bucket binds first (burst 20), then the slow one (10/s) for the rest of the run.
-    const limits: BucketRule[] = [rule, { replenishRate: 10, burstCapacity: 30, requestedTokens: 1 }];
+    const limits: BucketRule[] = [
+      rule,
+      { replenishRate: 10, burstCapacity: 30, requestedTokens: 1 },
+    ];
     for (const s of sidecars) {
-      s.write({ ...s.config, route: { id: 'multi' }, limiter: { rules: [{ name: 'r', limits }], onStoreError: 'deny' } });
+      s.write({
+        ...s.config,
+        route: { id: 'multi' },
+        limiter: { rules: [{ name: 'r', limits }], onStoreError: 'deny' },
+      });
       await s.program.waitForLine(/config reloaded/, 10_000);
     }
-    const keys = [`portcullis:bucket:v2:{multi:r:${key}}`, `portcullis:bucket:v2:{multi:r:${key}}:1`];
+    const keys = [
+      `portcullis:bucket:v2:{multi:r:${key}}`,
+      `portcullis:bucket:v2:{multi:r:${key}}:1`,
+    ];
     const load = await hammer(sidecars, key, 5500);
     expect(await load.first()).toBe(200);
     const firstUs = (await stored(keys[0] as string)).updatedUs;
@@ -121,7 +153,11 @@ describe('three sidecars, one Redis, one key, 60 connections', () => {
     expect(other).toEqual([]);
     expect(limited).toBeGreaterThan(0);
     expect(lastUs - firstUs).toBeGreaterThanOrEqual(5_000_000);
-    const bounds = limits.map((l) => Math.floor((l.burstCapacity * 1e6 + l.replenishRate * (lastUs - firstUs)) / 1e6 / l.requestedTokens));
+    const bounds = limits.map((l) =>
+      Math.floor(
+        (l.burstCapacity * 1e6 + l.replenishRate * (lastUs - firstUs)) / 1e6 / l.requestedTokens,
+      ),
+    );
     for (const bound of bounds) expect(admitted).toBeLessThanOrEqual(bound);
     expect(admitted).toBeGreaterThanOrEqual(Math.min(...bounds) - 1);
     // Both buckets were charged for every admitted request: the slow one ends (almost) empty.

@@ -16,7 +16,10 @@ const CONNECTIONS = 20;
 const PIPELINED = 1000;
 
 /** Writes `count` pipelined GETs on one connection and reads the responses until the last one (or a close). */
-function pipelined(port: number, count: number): Promise<{ statuses: number[]; retryAfter: number }> {
+function pipelined(
+  port: number,
+  count: number,
+): Promise<{ statuses: number[]; retryAfter: number }> {
   const one = 'GET /healthcheck/ready HTTP/1.1\r\nHost: flood\r\nUSER-ID: flood-user\r\n\r\n';
   return new Promise((resolve, reject) => {
     const socket = net.connect({ port, host: '127.0.0.1' });
@@ -27,7 +30,9 @@ function pipelined(port: number, count: number): Promise<{ statuses: number[]; r
       socket.destroy();
       const statuses: number[] = [];
       let retryAfter = 0;
-      for (const m of Buffer.concat(chunks).toString('latin1').matchAll(/HTTP\/1\.1 (\d{3}) [^\r]*\r\n((?:[^\r]+\r\n)*)\r\n/g)) {
+      for (const m of Buffer.concat(chunks)
+        .toString('latin1')
+        .matchAll(/HTTP\/1\.1 (\d{3}) [^\r]*\r\n((?:[^\r]+\r\n)*)\r\n/g)) {
         statuses.push(Number(m[1]));
         if (m[1] === '503' && /^retry-after: \d+\r$/im.test(m[2] ?? '')) retryAfter++;
       }
@@ -57,11 +62,21 @@ async function metric(sidecar: RunningSidecar, pattern: RegExp): Promise<number>
 }
 
 const it = test.extend('sidecar', { scope: 'file' }, ({ start, userService, redis }) =>
-  start.sidecar({ upstream: { url: userService.url }, route: { id: 'flood' }, limiter: { ...rule }, redis: { url: redis.url } }, { name: 'sidecar-flood' }),
+  start.sidecar(
+    {
+      upstream: { url: userService.url },
+      route: { id: 'flood' },
+      limiter: { ...rule },
+      redis: { url: redis.url },
+    },
+    { name: 'sidecar-flood' },
+  ),
 );
 
 describe('a flood of pipelined requests for one key, Redis healthy', () => {
-  it('admits no more than the exact bound, forwards nothing as a store error, and stays ready', async ({ sidecar }) => {
+  it('admits no more than the exact bound, forwards nothing as a store error, and stays ready', async ({
+    sidecar,
+  }) => {
     const t0 = performance.now();
     let readyFailures = 0;
     let probing = true;
@@ -73,7 +88,9 @@ describe('a flood of pipelined requests for one key, Redis healthy', () => {
         await new Promise((r) => setTimeout(r, 100));
       }
     })();
-    const results = await Promise.all(Array.from({ length: CONNECTIONS }, () => pipelined(sidecar.port, PIPELINED)));
+    const results = await Promise.all(
+      Array.from({ length: CONNECTIONS }, () => pipelined(sidecar.port, PIPELINED)),
+    );
     const seconds = (performance.now() - t0) / 1000;
     probing = false;
     await probe;
@@ -86,12 +103,24 @@ describe('a flood of pipelined requests for one key, Redis healthy', () => {
     const bound = rule.burstCapacity + Math.ceil(rule.replenishRate * seconds);
     expect(other).toEqual([]);
     expect(statuses.length).toBe(CONNECTIONS * PIPELINED);
-    expect(admitted, `admitted over ${seconds.toFixed(1)} s (bound ${bound})`).toBeLessThanOrEqual(bound);
+    expect(admitted, `admitted over ${seconds.toFixed(1)} s (bound ${bound})`).toBeLessThanOrEqual(
+      bound,
+    );
     expect(admitted).toBeGreaterThanOrEqual(rule.burstCapacity);
-    expect(await metric(sidecar, /^portcullis_sidecar_requests_total\{[^}]*outcome="store_error_allowed"[^}]*\} (\d+)$/)).toBe(0);
+    expect(
+      await metric(
+        sidecar,
+        /^portcullis_sidecar_requests_total\{[^}]*outcome="store_error_allowed"[^}]*\} (\d+)$/,
+      ),
+    ).toBe(0);
     // Shedding answers 503 with Retry-After, and counts it.
     expect(results.reduce((n, r) => n + r.retryAfter, 0)).toBe(shed);
-    expect(await metric(sidecar, /^portcullis_sidecar_requests_total\{[^}]*outcome="overloaded"[^}]*\} (\d+)$/)).toBe(shed);
+    expect(
+      await metric(
+        sidecar,
+        /^portcullis_sidecar_requests_total\{[^}]*outcome="overloaded"[^}]*\} (\d+)$/,
+      ),
+    ).toBe(shed);
     expect(readyFailures).toBe(0);
     const ready = await request(`http://127.0.0.1:${sidecar.adminPort}/readyz`);
     expect(ready.statusCode).toBe(200);

@@ -32,7 +32,10 @@ const it = test
   });
 
 describe('config hot reload', () => {
-  it('applies a valid change to new requests while in-flight ones complete', async ({ sidecar, get }) => {
+  it('applies a valid change to new requests while in-flight ones complete', async ({
+    sidecar,
+    get,
+  }) => {
     expect((await get('/x')).headers['ratelimit-limit']).toBe('50');
     const inFlight = Array.from({ length: 5 }, (_, i) => get('/slow', `slow-${i}`));
     await sleep(200);
@@ -55,7 +58,11 @@ describe('config hot reload', () => {
   });
 
   it('an invalid new config is logged and the running one kept', async ({ sidecar, get }) => {
-    sidecar.write({ ...sidecar.config, route: { id: 'all', path: '/api/**' }, limiter: { replenishRate: 0, burstCapacity: 7 } });
+    sidecar.write({
+      ...sidecar.config,
+      route: { id: 'all', path: '/api/**' },
+      limiter: { replenishRate: 0, burstCapacity: 7 },
+    });
     const line = await sidecar.program.waitForLine(/config reload rejected/, 10_000);
     expect(line).toContain('limiter.replenishRate');
     sidecar.write('not: [valid yaml');
@@ -66,7 +73,9 @@ describe('config hot reload', () => {
     expect(sidecar.program.exited()).toBe(false);
   });
 
-  it('a Kubernetes ConfigMap update (atomic ..data symlink swap) is picked up', async ({ upstream }) => {
+  it('a Kubernetes ConfigMap update (atomic ..data symlink swap) is picked up', async ({
+    upstream,
+  }) => {
     // The kubelet's layout: dir/sidecar.yaml -> ..data/sidecar.yaml, ..data -> ..<timestamp>/;
     // an update writes a new timestamped folder and renames a new ..data symlink over the old.
     const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-configmap-'));
@@ -85,9 +94,17 @@ describe('config hot reload', () => {
     };
     version('..v1', { ...base, limiter: { replenishRate: 1, burstCapacity: 11 } });
     symlinkSync('..data/sidecar.yaml', path.join(dir, 'sidecar.yaml'));
-    const program = await startProgram({ entry: 'sidecar/main.ts', args: ['--config', path.join(dir, 'sidecar.yaml')], waitPort: port, name: 'sidecar-configmap' });
+    const program = await startProgram({
+      entry: 'sidecar/main.ts',
+      args: ['--config', path.join(dir, 'sidecar.yaml')],
+      waitPort: port,
+      name: 'sidecar-configmap',
+    });
     try {
-      const limit = async () => (await request(`http://127.0.0.1:${port}/x`, { headers: { 'USER-ID': 'cm' } })).headers['ratelimit-limit'];
+      const limit = async () =>
+        (await request(`http://127.0.0.1:${port}/x`, { headers: { 'USER-ID': 'cm' } })).headers[
+          'ratelimit-limit'
+        ];
       expect(await limit()).toBe('11');
       version('..v2', { ...base, limiter: { replenishRate: 1, burstCapacity: 22 } });
       await program.waitForLine(/"burstCapacity":22.*"msg":"config reloaded"/, 10_000);

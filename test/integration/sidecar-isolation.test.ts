@@ -17,12 +17,23 @@ async function burst(url: string, userId: string, n: number): Promise<number[]> 
 }
 
 const it = test
-  .extend('common', { scope: 'file' }, ({ userService, redis }) => ({ upstream: { url: userService.url }, limiter, redis: { url: redis.url, commandTimeoutMs: 2000 } }))
-  .extend('routeA', { scope: 'file' }, ({ start, common }) => start.sidecar({ ...common, route: { id: 'route-a' } }, { name: 'sidecar-a' }))
-  .extend('routeB', { scope: 'file' }, ({ start, common }) => start.sidecar({ ...common, route: { id: 'route-b' } }, { name: 'sidecar-b' }));
+  .extend('common', { scope: 'file' }, ({ userService, redis }) => ({
+    upstream: { url: userService.url },
+    limiter,
+    redis: { url: redis.url, commandTimeoutMs: 2000 },
+  }))
+  .extend('routeA', { scope: 'file' }, ({ start, common }) =>
+    start.sidecar({ ...common, route: { id: 'route-a' } }, { name: 'sidecar-a' }),
+  )
+  .extend('routeB', { scope: 'file' }, ({ start, common }) =>
+    start.sidecar({ ...common, route: { id: 'route-b' } }, { name: 'sidecar-b' }),
+  );
 
 describe('bucket isolation', () => {
-  it('two USER-IDs: exhausting one leaves the other untouched', async ({ routeA, redisAdmin: admin }) => {
+  it('two USER-IDs: exhausting one leaves the other untouched', async ({
+    routeA,
+    redisAdmin: admin,
+  }) => {
     expect(await burst(routeA.url, 'alice', 3)).toEqual([200, 200, 429]);
     const aliceBefore = await admin.getBuffer('portcullis:bucket:v2:{route-a:alice}');
     expect(aliceBefore).not.toBeNull();
@@ -32,10 +43,17 @@ describe('bucket isolation', () => {
     expect(await admin.getBuffer('portcullis:bucket:v2:{route-a:alice}')).toEqual(aliceBefore);
   });
 
-  it('two routes: the same USER-ID has one bucket per route', async ({ routeA, routeB, redisAdmin: admin }) => {
+  it('two routes: the same USER-ID has one bucket per route', async ({
+    routeA,
+    routeB,
+    redisAdmin: admin,
+  }) => {
     expect(await burst(routeA.url, 'carol', 3)).toEqual([200, 200, 429]);
     expect(await burst(routeB.url, 'carol', 3)).toEqual([200, 200, 429]);
     const keys = (await admin.keys('portcullis:bucket:*carol*')).sort();
-    expect(keys).toEqual(['portcullis:bucket:v2:{route-a:carol}', 'portcullis:bucket:v2:{route-b:carol}']);
+    expect(keys).toEqual([
+      'portcullis:bucket:v2:{route-a:carol}',
+      'portcullis:bucket:v2:{route-b:carol}',
+    ]);
   });
 });

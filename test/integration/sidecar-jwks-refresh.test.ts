@@ -22,7 +22,11 @@ interface SigningKey {
 
 async function signingKey(kid: string): Promise<SigningKey> {
   const pair = await generateKeyPair('ES256', { extractable: true });
-  return { kid, privateKey: pair.privateKey, jwk: { ...(await exportJWK(pair.publicKey)), kid, alg: 'ES256', use: 'sig' } };
+  return {
+    kid,
+    privateKey: pair.privateKey,
+    jwk: { ...(await exportJWK(pair.publicKey)), kid, alg: 'ES256', use: 'sig' },
+  };
 }
 
 const mint = (key: SigningKey, sub: string) =>
@@ -47,17 +51,28 @@ describe('jwt key source: JWKS refresh on an unknown key id', () => {
   let unknown: SigningKey;
 
   beforeAll(async () => {
-    [first, rotated, unknown] = await Promise.all([signingKey('k1'), signingKey('k2'), signingKey('k3')]);
+    [first, rotated, unknown] = await Promise.all([
+      signingKey('k1'),
+      signingKey('k2'),
+      signingKey('k3'),
+    ]);
     published = [first.jwk];
     server = createServer((req, res) => {
       if (req.url !== '/jwks.json') return void res.writeHead(404).end();
       fetches++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: published }));
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ keys: published }));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
     source = new JwtKeySource(
-      jwtKeySchema.parse({ issuer: ISSUER, audience: AUDIENCE, jwksUrl: `http://127.0.0.1:${port}/jwks.json`, jwksCooldownMs: COOLDOWN_MS }),
+      jwtKeySchema.parse({
+        issuer: ISSUER,
+        audience: AUDIENCE,
+        jwksUrl: `http://127.0.0.1:${port}/jwks.json`,
+        jwksCooldownMs: COOLDOWN_MS,
+      }),
     );
   });
 
@@ -85,7 +100,9 @@ describe('jwt key source: JWKS refresh on an unknown key id', () => {
   });
 
   it('a flood of tokens naming a key id nobody publishes costs at most one fetch per cooldown', async () => {
-    const forged = await Promise.all(Array.from({ length: 50 }, (_, i) => mint(unknown, `mallory-${i}`)));
+    const forged = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => mint(unknown, `mallory-${i}`)),
+    );
     const results = await Promise.all(forged.map(resolve));
     for (const r of results) expect(r).toMatchObject({ ok: false, reason: 'invalid' });
     // The refetch right after the previous test's fetch is inside the cooldown: none at all.

@@ -6,7 +6,13 @@
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { bucketTtlMs, takeAllUs, takeUs, type BucketRule, type BucketState } from '../../lib/token-bucket/bucket.ts';
+import {
+  bucketTtlMs,
+  takeAllUs,
+  takeUs,
+  type BucketRule,
+  type BucketState,
+} from '../../lib/token-bucket/bucket.ts';
 import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import type { RawTake } from '../../lib/token-bucket/redis-reply.ts';
 import { runTakes, type ScriptTake } from '../../lib/token-bucket/take-script.ts';
@@ -40,8 +46,14 @@ describe('pure token bucket vs the Redis Lua script', () => {
     let run = 0;
     await fc.assert(
       fc.asyncProperty(
-        fc.record({ replenishRate: fc.integer({ min: 1, max: 500 }), burstCapacity: fc.integer({ min: 1, max: 500 }) }),
-        fc.array(fc.tuple(fc.integer({ min: -50_000, max: 3_000_000 }), fc.nat()), { minLength: 1, maxLength: 60 }),
+        fc.record({
+          replenishRate: fc.integer({ min: 1, max: 500 }),
+          burstCapacity: fc.integer({ min: 1, max: 500 }),
+        }),
+        fc.array(fc.tuple(fc.integer({ min: -50_000, max: 3_000_000 }), fc.nat()), {
+          minLength: 1,
+          maxLength: 60,
+        }),
         async (limits, steps) => {
           const rule: BucketRule = { ...limits, requestedTokens: 1 };
           const key = `eq-${run++}`;
@@ -74,11 +86,17 @@ describe('pure token bucket vs the Redis Lua script', () => {
 
   it('several limits on one take: identical decisions (each bucket and the combined one) and state, in batches mixed with single takes', async () => {
     let run = 0;
-    const limitArb = fc.record({ replenishRate: fc.integer({ min: 1, max: 500 }), burstCapacity: fc.integer({ min: 1, max: 500 }) });
+    const limitArb = fc.record({
+      replenishRate: fc.integer({ min: 1, max: 500 }),
+      burstCapacity: fc.integer({ min: 1, max: 500 }),
+    });
     await fc.assert(
       fc.asyncProperty(
         fc.array(limitArb, { minLength: 1, maxLength: 4 }),
-        fc.array(fc.tuple(fc.integer({ min: -50_000, max: 3_000_000 }), fc.nat(), fc.boolean()), { minLength: 1, maxLength: 40 }),
+        fc.array(fc.tuple(fc.integer({ min: -50_000, max: 3_000_000 }), fc.nat(), fc.boolean()), {
+          minLength: 1,
+          maxLength: 40,
+        }),
         async (limits, steps) => {
           const rules: BucketRule[] = limits.map((l) => ({ ...l, requestedTokens: 1 }));
           const key = `multi-${run++}`;
@@ -94,7 +112,10 @@ describe('pure token bucket vs the Redis Lua script', () => {
             const pure = takeAllUs(states, rules, nowUs, costs);
             if (pure.decision.allowed) states = pure.states;
             // Sometimes another one-bucket take joins the same script call (one batch).
-            const takes = [{ key, rules, costs }, ...(withSingle ? [{ key: `${key}-single`, rules: [single], costs: [1] }] : [])];
+            const takes = [
+              { key, rules, costs },
+              ...(withSingle ? [{ key: `${key}-single`, rules: [single], costs: [1] }] : []),
+            ];
             const lua = await firstTake(takes, nowUs);
             expect(lua.decision).toEqual(pure.decision);
             expect(lua.tokens).toEqual(pure.states.map((st) => st.microTokens));

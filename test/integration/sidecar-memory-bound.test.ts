@@ -33,7 +33,12 @@ describe('a flood of distinct user ids against the memory store', () => {
         memory: { maxBuckets: MAX_BUCKETS },
         logLevel: 'warn',
       },
-      { name: 'sidecar-memory-bound', env: { NODE_OPTIONS: `--max-old-space-size=${HEAP_MIB} --inspect=127.0.0.1:${inspectPort}` } },
+      {
+        name: 'sidecar-memory-bound',
+        env: {
+          NODE_OPTIONS: `--max-old-space-size=${HEAP_MIB} --inspect=127.0.0.1:${inspectPort}`,
+        },
+      },
     );
     const inspector = await connectInspector(sidecar.program);
     start.defer(() => inspector.close());
@@ -41,7 +46,10 @@ describe('a flood of distinct user ids against the memory store', () => {
   });
 
   const get = async (user: string) => {
-    const res = await request(`${stack.sidecar.url}/x`, { dispatcher: agent, headers: { 'USER-ID': user } });
+    const res = await request(`${stack.sidecar.url}/x`, {
+      dispatcher: agent,
+      headers: { 'USER-ID': user },
+    });
     await res.body.dump();
     return res.statusCode;
   };
@@ -77,7 +85,11 @@ describe('a flood of distinct user ids against the memory store', () => {
     expect(heap).toBeLessThan(HEAP_MIB * 1024 * 1024);
     expect(await get('drained')).toBe(429);
 
-    const metrics = await (await request(`http://127.0.0.1:${sidecar.adminPort}/metrics`)).body.text();
-    expect(metrics).toContain(`portcullis_sidecar_store_full_refusals_total ${IDS - (MAX_BUCKETS - 1)}`);
+    const metrics = await (
+      await request(`http://127.0.0.1:${sidecar.adminPort}/metrics`)
+    ).body.text();
+    expect(metrics).toContain(
+      `portcullis_sidecar_store_full_refusals_total ${IDS - (MAX_BUCKETS - 1)}`,
+    );
   }, 180_000);
 });

@@ -25,13 +25,20 @@ const it = test
     return pool;
   })
   .extend('get', { scope: 'file' }, ({ pool }) => async (userId: string) => {
-    const res = await pool.request({ method: 'GET', path: '/healthcheck/ready', headers: { 'user-id': userId } });
+    const res = await pool.request({
+      method: 'GET',
+      path: '/healthcheck/ready',
+      headers: { 'user-id': userId },
+    });
     const body = await res.body.text();
     return { status: res.statusCode, headers: res.headers, body };
   });
 
 describe('Normal limits 20/100/3', () => {
-  it('a burst admits exactly 33; the others are 429 with Retry-After; the refill then matches the model', async ({ redisAdmin: admin, get }) => {
+  it('a burst admits exactly 33; the others are 429 with Retry-After; the refill then matches the model', async ({
+    redisAdmin: admin,
+    get,
+  }) => {
     // Open the 40 connections first (on another user's bucket) so the burst itself is fast.
     await Promise.all(Array.from({ length: 40 }, (_, i) => get(`warm-${i}`)));
 
@@ -55,11 +62,16 @@ describe('Normal limits 20/100/3', () => {
     }
 
     // Waiting the advertised time is enough.
-    const wait = Math.max(...limited.map((r) => (JSON.parse(r.body) as { retryAfterMs: number }).retryAfterMs));
+    const wait = Math.max(
+      ...limited.map((r) => (JSON.parse(r.body) as { retryAfterMs: number }).retryAfterMs),
+    );
     await sleep(wait + 5);
     const bucket = async () => {
       const state = decodeBucketValue(await admin.getBuffer(`portcullis:bucket:v2:{all:${key}}`));
-      expect(state).toMatchObject({ microTokens: expect.any(Number), updatedUs: expect.any(Number) });
+      expect(state).toMatchObject({
+        microTokens: expect.any(Number),
+        updatedUs: expect.any(Number),
+      });
       return state as BucketState;
     };
     const state0 = await bucket();

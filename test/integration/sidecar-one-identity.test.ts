@@ -18,7 +18,11 @@ describe('one identity from the client to the service', () => {
     const redis = await start.redis();
     const pair = await generateKeyPair('ES256', { extractable: true });
     const jwk = { ...(await exportJWK(pair.publicKey)), kid: 'k1', alg: 'ES256', use: 'sig' };
-    const jwks = await start.upstream((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: [jwk] })));
+    const jwks = await start.upstream((_req, res) =>
+      res
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ keys: [jwk] })),
+    );
     /** What the Node service read as user-id, one entry per request: every line's value. */
     const nodeSeen: string[][] = [];
     const node = await start.upstream((req, res) => {
@@ -27,18 +31,36 @@ describe('one identity from the client to the service', () => {
     });
     const wsgi = await startWsgiUpstream();
     start.defer(() => wsgi.program.stop());
-    const base = (id: string, url: string, limiter: Partial<SidecarConfigInput['limiter']> = {}) => ({
+    const base = (
+      id: string,
+      url: string,
+      limiter: Partial<SidecarConfigInput['limiter']> = {},
+    ) => ({
       upstream: { url },
       route: { id },
-      limiter: { replenishRate: 1, burstCapacity: BURST, onStoreError: 'deny' as const, ...limiter },
+      limiter: {
+        replenishRate: 1,
+        burstCapacity: BURST,
+        onStoreError: 'deny' as const,
+        ...limiter,
+      },
       redis: { url: redis.url, commandTimeoutMs: 5000 },
     });
-    const jwt = { key: 'jwt' as const, jwt: { issuer: ISSUER, audience: AUDIENCE, jwksUrl: `${jwks.url}/jwks.json` } };
+    const jwt = {
+      key: 'jwt' as const,
+      jwt: { issuer: ISSUER, audience: AUDIENCE, jwksUrl: `${jwks.url}/jwks.json` },
+    };
     return {
       nodeSeen,
-      headerToNode: await start.sidecar(base('hdr-node', node.url), { name: 'sidecar-identity-hdr-node' }),
-      headerToWsgi: await start.sidecar(base('hdr-wsgi', wsgi.url), { name: 'sidecar-identity-hdr-wsgi' }),
-      jwtToWsgi: await start.sidecar(base('jwt-wsgi', wsgi.url, jwt), { name: 'sidecar-identity-jwt-wsgi' }),
+      headerToNode: await start.sidecar(base('hdr-node', node.url), {
+        name: 'sidecar-identity-hdr-node',
+      }),
+      headerToWsgi: await start.sidecar(base('hdr-wsgi', wsgi.url), {
+        name: 'sidecar-identity-hdr-wsgi',
+      }),
+      jwtToWsgi: await start.sidecar(base('jwt-wsgi', wsgi.url, jwt), {
+        name: 'sidecar-identity-jwt-wsgi',
+      }),
       token: (sub: string) =>
         new SignJWT({ client_id: 'demo' })
           .setProtectedHeader({ alg: 'ES256', kid: 'k1', typ: 'at+jwt' })
@@ -51,11 +73,16 @@ describe('one identity from the client to the service', () => {
     };
   });
 
-  const get = (port: number, headerLines: string[], path = '/api/data') => rawRequest(port, `GET ${path} HTTP/1.1\r\nHost: svc.test\r\n${headerLines.map((l) => `${l}\r\n`).join('')}\r\n`);
+  const get = (port: number, headerLines: string[], path = '/api/data') =>
+    rawRequest(
+      port,
+      `GET ${path} HTTP/1.1\r\nHost: svc.test\r\n${headerLines.map((l) => `${l}\r\n`).join('')}\r\n`,
+    );
   /** HTTP_USER_ID as the WSGI service read it. */
   const wsgiUserId = (body: string): unknown => (JSON.parse(body) as { userId: unknown }).userId;
   /** Tokens left in the bucket after this response (RateLimit-Remaining). */
-  const remaining = (res: { headers: Map<string, string> }) => Number(res.headers.get('ratelimit-remaining'));
+  const remaining = (res: { headers: Map<string, string> }) =>
+    Number(res.headers.get('ratelimit-remaining'));
 
   it('two USER-ID lines: the first is charged and is the only identity a Node service reads', async () => {
     const { headerToNode, nodeSeen } = stack;
@@ -86,7 +113,11 @@ describe('one identity from the client to the service', () => {
 
   it('jwt key: the verified subject is the one identity a WSGI service reads, whatever USER_ID the client adds', async () => {
     const { jwtToWsgi, token } = stack;
-    const res = await get(jwtToWsgi.port, ['USER_ID: mallory', `Authorization: Bearer ${await token('alice')}`, 'USER-ID: mallory']);
+    const res = await get(jwtToWsgi.port, [
+      'USER_ID: mallory',
+      `Authorization: Bearer ${await token('alice')}`,
+      'USER-ID: mallory',
+    ]);
     expect(res.status).toBe(200);
     expect(wsgiUserId(res.body)).toBe('alice');
   });

@@ -18,7 +18,8 @@ import { scriptCalls } from '../harness/redis.ts';
 const rule: BucketRule = { replenishRate: 10, burstCapacity: 10, requestedTokens: 1 };
 const bucketKey = (user: string) => `portcullis:bucket:v2:{all:${user}}`;
 /** µs time of a user's last admitted take, stored with its bucket. */
-const stateTimeUs = async (cluster: Cluster, user: string) => decodeBucketValue(await cluster.getBuffer(bucketKey(user)))?.updatedUs ?? Number.NaN;
+const stateTimeUs = async (cluster: Cluster, user: string) =>
+  decodeBucketValue(await cluster.getBuffer(bucketKey(user)))?.updatedUs ?? Number.NaN;
 
 /** `perSlot` users in each of `slots` slots; the slots chosen so that every shard holds some. */
 function users(slots: number, perSlot: number, owner: (slot: number) => number): string[] {
@@ -36,24 +37,32 @@ function users(slots: number, perSlot: number, owner: (slot: number) => number):
   return chosen.flat();
 }
 
-const it = test
-  .extend('sidecars', { scope: 'file' }, ({ start, userService, redisCluster }) =>
-    start.sidecars(3, {
-      upstream: { url: userService.url },
-      route: { id: 'all' },
-      // Deny and a long timeout, as in sidecar-contention.test.ts: this test is about exactness.
-      limiter: { ...rule, onStoreError: 'deny' },
-      redis: { cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 5000 },
-    }),
-  );
+const it = test.extend('sidecars', { scope: 'file' }, ({ start, userService, redisCluster }) =>
+  start.sidecars(3, {
+    upstream: { url: userService.url },
+    route: { id: 'all' },
+    // Deny and a long timeout, as in sidecar-contention.test.ts: this test is about exactness.
+    limiter: { ...rule, onStoreError: 'deny' },
+    redis: { cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 5000 },
+  }),
+);
 
 describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections', () => {
-  it('every user: admitted <= bound and >= bound - 1 (less the tokens a full bucket lost before the load); batches formed on every shard', async ({ sidecars, redisClusterClient: cluster, redisClusterNodes: nodes, slotOwner: owner }) => {
+  it('every user: admitted <= bound and >= bound - 1 (less the tokens a full bucket lost before the load); batches formed on every shard', async ({
+    sidecars,
+    redisClusterClient: cluster,
+    redisClusterNodes: nodes,
+    slotOwner: owner,
+  }) => {
     const all = users(8, 3, (slot) => owner.get(slot) as number);
     expect(new Set(all.map((u) => owner.get(keySlot(bucketKey(u))))).size).toBe(3);
     const pools = sidecars.map((s) => new Pool(s.url, { connections: 20 }));
     const hit = async (pool: Pool, key: string) => {
-      const res = await pool.request({ method: 'GET', path: '/healthcheck/ready', headers: { 'user-id': key } });
+      const res = await pool.request({
+        method: 'GET',
+        path: '/healthcheck/ready',
+        headers: { 'user-id': key },
+      });
       await res.body.dump();
       return res.statusCode;
     };
@@ -87,7 +96,9 @@ describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections'
       ),
     );
     await Promise.all(pools.map((p) => p.close()));
-    const calls = (await Promise.all(nodes.map((n) => scriptCalls(n)))).map((c, i) => c - (callsBefore[i] as number));
+    const calls = (await Promise.all(nodes.map((n) => scriptCalls(n)))).map(
+      (c, i) => c - (callsBefore[i] as number),
+    );
     const lastUs = await Promise.all(all.map((u) => stateTimeUs(cluster, u)));
 
     expect(other).toEqual([]);
@@ -96,16 +107,25 @@ describe('three sidecars, a three-shard Redis Cluster, 24 users, 60 connections'
       const spanUs = (lastUs[i] as number) - (firstUs[i] as number);
       expect(spanUs, u).toBeGreaterThanOrEqual(5_000_000);
       // Tokens available between the user's first and last admitting decision.
-      const bound = Math.floor((rule.burstCapacity * 1e6 + rule.replenishRate * spanUs) / 1e6 / rule.requestedTokens);
+      const bound = Math.floor(
+        (rule.burstCapacity * 1e6 + rule.replenishRate * spanUs) / 1e6 / rule.requestedTokens,
+      );
       expect(admitted.get(u), u).toBeLessThanOrEqual(bound);
-      const overflowTokens = Math.max(0, (rule.replenishRate * (loadStartUs - (firstUs[i] as number))) / 1e6 - rule.requestedTokens);
-      expect(admitted.get(u), u).toBeGreaterThanOrEqual(bound - 1 - Math.ceil(overflowTokens / rule.requestedTokens));
+      const overflowTokens = Math.max(
+        0,
+        (rule.replenishRate * (loadStartUs - (firstUs[i] as number))) / 1e6 - rule.requestedTokens,
+      );
+      expect(admitted.get(u), u).toBeGreaterThanOrEqual(
+        bound - 1 - Math.ceil(overflowTokens / rule.requestedTokens),
+      );
     }
     // Every shard decided, in fewer calls than decisions: takes of one slot shared calls.
     const decisions = [...admitted.values()].reduce((a, b) => a + b) - all.length + limited;
     const total = calls.reduce((a, b) => a + b);
     for (const c of calls) expect(c).toBeGreaterThan(0);
     expect(total).toBeLessThan(decisions);
-    console.log(`cluster contention: ${decisions} decisions in ${total} script calls (${calls.join(' / ')} per shard)`);
+    console.log(
+      `cluster contention: ${decisions} decisions in ${total} script calls (${calls.join(' / ')} per shard)`,
+    );
   });
 });

@@ -11,19 +11,24 @@ import { takeOne } from '../../lib/token-bucket/take-promise.ts';
 
 const rule: BucketRule = { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 };
 
-const it = test
-  .extend('sidecar', { scope: 'file' }, ({ start, userService, redisCluster }) =>
-    start.sidecar({
-      upstream: { url: userService.url },
-      route: { id: 'all' },
-      limiter: { ...rule },
-      redis: { cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 2000 },
-    }),
-  );
+const it = test.extend('sidecar', { scope: 'file' }, ({ start, userService, redisCluster }) =>
+  start.sidecar({
+    upstream: { url: userService.url },
+    route: { id: 'all' },
+    limiter: { ...rule },
+    redis: { cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 2000 },
+  }),
+);
 
 describe('Redis Cluster', () => {
-  it('the store gives the pure function\'s decisions, with the key in one slot and a TTL', async ({ redisCluster, redisClusterClient: cluster }) => {
-    const store = new RedisBucketStore({ cluster: { nodes: redisCluster.seeds }, commandTimeoutMs: 2000 });
+  it("the store gives the pure function's decisions, with the key in one slot and a TTL", async ({
+    redisCluster,
+    redisClusterClient: cluster,
+  }) => {
+    const store = new RedisBucketStore({
+      cluster: { nodes: redisCluster.seeds },
+      commandTimeoutMs: 2000,
+    });
     await store.ready();
     try {
       let state: BucketState | undefined;
@@ -44,10 +49,15 @@ describe('Redis Cluster', () => {
     }
   });
 
-  it('a sidecar on the cluster limits exactly: 5 of a burst of 7 (10 tokens, 2 each)', async ({ sidecar, redisClusterClient: cluster }) => {
+  it('a sidecar on the cluster limits exactly: 5 of a burst of 7 (10 tokens, 2 each)', async ({
+    sidecar,
+    redisClusterClient: cluster,
+  }) => {
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) {
-      const res = await request(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': 'cluster-user' } });
+      const res = await request(`${sidecar.url}/healthcheck/ready`, {
+        headers: { 'USER-ID': 'cluster-user' },
+      });
       await res.body.dump();
       statuses.push(res.statusCode);
     }

@@ -26,9 +26,22 @@ interface Sample {
 const limits = { replenishRate: 1000, burstCapacity: 1000, requestedTokens: 1 };
 
 const it = test
-  .extend('common', { scope: 'file' }, ({ userService, redis }) => ({ upstream: { url: userService.url }, redis: { url: redis.url, commandTimeoutMs } }))
-  .extend('allow', { scope: 'file' }, ({ start, common }) => start.sidecar({ ...common, route: { id: 'allow' }, limiter: { ...limits, onStoreError: 'allow' } }, { name: 'sidecar-allow' }))
-  .extend('deny', { scope: 'file' }, ({ start, common }) => start.sidecar({ ...common, route: { id: 'deny' }, limiter: { ...limits, onStoreError: 'deny' } }, { name: 'sidecar-deny' }));
+  .extend('common', { scope: 'file' }, ({ userService, redis }) => ({
+    upstream: { url: userService.url },
+    redis: { url: redis.url, commandTimeoutMs },
+  }))
+  .extend('allow', { scope: 'file' }, ({ start, common }) =>
+    start.sidecar(
+      { ...common, route: { id: 'allow' }, limiter: { ...limits, onStoreError: 'allow' } },
+      { name: 'sidecar-allow' },
+    ),
+  )
+  .extend('deny', { scope: 'file' }, ({ start, common }) =>
+    start.sidecar(
+      { ...common, route: { id: 'deny' }, limiter: { ...limits, onStoreError: 'deny' } },
+      { name: 'sidecar-deny' },
+    ),
+  );
 
 describe('Redis killed during traffic', () => {
   /** Sequential traffic against one sidecar until `stop()` says so. */
@@ -38,7 +51,9 @@ describe('Redis killed during traffic', () => {
     const done = (async () => {
       while (running) {
         const t0 = performance.now();
-        const res = await request(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': 'fault-user' } });
+        const res = await request(`${sidecar.url}/healthcheck/ready`, {
+          headers: { 'USER-ID': 'fault-user' },
+        });
         const body = await res.body.text();
         const ms = performance.now() - t0;
         const ct = res.headers['content-type'];
@@ -56,7 +71,11 @@ describe('Redis killed during traffic', () => {
     return { samples, stop: async () => ((running = false), await done) };
   }
 
-  it('allow: no 5xx, bounded latency; deny: 503 problem+json; both limit again within 2 s of Redis returning', async ({ redis, allow, deny }) => {
+  it('allow: no 5xx, bounded latency; deny: 503 problem+json; both limit again within 2 s of Redis returning', async ({
+    redis,
+    allow,
+    deny,
+  }) => {
     const a = traffic(allow);
     const d = traffic(deny);
     await sleep(700);
@@ -71,7 +90,8 @@ describe('Redis killed during traffic', () => {
     await d.stop();
 
     const before = (s: Sample[]) => s.filter((x) => x.at + x.ms < killedAt);
-    const outage = (s: Sample[]) => s.filter((x) => x.at > killedAt + 100 && x.at + x.ms < restartAt);
+    const outage = (s: Sample[]) =>
+      s.filter((x) => x.at > killedAt + 100 && x.at + x.ms < restartAt);
     const after = (s: Sample[]) => s.filter((x) => x.at > restartedAt);
 
     // Before the kill both sidecars were limiting normally.
@@ -100,19 +120,33 @@ describe('Redis killed during traffic', () => {
       const firstLimited = after(s).find((x) => x.limited && x.status === 200);
       expect(firstLimited).toMatchObject({ limited: true, status: 200 });
       expect(firstLimited!.at - restartedAt).toBeLessThan(2000);
-      expect(after(s).filter((x) => x.at > firstLimited!.at + 50).every((x) => x.limited && x.status === 200)).toBe(true);
+      expect(
+        after(s)
+          .filter((x) => x.at > firstLimited!.at + 50)
+          .every((x) => x.limited && x.status === 200),
+      ).toBe(true);
     }
 
     // Never exited; the outage is visible as a metric and a warning.
     expect(allow.program.exited()).toBe(false);
     expect(deny.program.exited()).toBe(false);
     await allow.program.waitForLine(/"level":40.*limiter store unavailable/);
-    const metrics = await (await request(`http://127.0.0.1:${allow.adminPort}/metrics`)).body.text();
-    expect(metrics).toMatch(/portcullis_sidecar_store_errors_total\{route="allow",store="redis"\} [1-9]/);
-    expect(metrics).toMatch(/portcullis_sidecar_requests_total\{route="allow",outcome="store_error_allowed"\} [1-9]/);
+    const metrics = await (
+      await request(`http://127.0.0.1:${allow.adminPort}/metrics`)
+    ).body.text();
+    expect(metrics).toMatch(
+      /portcullis_sidecar_store_errors_total\{route="allow",store="redis"\} [1-9]/,
+    );
+    expect(metrics).toMatch(
+      /portcullis_sidecar_requests_total\{route="allow",outcome="store_error_allowed"\} [1-9]/,
+    );
   });
 
-  it('Redis frozen (SIGSTOP, connections stay open): the command timeout bounds every request; readiness follows the policy', async ({ redis, allow, deny }) => {
+  it('Redis frozen (SIGSTOP, connections stay open): the command timeout bounds every request; readiness follows the policy', async ({
+    redis,
+    allow,
+    deny,
+  }) => {
     const probe = new Redis(redis.url);
     const info = await probe.info('server');
     probe.disconnect();
@@ -138,12 +172,14 @@ describe('Redis killed during traffic', () => {
     await a.stop();
     await d.stop();
 
-    const frozen = (s: Sample[]) => s.filter((x) => x.at > frozenAt + 100 && x.at + x.ms < thawedAt);
+    const frozen = (s: Sample[]) =>
+      s.filter((x) => x.at > frozenAt + 100 && x.at + x.ms < thawedAt);
     expect(frozen(a.samples).length).toBeGreaterThan(3);
     expect(frozen(a.samples).every((x) => x.status === 200 && !x.limited)).toBe(true);
     expect(frozen(d.samples).length).toBeGreaterThan(3);
     expect(frozen(d.samples).every((x) => x.status === 503)).toBe(true);
-    for (const s of [a.samples, d.samples]) expect(Math.max(...s.map((x) => x.ms))).toBeLessThan(commandTimeoutMs + marginMs);
+    for (const s of [a.samples, d.samples])
+      expect(Math.max(...s.map((x) => x.ms))).toBeLessThan(commandTimeoutMs + marginMs);
     // The connection never dropped, so ioredis still says "ready": readiness stays up for allow;
     // for deny it reflects the store's connection state (docs/concepts/gateway.md, "Admin port").
     expect(readyAllow).toBe(200);

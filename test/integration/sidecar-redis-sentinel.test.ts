@@ -15,7 +15,10 @@ const it = test
     const port = await freePort();
     const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-sentinel-'));
     const conf = path.join(dir, 'sentinel.conf');
-    writeFileSync(conf, `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor portcullis 127.0.0.1 ${redis.port} 1\n`);
+    writeFileSync(
+      conf,
+      `port ${port}\nbind 127.0.0.1\ndir ${dir}\nsentinel monitor portcullis 127.0.0.1 ${redis.port} 1\n`,
+    );
     const sentinel = spawn('redis-server', [conf, '--sentinel'], { stdio: 'ignore' });
     start.defer(() => {
       sentinel.kill('SIGKILL');
@@ -29,15 +32,22 @@ const it = test
       upstream: { url: userService.url },
       route: { id: 'all' },
       limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 },
-      redis: { sentinel: { name: 'portcullis', sentinels: [{ host: '127.0.0.1', port: sentinelPort }] }, commandTimeoutMs: 2000 },
+      redis: {
+        sentinel: { name: 'portcullis', sentinels: [{ host: '127.0.0.1', port: sentinelPort }] },
+        commandTimeoutMs: 2000,
+      },
     }),
   );
 
 describe('Redis Sentinel', () => {
-  it('finds the master through the sentinel and limits exactly: 5 of a burst of 7', async ({ sidecar }) => {
+  it('finds the master through the sentinel and limits exactly: 5 of a burst of 7', async ({
+    sidecar,
+  }) => {
     const statuses: number[] = [];
     for (let i = 0; i < 7; i++) {
-      const res = await request(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': 'sentinel-user' } });
+      const res = await request(`${sidecar.url}/healthcheck/ready`, {
+        headers: { 'USER-ID': 'sentinel-user' },
+      });
       await res.body.dump();
       expect(res.headers['ratelimit-limit']).toBe('10'); // a decision from Redis, not fail-open
       statuses.push(res.statusCode);

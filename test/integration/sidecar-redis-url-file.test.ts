@@ -71,7 +71,13 @@ describe('redis.urlFile', () => {
     expect(sidecar.program.lines.join('\n')).not.toContain(redisA.url); // the URL may carry a password
   });
 
-  it('moves to the Redis of a rewritten file without dropping in-flight requests', async ({ redisA, redisB, sidecar, get, writeSecret }) => {
+  it('moves to the Redis of a rewritten file without dropping in-flight requests', async ({
+    redisA,
+    redisB,
+    sidecar,
+    get,
+    writeSecret,
+  }) => {
     const inFlight = Array.from({ length: 5 }, (_, i) => get('/slow', `slow-${i}`));
     // A steady stream of requests across the switch (distinct users: none is limited).
     let streaming = true;
@@ -98,9 +104,17 @@ describe('redis.urlFile', () => {
     expect(await bucketIn(redisB, 'alice')).toBe(1);
   });
 
-  it('keeps the running store when the file is rewritten with something that is not a Redis URL', async ({ redisB, sidecar, get, writeSecret }) => {
+  it('keeps the running store when the file is rewritten with something that is not a Redis URL', async ({
+    redisB,
+    sidecar,
+    get,
+    writeSecret,
+  }) => {
     writeSecret('not a url');
-    await sidecar.program.waitForLine(/redis.urlFile unreadable or invalid; keeping the running store/, 10_000);
+    await sidecar.program.waitForLine(
+      /redis.urlFile unreadable or invalid; keeping the running store/,
+      10_000,
+    );
     expect((await get('/x', 'bob')).status).toBe(200);
     expect(await bucketIn(redisB, 'bob')).toBe(1);
     expect(sidecar.program.lines.join('\n')).not.toContain(redisB.url);

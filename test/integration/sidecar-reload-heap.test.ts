@@ -19,10 +19,17 @@ const USERS_PER_CYCLE = 600;
 const MARGIN = 3 * 1024 * 1024;
 
 /** A sidecar in front of an upstream answering OK, its heap read through the inspector. */
-async function inspectedSidecar(start: Starter, config: Omit<SidecarConfig, 'upstream'>, name: string) {
+async function inspectedSidecar(
+  start: Starter,
+  config: Omit<SidecarConfig, 'upstream'>,
+  name: string,
+) {
   const upstream = await start.upstream((_req, res) => res.end('OK'));
   const inspectPort = await freePort();
-  const sidecar = await start.sidecar({ upstream: { url: upstream.url }, ...config }, { name, env: { NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}` } });
+  const sidecar = await start.sidecar(
+    { upstream: { url: upstream.url }, ...config },
+    { name, env: { NODE_OPTIONS: `--inspect=127.0.0.1:${inspectPort}` } },
+  );
   const inspector = await connectInspector(sidecar.program);
   start.defer(() => inspector.close());
   return { sidecar, inspector };
@@ -51,14 +58,18 @@ describe('config reloads and Redis restarts do not leak', () => {
     const worker = async () => {
       while (next < USERS_PER_CYCLE) {
         const user = `user-${cycle}-${next++}`;
-        const res = await request(`${stack.sidecar.url}/x`, { dispatcher: agent, headers: { 'USER-ID': user } });
+        const res = await request(`${stack.sidecar.url}/x`, {
+          dispatcher: agent,
+          headers: { 'USER-ID': user },
+        });
         await res.body.dump();
       }
     };
     await Promise.all(Array.from({ length: 8 }, worker));
   };
 
-  const reloaded = () => stack.sidecar.program.lines.filter((l) => l.includes('"msg":"config reloaded"')).length;
+  const reloaded = () =>
+    stack.sidecar.program.lines.filter((l) => l.includes('"msg":"config reloaded"')).length;
 
   it(`keeps the heap used after GC flat over ${CYCLES} reload cycles`, async () => {
     const { redis, sidecar, inspector, base } = stack;
@@ -76,7 +87,8 @@ describe('config reloads and Redis restarts do not leak', () => {
         redis: { url: redis.url, keyPrefix: `heap-${cycle}:` },
       });
       const deadline = Date.now() + 15_000;
-      while (reloaded() === before && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+      while (reloaded() === before && Date.now() < deadline)
+        await new Promise((r) => setTimeout(r, 50));
       expect(reloaded()).toBe(before + 1);
       if (cycle % 3 === 0) {
         await redis.kill();
@@ -90,13 +102,22 @@ describe('config reloads and Redis restarts do not leak', () => {
     const mib = heap.map((b) => (b / 1024 / 1024).toFixed(2));
     console.log(`heap used after GC per cycle (MiB): ${mib.join(' ')}`);
     const growth = (heap.at(-1) ?? 0) - (heap[WARM_UP - 1] ?? 0);
-    expect(growth, `heap after GC grew ${(growth / 1024 / 1024).toFixed(2)} MiB over ${CYCLES - WARM_UP} cycles: ${mib.join(' ')}`).toBeLessThan(MARGIN);
+    expect(
+      growth,
+      `heap after GC grew ${(growth / 1024 / 1024).toFixed(2)} MiB over ${CYCLES - WARM_UP} cycles: ${mib.join(' ')}`,
+    ).toBeLessThan(MARGIN);
     // Handles do not pile up either: a Redis client or pool not closed on reload keeps a socket
     // (TCPSocketWrap) and timers, a watcher an FSEventWrap or StatWatcher. A few sockets come and
     // go with keep-alive, hence the small allowance.
-    const total = (r: Record<string, number> | undefined) => Object.values(r ?? {}).reduce((a, b) => a + b, 0);
-    console.log(`active handles per cycle: ${resources.map(total).join(' ')}; last: ${JSON.stringify(resources.at(-1))}`);
-    expect(total(resources.at(-1)) - total(resources[WARM_UP - 1]), JSON.stringify({ warm: resources[WARM_UP - 1], last: resources.at(-1) })).toBeLessThanOrEqual(4);
+    const total = (r: Record<string, number> | undefined) =>
+      Object.values(r ?? {}).reduce((a, b) => a + b, 0);
+    console.log(
+      `active handles per cycle: ${resources.map(total).join(' ')}; last: ${JSON.stringify(resources.at(-1))}`,
+    );
+    expect(
+      total(resources.at(-1)) - total(resources[WARM_UP - 1]),
+      JSON.stringify({ warm: resources[WARM_UP - 1], last: resources.at(-1) }),
+    ).toBeLessThanOrEqual(4);
     expect(sidecar.program.exited()).toBe(false);
   }, 240_000);
 });
@@ -107,14 +128,25 @@ describe('the memory store forgets idle buckets', () => {
   const stack = perDescribe(async (start) => {
     start.defer(() => agent.close());
     // A bucket refills in 1 s, so its TTL (and the time it may be kept) is a few seconds.
-    return inspectedSidecar(start, { route: { id: 'heap-memory', path: '/**' }, limiter: { replenishRate: 100, burstCapacity: 100 }, logLevel: 'warn' }, 'sidecar-heap-memory');
+    return inspectedSidecar(
+      start,
+      {
+        route: { id: 'heap-memory', path: '/**' },
+        limiter: { replenishRate: 100, burstCapacity: 100 },
+        logLevel: 'warn',
+      },
+      'sidecar-heap-memory',
+    );
   });
 
   const drive = async (prefix: string, count: number) => {
     let next = 0;
     const worker = async () => {
       while (next < count) {
-        const res = await request(`${stack.sidecar.url}/x`, { dispatcher: agent, headers: { 'USER-ID': `${prefix}-${next++}` } });
+        const res = await request(`${stack.sidecar.url}/x`, {
+          dispatcher: agent,
+          headers: { 'USER-ID': `${prefix}-${next++}` },
+        });
         await res.body.dump();
       }
     };
@@ -135,8 +167,13 @@ describe('the memory store forgets idle buckets', () => {
       after = await inspector.heapUsedAfterGc();
     }
     const mib = (b: number) => (b / 1024 / 1024).toFixed(2);
-    console.log(`memory store heap after GC (MiB): warm ${mib(warm)}, after ${USERS} users ${mib(loaded)}, after the sweep ${mib(after)}`);
-    expect(loaded - warm, 'the buckets are held while live (else this test measures nothing)').toBeGreaterThan(1024 * 1024);
+    console.log(
+      `memory store heap after GC (MiB): warm ${mib(warm)}, after ${USERS} users ${mib(loaded)}, after the sweep ${mib(after)}`,
+    );
+    expect(
+      loaded - warm,
+      'the buckets are held while live (else this test measures nothing)',
+    ).toBeGreaterThan(1024 * 1024);
     expect(after - warm).toBeLessThan(1.5 * 1024 * 1024);
   }, 120_000);
 });

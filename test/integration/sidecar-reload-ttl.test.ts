@@ -30,7 +30,14 @@ async function status(sidecar: RunningSidecar, user: string): Promise<number> {
  * then sends `burst` requests at once. Returns how many were admitted, the exact bound (the tokens
  * by the last decision) and the least (the tokens when the requests were sent).
  */
-async function drainReloadBurst(sidecar: RunningSidecar, admin: Redis, routeId: string, after: { replenishRate: number; burstCapacity: number }, burst: number, hashed = false) {
+async function drainReloadBurst(
+  sidecar: RunningSidecar,
+  admin: Redis,
+  routeId: string,
+  after: { replenishRate: number; burstCapacity: number },
+  burst: number,
+  hashed = false,
+) {
   const user = 'reloaded';
   // redis.hashKeys: the hash tag is the take key's HMAC, keyed from the (here empty) Redis password.
   const key = `portcullis:bucket:v2:{${hashed ? hashBucketKey(keyHashSecretOf(''), `${routeId}:${user}`) : `${routeId}:${user}`}}`;
@@ -49,41 +56,102 @@ async function drainReloadBurst(sidecar: RunningSidecar, admin: Redis, routeId: 
   const statuses = await Promise.all(Array.from({ length: burst }, () => status(sidecar, user)));
   const endUs = await redisNowUs(admin);
   // The exact bucket: the drained state refilled at the new rate up to the last decision at the latest.
-  const tokensAt = (us: number) => Math.min(after.burstCapacity, Math.floor((microTokens + after.replenishRate * (us - updatedUs)) / 1e6));
+  const tokensAt = (us: number) =>
+    Math.min(
+      after.burstCapacity,
+      Math.floor((microTokens + after.replenishRate * (us - updatedUs)) / 1e6),
+    );
   // More requests than tokens: whatever the bucket held when they were sent is taken.
-  return { admitted: statuses.filter((s) => s === 200).length, other: statuses.filter((s) => s !== 200 && s !== 429), bound: tokensAt(endUs), least: tokensAt(startUs) };
+  return {
+    admitted: statuses.filter((s) => s === 200).length,
+    other: statuses.filter((s) => s !== 200 && s !== 429),
+    bound: tokensAt(endUs),
+    least: tokensAt(startUs),
+  };
 }
 
 const it = test
   .extend('lowerRate', { scope: 'file' }, ({ start, userService, redis }) =>
-    start.sidecar({ upstream: { url: userService.url }, route: { id: 'lower-rate' }, limiter: { ...before }, redis: { url: redis.url } }, { name: 'sidecar-lower-rate' }),
+    start.sidecar(
+      {
+        upstream: { url: userService.url },
+        route: { id: 'lower-rate' },
+        limiter: { ...before },
+        redis: { url: redis.url },
+      },
+      { name: 'sidecar-lower-rate' },
+    ),
   )
   .extend('largerBurst', { scope: 'file' }, ({ start, userService, redis }) =>
-    start.sidecar({ upstream: { url: userService.url }, route: { id: 'larger-burst' }, limiter: { ...before }, redis: { url: redis.url } }, { name: 'sidecar-larger-burst' }),
+    start.sidecar(
+      {
+        upstream: { url: userService.url },
+        route: { id: 'larger-burst' },
+        limiter: { ...before },
+        redis: { url: redis.url },
+      },
+      { name: 'sidecar-larger-burst' },
+    ),
   )
   .extend('hashedKeys', { scope: 'file' }, ({ start, userService, redis }) =>
-    start.sidecar({ upstream: { url: userService.url }, route: { id: 'hashed' }, limiter: { ...before }, redis: { url: redis.url, hashKeys: true } }, { name: 'sidecar-hashed-keys' }),
+    start.sidecar(
+      {
+        upstream: { url: userService.url },
+        route: { id: 'hashed' },
+        limiter: { ...before },
+        redis: { url: redis.url, hashKeys: true },
+      },
+      { name: 'sidecar-hashed-keys' },
+    ),
   );
 
 describe('a reload that refills more slowly keeps drained buckets drained', () => {
-  it('a lower rate: a drained bucket is not full once its old TTL has passed', async ({ lowerRate, redisAdmin }) => {
-    const { admitted, other, bound, least } = await drainReloadBurst(lowerRate, redisAdmin, 'lower-rate', { replenishRate: 2, burstCapacity: 10 }, 10);
+  it('a lower rate: a drained bucket is not full once its old TTL has passed', async ({
+    lowerRate,
+    redisAdmin,
+  }) => {
+    const { admitted, other, bound, least } = await drainReloadBurst(
+      lowerRate,
+      redisAdmin,
+      'lower-rate',
+      { replenishRate: 2, burstCapacity: 10 },
+      10,
+    );
     expect(other).toEqual([]);
     expect(bound).toBeLessThan(10);
     expect(admitted, `admitted (exact bound ${bound})`).toBeLessThanOrEqual(bound);
     expect(admitted).toBeGreaterThanOrEqual(least);
   });
 
-  it('a larger burst: a drained bucket is not full once its old TTL has passed', async ({ largerBurst, redisAdmin }) => {
-    const { admitted, other, bound, least } = await drainReloadBurst(largerBurst, redisAdmin, 'larger-burst', { replenishRate: 10, burstCapacity: 100 }, 100);
+  it('a larger burst: a drained bucket is not full once its old TTL has passed', async ({
+    largerBurst,
+    redisAdmin,
+  }) => {
+    const { admitted, other, bound, least } = await drainReloadBurst(
+      largerBurst,
+      redisAdmin,
+      'larger-burst',
+      { replenishRate: 10, burstCapacity: 100 },
+      100,
+    );
     expect(other).toEqual([]);
     expect(bound).toBeLessThan(100);
     expect(admitted, `admitted (exact bound ${bound})`).toBeLessThanOrEqual(bound);
     expect(admitted).toBeGreaterThanOrEqual(least);
   });
 
-  it('with hashed keys (as the operator renders routes): a lower rate keeps a drained bucket drained', async ({ hashedKeys, redisAdmin }) => {
-    const { admitted, other, bound, least } = await drainReloadBurst(hashedKeys, redisAdmin, 'hashed', { replenishRate: 2, burstCapacity: 10 }, 10, true);
+  it('with hashed keys (as the operator renders routes): a lower rate keeps a drained bucket drained', async ({
+    hashedKeys,
+    redisAdmin,
+  }) => {
+    const { admitted, other, bound, least } = await drainReloadBurst(
+      hashedKeys,
+      redisAdmin,
+      'hashed',
+      { replenishRate: 2, burstCapacity: 10 },
+      10,
+      true,
+    );
     expect(other).toEqual([]);
     expect(bound).toBeLessThan(10);
     expect(admitted, `admitted (exact bound ${bound})`).toBeLessThanOrEqual(bound);

@@ -4,7 +4,8 @@ import { request } from 'undici';
 import { describe, expect } from 'vitest';
 import { test } from '../harness/fixtures.ts';
 
-const deprecated = /"level":40,.*"msg":"limiter\.headers\.spec is deprecated: rename it to limiter\.headers\.fields/;
+const deprecated =
+  /"level":40,.*"msg":"limiter\.headers\.spec is deprecated: rename it to limiter\.headers\.fields/;
 
 const it = test.extend('sidecar', { scope: 'file' }, ({ start, userService }) =>
   start.sidecar({
@@ -15,8 +16,12 @@ const it = test.extend('sidecar', { scope: 'file' }, ({ start, userService }) =>
 );
 
 describe('limiter.headers.spec, the former name of limiter.headers.fields', () => {
-  it('still switches the RateLimit-Limit set, with a warning at start and on reload', async ({ sidecar }) => {
-    const headers = async () => (await request(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': 'renamed' } })).headers;
+  it('still switches the RateLimit-Limit set, with a warning at start and on reload', async ({
+    sidecar,
+  }) => {
+    const headers = async () =>
+      (await request(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': 'renamed' } }))
+        .headers;
     await sidecar.program.waitForLine(deprecated, 10_000);
     const off = await headers();
     expect(off['ratelimit-limit']).toBeUndefined();
@@ -24,13 +29,26 @@ describe('limiter.headers.spec, the former name of limiter.headers.fields', () =
 
     const warnings = () => sidecar.program.lines.filter((l) => deprecated.test(l)).length;
     const before = warnings();
-    sidecar.write({ ...sidecar.config, limiter: { replenishRate: 1, burstCapacity: 50, requestedTokens: 1, headers: { spec: true } } });
+    sidecar.write({
+      ...sidecar.config,
+      limiter: { replenishRate: 1, burstCapacity: 50, requestedTokens: 1, headers: { spec: true } },
+    });
     await sidecar.program.waitForLine(/"msg":"config reloaded"/, 10_000);
     expect((await headers())['ratelimit-limit']).toBe('50');
     expect(warnings()).toBe(before + 1);
 
-    sidecar.write({ ...sidecar.config, limiter: { replenishRate: 1, burstCapacity: 50, requestedTokens: 1, headers: { fields: false } } });
-    await expect.poll(async () => (await headers())['ratelimit-limit'], { timeout: 10_000 }).toBeUndefined();
+    sidecar.write({
+      ...sidecar.config,
+      limiter: {
+        replenishRate: 1,
+        burstCapacity: 50,
+        requestedTokens: 1,
+        headers: { fields: false },
+      },
+    });
+    await expect
+      .poll(async () => (await headers())['ratelimit-limit'], { timeout: 10_000 })
+      .toBeUndefined();
     expect(warnings()).toBe(before + 1);
   });
 });

@@ -18,7 +18,12 @@ interface Exchange {
 }
 
 /** Opens a raw connection, writes `head` and `chunks` (one every `everyMs`), and reads until close. */
-function exchange(port: number, head: string, chunks: string[] = [], everyMs = 0): Promise<Exchange> {
+function exchange(
+  port: number,
+  head: string,
+  chunks: string[] = [],
+  everyMs = 0,
+): Promise<Exchange> {
   return new Promise((resolve, reject) => {
     const socket = net.connect({ port, host: '127.0.0.1' });
     const received: Buffer[] = [];
@@ -47,45 +52,80 @@ const it = test.extend('sidecar', { scope: 'file' }, async ({ start }) => {
     req.on('end', () => res.end(`read ${n}`));
   });
   return start.sidecar(
-    { listen: { requestTimeoutMs: IDLE_MS, requestBodyMinBytesPerSecond: MIN_RATE }, upstream: { url: upstream.url }, route: { id: 'body' }, limiter: { replenishRate: 100, burstCapacity: 100 } },
+    {
+      listen: { requestTimeoutMs: IDLE_MS, requestBodyMinBytesPerSecond: MIN_RATE },
+      upstream: { url: upstream.url },
+      route: { id: 'body' },
+      limiter: { replenishRate: 100, burstCapacity: 100 },
+    },
     { name: 'sidecar-body-timeout' },
   );
 });
 
 describe('listen.requestTimeoutMs: stalled request bodies', () => {
-  it('answers 408 problem+json and closes when a declared body never arrives', async ({ sidecar }) => {
-    const r = await exchange(sidecar.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: stall\r\nContent-Length: 1000\r\n\r\n0123456789');
+  it('answers 408 problem+json and closes when a declared body never arrives', async ({
+    sidecar,
+  }) => {
+    const r = await exchange(
+      sidecar.port,
+      'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: stall\r\nContent-Length: 1000\r\n\r\n0123456789',
+    );
     expect(r.status).toBe(408);
     expect(r.text).toMatch(/content-type: application\/problem\+json/i);
     expect(r.text).toMatch(/connection: close/i);
-    const body = JSON.parse(r.text.slice(r.text.indexOf('\r\n\r\n') + 4)) as { status: number; title: string };
+    const body = JSON.parse(r.text.slice(r.text.indexOf('\r\n\r\n') + 4)) as {
+      status: number;
+      title: string;
+    };
     expect(body).toMatchObject({ status: 408, title: 'Request Timeout' });
   });
 
   it('answers 408 for a chunked body that stops mid-way', async ({ sidecar }) => {
-    const r = await exchange(sidecar.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: stall-chunked\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n');
+    const r = await exchange(
+      sidecar.port,
+      'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: stall-chunked\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n',
+    );
     expect(r.status).toBe(408);
   });
 
-  it('closes the connection when the answer went out before the body (a bad key) and the body never comes', async ({ sidecar }) => {
+  it('closes the connection when the answer went out before the body (a bad key) and the body never comes', async ({
+    sidecar,
+  }) => {
     // Before the fix the socket lived on until keepAliveTimeout (65 s): the 10 s test timeout catches that.
-    const r = await exchange(sidecar.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n');
+    const r = await exchange(
+      sidecar.port,
+      'POST /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n',
+    );
     expect(r.status).toBe(400); // answered at once; then the stalled body ends the connection
   }, 10_000);
 
-  it('lets a slow upload through that takes longer than the timeout in total but never pauses that long', async ({ sidecar }) => {
+  it('lets a slow upload through that takes longer than the timeout in total but never pauses that long', async ({
+    sidecar,
+  }) => {
     // 12 chunks of 10 bytes, one every IDLE_MS / 4: about 3 x IDLE_MS in total, no gap near IDLE_MS.
     const chunks = Array.from({ length: 12 }, (_, i) => String(i).padStart(10, '-'));
-    const r = await exchange(sidecar.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: slow-upload\r\nContent-Length: 120\r\nConnection: close\r\n\r\n', chunks, IDLE_MS / 4);
+    const r = await exchange(
+      sidecar.port,
+      'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: slow-upload\r\nContent-Length: 120\r\nConnection: close\r\n\r\n',
+      chunks,
+      IDLE_MS / 4,
+    );
     expect(r.status).toBe(200);
     expect(r.text.endsWith('read 120')).toBe(true);
   });
 
-  it('answers 408 for a body that never pauses for IDLE_MS but trickles below the rate floor', async ({ sidecar }) => {
+  it('answers 408 for a body that never pauses for IDLE_MS but trickles below the rate floor', async ({
+    sidecar,
+  }) => {
     // A byte every IDLE_MS / 4: 4 bytes a window where MIN_RATE asks for 16. Unchecked, such a body
     // holds its upstream connection for as long as it likes.
     const chunks = Array.from({ length: 40 }, () => 'x');
-    const r = await exchange(sidecar.port, 'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: trickle\r\nContent-Length: 40\r\n\r\n', chunks, IDLE_MS / 4);
+    const r = await exchange(
+      sidecar.port,
+      'POST /upload HTTP/1.1\r\nHost: x\r\nUSER-ID: trickle\r\nContent-Length: 40\r\n\r\n',
+      chunks,
+      IDLE_MS / 4,
+    );
     expect(r.status).toBe(408);
     expect(r.text).toContain('application/problem+json');
     expect(r.text).toContain('fewer than 16 bytes');

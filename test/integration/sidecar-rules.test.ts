@@ -10,7 +10,11 @@ import { perDescribe } from '../harness/fixtures.ts';
 type Limiter = SidecarConfigInput['limiter'];
 
 // Slow refill (1 token per 100 s) so nothing comes back while a test runs.
-const slow = (burstCapacity: number, requestedTokens = 1) => ({ replenishRate: 1, burstCapacity: burstCapacity * 100, requestedTokens: requestedTokens * 100 });
+const slow = (burstCapacity: number, requestedTokens = 1) => ({
+  replenishRate: 1,
+  burstCapacity: burstCapacity * 100,
+  requestedTokens: requestedTokens * 100,
+});
 
 const limiter: Limiter = {
   rules: [
@@ -26,20 +30,36 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
     const redis = store === 'redis' ? await start.redis() : undefined;
     const user = await start.userService();
     const sidecar = await start.sidecar(
-      { upstream: { url: user.url }, route: { id: 'rules' }, limiter, ...(redis === undefined ? {} : { redis: { url: redis.url } }) },
+      {
+        upstream: { url: user.url },
+        route: { id: 'rules' },
+        limiter,
+        ...(redis === undefined ? {} : { redis: { url: redis.url } }),
+      },
       { name: `sidecar-rules-${store}` },
     );
     return { redis, sidecar, base: sidecar.config };
   });
 
-  const send = async (path: string, userId: string | undefined, method: 'GET' | 'POST' | 'DELETE' = 'GET') => {
-    const res = await request(`${stack.sidecar.url}${path}`, { method, headers: userId === undefined ? {} : { 'user-id': userId } });
+  const send = async (
+    path: string,
+    userId: string | undefined,
+    method: 'GET' | 'POST' | 'DELETE' = 'GET',
+  ) => {
+    const res = await request(`${stack.sidecar.url}${path}`, {
+      method,
+      headers: userId === undefined ? {} : { 'user-id': userId },
+    });
     const body = await res.body.text();
     return { status: res.statusCode, headers: res.headers, body };
   };
   const metric = async (series: string) => {
-    const text = await (await request(`http://127.0.0.1:${stack.sidecar.adminPort}/metrics`)).body.text();
-    return Number(new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
+    const text = await (
+      await request(`http://127.0.0.1:${stack.sidecar.adminPort}/metrics`)
+    ).body.text();
+    return Number(
+      new RegExp(`^${series.replace(/[{}"]/g, '\\$&')} (\\d+)$`, 'm').exec(text)?.[1] ?? Number.NaN,
+    );
   };
 
   it('the first rule matching path and method decides; each rule has its own buckets and an opaque policy name (no route or rule name reaches clients)', async () => {
@@ -50,11 +70,16 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
     const refused = await send('/api/search/films', 'ann');
     expect(refused.status).toBe(429);
     expect(refused.headers['content-type']).toBe('application/problem+json');
-    expect(JSON.parse(refused.body)).toMatchObject({ status: 429, detail: expect.stringMatching(/^Rate limit reached; retry in \d+ s\.$/) });
+    expect(JSON.parse(refused.body)).toMatchObject({
+      status: 429,
+      detail: expect.stringMatching(/^Rate limit reached; retry in \d+ s\.$/),
+    });
     // DELETE is not a search method: the next rule (api) decides, with its own fresh buckets.
     const other = await send('/api/search/books', 'ann', 'DELETE');
     expect(other.status).not.toBe(429);
-    expect(other.headers['ratelimit-policy']).toBe('"rule2/0";q=200;w=200, "rule2/1";q=1000;w=1000');
+    expect(other.headers['ratelimit-policy']).toBe(
+      '"rule2/0";q=200;w=200, "rule2/1";q=1000;w=1000',
+    );
     // Another user has buckets of their own.
     expect((await send('/api/search/books', 'bea')).status).not.toBe(429);
   });
@@ -81,7 +106,10 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
     const admin = new Redis(redis.url);
     try {
       const keys = (await admin.keys('portcullis:bucket:v2:{rules:api:cid}*')).sort();
-      expect(keys).toEqual(['portcullis:bucket:v2:{rules:api:cid}', 'portcullis:bucket:v2:{rules:api:cid}:1']);
+      expect(keys).toEqual([
+        'portcullis:bucket:v2:{rules:api:cid}',
+        'portcullis:bucket:v2:{rules:api:cid}:1',
+      ]);
       for (const k of keys) expect(await admin.pttl(k)).toBeGreaterThan(0);
     } finally {
       admin.disconnect();
@@ -89,7 +117,9 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
   });
 
   it('a shadow rule decides and counts, adds its headers, and never refuses', async () => {
-    const before = await metric('portcullis_sidecar_limiter_decisions_total{route="rules",rule="health",decision="limited",shadow="true"}');
+    const before = await metric(
+      'portcullis_sidecar_limiter_decisions_total{route="rules",rule="health",decision="limited",shadow="true"}',
+    );
     const statuses: number[] = [];
     for (let i = 0; i < 3; i++) {
       const res = await send('/healthcheck/ready', 'dan');
@@ -98,9 +128,19 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
       expect(res.headers['retry-after']).toBeUndefined();
     }
     expect(statuses).toEqual([200, 200, 200]);
-    expect(await metric('portcullis_sidecar_limiter_decisions_total{route="rules",rule="health",decision="allowed",shadow="true"}')).toBe(1);
-    expect((await metric('portcullis_sidecar_limiter_decisions_total{route="rules",rule="health",decision="limited",shadow="true"}')) - (Number.isNaN(before) ? 0 : before)).toBe(2);
-    expect(await metric('portcullis_sidecar_requests_total{route="rules",outcome="forwarded"}')).toBeGreaterThanOrEqual(3);
+    expect(
+      await metric(
+        'portcullis_sidecar_limiter_decisions_total{route="rules",rule="health",decision="allowed",shadow="true"}',
+      ),
+    ).toBe(1);
+    expect(
+      (await metric(
+        'portcullis_sidecar_limiter_decisions_total{route="rules",rule="health",decision="limited",shadow="true"}',
+      )) - (Number.isNaN(before) ? 0 : before),
+    ).toBe(2);
+    expect(
+      await metric('portcullis_sidecar_requests_total{route="rules",outcome="forwarded"}'),
+    ).toBeGreaterThanOrEqual(3);
   });
 
   it('a request no rule matches is forwarded unlimited (no key needed, no headers), or refused when unmatched is refuse', async () => {
@@ -114,7 +154,10 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
     const refused = await send('/elsewhere', 'eve');
     expect(refused.status).toBe(404);
     expect(refused.headers['content-type']).toBe('application/problem+json');
-    expect(JSON.parse(refused.body)).toMatchObject({ type: 'urn:portcullis:problem:no-route', detail: 'No rule of this route applies to GET requests on this path.' });
+    expect(JSON.parse(refused.body)).toMatchObject({
+      type: 'urn:portcullis:problem:no-route',
+      detail: 'No rule of this route applies to GET requests on this path.',
+    });
   });
 
   it('hot reload keeps the buckets of rules whose names stay, also when their limits change; a renamed rule starts afresh', async () => {
@@ -124,7 +167,9 @@ describe.each(['memory', 'redis'] as const)('rules on the %s store', (store) => 
     expect((await send('/api/search/x', 'fay')).status).toBe(429);
     // Same names, the search rule's burst raised from 2 to 3 requests: fay's bucket is kept (still
     // empty, now 300 s from full), where a new bucket would start full and admit.
-    const raised = { rules: [{ ...limiter.rules![0]!, limits: [slow(3)] }, limiter.rules![1]!, limiter.rules![2]!] };
+    const raised = {
+      rules: [{ ...limiter.rules![0]!, limits: [slow(3)] }, limiter.rules![1]!, limiter.rules![2]!],
+    };
     sidecar.write({ ...base, limiter: raised });
     await sidecar.program.waitForLine(/"burstCapacity":300.*config reloaded/, 10_000);
     const kept = await send('/api/search/x', 'fay');

@@ -50,7 +50,9 @@ describe('slow uploads of one user', () => {
       });
     });
     socket.on('error', () => undefined);
-    socket.write(`POST /upload HTTP/1.1\r\nHost: gw\r\nUSER-ID: ${user}\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\nx`);
+    socket.write(
+      `POST /upload HTTP/1.1\r\nHost: gw\r\nUSER-ID: ${user}\r\nContent-Type: application/octet-stream\r\nContent-Length: 1000\r\n\r\nx`,
+    );
     return answered;
   };
 
@@ -61,11 +63,18 @@ describe('slow uploads of one user', () => {
       for (let i = 0; i < UPLOADS; i++) void slowUpload('slow').then((a) => answers.push(a));
       // Wait until every upload either reached the upstream or was answered (or the pool is full).
       const deadline = Date.now() + 20_000;
-      while (upstream.uploading + answers.length < UPLOADS && upstream.uploading < CONNECTIONS && Date.now() < deadline) {
+      while (
+        upstream.uploading + answers.length < UPLOADS &&
+        upstream.uploading < CONNECTIONS &&
+        Date.now() < deadline
+      ) {
         await new Promise((r) => setTimeout(r, 50));
       }
       // Another user's GET is served (it used to wait behind the uploads; the signal only ends a hang).
-      const res = await request(`${sidecar.url}/page`, { headers: { 'USER-ID': 'other' }, signal: AbortSignal.timeout(20_000) });
+      const res = await request(`${sidecar.url}/page`, {
+        headers: { 'USER-ID': 'other' },
+        signal: AbortSignal.timeout(20_000),
+      });
       expect(res.statusCode).toBe(200);
       expect(await res.body.text()).toBe('OK');
 
@@ -81,7 +90,11 @@ describe('slow uploads of one user', () => {
       const busy = await request(`${sidecar.url}/page`, { headers: { 'USER-ID': 'slow' } });
       await busy.body.dump();
       expect(busy.statusCode).toBe(200);
-      const post = await request(`${sidecar.url}/upload`, { method: 'POST', body: 'complete', headers: { 'USER-ID': 'slow' } });
+      const post = await request(`${sidecar.url}/upload`, {
+        method: 'POST',
+        body: 'complete',
+        headers: { 'USER-ID': 'slow' },
+      });
       await post.body.dump();
       expect(post.statusCode).toBe(429);
 
@@ -89,14 +102,21 @@ describe('slow uploads of one user', () => {
       // lost only the uploads forwarded and the GETs (charged, the 9 refusals would have emptied it).
       for (const s of sockets) s.destroy();
       const gone = Date.now() + 20_000;
-      while (upstream.uploading > 0 && Date.now() < gone) await new Promise((r) => setTimeout(r, 50));
+      while (upstream.uploading > 0 && Date.now() < gone)
+        await new Promise((r) => setTimeout(r, 50));
       const own = await request(`${sidecar.url}/page`, { headers: { 'USER-ID': 'slow' } });
       await own.body.dump();
       expect(own.statusCode).toBe(200);
-      expect(Number(own.headers['ratelimit-remaining'])).toBeGreaterThanOrEqual(100 - (PER_KEY + 2) * 10);
+      expect(Number(own.headers['ratelimit-remaining'])).toBeGreaterThanOrEqual(
+        100 - (PER_KEY + 2) * 10,
+      );
 
-      const metrics = await (await request(`http://127.0.0.1:${sidecar.adminPort}/metrics`)).body.text();
-      expect(metrics).toContain(`portcullis_sidecar_requests_total{route="uploads",outcome="key_in_flight"} ${UPLOADS - PER_KEY + 1}`);
+      const metrics = await (
+        await request(`http://127.0.0.1:${sidecar.adminPort}/metrics`)
+      ).body.text();
+      expect(metrics).toContain(
+        `portcullis_sidecar_requests_total{route="uploads",outcome="key_in_flight"} ${UPLOADS - PER_KEY + 1}`,
+      );
     } finally {
       for (const s of sockets) s.destroy();
     }

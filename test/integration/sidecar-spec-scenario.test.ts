@@ -31,10 +31,15 @@ const it = test.extend('sidecar', { scope: 'file' }, ({ start, userService, redi
 
 describe('specification scenario: 1/10/2, 30 GETs 0.5 s apart', () => {
   it('the exact model at exactly 0.5 s spacing admits 12', () => {
-    expect(modelAdmitted(Array.from({ length: 30 }, (_, i) => i * 500)).filter(Boolean)).toHaveLength(12);
+    expect(
+      modelAdmitted(Array.from({ length: 30 }, (_, i) => i * 500)).filter(Boolean),
+    ).toHaveLength(12);
   });
 
-  it('admits what the exact model predicts for the send times used, each admitted one 200 OK, the rest 429', async ({ sidecar, redisAdmin: admin }) => {
+  it('admits what the exact model predicts for the send times used, each admitted one 200 OK, the rest 429', async ({
+    sidecar,
+    redisAdmin: admin,
+  }) => {
     const key = 'spec-scenario-user';
     const bucketKey = `portcullis:bucket:v2:{all:${key}}`;
     const redisNowUs = async () => {
@@ -55,7 +60,9 @@ describe('specification scenario: 1/10/2, 30 GETs 0.5 s apart', () => {
       if (wait > 0) await sleep(wait);
       sendMs.push(performance.now());
       const beforeUs = await redisNowUs();
-      const res = await request(`${sidecar.url}/healthcheck/ready`, { headers: { 'USER-ID': key } });
+      const res = await request(`${sidecar.url}/healthcheck/ready`, {
+        headers: { 'USER-ID': key },
+      });
       const body = await res.body.text();
       statuses.push(res.statusCode);
       if (res.statusCode === 200) expect(body).toBe('OK');
@@ -94,7 +101,9 @@ describe('specification scenario: 1/10/2, 30 GETs 0.5 s apart', () => {
     // When the schedule held (every gap from the first send within 45 ms of its aim), the count is
     // the exact-model 12 of the specification scenario; a machine too busy to hold it still checks
     // 1 and 2 above.
-    const slipMs = Math.max(...sendMs.slice(1).map((t, i) => Math.abs(t - sendMs[0]! - (i + 1) * 500 - 50)));
+    const slipMs = Math.max(
+      ...sendMs.slice(1).map((t, i) => Math.abs(t - sendMs[0]! - (i + 1) * 500 - 50)),
+    );
     if (slipMs < 45) expect(admitted).toBe(12);
   });
 });

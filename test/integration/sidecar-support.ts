@@ -30,7 +30,11 @@ export function rawRequest(port: number, request: string): Promise<RawResponse> 
       if (headers.get('transfer-encoding') === 'chunked') body = dechunk(body);
       resolve({ status: Number(statusLine.split(' ')[1]), head, headers, body });
     });
-    socket.write(request.includes('\r\nConnection:') ? request : request.replace(/\r\n\r\n$/, '\r\nConnection: close\r\n\r\n'));
+    socket.write(
+      request.includes('\r\nConnection:')
+        ? request
+        : request.replace(/\r\n\r\n$/, '\r\nConnection: close\r\n\r\n'),
+    );
   });
 }
 

@@ -11,11 +11,19 @@ import { sleep } from './sidecar-support.ts';
 const limiter = { replenishRate: 50, burstCapacity: 10, requestedTokens: 1 };
 
 const it = test.extend('sidecar', { scope: 'file' }, ({ start, userService, redis }) =>
-  start.sidecar({ upstream: { url: userService.url }, route: { id: 'ttl' }, limiter, redis: { url: redis.url, commandTimeoutMs: 2000 } }),
+  start.sidecar({
+    upstream: { url: userService.url },
+    route: { id: 'ttl' },
+    limiter,
+    redis: { url: redis.url, commandTimeoutMs: 2000 },
+  }),
 );
 
 describe('bucket keys always expire', () => {
-  it('PTTL is set on every key during traffic, and idle keys vanish after the TTL', async ({ sidecar, redisAdmin: admin }) => {
+  it('PTTL is set on every key during traffic, and idle keys vanish after the TTL', async ({
+    sidecar,
+    redisAdmin: admin,
+  }) => {
     const ttl = bucketTtlMs({ ...limiter });
     expect(ttl).toBe(1000);
     const pool = new Pool(sidecar.url, { connections: 8 });
@@ -24,7 +32,11 @@ describe('bucket keys always expire', () => {
     const load = Promise.all(
       users.map(async (u) => {
         while (running) {
-          const res = await pool.request({ method: 'GET', path: '/healthcheck/ready', headers: { 'user-id': u } });
+          const res = await pool.request({
+            method: 'GET',
+            path: '/healthcheck/ready',
+            headers: { 'user-id': u },
+          });
           await res.body.dump();
         }
       }),

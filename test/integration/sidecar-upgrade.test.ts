@@ -30,7 +30,9 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
     upstream = http.createServer((_req, res) => res.end('plain OK'));
     upstream.on('connection', () => upstreamConnections.accepted++);
     wss = new WebSocketServer({ noServer: true });
-    wss.on('connection', (ws) => ws.on('message', (data, isBinary) => ws.send(isBinary ? data : `echo: ${String(data)}`)));
+    wss.on('connection', (ws) =>
+      ws.on('message', (data, isBinary) => ws.send(isBinary ? data : `echo: ${String(data)}`)),
+    );
     upstream.on('upgrade', (req, socket, head) => {
       upgradeHeaders.push(req.headers);
       upstreamConnections.upgraded.add(socket);
@@ -42,7 +44,9 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
         return;
       }
       if (req.url === '/forbidden') {
-        socket.end('HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: 9\r\n\r\nforbidden');
+        socket.end(
+          'HTTP/1.1 403 Forbidden\r\ncontent-type: text/plain\r\ncontent-length: 9\r\n\r\nforbidden',
+        );
         return;
       }
       wss.handleUpgrade(req, socket, head, (ws) => wss.emit('connection', ws, req));
@@ -54,7 +58,14 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
       route: { id: 'ws', path: '/**' },
       limiter,
     });
-    deadSidecar = await startSidecar({ upstream: { url: `http://127.0.0.1:${await freePort()}` }, route: { id: 'dead', path: '/**' }, limiter }, { name: 'sidecar-dead' });
+    deadSidecar = await startSidecar(
+      {
+        upstream: { url: `http://127.0.0.1:${await freePort()}` },
+        route: { id: 'dead', path: '/**' },
+        limiter,
+      },
+      { name: 'sidecar-dead' },
+    );
   });
   afterAll(async () => {
     for (const c of clients) c.terminate();
@@ -66,13 +77,18 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
 
   const connect = (user: string | undefined, path = '/chat') =>
     new Promise<{ ws: WebSocket; res: http.IncomingMessage }>((resolve, reject) => {
-      const ws = new WebSocket(`ws://127.0.0.1:${sidecar.port}${path}`, { headers: user === undefined ? {} : { 'USER-ID': user } });
+      const ws = new WebSocket(`ws://127.0.0.1:${sidecar.port}${path}`, {
+        headers: user === undefined ? {} : { 'USER-ID': user },
+      });
       clients.push(ws);
       ws.once('upgrade', (res) => ws.once('open', () => resolve({ ws, res })));
-      ws.once('unexpected-response', (_req, res) => reject(new Error(`unexpected ${res.statusCode}`)));
+      ws.once('unexpected-response', (_req, res) =>
+        reject(new Error(`unexpected ${res.statusCode}`)),
+      );
       ws.once('error', reject);
     });
-  const nextMessage = (ws: WebSocket) => new Promise<string>((resolve) => ws.once('message', (d) => resolve(String(d))));
+  const nextMessage = (ws: WebSocket) =>
+    new Promise<string>((resolve) => ws.once('message', (d) => resolve(String(d))));
   const closed = (ws: WebSocket) =>
     new Promise<number>((resolve) => {
       if (ws.readyState === WebSocket.CLOSED) resolve(-1);
@@ -83,8 +99,18 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
     return Number(/^portcullis_sidecar_upgrade_tunnels (\S+)$/m.exec(text)?.[1]);
   };
   const noSocketsLeft = async () => {
-    await eventually('no upgraded upstream socket left', () => upstreamConnections.upgraded.size === 0, 10_000, 50);
-    await eventually('no tunnel left in the sidecar', async () => (await tunnels()) === 0, 10_000, 50);
+    await eventually(
+      'no upgraded upstream socket left',
+      () => upstreamConnections.upgraded.size === 0,
+      10_000,
+      50,
+    );
+    await eventually(
+      'no tunnel left in the sidecar',
+      async () => (await tunnels()) === 0,
+      10_000,
+      50,
+    );
     expect(wss.clients.size).toBe(0);
   };
 
@@ -110,7 +136,9 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
     expect(seen['upgrade']).toBe('websocket');
     expect(await tunnels()).toBe(1);
     // A plain request on the same port still goes the normal way.
-    expect(await (await fetch(`${sidecar.url}/plain`, { headers: { 'USER-ID': 'carol' } })).text()).toBe('plain OK');
+    expect(
+      await (await fetch(`${sidecar.url}/plain`, { headers: { 'USER-ID': 'carol' } })).text(),
+    ).toBe('plain OK');
     ws.close();
     await closed(ws);
     await noSocketsLeft();
@@ -121,7 +149,10 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
     const res = await rawRequest(sidecar.port, upgradeRequest('/chat'));
     expect(res.status).toBe(400);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
-    expect(JSON.parse(res.body)).toMatchObject({ type: 'urn:portcullis:problem:invalid-user-id', status: 400 });
+    expect(JSON.parse(res.body)).toMatchObject({
+      type: 'urn:portcullis:problem:invalid-user-id',
+      status: 400,
+    });
     expect(upstreamConnections.accepted).toBe(before);
   });
 
@@ -133,7 +164,10 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
     expect(res.status).toBe(429);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
     expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(JSON.parse(res.body)).toMatchObject({ type: 'urn:portcullis:problem:rate-limited', status: 429 });
+    expect(JSON.parse(res.body)).toMatchObject({
+      type: 'urn:portcullis:problem:rate-limited',
+      status: 429,
+    });
     expect(upstreamConnections.accepted).toBe(before);
     a.ws.close();
     b.ws.close();
@@ -145,8 +179,14 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
     const res = await rawRequest(deadSidecar.port, upgradeRequest('/chat', 'USER-ID: dave\r\n'));
     expect(res.status).toBe(502);
     expect(res.headers.get('content-type')).toBe('application/problem+json');
-    expect(JSON.parse(res.body)).toMatchObject({ type: 'urn:portcullis:problem:upstream-unavailable', status: 502 });
-    const declined = await rawRequest(sidecar.port, upgradeRequest('/forbidden', 'USER-ID: erin\r\n'));
+    expect(JSON.parse(res.body)).toMatchObject({
+      type: 'urn:portcullis:problem:upstream-unavailable',
+      status: 502,
+    });
+    const declined = await rawRequest(
+      sidecar.port,
+      upgradeRequest('/forbidden', 'USER-ID: erin\r\n'),
+    );
     expect(declined.status).toBe(403);
     expect(declined.body).toBe('forbidden');
     expect(declined.headers.get('ratelimit-limit')).toBe('10');
@@ -154,7 +194,14 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
   });
 
   it('SIGTERM with a tunnel open: the sidecar closes it and exits 0 (a tunnel does not hold shutdown)', async () => {
-    const s = await startSidecar({ upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` }, route: { id: 'bye', path: '/**' }, limiter: { replenishRate: 1, burstCapacity: 10 } }, { name: 'sidecar-bye' });
+    const s = await startSidecar(
+      {
+        upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+        route: { id: 'bye', path: '/**' },
+        limiter: { replenishRate: 1, burstCapacity: 10 },
+      },
+      { name: 'sidecar-bye' },
+    );
     const ws = new WebSocket(`ws://127.0.0.1:${s.port}/chat`, { headers: { 'USER-ID': 'jo' } });
     clients.push(ws);
     await new Promise((resolve, reject) => {
@@ -168,43 +215,75 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
   });
 
   it('an upstream not answering the upgrade in time: 504; a client leaving first takes the upstream socket with it', async () => {
-    const s = await startSidecar({
-      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`, timeoutMs: 2000 }, // generous: the client must leave well before it
-      route: { id: 'slow', path: '/**' },
-      limiter: { replenishRate: 1, burstCapacity: 10 },
-    }, { name: 'sidecar-slow' });
+    const s = await startSidecar(
+      {
+        upstream: {
+          url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}`,
+          timeoutMs: 2000,
+        }, // generous: the client must leave well before it
+        route: { id: 'slow', path: '/**' },
+        limiter: { replenishRate: 1, burstCapacity: 10 },
+      },
+      { name: 'sidecar-slow' },
+    );
     try {
       const res = await rawRequest(s.port, upgradeRequest('/hang', 'USER-ID: kim\r\n'));
       expect(res.status).toBe(504);
-      expect(JSON.parse(res.body)).toMatchObject({ type: 'urn:portcullis:problem:upstream-timeout', status: 504 });
-      await eventually('upstream socket of the timed-out upgrade closed', () => upstreamConnections.upgraded.size === 0, 10_000, 50);
+      expect(JSON.parse(res.body)).toMatchObject({
+        type: 'urn:portcullis:problem:upstream-timeout',
+        status: 504,
+      });
+      await eventually(
+        'upstream socket of the timed-out upgrade closed',
+        () => upstreamConnections.upgraded.size === 0,
+        10_000,
+        50,
+      );
 
       const socket = net.connect(s.port, '127.0.0.1');
       socket.write(upgradeRequest('/hang', 'USER-ID: lou\r\n'));
-      await eventually('upgrade reached the upstream', () => upstreamConnections.upgraded.size === 1, 10_000, 50);
+      await eventually(
+        'upgrade reached the upstream',
+        () => upstreamConnections.upgraded.size === 1,
+        10_000,
+        50,
+      );
       socket.destroy();
-      await eventually('upstream socket closed after the client left', () => upstreamConnections.upgraded.size === 0, 10_000, 50);
+      await eventually(
+        'upstream socket closed after the client left',
+        () => upstreamConnections.upgraded.size === 0,
+        10_000,
+        50,
+      );
       // Only the first counts as an upstream error: the second was the client's doing.
       const metrics = await (await fetch(`http://127.0.0.1:${s.adminPort}/metrics`)).text();
-      expect(metrics).toMatch(/^portcullis_sidecar_requests_total\{route="slow",outcome="upstream_error"\} 1$/m);
+      expect(metrics).toMatch(
+        /^portcullis_sidecar_requests_total\{route="slow",outcome="upstream_error"\} 1$/m,
+      );
     } finally {
       await s.program.stop();
     }
   });
 
   it('the limiter store down and onStoreError deny: 503 problem+json with Retry-After', async () => {
-    const s = await startSidecar({
-      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
-      route: { id: 'deny', path: '/**' },
-      limiter: { replenishRate: 1, burstCapacity: 10, onStoreError: 'deny' },
-      redis: { url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 200 },
-    }, { name: 'sidecar-deny' });
+    const s = await startSidecar(
+      {
+        upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+        route: { id: 'deny', path: '/**' },
+        limiter: { replenishRate: 1, burstCapacity: 10, onStoreError: 'deny' },
+        redis: { url: `redis://127.0.0.1:${await freePort()}`, connectTimeoutMs: 200 },
+      },
+      { name: 'sidecar-deny' },
+    );
     try {
       const before = upstreamConnections.accepted;
       const res = await rawRequest(s.port, upgradeRequest('/chat', 'USER-ID: max\r\n'));
       expect(res.status).toBe(503);
       expect(res.headers.get('retry-after')).toBe('1');
-      expect(JSON.parse(res.body)).toMatchObject({ type: 'urn:portcullis:problem:limiter-unavailable', status: 503 });
+      expect(JSON.parse(res.body)).toMatchObject({
+        type: 'urn:portcullis:problem:limiter-unavailable',
+        status: 503,
+      });
       expect(upstreamConnections.accepted).toBe(before);
     } finally {
       await s.program.stop();
@@ -213,22 +292,34 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
 
   it('jwt key with rules: no token is 401 with a Bearer challenge; a verified one is tunnelled with its sub as USER-ID; a shadow rule never refuses', async () => {
     const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
-    const jwks = { keys: [{ ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256', use: 'sig' }] };
-    const keyServer = http.createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jwks)));
+    const jwks = {
+      keys: [{ ...(await exportJWK(publicKey)), kid: 'k', alg: 'ES256', use: 'sig' }],
+    };
+    const keyServer = http.createServer((_req, res) =>
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jwks)),
+    );
     await new Promise<void>((r) => keyServer.listen(0, '127.0.0.1', r));
     const jwksUrl = `http://127.0.0.1:${(keyServer.address() as AddressInfo).port}/jwks.json`;
-    const s = await startSidecar({
-      upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
-      route: { id: 'wsjwt', path: '/**' },
-      limiter: {
-        key: 'jwt',
-        jwt: { issuer: 'http://issuer.test', audience: 'urn:ws', jwksUrl },
-        rules: [
-          { name: 'feed', path: '/feed', enforce: false, limits: [{ replenishRate: 1, burstCapacity: 1 }] },
-          { name: 'chat', path: '/chat', limits: [{ replenishRate: 1, burstCapacity: 10 }] },
-        ],
+    const s = await startSidecar(
+      {
+        upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+        route: { id: 'wsjwt', path: '/**' },
+        limiter: {
+          key: 'jwt',
+          jwt: { issuer: 'http://issuer.test', audience: 'urn:ws', jwksUrl },
+          rules: [
+            {
+              name: 'feed',
+              path: '/feed',
+              enforce: false,
+              limits: [{ replenishRate: 1, burstCapacity: 1 }],
+            },
+            { name: 'chat', path: '/chat', limits: [{ replenishRate: 1, burstCapacity: 10 }] },
+          ],
+        },
       },
-    }, { name: 'sidecar-ws-jwt' });
+      { name: 'sidecar-ws-jwt' },
+    );
     try {
       const before = upstreamConnections.accepted;
       const anonymous = await rawRequest(s.port, upgradeRequest('/chat', 'USER-ID: mallory\r\n'));
@@ -244,10 +335,14 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
         .sign(privateKey);
       const open = (path: string) =>
         new Promise<{ ws: WebSocket; res: http.IncomingMessage }>((resolve, reject) => {
-          const ws = new WebSocket(`ws://127.0.0.1:${s.port}${path}`, { headers: { authorization: `Bearer ${token}`, 'USER-ID': 'mallory' } });
+          const ws = new WebSocket(`ws://127.0.0.1:${s.port}${path}`, {
+            headers: { authorization: `Bearer ${token}`, 'USER-ID': 'mallory' },
+          });
           clients.push(ws);
           ws.once('upgrade', (res) => ws.once('open', () => resolve({ ws, res })));
-          ws.once('unexpected-response', (_req, res) => reject(new Error(`unexpected ${res.statusCode}`)));
+          ws.once('unexpected-response', (_req, res) =>
+            reject(new Error(`unexpected ${res.statusCode}`)),
+          );
           ws.once('error', reject);
         });
       const { ws, res } = await open('/chat');
@@ -270,7 +365,14 @@ describe('HTTP Upgrade (WebSocket) through the sidecar', () => {
   });
 
   it('a path outside the route gets 404 problem+json', async () => {
-    const s = await startSidecar({ upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` }, route: { id: 'api', path: '/api/**' }, limiter: { replenishRate: 1, burstCapacity: 10 } }, { name: 'sidecar-api' });
+    const s = await startSidecar(
+      {
+        upstream: { url: `http://127.0.0.1:${(upstream.address() as AddressInfo).port}` },
+        route: { id: 'api', path: '/api/**' },
+        limiter: { replenishRate: 1, burstCapacity: 10 },
+      },
+      { name: 'sidecar-api' },
+    );
     try {
       const res = await rawRequest(s.port, upgradeRequest('/chat', 'USER-ID: frank\r\n'));
       expect(res.status).toBe(404);

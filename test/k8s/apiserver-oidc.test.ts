@@ -65,7 +65,9 @@ beforeAll(async () => {
   });
   front.setTarget(stack.authUrls[0] ?? '');
   // The auth server is up before the API server, which reads the issuer's discovery at start.
-  cluster = await startCluster({ authenticationConfig: authenticationConfiguration(front.url, front.caPem) });
+  cluster = await startCluster({
+    authenticationConfig: authenticationConfiguration(front.url, front.caPem),
+  });
   start.defer(() => cluster.stop());
   // This process signs in through the front and calls the API server: trust both CAs beside the usual ones.
   tls.setDefaultCACertificates([...tls.getCACertificates('default'), front.caPem, cluster.caPem]);
@@ -75,7 +77,15 @@ beforeAll(async () => {
     JSON.stringify({
       apiVersion: 'v1',
       kind: 'Config',
-      clusters: [{ name: 'test', cluster: { server: cluster.server, 'certificate-authority-data': Buffer.from(cluster.caPem).toString('base64') } }],
+      clusters: [
+        {
+          name: 'test',
+          cluster: {
+            server: cluster.server,
+            'certificate-authority-data': Buffer.from(cluster.caPem).toString('base64'),
+          },
+        },
+      ],
       users: [{ name: 'bearer', user: {} }],
       contexts: [{ name: 'bearer', context: { cluster: 'test', user: 'bearer' } }],
       'current-context': 'bearer',
@@ -86,15 +96,31 @@ beforeAll(async () => {
 afterAll(() => start.stopAll());
 
 /** The code flow through the https front, as kubelogin runs it; the token response's JSON. */
-async function codeFlow(clientId: string, secret: string, scope: string): Promise<Record<string, unknown>> {
+async function codeFlow(
+  clientId: string,
+  secret: string,
+  scope: string,
+): Promise<Record<string, unknown>> {
   const { verifier, challenge } = pkce();
   const redirectUri = clientId === KUBERNETES_CLIENT ? KUBELOGIN_REDIRECT : stack.redirectUri;
-  const { location } = await authorize({ issuer: front.url, clientId, redirectUri, scope, challenge });
+  const { location } = await authorize({
+    issuer: front.url,
+    clientId,
+    redirectUri,
+    scope,
+    challenge,
+  });
   const code = location.searchParams.get('code');
   if (code === null) throw new Error(`no code in ${location.toString()}`);
-  const body = { grant_type: 'authorization_code', code, redirect_uri: redirectUri, code_verifier: verifier };
+  const body = {
+    grant_type: 'authorization_code',
+    code,
+    redirect_uri: redirectUri,
+    code_verifier: verifier,
+  };
   const res = await tokenRequest(front.url, body, { basic: [clientId, secret] });
-  if (res.status !== 200) throw new Error(`token request answered ${res.status}: ${JSON.stringify(res.json)}`);
+  if (res.status !== 200)
+    throw new Error(`token request answered ${res.status}: ${JSON.stringify(res.json)}`);
   return res.json;
 }
 
@@ -104,7 +130,8 @@ function idToken(tokens: Record<string, unknown>): string {
   return t;
 }
 
-const asUser = (token: string, args: readonly string[]) => cluster.kubectl(['--token', token, ...args], { kubeconfig: tokenKubeconfig });
+const asUser = (token: string, args: readonly string[]) =>
+  cluster.kubectl(['--token', token, ...args], { kubeconfig: tokenKubeconfig });
 
 interface Review {
   status: { userInfo: { username: string; groups: string[] } };
@@ -112,14 +139,25 @@ interface Review {
 
 describe('kube-apiserver with the auth server as its JWT issuer', () => {
   it('an id_token from the code flow authenticates `kubectl auth whoami` as the user with prefixed groups', async () => {
-    const token = idToken(await codeFlow(KUBERNETES_CLIENT, KUBERNETES_SECRET, 'openid profile email groups'));
+    const token = idToken(
+      await codeFlow(KUBERNETES_CLIENT, KUBERNETES_SECRET, 'openid profile email groups'),
+    );
     // The API server fetches the issuer's discovery and JWKS in the background after it starts.
-    const review = await eventually('whoami as alice', async () => {
-      const r = await asUser(token, ['auth', 'whoami', '-o', 'json']);
-      return r.code === 0 ? (JSON.parse(r.stdout) as Review) : false;
-    }, 60_000, 500);
+    const review = await eventually(
+      'whoami as alice',
+      async () => {
+        const r = await asUser(token, ['auth', 'whoami', '-o', 'json']);
+        return r.code === 0 ? (JSON.parse(r.stdout) as Review) : false;
+      },
+      60_000,
+      500,
+    );
     expect(review.status.userInfo.username).toBe('alice');
-    expect(review.status.userInfo.groups).toEqual(['oidc:readers', 'oidc:wonderland-admins', 'system:authenticated']);
+    expect(review.status.userInfo.groups).toEqual([
+      'oidc:readers',
+      'oidc:wonderland-admins',
+      'system:authenticated',
+    ]);
   });
 
   it('RBAC bound to the group oidc:readers grants get pods in one namespace and nothing more', async () => {
@@ -133,29 +171,87 @@ describe('kube-apiserver with the auth server as its JWT issuer', () => {
       // No controller-manager here: the ServiceAccount admission of a Pod needs the default one made by hand.
       await admin(['create', 'serviceaccount', 'default', '-n', ns]);
     }
-    const pod = (ns: string) => JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'rabbit', namespace: ns }, spec: { containers: [{ name: 'c', image: 'busybox' }] } });
+    const pod = (ns: string) =>
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'rabbit', namespace: ns },
+        spec: { containers: [{ name: 'c', image: 'busybox' }] },
+      });
     await admin(['create', '-f', '-'], pod('wonderland'));
     await admin(['create', '-f', '-'], pod('looking-glass'));
 
-    const canI = async (verb: string, resource: string, ns: string) => (await asUser(token, ['auth', 'can-i', verb, resource, '-n', ns])).stdout.trim();
+    const canI = async (verb: string, resource: string, ns: string) =>
+      (await asUser(token, ['auth', 'can-i', verb, resource, '-n', ns])).stdout.trim();
     // Before the binding: nothing.
-    await eventually('authenticated as alice', async () => (await asUser(token, ['auth', 'whoami'])).code === 0, 60_000, 500);
+    await eventually(
+      'authenticated as alice',
+      async () => (await asUser(token, ['auth', 'whoami'])).code === 0,
+      60_000,
+      500,
+    );
     expect(await canI('get', 'pods', 'wonderland')).toBe('no');
 
-    await admin(['create', 'role', 'pod-reader', '-n', 'wonderland', '--verb=get', '--resource=pods']);
-    await admin(['create', 'rolebinding', 'readers-read-pods', '-n', 'wonderland', '--role=pod-reader', '--group=oidc:readers']);
+    await admin([
+      'create',
+      'role',
+      'pod-reader',
+      '-n',
+      'wonderland',
+      '--verb=get',
+      '--resource=pods',
+    ]);
+    await admin([
+      'create',
+      'rolebinding',
+      'readers-read-pods',
+      '-n',
+      'wonderland',
+      '--role=pod-reader',
+      '--group=oidc:readers',
+    ]);
     // A binding to the unprefixed group name matches nobody signed in through the issuer.
-    await admin(['create', 'role', 'secret-reader', '-n', 'wonderland', '--verb=get', '--resource=secrets']);
-    await admin(['create', 'rolebinding', 'unprefixed', '-n', 'wonderland', '--role=secret-reader', '--group=readers']);
+    await admin([
+      'create',
+      'role',
+      'secret-reader',
+      '-n',
+      'wonderland',
+      '--verb=get',
+      '--resource=secrets',
+    ]);
+    await admin([
+      'create',
+      'rolebinding',
+      'unprefixed',
+      '-n',
+      'wonderland',
+      '--role=secret-reader',
+      '--group=readers',
+    ]);
 
-    expect(await eventually('the binding applies', async () => (await canI('get', 'pods', 'wonderland')) === 'yes' || undefined, 30_000)).toBe(true);
+    expect(
+      await eventually(
+        'the binding applies',
+        async () => (await canI('get', 'pods', 'wonderland')) === 'yes' || undefined,
+        30_000,
+      ),
+    ).toBe(true);
     expect(await canI('list', 'pods', 'wonderland')).toBe('no');
     expect(await canI('delete', 'pods', 'wonderland')).toBe('no');
     expect(await canI('get', 'pods', 'looking-glass')).toBe('no');
     expect(await canI('get', 'secrets', 'wonderland')).toBe('no');
 
     // And the API server enforces it on real requests, not only in can-i.
-    const got = await asUser(token, ['get', 'pod', 'rabbit', '-n', 'wonderland', '-o', 'jsonpath={.metadata.name}']);
+    const got = await asUser(token, [
+      'get',
+      'pod',
+      'rabbit',
+      '-n',
+      'wonderland',
+      '-o',
+      'jsonpath={.metadata.name}',
+    ]);
     expect(got.code, got.stderr).toBe(0);
     expect(got.stdout).toBe('rabbit');
     const listed = await asUser(token, ['get', 'pods', '-n', 'wonderland']);
@@ -166,21 +262,32 @@ describe('kube-apiserver with the auth server as its JWT issuer', () => {
     expect(elsewhere.stderr).toMatch(/forbidden: User "alice" cannot get resource "pods"/);
   });
 
-  it('a token for another audience is refused with 401: another client\'s id_token, the access token', async () => {
+  it("a token for another audience is refused with 401: another client's id_token, the access token", async () => {
     // Authenticating works, so a refusal below is the audience's, not an issuer not yet loaded.
     const ours = idToken(await codeFlow(KUBERNETES_CLIENT, KUBERNETES_SECRET, 'openid groups'));
-    await eventually('authenticated as alice', async () => (await asUser(ours, ['auth', 'whoami'])).code === 0, 60_000, 500);
+    await eventually(
+      'authenticated as alice',
+      async () => (await asUser(ours, ['auth', 'whoami'])).code === 0,
+      60_000,
+      500,
+    );
 
     const other = await codeFlow('oidc-client', SECRETS.oidc, 'openid profile groups');
     for (const [what, token] of [
       ['oidc-client id_token', idToken(other)],
       ['access token (aud: the user service)', String(other['access_token'])],
     ] as const) {
-      const res = await fetch(`${cluster.server}/apis/authentication.k8s.io/v1/selfsubjectreviews`, {
-        method: 'POST',
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }),
-      });
+      const res = await fetch(
+        `${cluster.server}/apis/authentication.k8s.io/v1/selfsubjectreviews`,
+        {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+          body: JSON.stringify({
+            apiVersion: 'authentication.k8s.io/v1',
+            kind: 'SelfSubjectReview',
+          }),
+        },
+      );
       expect(res.status, what).toBe(401);
       const r = await asUser(token, ['auth', 'whoami']);
       expect(r.code, what).not.toBe(0);

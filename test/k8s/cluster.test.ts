@@ -39,9 +39,23 @@ describe('the k8s test cluster', () => {
     expect(denied.stderr).toContain('system:serviceaccount:default:reader');
     expect(denied.stderr).toMatch(/forbidden/i);
 
-    await cluster.kubectl(['create', 'role', 'cm-reader', '--verb=get,list', '--resource=configmaps']);
-    await cluster.kubectl(['create', 'rolebinding', 'reader', '--role=cm-reader', '--serviceaccount=default:reader']);
-    const allowed = await cluster.kubectl(['get', 'configmap', 'smoke', '-o', 'name'], { kubeconfig });
+    await cluster.kubectl([
+      'create',
+      'role',
+      'cm-reader',
+      '--verb=get,list',
+      '--resource=configmaps',
+    ]);
+    await cluster.kubectl([
+      'create',
+      'rolebinding',
+      'reader',
+      '--role=cm-reader',
+      '--serviceaccount=default:reader',
+    ]);
+    const allowed = await cluster.kubectl(['get', 'configmap', 'smoke', '-o', 'name'], {
+      kubeconfig,
+    });
     expect(allowed.code, allowed.stderr).toBe(0);
     expect(allowed.stdout.trim()).toBe('configmap/smoke');
     const write = await cluster.kubectl(['create', 'configmap', 'nope'], { kubeconfig });

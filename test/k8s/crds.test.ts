@@ -34,7 +34,11 @@ afterAll(async () => {
   await cluster?.stop();
 });
 
-function route(name: string, limiter: Record<string, unknown>, extra: Record<string, unknown> = {}) {
+function route(
+  name: string,
+  limiter: Record<string, unknown>,
+  extra: Record<string, unknown> = {},
+) {
   return {
     apiVersion: 'portcullis.dev/v1alpha1',
     kind: 'RateLimitRoute',
@@ -56,7 +60,9 @@ const apply = (obj: unknown) => cluster.kubectl(['apply', '-f', '-'], { input: s
 
 describe('the CRDs on a real API server', () => {
   it('accept a valid RateLimitRoute and fill in the defaults', async () => {
-    const res = await apply(route('all', { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 }));
+    const res = await apply(
+      route('all', { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 }),
+    );
     expect(res.code, res.stderr).toBe(0);
     const got = await cluster.kubectl(['get', 'ratelimitroute', 'all', '-o', 'json']);
     const spec = JSON.parse(got.stdout).spec;
@@ -85,7 +91,9 @@ describe('the CRDs on a real API server', () => {
   it('leave an absent requestedTokens absent (no default: it would turn a rules-form route into both forms)', async () => {
     const res = await apply(route('no-cost', { replenishRate: 2, burstCapacity: 10 }));
     expect(res.code, res.stderr).toBe(0);
-    const spec = JSON.parse((await cluster.kubectl(['get', 'rlr', 'no-cost', '-o', 'json'])).stdout).spec;
+    const spec = JSON.parse(
+      (await cluster.kubectl(['get', 'rlr', 'no-cost', '-o', 'json'])).stdout,
+    ).spec;
     expect(spec.limiter).not.toHaveProperty('requestedTokens');
   });
 
@@ -94,40 +102,124 @@ describe('the CRDs on a real API server', () => {
     const res = await apply(
       route('rules', {
         rules: [
-          { name: 'writes', path: '/api/**', methods: ['POST', 'PUT'], limits: [{ replenishRate: 1, burstCapacity: 5, requestedTokens: 2 }, { replenishRate: 10, burstCapacity: 600 }, limit, limit], enforce: false },
+          {
+            name: 'writes',
+            path: '/api/**',
+            methods: ['POST', 'PUT'],
+            limits: [
+              { replenishRate: 1, burstCapacity: 5, requestedTokens: 2 },
+              { replenishRate: 10, burstCapacity: 600 },
+              limit,
+              limit,
+            ],
+            enforce: false,
+          },
           { name: 'rest', limits: [limit] },
         ],
         unmatched: 'refuse',
       }),
     );
     expect(res.code, res.stderr).toBe(0);
-    const limiter = JSON.parse((await cluster.kubectl(['get', 'rlr', 'rules', '-o', 'json'])).stdout).spec.limiter;
-    expect(limiter.rules.map((r: { name: string; path: string }) => [r.name, r.path])).toEqual([['writes', '/api/**'], ['rest', '/**']]);
+    const limiter = JSON.parse(
+      (await cluster.kubectl(['get', 'rlr', 'rules', '-o', 'json'])).stdout,
+    ).spec.limiter;
+    expect(limiter.rules.map((r: { name: string; path: string }) => [r.name, r.path])).toEqual([
+      ['writes', '/api/**'],
+      ['rest', '/**'],
+    ]);
     expect(limiter.rules[0].limits).toHaveLength(4);
-    expect(limiter).toMatchObject({ unmatched: 'refuse', enforce: true, key: { source: 'header' } });
-    for (const field of ['replenishRate', 'burstCapacity', 'requestedTokens']) expect(limiter).not.toHaveProperty(field);
+    expect(limiter).toMatchObject({
+      unmatched: 'refuse',
+      enforce: true,
+      key: { source: 'header' },
+    });
+    for (const field of ['replenishRate', 'burstCapacity', 'requestedTokens'])
+      expect(limiter).not.toHaveProperty(field);
   });
 
   it('accept a jwt route and show it in the printer columns', async () => {
     const res = await apply(
-      route('jwt', { rules: [{ name: 'all', limits: [limit] }], enforce: false, key: { source: 'jwt', claim: 'client_id', audience: 'api://orders', issuer: { url: 'https://id.example.com' } } }),
+      route('jwt', {
+        rules: [{ name: 'all', limits: [limit] }],
+        enforce: false,
+        key: {
+          source: 'jwt',
+          claim: 'client_id',
+          audience: 'api://orders',
+          issuer: { url: 'https://id.example.com' },
+        },
+      }),
     );
     expect(res.code, res.stderr).toBe(0);
-    const limiter = JSON.parse((await cluster.kubectl(['get', 'rlr', 'jwt', '-o', 'json'])).stdout).spec.limiter;
-    expect(limiter.key).toEqual({ source: 'jwt', claim: 'client_id', audience: 'api://orders', issuer: { url: 'https://id.example.com' } });
+    const limiter = JSON.parse((await cluster.kubectl(['get', 'rlr', 'jwt', '-o', 'json'])).stdout)
+      .spec.limiter;
+    expect(limiter.key).toEqual({
+      source: 'jwt',
+      claim: 'client_id',
+      audience: 'api://orders',
+      issuer: { url: 'https://id.example.com' },
+    });
     const table = await cluster.kubectl(['get', 'rlr', 'jwt']);
     expect(table.stdout).toMatch(/^jwt\s+jwt\s+false\s+/m); // rate, burst and cost are blank with rules
   });
 
   it.each([
-    ['duplicate rule names', { rules: [{ name: 'a', limits: [limit] }, { name: 'b', limits: [limit] }, { name: 'a', limits: [limit] }] }, 'spec.limiter.rules', RULE_NAMES_RULE],
-    ['5 limits in a rule', { rules: [{ name: 'a', limits: [limit, limit, limit, limit, limit] }] }, 'spec.limiter.rules[0].limits', 'must have at most 4 items'],
-    ['requestedTokens > burstCapacity inside a limit', { rules: [{ name: 'a', limits: [limit, { replenishRate: 1, burstCapacity: 2, requestedTokens: 3 }] }] }, 'spec.limiter.rules[0].limits[1].requestedTokens', REQUESTED_TOKENS_RULE],
-    ['both forms at once', { ...limit, rules: [{ name: 'a', limits: [limit] }] }, 'spec.limiter', LIMITER_FORM_RULE],
+    [
+      'duplicate rule names',
+      {
+        rules: [
+          { name: 'a', limits: [limit] },
+          { name: 'b', limits: [limit] },
+          { name: 'a', limits: [limit] },
+        ],
+      },
+      'spec.limiter.rules',
+      RULE_NAMES_RULE,
+    ],
+    [
+      '5 limits in a rule',
+      { rules: [{ name: 'a', limits: [limit, limit, limit, limit, limit] }] },
+      'spec.limiter.rules[0].limits',
+      'must have at most 4 items',
+    ],
+    [
+      'requestedTokens > burstCapacity inside a limit',
+      {
+        rules: [
+          {
+            name: 'a',
+            limits: [limit, { replenishRate: 1, burstCapacity: 2, requestedTokens: 3 }],
+          },
+        ],
+      },
+      'spec.limiter.rules[0].limits[1].requestedTokens',
+      REQUESTED_TOKENS_RULE,
+    ],
+    [
+      'both forms at once',
+      { ...limit, rules: [{ name: 'a', limits: [limit] }] },
+      'spec.limiter',
+      LIMITER_FORM_RULE,
+    ],
     ['neither form', { keyHeader: 'X-User' }, 'spec.limiter', LIMITER_FORM_RULE],
-    ['a single form without burstCapacity', { replenishRate: 1, requestedTokens: 1 }, 'spec.limiter', SINGLE_LIMIT_RULE],
-    ['jwt settings with source header', { ...limit, key: { claim: 'sub' } }, 'spec.limiter.key', KEY_JWT_FIELDS_RULE],
-    ['duplicate methods', { rules: [{ name: 'a', methods: ['GET', 'GET'], limits: [limit] }] }, 'spec.limiter.rules[0].methods[1]', 'Duplicate value: "GET"'],
+    [
+      'a single form without burstCapacity',
+      { replenishRate: 1, requestedTokens: 1 },
+      'spec.limiter',
+      SINGLE_LIMIT_RULE,
+    ],
+    [
+      'jwt settings with source header',
+      { ...limit, key: { claim: 'sub' } },
+      'spec.limiter.key',
+      KEY_JWT_FIELDS_RULE,
+    ],
+    [
+      'duplicate methods',
+      { rules: [{ name: 'a', methods: ['GET', 'GET'], limits: [limit] }] },
+      'spec.limiter.rules[0].methods[1]',
+      'Duplicate value: "GET"',
+    ],
   ])('reject %s, saying so', async (_what, limiter, field, message) => {
     const res = await apply(route('bad-limiter', limiter));
     expect(res.code).not.toBe(0);
@@ -136,14 +228,23 @@ describe('the CRDs on a real API server', () => {
   });
 
   it('reject duplicate rule names natively too (the list is keyed by name)', async () => {
-    const res = await apply(route('dup-rules', { rules: [{ name: 'a', limits: [limit] }, { name: 'a', limits: [limit] }] }));
+    const res = await apply(
+      route('dup-rules', {
+        rules: [
+          { name: 'a', limits: [limit] },
+          { name: 'a', limits: [limit] },
+        ],
+      }),
+    );
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('spec.limiter.rules[1]: Duplicate value: {"name":"a"}');
     expect(res.stderr).toContain(RULE_NAMES_RULE);
   });
 
   it('reject requestedTokens > burstCapacity with the rule as the message', async () => {
-    const res = await apply(route('too-costly', { replenishRate: 1, burstCapacity: 2, requestedTokens: 3 }));
+    const res = await apply(
+      route('too-costly', { replenishRate: 1, burstCapacity: 2, requestedTokens: 3 }),
+    );
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('spec.limiter.requestedTokens');
     expect(res.stderr).toContain(REQUESTED_TOKENS_RULE);
@@ -155,27 +256,37 @@ describe('the CRDs on a real API server', () => {
     ['burstCapacity', 0],
     ['requestedTokens', 0],
   ])('reject %s = %d (rates and sizes are >= 1)', async (field, value) => {
-    const res = await apply(route('bad-rate', { replenishRate: 1, burstCapacity: 10, [field]: value }));
+    const res = await apply(
+      route('bad-rate', { replenishRate: 1, burstCapacity: 10, [field]: value }),
+    );
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain(`spec.limiter.${field}`);
     expect(res.stderr).toMatch(/should be greater than or equal to 1/);
   });
 
   it('reject an unknown field, naming it', async () => {
-    const res = await apply(route('typo', { replenishRate: 1, burstCapacity: 10, burstCapactiy: 5 }));
+    const res = await apply(
+      route('typo', { replenishRate: 1, burstCapacity: 10, burstCapactiy: 5 }),
+    );
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('unknown field "spec.limiter.burstCapactiy"');
   });
 
   it('reject a route whose name cannot name a Service', async () => {
-    const res = await apply(route('9-starts-with-a-digit', { replenishRate: 1, burstCapacity: 10 }));
+    const res = await apply(
+      route('9-starts-with-a-digit', { replenishRate: 1, burstCapacity: 10 }),
+    );
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('DNS-1035');
   });
 
   it('reject both redis.url and redis.secretRef', async () => {
     const res = await apply(
-      route('two-redis', { replenishRate: 1, burstCapacity: 10 }, { redis: { url: 'redis://r:6379', secretRef: { name: 's', key: 'url' } } }),
+      route(
+        'two-redis',
+        { replenishRate: 1, burstCapacity: 10 },
+        { redis: { url: 'redis://r:6379', secretRef: { name: 's', key: 'url' } } },
+      ),
     );
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('set exactly one of url and secretRef');
@@ -183,21 +294,41 @@ describe('the CRDs on a real API server', () => {
 
   it('reject a redis.url with a password, pointing at redis.secretRef and without echoing it', async () => {
     for (const url of ['redis://:s3cret-pw@redis:6379', 'rediss://default:s3cret-pw@redis:6380']) {
-      const res = await apply(route('redis-password', { replenishRate: 1, burstCapacity: 10 }, { redis: { url } }));
+      const res = await apply(
+        route('redis-password', { replenishRate: 1, burstCapacity: 10 }, { redis: { url } }),
+      );
       expect(res.code, url).not.toBe(0);
       expect(res.stderr).toContain('spec.redis.url');
       expect(res.stderr).toContain(REDIS_URL_CREDENTIALS_RULE);
       expect(res.stderr).not.toContain('s3cret-pw');
     }
-    const plain = await apply(route('redis-plain', { replenishRate: 1, burstCapacity: 10 }, { redis: { url: 'redis://redis:6379' } }));
+    const plain = await apply(
+      route(
+        'redis-plain',
+        { replenishRate: 1, burstCapacity: 10 },
+        { redis: { url: 'redis://redis:6379' } },
+      ),
+    );
     expect(plain.code, plain.stderr).toBe(0);
   });
 
   it('check resource quantities as a Pod spec would: integers and quantity strings pass, other strings are refused', async () => {
     const sidecar = (resources: Record<string, unknown>) => ({ sidecar: { resources } });
-    const ok = await apply(route('quantities', { replenishRate: 1, burstCapacity: 10 }, sidecar({ requests: { cpu: '50m', memory: 134217728 }, limits: { memory: '256Mi' } })));
+    const ok = await apply(
+      route(
+        'quantities',
+        { replenishRate: 1, burstCapacity: 10 },
+        sidecar({ requests: { cpu: '50m', memory: 134217728 }, limits: { memory: '256Mi' } }),
+      ),
+    );
     expect(ok.code, ok.stderr).toBe(0);
-    const bad = await apply(route('bad-quantity', { replenishRate: 1, burstCapacity: 10 }, sidecar({ limits: { memory: 'lots' } })));
+    const bad = await apply(
+      route(
+        'bad-quantity',
+        { replenishRate: 1, burstCapacity: 10 },
+        sidecar({ limits: { memory: 'lots' } }),
+      ),
+    );
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toContain('spec.sidecar.resources.limits.memory');
     expect(bad.stderr).toMatch(/should match/);
@@ -206,10 +337,20 @@ describe('the CRDs on a real API server', () => {
   it('accept an OAuthClient and reject a redirect URI that is not absolute', async () => {
     const ok = await apply(client('demo-app', ['https://app.example.com/callback']));
     expect(ok.code, ok.stderr).toBe(0);
-    const got = JSON.parse((await cluster.kubectl(['get', 'oac', 'demo-app', '-o', 'json'])).stdout).spec;
-    expect(got).toMatchObject({ scopes: ['profile'], grantTypes: ['authorization_code'], tokenEndpointAuthMethod: 'client_secret_basic' });
+    const got = JSON.parse(
+      (await cluster.kubectl(['get', 'oac', 'demo-app', '-o', 'json'])).stdout,
+    ).spec;
+    expect(got).toMatchObject({
+      scopes: ['profile'],
+      grantTypes: ['authorization_code'],
+      tokenEndpointAuthMethod: 'client_secret_basic',
+    });
 
-    for (const bad of ['/callback', 'app.example.com/callback', 'https://app.example.com/cb#fragment']) {
+    for (const bad of [
+      '/callback',
+      'app.example.com/callback',
+      'https://app.example.com/cb#fragment',
+    ]) {
       const res = await apply(client('bad-redirect', [bad]));
       expect(res.code, bad).not.toBe(0);
       expect(res.stderr, bad).toContain(REDIRECT_URI_RULE);
@@ -217,15 +358,28 @@ describe('the CRDs on a real API server', () => {
   });
 
   it('reject http redirect URIs to hosts that are not loopback, unless allowInsecureRedirectUris', async () => {
-    for (const bad of ['http://app.example.com/cb', 'http://localhost.example.com/cb', 'http://127.0.0.1@evil.example/cb']) {
+    for (const bad of [
+      'http://app.example.com/cb',
+      'http://localhost.example.com/cb',
+      'http://127.0.0.1@evil.example/cb',
+    ]) {
       const res = await apply(client('plain-http', ['https://app.example.com/cb', bad]));
       expect(res.code, bad).not.toBe(0);
       expect(res.stderr, bad).toContain(INSECURE_REDIRECT_URI_RULE);
     }
-    const loopback = await apply(client('native-app', ['http://localhost:3000/cb', 'http://127.0.0.1/cb', 'http://[::1]:8080/cb']));
+    const loopback = await apply(
+      client('native-app', [
+        'http://localhost:3000/cb',
+        'http://127.0.0.1/cb',
+        'http://[::1]:8080/cb',
+      ]),
+    );
     expect(loopback.code, loopback.stderr).toBe(0);
     const lab = client('lab-app', ['http://app.example.com/cb']);
-    const allowed = await apply({ ...lab, spec: { ...lab.spec, allowInsecureRedirectUris: true, resourceServer: true } });
+    const allowed = await apply({
+      ...lab,
+      spec: { ...lab.spec, allowInsecureRedirectUris: true, resourceServer: true },
+    });
     expect(allowed.code, allowed.stderr).toBe(0);
   });
 
@@ -241,15 +395,23 @@ describe('the CRDs on a real API server', () => {
     const dup = await apply(client('dup', ['https://a.example/cb', 'https://a.example/cb']));
     expect(dup.code).not.toBe(0);
     expect(dup.stderr).toMatch(/Duplicate value/);
-    const grant = await apply({ ...client('grant', ['https://a.example/cb']), spec: { displayName: 'x', redirectUris: ['https://a.example/cb'], grantTypes: ['password'] } });
+    const grant = await apply({
+      ...client('grant', ['https://a.example/cb']),
+      spec: { displayName: 'x', redirectUris: ['https://a.example/cb'], grantTypes: ['password'] },
+    });
     expect(grant.code).not.toBe(0);
     expect(grant.stderr).toContain('supported values: "authorization_code", "refresh_token"');
   });
 
   it('have a status subresource that keeps the spec out of status writes', async () => {
     const res = await cluster.kubectl([
-      'patch', 'ratelimitroute', 'all', '--subresource=status', '--type=merge',
-      '-p', JSON.stringify({ status: { observedGeneration: 1, readyReplicas: 0 } }),
+      'patch',
+      'ratelimitroute',
+      'all',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { observedGeneration: 1, readyReplicas: 0 } }),
     ]);
     expect(res.code, res.stderr).toBe(0);
     const got = JSON.parse((await cluster.kubectl(['get', 'rlr', 'all', '-o', 'json'])).stdout);

@@ -5,7 +5,17 @@
 // ever regenerated, no child is duplicated, and nothing the operator asked for was forbidden.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { recordCases, recordFaults } from '../harness/reliability-counts.ts';
-import { auditEvents, eventually, kget, operatorForbidden, reconciling, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
+import {
+  auditEvents,
+  eventually,
+  kget,
+  operatorForbidden,
+  reconciling,
+  startOperator,
+  startOperatorEnv,
+  type OperatorEnv,
+  type RunningOperator,
+} from '../harness/k8s/operator-env.ts';
 
 const NS = 'team-faults';
 const ROUTES = Array.from({ length: 8 }, (_, i) => `route-${i}`);
@@ -55,7 +65,10 @@ async function apply(yaml: string, manager = 'faults-test'): Promise<void> {
     await eventually(
       'kubectl apply',
       async () => {
-        const r = await env.cluster.kubectl(['apply', '--server-side', '--force-conflicts', `--field-manager=${manager}`, '-f', '-'], { input: yaml });
+        const r = await env.cluster.kubectl(
+          ['apply', '--server-side', '--force-conflicts', `--field-manager=${manager}`, '-f', '-'],
+          { input: yaml },
+        );
         last = r.stderr;
         return r.code === 0;
       },
@@ -81,7 +94,10 @@ const not = (reason: string): undefined => {
 };
 
 /** Everything the operator should have produced for `rates` (route -> replenishRate) and `clients`. */
-async function converged(rates: Map<string, number>, clients: readonly string[]): Promise<true | undefined> {
+async function converged(
+  rates: Map<string, number>,
+  clients: readonly string[],
+): Promise<true | undefined> {
   const [routes, oauth, cms, deps, svcs, secrets] = await Promise.all([
     list('ratelimitroutes'),
     list('oauthclients'),
@@ -92,25 +108,53 @@ async function converged(rates: Map<string, number>, clients: readonly string[])
   ]);
   for (const [name, rate] of rates) {
     const r = routes.find((x) => x['metadata']['name'] === name);
-    if (r === undefined || r['spec']['limiter']['replenishRate'] !== rate) return not(`route ${name}: spec not (yet) at rate ${rate}`);
-    if (r['status']?.['observedGeneration'] !== r['metadata']['generation']) return not(`route ${name}: status.observedGeneration ${r['status']?.['observedGeneration']} != generation ${r['metadata']['generation']}`);
+    if (r === undefined || r['spec']['limiter']['replenishRate'] !== rate)
+      return not(`route ${name}: spec not (yet) at rate ${rate}`);
+    if (r['status']?.['observedGeneration'] !== r['metadata']['generation'])
+      return not(
+        `route ${name}: status.observedGeneration ${r['status']?.['observedGeneration']} != generation ${r['metadata']['generation']}`,
+      );
     const uid = r['metadata']['uid'];
-    const owned = (items: Obj[]) => items.filter((o) => (o['metadata']['ownerReferences'] ?? []).some((ref: Obj) => ref['uid'] === uid && ref['controller'] === true));
+    const owned = (items: Obj[]) =>
+      items.filter((o) =>
+        (o['metadata']['ownerReferences'] ?? []).some(
+          (ref: Obj) => ref['uid'] === uid && ref['controller'] === true,
+        ),
+      );
     const cm = owned(cms);
-    if (cm.length !== 1 || owned(deps).length !== 1 || owned(svcs).length !== 1) return not(`route ${name}: owned children cm ${cm.length} deploy ${owned(deps).length} svc ${owned(svcs).length}`);
+    if (cm.length !== 1 || owned(deps).length !== 1 || owned(svcs).length !== 1)
+      return not(
+        `route ${name}: owned children cm ${cm.length} deploy ${owned(deps).length} svc ${owned(svcs).length}`,
+      );
     const config = Object.values(cm[0]?.['data'] ?? {}).join('\n');
-    if (!new RegExp(`replenishRate: ${rate}\\b`).test(config)) return not(`route ${name}: config not at rate ${rate}`);
+    if (!new RegExp(`replenishRate: ${rate}\\b`).test(config))
+      return not(`route ${name}: config not at rate ${rate}`);
   }
   const registry = secrets.find((s) => s['metadata']['name'] === 'portcullis-auth-clients');
-  const registered = registry === undefined ? [] : (JSON.parse(decode(registry['data']['clients.json'])) as Obj)['clients'].map((c: Obj) => c['client_id']);
+  const registered =
+    registry === undefined
+      ? []
+      : (JSON.parse(decode(registry['data']['clients.json'])) as Obj)['clients'].map(
+          (c: Obj) => c['client_id'],
+        );
   for (const name of clients) {
     const c = oauth.find((x) => x['metadata']['name'] === name);
-    if (c === undefined || c['status']?.['observedGeneration'] !== c['metadata']['generation']) return not(`client ${name}: status.observedGeneration ${c?.['status']?.['observedGeneration']}`);
+    if (c === undefined || c['status']?.['observedGeneration'] !== c['metadata']['generation'])
+      return not(
+        `client ${name}: status.observedGeneration ${c?.['status']?.['observedGeneration']}`,
+      );
     // Controller references only: the shared registry and signing-key Secrets list every client as a plain owner.
-    const mine = secrets.filter((s) => (s['metadata']['ownerReferences'] ?? []).some((ref: Obj) => ref['uid'] === c['metadata']['uid'] && ref['controller'] === true));
+    const mine = secrets.filter((s) =>
+      (s['metadata']['ownerReferences'] ?? []).some(
+        (ref: Obj) => ref['uid'] === c['metadata']['uid'] && ref['controller'] === true,
+      ),
+    );
     if (mine.length !== 1) return not(`client ${name}: ${mine.length} owned secrets`);
     const id = decode(mine[0]?.['data']['client_id']);
-    if (c['status']['clientId'] !== id || !registered.includes(id)) return not(`client ${name}: status.clientId ${c['status']['clientId']} / registered ${registered.includes(id)}`);
+    if (c['status']['clientId'] !== id || !registered.includes(id))
+      return not(
+        `client ${name}: status.clientId ${c['status']['clientId']} / registered ${registered.includes(id)}`,
+      );
   }
   return true;
 }
@@ -127,13 +171,20 @@ async function superviseOperator(): Promise<void> {
   // can reach the captured output after it (same millisecond, other writes), so "the last warning"
   // is not the reason. Otherwise the last warning or error, which the test then reports.
   const warnings = operator.program.lines.filter((l) => /"level":(40|50|60)/.test(l));
-  const why = warnings.find((l) => /leader lease lost: exiting/.test(l)) ?? warnings.slice(-1)[0] ?? 'no reason logged';
+  const why =
+    warnings.find((l) => /leader lease lost: exiting/.test(l)) ??
+    warnings.slice(-1)[0] ??
+    'no reason logged';
   restarts.push(`${operator.identity}: ${why.slice(0, 200)}`);
   retired.push(operator);
   operator = await startOperator(env, `op-faults-${++generation}`, OPERATOR_ENV);
 }
 
-async function converge(what: string, rates: Map<string, number>, clients: readonly string[]): Promise<void> {
+async function converge(
+  what: string,
+  rates: Map<string, number>,
+  clients: readonly string[],
+): Promise<void> {
   try {
     await eventually(
       `converged ${what}`,
@@ -161,13 +212,25 @@ async function assertIntegrity(): Promise<void> {
   ]);
   for (const r of routes) {
     const uid = r['metadata']['uid'];
-    for (const [kind, items] of [['ConfigMap', cms], ['Deployment', deps], ['Service', svcs]] as const) {
-      const owned = items.filter((o) => (o['metadata']['ownerReferences'] ?? []).some((ref: Obj) => ref['uid'] === uid && ref['controller'] === true));
+    for (const [kind, items] of [
+      ['ConfigMap', cms],
+      ['Deployment', deps],
+      ['Service', svcs],
+    ] as const) {
+      const owned = items.filter((o) =>
+        (o['metadata']['ownerReferences'] ?? []).some(
+          (ref: Obj) => ref['uid'] === uid && ref['controller'] === true,
+        ),
+      );
       expect(owned.length, `${kind}s owned by ${r['metadata']['name']}`).toBe(1);
     }
   }
   for (const c of oauth) {
-    const owned = secrets.filter((s) => (s['metadata']['ownerReferences'] ?? []).some((ref: Obj) => ref['uid'] === c['metadata']['uid'] && ref['controller'] === true));
+    const owned = secrets.filter((s) =>
+      (s['metadata']['ownerReferences'] ?? []).some(
+        (ref: Obj) => ref['uid'] === c['metadata']['uid'] && ref['controller'] === true,
+      ),
+    );
     expect(owned.length, `Secrets owned by ${c['metadata']['name']}`).toBe(1);
     const value = `${decode(owned[0]?.['data']['client_id'])}:${decode(owned[0]?.['data']['client_secret'])}`;
     const name = c['metadata']['name'] as string;
@@ -175,15 +238,24 @@ async function assertIntegrity(): Promise<void> {
     if (first === undefined) firstSecrets.set(name, value);
     else expect(value === first, `client secret of ${name} was regenerated`).toBe(true);
   }
-  recordCases('operator faults: integrity checks (children counted, secrets compared)', routes.length + oauth.length);
+  recordCases(
+    'operator faults: integrity checks (children counted, secrets compared)',
+    routes.length + oauth.length,
+  );
 }
 
-const operatorConflicts = () => auditEvents(env).filter((e) => e.user.username === env.user && e.responseStatus?.code === 409).length;
+const operatorConflicts = () =>
+  auditEvents(env).filter((e) => e.user.username === env.user && e.responseStatus?.code === 409)
+    .length;
 
 beforeAll(async () => {
   env = await startOperatorEnv([NS]);
   operator = await startOperator(env, 'op-faults-1', OPERATOR_ENV);
-  await eventually('operator ready', async () => (await operator.readyz()).startsWith('ok'), 60_000);
+  await eventually(
+    'operator ready',
+    async () => (await operator.readyz()).startsWith('ok'),
+    60_000,
+  );
 });
 afterAll(async () => {
   await operator?.program.stop();
@@ -203,7 +275,9 @@ describe('operator under faults on a real API server', () => {
     recordFaults('kube-apiserver restart mid-reconcile');
     await converge('after the API server restart', rates, clients);
     await assertIntegrity();
-    console.log(`operator restarts so far (lease lost -> exit, as designed): ${restarts.length}${restarts.length > 0 ? `\n  ${restarts.join('\n  ')}` : ''}`);
+    console.log(
+      `operator restarts so far (lease lost -> exit, as designed): ${restarts.length}${restarts.length > 0 ? `\n  ${restarts.join('\n  ')}` : ''}`,
+    );
   });
 
   it('etcd restarted during a spec change: converges to the new spec, no secret regenerated', async () => {
@@ -218,7 +292,13 @@ describe('operator under faults on a real API server', () => {
   it('operator SIGKILLed mid-reconcile: a new operator takes over and converges; secrets unchanged; no duplicates', async () => {
     for (const r of ROUTES) rates.set(r, 9);
     clients.push('client-late-0', 'client-late-1');
-    await apply([...ROUTES.map((r) => routeYaml(r, 9)), clientYaml('client-late-0'), clientYaml('client-late-1')].join('---\n'));
+    await apply(
+      [
+        ...ROUTES.map((r) => routeYaml(r, 9)),
+        clientYaml('client-late-0'),
+        clientYaml('client-late-1'),
+      ].join('---\n'),
+    );
     await reconciling(operator, 'ratelimitroute');
     await operator.program.stop('SIGKILL');
     recordFaults('operator SIGKILL mid-reconcile');
@@ -231,7 +311,9 @@ describe('operator under faults on a real API server', () => {
   it('a burst of conflicting updates (409s) and hand edits of children: converges to the last spec', async () => {
     const conflictsBefore = operatorConflicts();
     // Stale-resourceVersion updates from "other controllers": many get 409 Conflict.
-    const stale = await Promise.all(ROUTES.map((r) => kget(env.cluster, ['-n', NS, 'ratelimitroute', r])));
+    const stale = await Promise.all(
+      ROUTES.map((r) => kget(env.cluster, ['-n', NS, 'ratelimitroute', r])),
+    );
     let clientConflicts = 0;
     const writes: Promise<void>[] = [];
     for (let round = 0; round < 4; round++) {
@@ -240,31 +322,61 @@ describe('operator under faults on a real API server', () => {
         obj['spec']['limiter']['replenishRate'] = 10 + round;
         delete obj['status'];
         writes.push(
-          env.cluster.kubectl(['replace', '-f', '-'], { input: JSON.stringify(obj) }).then((res) => {
-            if (/Conflict|modified/.test(res.stderr)) clientConflicts++;
-          }),
+          env.cluster
+            .kubectl(['replace', '-f', '-'], { input: JSON.stringify(obj) })
+            .then((res) => {
+              if (/Conflict|modified/.test(res.stderr)) clientConflicts++;
+            }),
         );
       }
       // Meanwhile: quick successive applies (the operator's status writes race them) and hand
       // edits of the children that the operator must put back.
       for (const r of ROUTES) writes.push(apply(routeYaml(r, 20 + round), `racer-${round}`));
       for (const r of ROUTES.slice(0, 3)) {
-        writes.push(env.cluster.kubectl(['-n', NS, 'patch', 'configmap', `${r}-sidecar`, '--type=merge', '-p', JSON.stringify({ data: { 'config.yaml': 'tampered: true\n' } })]).then(() => undefined));
-        writes.push(env.cluster.kubectl(['-n', NS, 'scale', 'deployment', r, '--replicas=5']).then(() => undefined));
+        writes.push(
+          env.cluster
+            .kubectl([
+              '-n',
+              NS,
+              'patch',
+              'configmap',
+              `${r}-sidecar`,
+              '--type=merge',
+              '-p',
+              JSON.stringify({ data: { 'config.yaml': 'tampered: true\n' } }),
+            ])
+            .then(() => undefined),
+        );
+        writes.push(
+          env.cluster
+            .kubectl(['-n', NS, 'scale', 'deployment', r, '--replicas=5'])
+            .then(() => undefined),
+        );
       }
     }
     await Promise.all(writes);
-    recordFaults('conflicting update bursts (stale updates, racing applies, hand edits)', writes.length);
+    recordFaults(
+      'conflicting update bursts (stale updates, racing applies, hand edits)',
+      writes.length,
+    );
     // The last word: one more apply per route.
     for (const r of ROUTES) rates.set(r, 42);
     await apply(ROUTES.map((r) => routeYaml(r, 42)).join('---\n'));
     await converge('after the conflicts', rates, clients);
     // Hand edits were put back.
     for (const r of ROUTES.slice(0, 3)) {
-      await eventually(`deployment ${r} replicas restored`, async () => ((await kget(env.cluster, ['-n', NS, 'deployment', r])) as Obj)['spec']['replicas'] === 1, 60_000, 500);
+      await eventually(
+        `deployment ${r} replicas restored`,
+        async () =>
+          ((await kget(env.cluster, ['-n', NS, 'deployment', r])) as Obj)['spec']['replicas'] === 1,
+        60_000,
+        500,
+      );
     }
     await assertIntegrity();
-    console.log(`conflicts: ${clientConflicts} stale client updates refused with 409; the operator met ${operatorConflicts() - conflictsBefore} 409s and retried`);
+    console.log(
+      `conflicts: ${clientConflicts} stale client updates refused with 409; the operator met ${operatorConflicts() - conflictsBefore} 409s and retried`,
+    );
     expect(clientConflicts).toBeGreaterThan(0);
   });
 

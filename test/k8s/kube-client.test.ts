@@ -23,13 +23,41 @@ afterAll(async () => {
 describe('the operator REST client on a real API server', () => {
   it('a create, an apply and an event into a namespace being deleted are refused as NamespaceTerminating', async () => {
     // No namespace controller runs here, so a deleted namespace holding a ConfigMap stays Terminating.
-    for (const args of [['create', 'namespace', 'doomed'], ['create', 'configmap', 'keep', '-n', 'doomed'], ['delete', 'namespace', 'doomed', '--wait=false']]) {
+    for (const args of [
+      ['create', 'namespace', 'doomed'],
+      ['create', 'configmap', 'keep', '-n', 'doomed'],
+      ['delete', 'namespace', 'doomed', '--wait=false'],
+    ]) {
       const r = await cluster.kubectl(args);
       expect(r.code, r.stderr).toBe(0);
     }
-    const configMap = (name: string) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'doomed' }, data: { a: '1' } });
-    const event = { apiVersion: 'v1', kind: 'Event', metadata: { name: 'route.1', namespace: 'doomed' }, involvedObject: { kind: 'ConfigMap', name: 'keep', namespace: 'doomed' }, reason: 'Applied', message: 'm', type: 'Normal' };
-    const refusals = await Promise.all([client.create(configMap('created')), client.apply(configMap('applied')), client.create(event)].map((p) => p.then(() => undefined, (err: unknown) => err)));
+    const configMap = (name: string) => ({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name, namespace: 'doomed' },
+      data: { a: '1' },
+    });
+    const event = {
+      apiVersion: 'v1',
+      kind: 'Event',
+      metadata: { name: 'route.1', namespace: 'doomed' },
+      involvedObject: { kind: 'ConfigMap', name: 'keep', namespace: 'doomed' },
+      reason: 'Applied',
+      message: 'm',
+      type: 'Normal',
+    };
+    const refusals = await Promise.all(
+      [
+        client.create(configMap('created')),
+        client.apply(configMap('applied')),
+        client.create(event),
+      ].map((p) =>
+        p.then(
+          () => undefined,
+          (err: unknown) => err,
+        ),
+      ),
+    );
     for (const err of refusals) {
       expect(err).toBeInstanceOf(KubeApiError);
       expect(err).toMatchObject({ status: 403, causes: ['NamespaceTerminating'] });
@@ -38,7 +66,16 @@ describe('the operator REST client on a real API server', () => {
   });
 
   it('any other refusal is not taken for a namespace being deleted', async () => {
-    const err = await client.create({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'Not_A_Name', namespace: 'default' } }).then(() => undefined, (e: unknown) => e);
+    const err = await client
+      .create({
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'Not_A_Name', namespace: 'default' },
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(err).toMatchObject({ status: 422 });
     expect(isNamespaceTerminating(err)).toBe(false);
   });

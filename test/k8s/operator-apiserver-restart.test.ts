@@ -2,7 +2,17 @@
 // breaks, lists fail with connection errors, not 410) and comes back. The operator must restart
 // its list/watch with backoff, relist, and reconcile what changed while it was blind.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, kget, metricValue, operatorIdle, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
+import {
+  eventually,
+  kget,
+  metricValue,
+  operatorIdle,
+  operatorWrites,
+  startOperator,
+  startOperatorEnv,
+  type OperatorEnv,
+  type RunningOperator,
+} from '../harness/k8s/operator-env.ts';
 
 const NS = 'team-r';
 let env: OperatorEnv;
@@ -35,10 +45,18 @@ describe('operator: the API server restarts', () => {
     const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: route(1) });
     expect(r.code, r.stderr).toBe(0);
     await eventually('children', () => kget(env.cluster, ['-n', NS, 'service', 'all']));
-    const restartsBefore = metricValue(await operator.metrics(), 'portcullis_operator_informer_restarts_total');
+    const restartsBefore = metricValue(
+      await operator.metrics(),
+      'portcullis_operator_informer_restarts_total',
+    );
 
     await env.cluster.stopApiServer();
-    await eventually('the informers restart on the lost API server', async () => metricValue(await operator.metrics(), 'portcullis_operator_informer_restarts_total') > restartsBefore);
+    await eventually(
+      'the informers restart on the lost API server',
+      async () =>
+        metricValue(await operator.metrics(), 'portcullis_operator_informer_restarts_total') >
+        restartsBefore,
+    );
     await env.cluster.startApiServer();
     // Changes the operator could only learn about from a relist or a new watch.
     const d = await env.cluster.kubectl(['-n', NS, 'delete', 'service', 'all']);
@@ -46,9 +64,24 @@ describe('operator: the API server restarts', () => {
     const u = await env.cluster.kubectl(['apply', '-f', '-'], { input: route(4) });
     expect(u.code, u.stderr).toBe(0);
 
-    await eventually('service recreated', () => kget(env.cluster, ['-n', NS, 'service', 'all']), 60_000);
-    await eventually('new config', async () => /replenishRate: 4/.test(((await kget(env.cluster, ['-n', NS, 'configmap', 'all-sidecar'])) as Obj)['data']['config.yaml']), 60_000);
-    expect(metricValue(await operator.metrics(), 'portcullis_operator_informer_restarts_total')).toBeGreaterThan(restartsBefore);
+    await eventually(
+      'service recreated',
+      () => kget(env.cluster, ['-n', NS, 'service', 'all']),
+      60_000,
+    );
+    await eventually(
+      'new config',
+      async () =>
+        /replenishRate: 4/.test(
+          ((await kget(env.cluster, ['-n', NS, 'configmap', 'all-sidecar'])) as Obj)['data'][
+            'config.yaml'
+          ],
+        ),
+      60_000,
+    );
+    expect(
+      metricValue(await operator.metrics(), 'portcullis_operator_informer_restarts_total'),
+    ).toBeGreaterThan(restartsBefore);
     expect(operator.program.exited()).toBe(false);
     expect(/leader/.test(await operator.readyz())).toBe(true);
     // and it settles again: no writes once converged

@@ -4,7 +4,14 @@
 // ConfigMaps as metadata only, and only objects a Portcullis object owns. Before, the initial list
 // of the flood alone did not fit the heap and the operator crash-looped for every namespace.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
+import {
+  eventually,
+  kget,
+  startOperator,
+  startOperatorEnv,
+  type OperatorEnv,
+  type RunningOperator,
+} from '../harness/k8s/operator-env.ts';
 
 const FLOOD_NS = 'team-b';
 const NS = 'team-a';
@@ -40,7 +47,9 @@ beforeAll(async () => {
     });
     expect(r.status).toBe(201);
   }
-  operator = await startOperator(env, 'op-cache', { NODE_OPTIONS: `--max-old-space-size=${HEAP_MIB}` });
+  operator = await startOperator(env, 'op-cache', {
+    NODE_OPTIONS: `--max-old-space-size=${HEAP_MIB}`,
+  });
 }, 180_000);
 afterAll(async () => {
   await operator?.program.stop();
@@ -49,7 +58,11 @@ afterAll(async () => {
 
 describe('operator: a flood of labelled Secrets and ConfigMaps', () => {
   it(`with ${SECRETS} Secrets and ${CONFIG_MAPS} ConfigMaps of ${PAYLOAD / 1024} KiB in another namespace, a ${HEAP_MIB} MiB heap syncs and reconciles a new route`, async () => {
-    await eventually('operator ready', async () => !operator.program.exited() && (await operator.readyz()).startsWith('ok'), 60_000);
+    await eventually(
+      'operator ready',
+      async () => !operator.program.exited() && (await operator.readyz()).startsWith('ok'),
+      60_000,
+    );
     const r = await env.cluster.kubectl(['apply', '-f', '-'], {
       input: `apiVersion: portcullis.dev/v1alpha1
 kind: RateLimitRoute
@@ -60,10 +73,18 @@ spec:
 `,
     });
     expect(r.code, r.stderr).toBe(0);
-    await eventually('the route Deployment and its config', async () => (await kget(env.cluster, ['-n', NS, 'deployment', 'web'])) !== undefined && (await kget(env.cluster, ['-n', NS, 'configmap', 'web-sidecar'])) !== undefined, 60_000);
+    await eventually(
+      'the route Deployment and its config',
+      async () =>
+        (await kget(env.cluster, ['-n', NS, 'deployment', 'web'])) !== undefined &&
+        (await kget(env.cluster, ['-n', NS, 'configmap', 'web-sidecar'])) !== undefined,
+      60_000,
+    );
     expect(operator.program.exited()).toBe(false);
     // The flood is left as it was: the operator never writes what it does not own.
-    const flood = (await kget(env.cluster, ['-n', FLOOD_NS, 'secret', 'flood-0'])) as { metadata: { ownerReferences?: unknown } };
+    const flood = (await kget(env.cluster, ['-n', FLOOD_NS, 'secret', 'flood-0'])) as {
+      metadata: { ownerReferences?: unknown };
+    };
     expect(flood.metadata.ownerReferences).toBeUndefined();
   });
 });

@@ -1,7 +1,13 @@
 // The k8s tier's per-file operator fixture. Kept apart from operator-env.ts, which the operator
 // benchmark imports too and so must not load vitest.
 import { perDescribe, standIn } from '../harness/fixtures.ts';
-import { eventually, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
+import {
+  eventually,
+  startOperator,
+  startOperatorEnv,
+  type OperatorEnv,
+  type RunningOperator,
+} from '../harness/k8s/operator-env.ts';
 
 /**
  * A file's API server (with the CRDs and the chart's RBAC) and one operator on it, ready: started

@@ -1,7 +1,18 @@
 // Two operator processes; only the leader reconciles; after the leader is
 // killed (SIGKILL: no lease release) the standby takes over within the lease duration.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { eventually, kget, LEASE, metricValue, operatorIdle, RELEASE_NS, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
+import {
+  eventually,
+  kget,
+  LEASE,
+  metricValue,
+  operatorIdle,
+  RELEASE_NS,
+  startOperator,
+  startOperatorEnv,
+  type OperatorEnv,
+  type RunningOperator,
+} from '../harness/k8s/operator-env.ts';
 
 const NS = 'team-l';
 const LEASE_MS = 4000; // FAST timings of operator-env.ts
@@ -20,11 +31,15 @@ spec:
 
 /** Straight from the API (no kubectl start-up per poll: the take-over time is measured with it). */
 async function holder(): Promise<string | undefined> {
-  const res = await env.cluster.request('GET', `/apis/coordination.k8s.io/v1/namespaces/${RELEASE_NS}/leases/${LEASE}`);
+  const res = await env.cluster.request(
+    'GET',
+    `/apis/coordination.k8s.io/v1/namespaces/${RELEASE_NS}/leases/${LEASE}`,
+  );
   return res.status === 200 ? (res.body as Obj)['spec']?.['holderIdentity'] : undefined;
 }
 
-const reconciles = async (op: RunningOperator) => metricValue(await op.metrics(), 'portcullis_operator_reconcile_total');
+const reconciles = async (op: RunningOperator) =>
+  metricValue(await op.metrics(), 'portcullis_operator_reconcile_total');
 
 beforeAll(async () => {
   env = await startOperatorEnv([NS]);
@@ -57,7 +72,9 @@ describe('operator: leader election on a Lease', () => {
     const killedAt = Date.now();
     await eventually('b holds the lease', async () => (await holder()) === 'op-b', 30_000, 100);
     const tookMs = Date.now() - killedAt;
-    console.info(`standby took over ${tookMs} ms after the leader was killed (lease ${LEASE_MS} ms)`);
+    console.info(
+      `standby took over ${tookMs} ms after the leader was killed (lease ${LEASE_MS} ms)`,
+    );
     // Within the lease duration of the last renewal as the standby saw it: the standby notices a
     // renewal up to one retry period (0.5 s) late and tries again every 0.5 s; 0.5 s more for a
     // busy 2-core machine.

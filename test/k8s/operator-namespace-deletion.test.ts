@@ -4,8 +4,18 @@
 // may delete before the route: before, the operator then got 403 on the route's finalizer and the
 // namespace stayed Terminating for good. The RoleBinding is deleted first here, on purpose.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startControllerManager, type ControllerManager } from '../harness/k8s/controller-manager.ts';
-import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
+import {
+  startControllerManager,
+  type ControllerManager,
+} from '../harness/k8s/controller-manager.ts';
+import {
+  eventually,
+  kget,
+  startOperator,
+  startOperatorEnv,
+  type OperatorEnv,
+  type RunningOperator,
+} from '../harness/k8s/operator-env.ts';
 
 const NS = 'team-d';
 let env: OperatorEnv;
@@ -48,15 +58,30 @@ spec:
 `);
     await eventually('the sidecar injected (the route holds its finalizer)', async () => {
       const dep = (await kget(env.cluster, ['-n', NS, 'deployment', 'web'])) as Obj | undefined;
-      return ((dep?.['spec']?.['template']?.['spec']?.['containers'] ?? []) as Obj[]).some((c) => c['name'] === 'portcullis-sidecar');
+      return ((dep?.['spec']?.['template']?.['spec']?.['containers'] ?? []) as Obj[]).some(
+        (c) => c['name'] === 'portcullis-sidecar',
+      );
     });
-    const unbound = await env.cluster.kubectl(['-n', NS, 'delete', 'rolebinding', 'portcullis-operator']);
+    const unbound = await env.cluster.kubectl([
+      '-n',
+      NS,
+      'delete',
+      'rolebinding',
+      'portcullis-operator',
+    ]);
     expect(unbound.code, unbound.stderr).toBe(0);
     const deleted = await env.cluster.kubectl(['delete', 'namespace', NS, '--wait=false']);
     expect(deleted.code, deleted.stderr).toBe(0);
-    await eventually(`namespace ${NS} gone`, async () => (await kget(env.cluster, ['namespace', NS])) === undefined, 60_000, 500).catch(async (err: unknown) => {
+    await eventually(
+      `namespace ${NS} gone`,
+      async () => (await kget(env.cluster, ['namespace', NS])) === undefined,
+      60_000,
+      500,
+    ).catch(async (err: unknown) => {
       const route = await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'all']);
-      throw new Error(`${String(err)}; the route: ${JSON.stringify(route?.['metadata'])}\n${kcm.log()}`);
+      throw new Error(
+        `${String(err)}; the route: ${JSON.stringify(route?.['metadata'])}\n${kcm.log()}`,
+      );
     });
     expect(operator.program.exited()).toBe(false);
   });

@@ -3,7 +3,17 @@
 // is the operator's own doing (the namespace reconcile rebuilds it from the clients that exist).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { hashClientSecret } from '../../lib/config/auth-server.ts';
-import { eventually, kget, operatorForbidden, operatorIdle, operatorWrites, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
+import {
+  eventually,
+  kget,
+  operatorForbidden,
+  operatorIdle,
+  operatorWrites,
+  startOperator,
+  startOperatorEnv,
+  type OperatorEnv,
+  type RunningOperator,
+} from '../harness/k8s/operator-env.ts';
 
 const NS = 'team-o';
 let env: OperatorEnv;
@@ -31,12 +41,16 @@ afterAll(async () => {
 });
 
 async function credentials(name: string): Promise<{ id: string; secret: string } | undefined> {
-  const s = (await kget(env.cluster, ['-n', NS, 'secret', `${name}-oauth-client`])) as Obj | undefined;
-  return s === undefined ? undefined : { id: decode(s['data']['client_id']), secret: decode(s['data']['client_secret']) };
+  const s = (await kget(env.cluster, ['-n', NS, 'secret', `${name}-oauth-client`])) as
+    Obj | undefined;
+  return s === undefined
+    ? undefined
+    : { id: decode(s['data']['client_id']), secret: decode(s['data']['client_secret']) };
 }
 
 async function registry(): Promise<Array<Record<string, unknown>>> {
-  const s = (await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-clients'])) as Obj | undefined;
+  const s = (await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-clients'])) as
+    Obj | undefined;
   return s === undefined ? [] : JSON.parse(decode(s['data']['clients.json']))['clients'];
 }
 
@@ -46,45 +60,74 @@ describe('operator: OAuthClient on a real API server, as the chart ServiceAccoun
     expect(r.code, r.stderr).toBe(0);
     const status = await eventually('Registered', async () => {
       const o = (await kget(env.cluster, ['-n', NS, 'oauthclient', 'demo-app'])) as Obj;
-      return o['status']?.['conditions']?.[0]?.['reason'] === 'Registered' ? o['status'] : undefined;
+      return o['status']?.['conditions']?.[0]?.['reason'] === 'Registered'
+        ? o['status']
+        : undefined;
     });
     const creds = await credentials('demo-app');
     expect(creds?.secret).toMatch(/^[A-Za-z0-9_-]{43}$/);
-    expect(status).toMatchObject({ clientId: creds?.id, secretName: 'demo-app-oauth-client', observedGeneration: 1 });
+    expect(status).toMatchObject({
+      clientId: creds?.id,
+      secretName: 'demo-app-oauth-client',
+      observedGeneration: 1,
+    });
     const entries = await registry();
-    expect(entries).toEqual([expect.objectContaining({ client_id: creds?.id, client_secret_hash: hashClientSecret(creds?.secret ?? ''), redirect_uris: ['https://app.example.com/callback'] })]);
+    expect(entries).toEqual([
+      expect.objectContaining({
+        client_id: creds?.id,
+        client_secret_hash: hashClientSecret(creds?.secret ?? ''),
+        redirect_uris: ['https://app.example.com/callback'],
+      }),
+    ]);
     expect(JSON.stringify(entries)).not.toContain(creds?.secret);
     const secret = (await kget(env.cluster, ['-n', NS, 'secret', 'demo-app-oauth-client'])) as Obj;
-    expect(secret['metadata']['ownerReferences']).toEqual([expect.objectContaining({ kind: 'OAuthClient', name: 'demo-app', controller: true })]);
+    expect(secret['metadata']['ownerReferences']).toEqual([
+      expect.objectContaining({ kind: 'OAuthClient', name: 'demo-app', controller: true }),
+    ]);
   });
 
   it('the auth-server Deployment and Service reference the right Secrets', async () => {
-    const dep = (await eventually('auth-server', () => kget(env.cluster, ['-n', NS, 'deployment', 'portcullis-auth-server']))) as Obj;
+    const dep = (await eventually('auth-server', () =>
+      kget(env.cluster, ['-n', NS, 'deployment', 'portcullis-auth-server']),
+    )) as Obj;
     const pod = dep['spec']['template']['spec'];
-    expect(pod['volumes'].filter((v: Obj) => v['secret']).map((v: Obj) => v['secret']['secretName'])).toEqual([
-      'portcullis-auth-clients',
-      'portcullis-auth-users',
-      'portcullis-auth-signing-keys',
-    ]);
+    expect(
+      pod['volumes'].filter((v: Obj) => v['secret']).map((v: Obj) => v['secret']['secretName']),
+    ).toEqual(['portcullis-auth-clients', 'portcullis-auth-users', 'portcullis-auth-signing-keys']);
     expect(pod['containers'][0]['command']).toEqual(['node', 'dist/auth-server/main.mjs']);
-    const env0 = Object.fromEntries(pod['containers'][0]['env'].map((e: Obj) => [e['name'], e['value']]));
+    const env0 = Object.fromEntries(
+      pod['containers'][0]['env'].map((e: Obj) => [e['name'], e['value']]),
+    );
     expect(env0['AUTH_ISSUER']).toBe(`http://portcullis-auth-server.${NS}.svc`);
-    const keys = (await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-signing-keys'])) as Obj;
+    const keys = (await kget(env.cluster, [
+      '-n',
+      NS,
+      'secret',
+      'portcullis-auth-signing-keys',
+    ])) as Obj;
     expect(JSON.parse(decode(keys['data']['keys.json']))['keys']).toHaveLength(1);
     expect(await kget(env.cluster, ['-n', NS, 'service', 'portcullis-auth-server'])).toBeDefined();
   });
 
   it('an operator restart changes neither the client secret nor the signing keys, and writes nothing', async () => {
     const before = await credentials('demo-app');
-    const keysBefore = ((await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-signing-keys'])) as Obj)['data'];
+    const keysBefore = (
+      (await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-signing-keys'])) as Obj
+    )['data'];
     await operatorIdle(operator);
     await operator.program.stop();
     const since = new Date().toISOString();
     operator = await startOperator(env, 'op-oauth-2');
-    await eventually('new operator reconciled', async () => /controllers started/.test(operator.program.lines.join('\n')));
+    await eventually('new operator reconciled', async () =>
+      /controllers started/.test(operator.program.lines.join('\n')),
+    );
     await operatorIdle(operator); // its first reconcile of everything is done
     expect(await credentials('demo-app')).toEqual(before);
-    expect(((await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-signing-keys'])) as Obj)['data']).toEqual(keysBefore);
+    expect(
+      ((await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-signing-keys'])) as Obj)[
+        'data'
+      ],
+    ).toEqual(keysBefore);
     expect(operatorWrites(env, since)).toEqual([]);
   });
 
@@ -103,8 +146,14 @@ describe('operator: OAuthClient on a real API server, as the chart ServiceAccoun
     expect((await registry()).map((c) => c['client_id'])).not.toContain(first?.id);
     const del2 = await env.cluster.kubectl(['-n', NS, 'delete', 'oauthclient', 'second']);
     expect(del2.code, del2.stderr).toBe(0);
-    await eventually('auth server pruned', async () => (await kget(env.cluster, ['-n', NS, 'deployment', 'portcullis-auth-server'])) === undefined);
-    expect(await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-clients'])).toBeUndefined();
+    await eventually(
+      'auth server pruned',
+      async () =>
+        (await kget(env.cluster, ['-n', NS, 'deployment', 'portcullis-auth-server'])) === undefined,
+    );
+    expect(
+      await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-clients']),
+    ).toBeUndefined();
     // The client Secrets stay: their ownerReferences (asserted above) let the garbage collector take them in a real cluster.
   });
 

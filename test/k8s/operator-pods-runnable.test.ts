@@ -14,7 +14,14 @@ import { decodeBucketValue } from '../../lib/token-bucket/bucket-value.ts';
 import { freePort, waitForPort } from '../harness/ports.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
 import { authorize, tokenRequest } from '../harness/auth-flow.ts';
-import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
+import {
+  eventually,
+  kget,
+  startOperator,
+  startOperatorEnv,
+  type OperatorEnv,
+  type RunningOperator,
+} from '../harness/k8s/operator-env.ts';
 import { createPodRunner, type PodRunner } from './pod-runner.ts';
 
 const NS = 'team-p';
@@ -42,7 +49,15 @@ beforeAll(async () => {
     PORTCULLIS_DEFAULT_REDIS_URL: redis.url,
     PORTCULLIS_ISSUER_URL: `http://127.0.0.1:${ports.auth}`,
   });
-  const users = { users: [{ username: 'alice', password_hash: await hashPassword('wonderland'), profile: { name: 'Alice', email: 'alice@example.com' } }] };
+  const users = {
+    users: [
+      {
+        username: 'alice',
+        password_hash: await hashPassword('wonderland'),
+        profile: { name: 'Alice', email: 'alice@example.com' },
+      },
+    ],
+  };
   const manifests = `apiVersion: v1
 kind: Secret
 metadata: { name: portcullis-auth-users, namespace: ${NS} }
@@ -73,7 +88,9 @@ spec:
   const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: manifests });
   expect(r.code, r.stderr).toBe(0);
   await eventually('route children', () => kget(env.cluster, ['-n', NS, 'deployment', 'all']));
-  await eventually('auth server', () => kget(env.cluster, ['-n', NS, 'deployment', 'portcullis-auth-server']));
+  await eventually('auth server', () =>
+    kget(env.cluster, ['-n', NS, 'deployment', 'portcullis-auth-server']),
+  );
   await eventually('registered', async () => {
     const o = (await kget(env.cluster, ['-n', NS, 'oauthclient', 'demo-app'])) as Obj;
     return o['status']?.['conditions']?.[0]?.['reason'] === 'Registered';
@@ -90,7 +107,10 @@ afterAll(async () => {
 describe('the rendered pods run', () => {
   it('the route pod (target + sidecar, config from the ConfigMap) passes the specification scenario', async () => {
     await runPod('all');
-    await eventually('sidecar ready', async () => (await fetch(`http://127.0.0.1:${ports.admin}/readyz`)).status === 200);
+    await eventually(
+      'sidecar ready',
+      async () => (await fetch(`http://127.0.0.1:${ports.admin}/readyz`)).status === 200,
+    );
     const admin = new Redis(redis.url);
     try {
       const key = 'spec-scenario-user';
@@ -110,7 +130,9 @@ describe('the rendered pods run', () => {
         const wait = start + i * 500 + (i === 0 ? 0 : 50) - performance.now();
         if (wait > 0) await new Promise((res) => setTimeout(res, wait));
         sendMs.push(performance.now());
-        const res = await fetch(`http://127.0.0.1:${ports.sidecar}/healthcheck/ready`, { headers: { 'USER-ID': key } });
+        const res = await fetch(`http://127.0.0.1:${ports.sidecar}/healthcheck/ready`, {
+          headers: { 'USER-ID': key },
+        });
         const body = await res.text();
         doneMs.push(performance.now());
         statuses.push(res.status);
@@ -119,7 +141,11 @@ describe('the rendered pods run', () => {
         // Redis' time of the decision: an admitted take stored it; a refused one writes nothing,
         // so the model is asked at Redis TIME just after (refused then means refused before).
         const afterUs = await redisNowUs();
-        redisUs.push(res.status === 200 ? (decodeBucketValue(await admin.getBuffer(bucketKey))?.updatedUs ?? Number.NaN) : afterUs);
+        redisUs.push(
+          res.status === 200
+            ? (decodeBucketValue(await admin.getBuffer(bucketKey))?.updatedUs ?? Number.NaN)
+            : afterUs,
+        );
       }
       const actual = statuses.map((s) => s === 200);
       // 1. Decision by decision, the exact model at the times Redis used (the Lua script's clock).
@@ -140,13 +166,18 @@ describe('the rendered pods run', () => {
           return r.decision.allowed;
         }).length;
       };
-      const counts = [model(sendMs), model(doneMs.map((t, i) => (i === 0 ? (sendMs[0] ?? 0) : t)))].sort((x, y) => x - y);
+      const counts = [
+        model(sendMs),
+        model(doneMs.map((t, i) => (i === 0 ? (sendMs[0] ?? 0) : t))),
+      ].sort((x, y) => x - y);
       const admitted = actual.filter(Boolean).length;
       expect(admitted).toBeGreaterThanOrEqual(counts[0] ?? 0);
       expect(admitted).toBeLessThanOrEqual(counts[1] ?? 0);
       // 3. When the schedule held (sends within 45 ms of their aim, answers within 40 ms), that is
       //    the 12 the exact model predicts for the specification scenario.
-      const slipMs = Math.max(...sendMs.slice(1).map((t, i) => Math.abs(t - (sendMs[0] ?? 0) - (i + 1) * 500 - 50)));
+      const slipMs = Math.max(
+        ...sendMs.slice(1).map((t, i) => Math.abs(t - (sendMs[0] ?? 0) - (i + 1) * 500 - 50)),
+      );
       const slowestMs = Math.max(...doneMs.map((t, i) => t - (sendMs[i] ?? 0)));
       if (slipMs < 45 && slowestMs < 40) expect(admitted).toBe(12);
     } finally {
@@ -162,21 +193,46 @@ describe('the rendered pods run', () => {
     const clientId = decode(secret['data']['client_id']);
     const clientSecret = decode(secret['data']['client_secret']);
     const redirectUri = 'http://127.0.0.1:3000/callback';
-    const { location, consentShown } = await authorize({ issuer, clientId, redirectUri, scope: 'profile email', state: 's1' });
+    const { location, consentShown } = await authorize({
+      issuer,
+      clientId,
+      redirectUri,
+      scope: 'profile email',
+      state: 's1',
+    });
     expect(consentShown).toBe(true);
     expect(location.origin + location.pathname).toBe(redirectUri);
     const code = location.searchParams.get('code');
     expect(code).toBeTruthy();
     // The specification's token request: JSON body, grant_type authorization_token.
-    const token = await tokenRequest(issuer, { client_id: clientId, client_secret: clientSecret, redirect_uri: redirectUri, grant_type: 'authorization_token', code: code ?? '' }, { json: true });
+    const token = await tokenRequest(
+      issuer,
+      {
+        client_id: clientId,
+        client_secret: clientSecret,
+        redirect_uri: redirectUri,
+        grant_type: 'authorization_token',
+        code: code ?? '',
+      },
+      { json: true },
+    );
     expect(token.status).toBe(200);
     const accessToken = String(token.json['access_token']);
-    const keys = (await kget(env.cluster, ['-n', NS, 'secret', 'portcullis-auth-signing-keys'])) as Obj;
+    const keys = (await kget(env.cluster, [
+      '-n',
+      NS,
+      'secret',
+      'portcullis-auth-signing-keys',
+    ])) as Obj;
     const kid = JSON.parse(decode(keys['data']['keys.json']))['keys'][0]['kid'];
     expect(decodeProtectedHeader(accessToken)).toMatchObject({ alg: 'ES256', kid });
     // The container port named `metrics` is where the rendered env makes the auth server serve /metrics.
-    const metrics = await (await fetch(`http://127.0.0.1:${pod.ports.get('metrics')}/metrics`)).text();
-    expect(metrics).toContain('portcullis_auth_access_tokens_issued_total{grant_type="authorization_code"} 1\n');
+    const metrics = await (
+      await fetch(`http://127.0.0.1:${pod.ports.get('metrics')}/metrics`)
+    ).text();
+    expect(metrics).toContain(
+      'portcullis_auth_access_tokens_issued_total{grant_type="authorization_code"} 1\n',
+    );
     expect(metrics).toContain('portcullis_auth_sign_ins_total{result="ok"} 1\n');
   });
 });

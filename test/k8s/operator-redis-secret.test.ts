@@ -9,7 +9,14 @@ import { hashBucketKey, keyHashSecretOf } from '../../lib/token-bucket/key-hash.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/ports.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { eventually, kget, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
+import {
+  eventually,
+  kget,
+  startOperator,
+  startOperatorEnv,
+  type OperatorEnv,
+  type RunningOperator,
+} from '../harness/k8s/operator-env.ts';
 import { createPodRunner, type PodRunner, type RunningPod } from './pod-runner.ts';
 
 const NS = 'team-s';
@@ -47,23 +54,46 @@ async function apply(yaml: string) {
   expect(r.code, r.stderr).toBe(0);
 }
 const ready = async (name: string) =>
-  (((await kget(env.cluster, ['-n', NS, 'ratelimitroute', name])) as Obj | undefined)?.['status']?.['conditions'] ?? []).find((c: Obj) => c['type'] === 'Ready');
+  (
+    ((await kget(env.cluster, ['-n', NS, 'ratelimitroute', name])) as Obj | undefined)?.[
+      'status'
+    ]?.['conditions'] ?? []
+  ).find((c: Obj) => c['type'] === 'Ready');
 const events = async (name: string) => {
-  const r = await env.cluster.kubectl(['-n', NS, 'get', 'events', '--field-selector', `involvedObject.name=${name},involvedObject.kind=RateLimitRoute`, '-o', 'json']);
+  const r = await env.cluster.kubectl([
+    '-n',
+    NS,
+    'get',
+    'events',
+    '--field-selector',
+    `involvedObject.name=${name},involvedObject.kind=RateLimitRoute`,
+    '-o',
+    'json',
+  ]);
   return JSON.parse(r.stdout)['items'] as Obj[];
 };
 const bucketIn = async (url: string, user: string) => {
   const client = new Redis(url);
   try {
-    return await client.exists(`portcullis:bucket:${NS}:v2:{${hashBucketKey(keyHashSecretOf(decodeURIComponent(new URL(url).password)), `lim:${user}`)}}`);
+    return await client.exists(
+      `portcullis:bucket:${NS}:v2:{${hashBucketKey(keyHashSecretOf(decodeURIComponent(new URL(url).password)), `lim:${user}`)}}`,
+    );
   } finally {
     client.disconnect();
   }
 };
-const get = async (user: string) => (await fetch(`http://127.0.0.1:${ports.sidecar}/healthcheck/ready`, { headers: { 'USER-ID': user } })).status;
+const get = async (user: string) =>
+  (
+    await fetch(`http://127.0.0.1:${ports.sidecar}/healthcheck/ready`, {
+      headers: { 'USER-ID': user },
+    })
+  ).status;
 
 beforeAll(async () => {
-  [redisA, redisB] = await Promise.all([startRedis(['--requirepass', 'secret-a']), startRedis(['--requirepass', 'secret-b'])]);
+  [redisA, redisB] = await Promise.all([
+    startRedis(['--requirepass', 'secret-a']),
+    startRedis(['--requirepass', 'secret-b']),
+  ]);
   for (const k of Object.keys(ports) as Array<keyof typeof ports>) ports[k] = await freePort();
   env = await startOperatorEnv([NS]);
   pods = createPodRunner(env, NS);
@@ -90,20 +120,60 @@ afterAll(async () => {
 
 describe('RateLimitRoute with spec.redis.secretRef', () => {
   it('gets Ready; the Deployment mounts the Secret key read-only for the sidecar only', async () => {
-    const dep = (await eventually('deployment', () => kget(env.cluster, ['-n', NS, 'deployment', 'lim']))) as Obj;
+    const dep = (await eventually('deployment', () =>
+      kget(env.cluster, ['-n', NS, 'deployment', 'lim']),
+    )) as Obj;
     const spec = dep['spec']['template']['spec'];
-    expect(spec['volumes']).toContainEqual(expect.objectContaining({ name: 'redis-url', secret: expect.objectContaining({ secretName: 'redis-credentials', items: [{ key: 'redis-url', path: 'url' }] }) }));
+    expect(spec['volumes']).toContainEqual(
+      expect.objectContaining({
+        name: 'redis-url',
+        secret: expect.objectContaining({
+          secretName: 'redis-credentials',
+          items: [{ key: 'redis-url', path: 'url' }],
+        }),
+      }),
+    );
     const sidecar = spec['containers'].find((c: Obj) => c['name'] === 'sidecar');
-    expect(sidecar['volumeMounts']).toContainEqual({ name: 'redis-url', mountPath: '/etc/portcullis/redis', readOnly: true });
-    expect(spec['containers'].find((c: Obj) => c['name'] === 'target')['volumeMounts'].map((m: Obj) => m['name'])).not.toContain('redis-url');
+    expect(sidecar['volumeMounts']).toContainEqual({
+      name: 'redis-url',
+      mountPath: '/etc/portcullis/redis',
+      readOnly: true,
+    });
+    expect(
+      spec['containers']
+        .find((c: Obj) => c['name'] === 'target')
+        ['volumeMounts'].map((m: Obj) => m['name']),
+    ).not.toContain('redis-url');
     const cm = (await kget(env.cluster, ['-n', NS, 'configmap', 'lim-sidecar'])) as Obj;
     expect(cm['data']['config.yaml']).toContain('urlFile: /etc/portcullis/redis/url');
     expect(cm['data']['config.yaml']).not.toContain('secret-a'); // the password stays in the Secret
 
-    expect((await eventually('Progressing', async () => ((await ready('lim'))?.['reason'] === 'Progressing' ? ready('lim') : undefined)))['status']).toBe('False');
+    expect(
+      (
+        await eventually('Progressing', async () =>
+          (await ready('lim'))?.['reason'] === 'Progressing' ? ready('lim') : undefined,
+        )
+      )['status'],
+    ).toBe('False');
     // Plays the Deployment controller (no kube-controller-manager here): the pod is ready.
-    const status = { observedGeneration: dep['metadata']['generation'], replicas: 1, updatedReplicas: 1, readyReplicas: 1, availableReplicas: 1 };
-    const r = await env.cluster.kubectl(['-n', NS, 'patch', 'deployment', 'lim', '--subresource=status', '--type=merge', '-p', JSON.stringify({ status })]);
+    const status = {
+      observedGeneration: dep['metadata']['generation'],
+      replicas: 1,
+      updatedReplicas: 1,
+      readyReplicas: 1,
+      availableReplicas: 1,
+    };
+    const r = await env.cluster.kubectl([
+      '-n',
+      NS,
+      'patch',
+      'deployment',
+      'lim',
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status }),
+    ]);
     expect(r.code, r.stderr).toBe(0);
     await eventually('Ready', async () => (await ready('lim'))?.['status'] === 'True');
     expect((await events('lim')).filter((e) => e['type'] === 'Warning')).toEqual([]);
@@ -111,7 +181,10 @@ describe('RateLimitRoute with spec.redis.secretRef', () => {
 
   it('the rendered pod runs and limits in the Redis the Secret names, password included', async () => {
     pod = await pods.runPod('lim');
-    await eventually('sidecar ready', async () => (await fetch(`http://127.0.0.1:${ports.admin}/readyz`)).status === 200);
+    await eventually(
+      'sidecar ready',
+      async () => (await fetch(`http://127.0.0.1:${ports.admin}/readyz`)).status === 200,
+    );
     const statuses = [];
     for (let i = 0; i < 3; i++) statuses.push(await get('alice'));
     expect(statuses).toEqual([200, 200, 429]);
@@ -119,11 +192,23 @@ describe('RateLimitRoute with spec.redis.secretRef', () => {
   });
 
   it('a rotated Secret, projected into the volume as the kubelet does, moves the sidecar to the new Redis', async () => {
-    const r = await env.cluster.kubectl(['-n', NS, 'patch', 'secret', 'redis-credentials', '--type=merge', '-p', JSON.stringify({ stringData: { 'redis-url': urlB() } })]);
+    const r = await env.cluster.kubectl([
+      '-n',
+      NS,
+      'patch',
+      'secret',
+      'redis-credentials',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ stringData: { 'redis-url': urlB() } }),
+    ]);
     expect(r.code, r.stderr).toBe(0);
     const secret = (await kget(env.cluster, ['-n', NS, 'secret', 'redis-credentials'])) as Obj;
     const dir = pod.volumeDirs.get('/etc/portcullis/redis') ?? '';
-    writeFileSync(path.join(dir, 'url'), Buffer.from(secret['data']['redis-url'], 'base64').toString('utf8'));
+    writeFileSync(
+      path.join(dir, 'url'),
+      Buffer.from(secret['data']['redis-url'], 'base64').toString('utf8'),
+    );
     const sidecar = pod.programs.find((p) => p.name.endsWith('-sidecar'));
     await sidecar?.waitForLine(/store settings changed/, 15_000);
     const statuses = [];
@@ -137,7 +222,9 @@ describe('RateLimitRoute with spec.redis.secretRef', () => {
     await eventually('deployment', () => kget(env.cluster, ['-n', NS, 'deployment', 'nosecret']));
     const c = await eventually('status', () => ready('nosecret'));
     expect(c['reason']).toBe('Progressing');
-    const warning = await eventually('warning', async () => (await events('nosecret')).find((e) => e['reason'] === 'RedisSecretMissing'));
+    const warning = await eventually('warning', async () =>
+      (await events('nosecret')).find((e) => e['reason'] === 'RedisSecretMissing'),
+    );
     expect(warning['type']).toBe('Warning');
     expect(warning['message']).toMatch(/Secret does-not-exist does not exist/);
   });

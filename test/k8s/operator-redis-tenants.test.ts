@@ -9,7 +9,16 @@ import { hashBucketKey, keyHashSecretOf } from '../../lib/token-bucket/key-hash.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../harness/ports.ts';
 import { startRedis, type RedisServer } from '../harness/redis.ts';
-import { eventually, kget, RELEASE, RELEASE_NS, startOperator, startOperatorEnv, type OperatorEnv, type RunningOperator } from '../harness/k8s/operator-env.ts';
+import {
+  eventually,
+  kget,
+  RELEASE,
+  RELEASE_NS,
+  startOperator,
+  startOperatorEnv,
+  type OperatorEnv,
+  type RunningOperator,
+} from '../harness/k8s/operator-env.ts';
 import { createPodRunner } from './pod-runner.ts';
 
 const TEAMS = ['team-a', 'team-b'] as const;
@@ -24,7 +33,16 @@ let authRedis: RedisServer;
 const ports = { target: 0, sidecar: 0, admin: 0, auth: 0 };
 const redisClients: Redis[] = [];
 const decode = (s: string) => Buffer.from(s, 'base64').toString('utf8');
-const EXISTING = ['--set', 'redis.enabled=false', '--set', 'redis.existingSecret.name=redis-credentials', '--set', 'auth.redis.existingSecret.name=redis-credentials', '--set', 'auth.redis.existingSecret.key=auth-redis-url'];
+const EXISTING = [
+  '--set',
+  'redis.enabled=false',
+  '--set',
+  'redis.existingSecret.name=redis-credentials',
+  '--set',
+  'auth.redis.existingSecret.name=redis-credentials',
+  '--set',
+  'auth.redis.existingSecret.key=auth-redis-url',
+];
 
 /** A client as a team would make one from the URL in its namespace's Secret. */
 async function teamClient(team: string, secret: string): Promise<{ url: string; client: Redis }> {
@@ -40,7 +58,8 @@ const admin = (server: RedisServer) => {
   redisClients.push(c);
   return c;
 };
-const aclUsers = async (server: RedisServer) => ((await admin(server).call('ACL', 'USERS')) as string[]).sort();
+const aclUsers = async (server: RedisServer) =>
+  ((await admin(server).call('ACL', 'USERS')) as string[]).sort();
 
 const manifests = (team: string) => `apiVersion: portcullis.dev/v1alpha1
 kind: RateLimitRoute
@@ -73,9 +92,20 @@ beforeAll(async () => {
   for (const k of Object.keys(ports) as Array<keyof typeof ports>) ports[k] = await freePort();
   env = await startOperatorEnv([...TEAMS]);
   // The chart with both existingSecrets: the Role that lets the operator read them.
-  const rendered = await env.cluster.helm(['template', RELEASE, 'charts/portcullis', '--namespace', RELEASE_NS, '--kube-version', env.cluster.tools.kubernetesVersion, ...EXISTING]);
+  const rendered = await env.cluster.helm([
+    'template',
+    RELEASE,
+    'charts/portcullis',
+    '--namespace',
+    RELEASE_NS,
+    '--kube-version',
+    env.cluster.tools.kubernetesVersion,
+    ...EXISTING,
+  ]);
   expect(rendered.code, rendered.stderr).toBe(0);
-  const chart = await env.cluster.kubectl(['apply', '--server-side', '-f', '-'], { input: rendered.stdout });
+  const chart = await env.cluster.kubectl(['apply', '--server-side', '-f', '-'], {
+    input: rendered.stdout,
+  });
   expect(chart.code, chart.stderr).toBe(0);
   const secret = `apiVersion: v1
 kind: Secret
@@ -84,7 +114,9 @@ stringData:
   redis-url: "${limiterRedis.url}"
   auth-redis-url: "${authRedis.url}"
 `;
-  const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: [secret, ...TEAMS.map(manifests)].join('---\n') });
+  const r = await env.cluster.kubectl(['apply', '-f', '-'], {
+    input: [secret, ...TEAMS.map(manifests)].join('---\n'),
+  });
   expect(r.code, r.stderr).toBe(0);
   operator = await startOperator(env, 'op-redis-tenants', {
     PORTCULLIS_DEFAULT_REDIS_SECRET: 'redis-credentials/redis-url',
@@ -94,9 +126,15 @@ stringData:
     PORTCULLIS_AUTH_SERVER_PORT: String(ports.auth),
   });
   for (const team of TEAMS) {
-    await eventually(`${team} route Secret`, () => kget(env.cluster, ['-n', team, 'secret', 'api-redis']));
-    await eventually(`${team} auth Secret`, () => kget(env.cluster, ['-n', team, 'secret', 'portcullis-auth-redis']));
-    await eventually(`${team} route Deployment`, () => kget(env.cluster, ['-n', team, 'deployment', 'api']));
+    await eventually(`${team} route Secret`, () =>
+      kget(env.cluster, ['-n', team, 'secret', 'api-redis']),
+    );
+    await eventually(`${team} auth Secret`, () =>
+      kget(env.cluster, ['-n', team, 'secret', 'portcullis-auth-redis']),
+    );
+    await eventually(`${team} route Deployment`, () =>
+      kget(env.cluster, ['-n', team, 'deployment', 'api']),
+    );
   }
 }, 120_000);
 
@@ -122,12 +160,24 @@ describe('two namespaces sharing the Redis instances', () => {
         expect(await client.ping()).toBe('PONG');
       }
     }
-    expect(await aclUsers(limiterRedis)).toEqual(['default', 'portcullis-bucket-team-a', 'portcullis-bucket-team-b']);
-    expect(await aclUsers(authRedis)).toEqual(['default', 'portcullis-auth-team-a', 'portcullis-auth-team-b']);
+    expect(await aclUsers(limiterRedis)).toEqual([
+      'default',
+      'portcullis-bucket-team-a',
+      'portcullis-bucket-team-b',
+    ]);
+    expect(await aclUsers(authRedis)).toEqual([
+      'default',
+      'portcullis-auth-team-a',
+      'portcullis-auth-team-b',
+    ]);
   });
 
   it("team-a's credentials cannot read, write, list or wipe team-b's keys, nor flush, reconfigure or stop the server", async () => {
-    const victims = { bucket: 'portcullis:bucket:team-b:v2:{api:u1}', deny: 'portcullis:auth:team-b:jti:j1', consent: 'portcullis:auth:team-b:consent:alice' };
+    const victims = {
+      bucket: 'portcullis:bucket:team-b:v2:{api:u1}',
+      deny: 'portcullis:auth:team-b:jti:j1',
+      consent: 'portcullis:auth:team-b:consent:alice',
+    };
     await admin(limiterRedis).set(victims.bucket, 'state');
     await admin(authRedis).set(victims.deny, '1');
     await admin(authRedis).hset(victims.consent, 'app', '{}');
@@ -138,7 +188,16 @@ describe('two namespaces sharing the Redis instances', () => {
     await expect(auth.del(victims.deny)).rejects.toThrow(/NOPERM/);
     await expect(auth.hgetall(victims.consent)).rejects.toThrow(/NOPERM/);
     for (const c of [limiter, auth]) {
-      for (const [command, ...args] of [['KEYS', '*'], ['SCAN', '0'], ['FLUSHALL'], ['CONFIG', 'SET', 'maxmemory', '1'], ['SHUTDOWN', 'NOSAVE'], ['ACL', 'LIST'], ['CLIENT', 'KILL', 'TYPE', 'normal'], ['MONITOR']] as const) {
+      for (const [command, ...args] of [
+        ['KEYS', '*'],
+        ['SCAN', '0'],
+        ['FLUSHALL'],
+        ['CONFIG', 'SET', 'maxmemory', '1'],
+        ['SHUTDOWN', 'NOSAVE'],
+        ['ACL', 'LIST'],
+        ['CLIENT', 'KILL', 'TYPE', 'normal'],
+        ['MONITOR'],
+      ] as const) {
         await expect(c.call(command, ...args), command).rejects.toThrow(/NOPERM/);
       }
     }
@@ -147,8 +206,13 @@ describe('two namespaces sharing the Redis instances', () => {
     expect(await admin(authRedis).hkeys(victims.consent)).toEqual(['app']);
   });
 
-  it('same-named routes in two namespaces keep separate buckets: draining team-a\'s leaves team-b\'s full', async () => {
-    const get = async () => (await fetch(`http://127.0.0.1:${ports.sidecar}/healthcheck/ready`, { headers: { 'USER-ID': 'u1' } })).status;
+  it("same-named routes in two namespaces keep separate buckets: draining team-a's leaves team-b's full", async () => {
+    const get = async () =>
+      (
+        await fetch(`http://127.0.0.1:${ports.sidecar}/healthcheck/ready`, {
+          headers: { 'USER-ID': 'u1' },
+        })
+      ).status;
     await admin(limiterRedis).del('portcullis:bucket:team-b:v2:{api:u1}'); // the previous test's stand-in
     const statuses: Record<string, number[]> = {};
     for (const team of TEAMS) {
@@ -156,7 +220,10 @@ describe('two namespaces sharing the Redis instances', () => {
       const pods = createPodRunner(env, team);
       try {
         await pods.runPod('api');
-        await eventually(`${team} sidecar ready`, async () => (await fetch(`http://127.0.0.1:${ports.admin}/readyz`)).status === 200);
+        await eventually(
+          `${team} sidecar ready`,
+          async () => (await fetch(`http://127.0.0.1:${ports.admin}/readyz`)).status === 200,
+        );
         statuses[team] = [await get(), await get(), await get()];
       } finally {
         await pods.stop();
@@ -166,15 +233,33 @@ describe('two namespaces sharing the Redis instances', () => {
     // Each under its namespace's prefix, the user id hashed with a secret from that namespace's password.
     const keys = (await admin(limiterRedis).keys('portcullis:bucket:*')).sort();
     expect(keys.filter((k) => k.includes('{api:u1}'))).toEqual([]);
-    const expected = await Promise.all(TEAMS.map(async (team) => `portcullis:bucket:${team}:v2:{${hashBucketKey(keyHashSecretOf(decodeURIComponent(new URL((await teamClient(team, 'api-redis')).url).password)), 'api:u1')}}`));
+    const expected = await Promise.all(
+      TEAMS.map(
+        async (team) =>
+          `portcullis:bucket:${team}:v2:{${hashBucketKey(keyHashSecretOf(decodeURIComponent(new URL((await teamClient(team, 'api-redis')).url).password)), 'api:u1')}}`,
+      ),
+    );
     expect(keys).toEqual(expect.arrayContaining(expected));
   });
 
   it("deleting a namespace's last route and last OAuthClient deletes its Redis users; the other namespace keeps its own", async () => {
-    const r = await env.cluster.kubectl(['-n', 'team-b', 'delete', 'ratelimitroute/api', 'oauthclient/app', '--wait=false']);
+    const r = await env.cluster.kubectl([
+      '-n',
+      'team-b',
+      'delete',
+      'ratelimitroute/api',
+      'oauthclient/app',
+      '--wait=false',
+    ]);
     expect(r.code, r.stderr).toBe(0);
-    await eventually('team-b bucket user gone', async () => !(await aclUsers(limiterRedis)).includes('portcullis-bucket-team-b'));
-    await eventually('team-b auth user gone', async () => !(await aclUsers(authRedis)).includes('portcullis-auth-team-b'));
+    await eventually(
+      'team-b bucket user gone',
+      async () => !(await aclUsers(limiterRedis)).includes('portcullis-bucket-team-b'),
+    );
+    await eventually(
+      'team-b auth user gone',
+      async () => !(await aclUsers(authRedis)).includes('portcullis-auth-team-b'),
+    );
     expect(await aclUsers(limiterRedis)).toEqual(['default', 'portcullis-bucket-team-a']);
     expect(await aclUsers(authRedis)).toEqual(['default', 'portcullis-auth-team-a']);
     expect(await (await teamClient('team-a', 'api-redis')).client.ping()).toBe('PONG');

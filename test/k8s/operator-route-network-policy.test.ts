@@ -45,8 +45,14 @@ ${spec}`;
 async function apply(yaml: string) {
   return env.cluster.kubectl(['apply', '-f', '-'], { input: yaml });
 }
-const policy = (name: string) => kget(env.cluster, ['-n', NS, 'networkpolicy', name]) as Promise<Obj | undefined>;
-const ready = async (name: string) => (((await kget(env.cluster, ['-n', NS, 'ratelimitroute', name])) as Obj | undefined)?.['status']?.['conditions'] as Obj[] | undefined)?.find((c) => c['type'] === 'Ready');
+const policy = (name: string) =>
+  kget(env.cluster, ['-n', NS, 'networkpolicy', name]) as Promise<Obj | undefined>;
+const ready = async (name: string) =>
+  (
+    ((await kget(env.cluster, ['-n', NS, 'ratelimitroute', name])) as Obj | undefined)?.[
+      'status'
+    ]?.['conditions'] as Obj[] | undefined
+  )?.find((c) => c['type'] === 'Ready');
 
 describe('operator: NetworkPolicies of targetRef and upstream routes on a real API server', () => {
   it("targetRef: the team's pods carrying the sidecar admit only its two ports, never the app's 8080", async () => {
@@ -58,29 +64,69 @@ describe('operator: NetworkPolicies of targetRef and upstream routes on a real A
       const d = (await kget(env.cluster, ['-n', NS, 'deployment', 'web'])) as Obj;
       return d['spec']['template']['spec']['containers'].length === 2 ? d : undefined;
     });
-    expect(dep['spec']['template']['metadata']['labels']).toMatchObject(np['spec']['podSelector']['matchLabels']);
-    expect(np['spec']['podSelector']['matchLabels']).toEqual({ 'portcullis.dev/sidecar': 'true', 'portcullis.dev/route': 'web' });
-    const sidecarPorts = dep['spec']['template']['spec']['containers'][1]['ports'].map((p: Obj) => p['containerPort']);
-    expect(np['spec']['ingress']).toEqual([{ ports: sidecarPorts.map((port: number) => ({ protocol: 'TCP', port })) }]);
+    expect(dep['spec']['template']['metadata']['labels']).toMatchObject(
+      np['spec']['podSelector']['matchLabels'],
+    );
+    expect(np['spec']['podSelector']['matchLabels']).toEqual({
+      'portcullis.dev/sidecar': 'true',
+      'portcullis.dev/route': 'web',
+    });
+    const sidecarPorts = dep['spec']['template']['spec']['containers'][1]['ports'].map(
+      (p: Obj) => p['containerPort'],
+    );
+    expect(np['spec']['ingress']).toEqual([
+      { ports: sidecarPorts.map((port: number) => ({ protocol: 'TCP', port })) },
+    ]);
     expect(sidecarPorts).not.toContain(8080);
-    expect(np['metadata']['ownerReferences']).toEqual([expect.objectContaining({ kind: 'RateLimitRoute', name: 'web', controller: true })]);
+    expect(np['metadata']['ownerReferences']).toEqual([
+      expect.objectContaining({ kind: 'RateLimitRoute', name: 'web', controller: true }),
+    ]);
   });
 
   it("upstream: the Service's pods admit only the gateway pods; the gateway's own pods only the sidecar ports", async () => {
-    const r = await apply(route('gw', '  upstream: { service: { name: user-service, port: 8081 } }\n'));
+    const r = await apply(
+      route('gw', '  upstream: { service: { name: user-service, port: 8081 } }\n'),
+    );
     expect(r.code, r.stderr).toBe(0);
     const up = await eventually('upstream NetworkPolicy', () => policy('gw.upstream'));
-    expect(up['spec']['podSelector']).toEqual({ matchLabels: { app: 'user-service', tier: 'api' } });
-    const gateway = (await eventually('gateway Deployment', () => kget(env.cluster, ['-n', NS, 'deployment', 'gw']))) as Obj;
-    expect(up['spec']['ingress']).toEqual([{ from: [{ podSelector: { matchLabels: gateway['spec']['selector']['matchLabels'] } }] }]);
-    expect(gateway['spec']['template']['metadata']['labels']).toMatchObject(up['spec']['ingress'][0]['from'][0]['podSelector']['matchLabels']);
-    expect((await policy('gw'))?.['spec']['ingress']).toEqual([{ ports: [{ protocol: 'TCP', port: 8080 }, { protocol: 'TCP', port: 9090 }] }]);
+    expect(up['spec']['podSelector']).toEqual({
+      matchLabels: { app: 'user-service', tier: 'api' },
+    });
+    const gateway = (await eventually('gateway Deployment', () =>
+      kget(env.cluster, ['-n', NS, 'deployment', 'gw']),
+    )) as Obj;
+    expect(up['spec']['ingress']).toEqual([
+      { from: [{ podSelector: { matchLabels: gateway['spec']['selector']['matchLabels'] } }] },
+    ]);
+    expect(gateway['spec']['template']['metadata']['labels']).toMatchObject(
+      up['spec']['ingress'][0]['from'][0]['podSelector']['matchLabels'],
+    );
+    expect((await policy('gw'))?.['spec']['ingress']).toEqual([
+      {
+        ports: [
+          { protocol: 'TCP', port: 8080 },
+          { protocol: 'TCP', port: 9090 },
+        ],
+      },
+    ]);
   });
 
   it('spec.networkPolicy.enabled=false deletes the policies of that route only', async () => {
-    const off = await env.cluster.kubectl(['-n', NS, 'patch', 'ratelimitroute', 'gw', '--type=merge', '-p', JSON.stringify({ spec: { networkPolicy: { enabled: false } } })]);
+    const off = await env.cluster.kubectl([
+      '-n',
+      NS,
+      'patch',
+      'ratelimitroute',
+      'gw',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { networkPolicy: { enabled: false } } }),
+    ]);
     expect(off.code, off.stderr).toBe(0);
-    await eventually('gw policies deleted', async () => (await policy('gw')) === undefined && (await policy('gw.upstream')) === undefined);
+    await eventually(
+      'gw policies deleted',
+      async () => (await policy('gw')) === undefined && (await policy('gw.upstream')) === undefined,
+    );
     expect(await policy('web')).toBeDefined();
   });
 
@@ -89,8 +135,13 @@ describe('operator: NetworkPolicies of targetRef and upstream routes on a real A
     expect(self.code).not.toBe(0);
     expect(self.stderr).toContain(UPSTREAM_SELF_RULE);
 
-    expect((await apply(route('ext', '  upstream: { service: { name: elsewhere, port: 6379 } }\n'))).code).toBe(0);
-    const condition = await eventually('UpstreamInvalid', async () => ((await ready('ext'))?.['reason'] === 'UpstreamInvalid' ? ready('ext') : undefined));
+    expect(
+      (await apply(route('ext', '  upstream: { service: { name: elsewhere, port: 6379 } }\n')))
+        .code,
+    ).toBe(0);
+    const condition = await eventually('UpstreamInvalid', async () =>
+      (await ready('ext'))?.['reason'] === 'UpstreamInvalid' ? ready('ext') : undefined,
+    );
     expect(condition?.['message']).toContain('ExternalName');
     expect(await kget(env.cluster, ['-n', NS, 'deployment', 'ext'])).toBeUndefined();
     expect(operatorForbidden(env)).toEqual([]);

@@ -3,22 +3,43 @@
 // exactly as it was, the route reports Conflict with a Warning Event, and once the Service is
 // deleted the route converges on its own (the operator looks again later).
 import { describe, expect, it } from 'vitest';
-import { eventually, kget, operatorForbidden, operatorWrites, resyncs } from '../harness/k8s/operator-env.ts';
+import {
+  eventually,
+  kget,
+  operatorForbidden,
+  operatorWrites,
+  resyncs,
+} from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
 
 const NS = 'team-o';
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from kubectl, read in assertions
 
-
-const { env, operator } = operatorOnApiServer([NS], 'op-ownership', { PORTCULLIS_RESYNC_INTERVAL_MS: '2000' });
+const { env, operator } = operatorOnApiServer([NS], 'op-ownership', {
+  PORTCULLIS_RESYNC_INTERVAL_MS: '2000',
+});
 
 async function apply(yaml: string) {
   const r = await env.cluster.kubectl(['apply', '-f', '-'], { input: yaml });
   expect(r.code, r.stderr).toBe(0);
 }
-const ready = async () => (((await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'web'])) as Obj | undefined)?.['status']?.['conditions'] ?? []).find((c: Obj) => c['type'] === 'Ready');
+const ready = async () =>
+  (
+    ((await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'web'])) as Obj | undefined)?.[
+      'status'
+    ]?.['conditions'] ?? []
+  ).find((c: Obj) => c['type'] === 'Ready');
 const events = async () => {
-  const r = await env.cluster.kubectl(['-n', NS, 'get', 'events', '--field-selector', 'involvedObject.name=web,involvedObject.kind=RateLimitRoute', '-o', 'json']);
+  const r = await env.cluster.kubectl([
+    '-n',
+    NS,
+    'get',
+    'events',
+    '--field-selector',
+    'involvedObject.name=web,involvedObject.kind=RateLimitRoute',
+    '-o',
+    'json',
+  ]);
   return JSON.parse(r.stdout)['items'] as Obj[];
 };
 
@@ -38,11 +59,15 @@ spec:
   target: { image: portcullis/user-service:test, port: 8081, replicas: 1 }
   limiter: { replenishRate: 1, burstCapacity: 10 }
 `);
-    const c = await eventually('Conflict', async () => ((await ready())?.['reason'] === 'Conflict' ? ready() : undefined));
+    const c = await eventually('Conflict', async () =>
+      (await ready())?.['reason'] === 'Conflict' ? ready() : undefined,
+    );
     expect(c['status']).toBe('False');
     expect(c['message']).toMatch(/Service web exists and has no controller ownerReference/);
     expect(c['message']).toMatch(/kubectl -n team-o delete/);
-    const warning = await eventually('warning', async () => (await events()).find((e) => e['reason'] === 'Conflict'));
+    const warning = await eventually('warning', async () =>
+      (await events()).find((e) => e['reason'] === 'Conflict'),
+    );
     expect(warning['type']).toBe('Warning');
 
     // Several resyncs later: still untouched, and nothing of the route was written.
@@ -55,19 +80,36 @@ spec:
     expect(after['spec']['ports']).toEqual(before['spec']['ports']);
     expect(await kget(env.cluster, ['-n', NS, 'deployment', 'web'])).toBeUndefined();
     expect(await kget(env.cluster, ['-n', NS, 'configmap', 'web-sidecar'])).toBeUndefined();
-    const childWrites = operatorWrites(env, since).filter((e) => e.objectRef?.namespace === NS && e.objectRef.resource !== 'ratelimitroutes');
+    const childWrites = operatorWrites(env, since).filter(
+      (e) => e.objectRef?.namespace === NS && e.objectRef.resource !== 'ratelimitroutes',
+    );
     expect(childWrites).toEqual([]);
   });
 
   it('deleting the foreign Service lets the route converge: its own Service, Deployment and ConfigMap, Progressing', async () => {
     const r = await env.cluster.kubectl(['-n', NS, 'delete', 'service', 'web']);
     expect(r.code, r.stderr).toBe(0);
-    const svc = (await eventually('route Service', () => kget(env.cluster, ['-n', NS, 'service', 'web']))) as Obj;
+    const svc = (await eventually('route Service', () =>
+      kget(env.cluster, ['-n', NS, 'service', 'web']),
+    )) as Obj;
     const route = (await kget(env.cluster, ['-n', NS, 'ratelimitroute', 'web'])) as Obj;
-    for (const child of [svc, await kget(env.cluster, ['-n', NS, 'deployment', 'web']), await kget(env.cluster, ['-n', NS, 'configmap', 'web-sidecar'])] as Obj[]) {
-      expect(child['metadata']['ownerReferences']).toEqual([expect.objectContaining({ kind: 'RateLimitRoute', uid: route['metadata']['uid'], controller: true })]);
+    for (const child of [
+      svc,
+      await kget(env.cluster, ['-n', NS, 'deployment', 'web']),
+      await kget(env.cluster, ['-n', NS, 'configmap', 'web-sidecar']),
+    ] as Obj[]) {
+      expect(child['metadata']['ownerReferences']).toEqual([
+        expect.objectContaining({
+          kind: 'RateLimitRoute',
+          uid: route['metadata']['uid'],
+          controller: true,
+        }),
+      ]);
     }
-    expect(svc['spec']['selector']).toEqual({ 'app.kubernetes.io/name': 'portcullis-gateway', 'app.kubernetes.io/instance': 'web' });
+    expect(svc['spec']['selector']).toEqual({
+      'app.kubernetes.io/name': 'portcullis-gateway',
+      'app.kubernetes.io/instance': 'web',
+    });
     await eventually('Progressing', async () => (await ready())?.['reason'] === 'Progressing');
     expect(operatorForbidden(env)).toEqual([]);
   });

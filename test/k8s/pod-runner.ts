@@ -40,10 +40,17 @@ export function createPodRunner(env: OperatorEnv, namespace: string): PodRunner 
     if (volume['configMap'] !== undefined || volume['secret'] !== undefined) {
       const isSecret = volume['secret'] !== undefined;
       const source = volume['configMap'] ?? volume['secret'];
-      const obj = (await kget(env.cluster, ['-n', namespace, isSecret ? 'secret' : 'configmap', source['name'] ?? source['secretName']])) as Obj;
+      const obj = (await kget(env.cluster, [
+        '-n',
+        namespace,
+        isSecret ? 'secret' : 'configmap',
+        source['name'] ?? source['secretName'],
+      ])) as Obj;
       const data: Record<string, string> = obj['data'] ?? {};
-      const items: Array<{ key: string; path: string }> = source['items'] ?? Object.keys(data).map((k) => ({ key: k, path: k }));
-      for (const { key, path: p } of items) files.set(p, isSecret ? decode(data[key] ?? '') : (data[key] ?? ''));
+      const items: Array<{ key: string; path: string }> =
+        source['items'] ?? Object.keys(data).map((k) => ({ key: k, path: k }));
+      for (const { key, path: p } of items)
+        files.set(p, isSecret ? decode(data[key] ?? '') : (data[key] ?? ''));
       return files;
     }
     return volume['emptyDir'] !== undefined ? files : undefined;
@@ -71,18 +78,24 @@ export function createPodRunner(env: OperatorEnv, namespace: string): PodRunner 
     const mountDirs = new Map<string, string>();
     const portsByName = new Map<string, number>();
     for (const c of pod['containers']) {
-      const mounts: Array<[string, string]> = (c['volumeMounts'] ?? []).map((m: Obj) => [m['mountPath'], volumeDirs.get(m['name']) ?? '']);
+      const mounts: Array<[string, string]> = (c['volumeMounts'] ?? []).map((m: Obj) => [
+        m['mountPath'],
+        volumeDirs.get(m['name']) ?? '',
+      ]);
       for (const [from, to] of mounts) mountDirs.set(from, to);
       // A config file naming another mounted file (e.g. the sidecar's redis.urlFile) gets the same
       // rewrite as args and env: the container path becomes the local folder standing in for it.
       for (const [file, content] of configFiles) {
         let next = content;
-        for (const [from, to] of mounts) if (to !== '') next = next.split(`${from}/`).join(`${to}/`);
+        for (const [from, to] of mounts)
+          if (to !== '') next = next.split(`${from}/`).join(`${to}/`);
         if (next !== content) writeFileSync(file, next);
       }
       // The longest mount path containing the value wins, as in a container's filesystem; one rewrite only.
       const rewrite = (s: string) => {
-        const mount = mounts.filter(([from]) => s === from || s.startsWith(`${from}/`)).sort((x, y) => y[0].length - x[0].length)[0];
+        const mount = mounts
+          .filter(([from]) => s === from || s.startsWith(`${from}/`))
+          .sort((x, y) => y[0].length - x[0].length)[0];
         return mount === undefined ? s : mount[1] + s.slice(mount[0].length);
       };
       const [node, entry, ...restCommand] = c['command'] as string[];
@@ -93,9 +106,11 @@ export function createPodRunner(env: OperatorEnv, namespace: string): PodRunner 
         // A secretKeyRef, resolved as the kubelet does: the key of a Secret in the pod's namespace.
         const ref = e['valueFrom']?.['secretKeyRef'];
         if (ref !== undefined) {
-          const secret = (await kget(env.cluster, ['-n', namespace, 'secret', ref['name']])) as Obj | undefined;
+          const secret = (await kget(env.cluster, ['-n', namespace, 'secret', ref['name']])) as
+            Obj | undefined;
           const value = secret?.['data']?.[ref['key']];
-          if (typeof value !== 'string') throw new Error(`env ${e['name']}: Secret ${ref['name']} has no key ${ref['key']}`);
+          if (typeof value !== 'string')
+            throw new Error(`env ${e['name']}: Secret ${ref['name']} has no key ${ref['key']}`);
           envVars[e['name']] = decode(value);
         }
       }

@@ -25,7 +25,13 @@ beforeAll(async () => {
   const res = await cluster.request('POST', '/api/v1/namespaces', {
     apiVersion: 'v1',
     kind: 'Namespace',
-    metadata: { name: NS, labels: { 'pod-security.kubernetes.io/enforce': 'restricted', 'pod-security.kubernetes.io/enforce-version': 'latest' } },
+    metadata: {
+      name: NS,
+      labels: {
+        'pod-security.kubernetes.io/enforce': 'restricted',
+        'pod-security.kubernetes.io/enforce-version': 'latest',
+      },
+    },
   });
   expect(res.status).toBe(201);
 });
@@ -37,9 +43,18 @@ afterAll(async () => {
 async function admit(name: string, template: Obj): Promise<{ status: number; message: string }> {
   // The ServiceAccount admission plugin wants the pod's account to exist (no controller makes "default" here).
   const account = String(template['spec']?.['serviceAccountName'] ?? 'default');
-  const sa = await cluster.request('POST', `/api/v1/namespaces/${NS}/serviceaccounts`, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: account } });
+  const sa = await cluster.request('POST', `/api/v1/namespaces/${NS}/serviceaccounts`, {
+    apiVersion: 'v1',
+    kind: 'ServiceAccount',
+    metadata: { name: account },
+  });
   expect([201, 409]).toContain(sa.status);
-  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: NS, labels: template['metadata']?.['labels'] ?? {} }, spec: template['spec'] };
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: NS, labels: template['metadata']?.['labels'] ?? {} },
+    spec: template['spec'],
+  };
   const res = await cluster.request('POST', `/api/v1/namespaces/${NS}/pods?dryRun=All`, pod);
   return { status: res.status, message: String((res.body as Obj)?.['message'] ?? '') };
 }
@@ -51,29 +66,56 @@ function helmTemplates(args: readonly string[] = []): Array<[string, Obj]> {
     .map((o) => [`${o['kind']}/${o['metadata']['name']}`, o['spec']['template'] as Obj]);
 }
 
-const routeTemplate = (route: RateLimitRoute): Obj => (routeDeployment(route, settings, renderSidecarConfig(route, settings)) as Obj)['spec']['template'];
-const parseRoute = (name: string, spec: Record<string, unknown>) => rateLimitRouteSchema.parse({ ...routeObject(name), spec: { ...(routeObject(name)['spec'] as object), ...spec } });
+const routeTemplate = (route: RateLimitRoute): Obj =>
+  (routeDeployment(route, settings, renderSidecarConfig(route, settings)) as Obj)['spec'][
+    'template'
+  ];
+const parseRoute = (name: string, spec: Record<string, unknown>) =>
+  rateLimitRouteSchema.parse({
+    ...routeObject(name),
+    spec: { ...(routeObject(name)['spec'] as object), ...spec },
+  });
 
 describe('Pod Security "restricted", enforced by a real API server', () => {
   it('admits the pods of the chart with its defaults (the operator and both bundled Redis instances)', async () => {
     const templates = helmTemplates();
-    expect(templates.map(([n]) => n)).toEqual(expect.arrayContaining(['Deployment/portcullis-operator']));
+    expect(templates.map(([n]) => n)).toEqual(
+      expect.arrayContaining(['Deployment/portcullis-operator']),
+    );
     expect(templates.length).toBeGreaterThanOrEqual(3);
-    for (const [name, template] of templates) expect(await admit(name.split('/')[1] as string, template), name).toMatchObject({ status: 201 });
+    for (const [name, template] of templates)
+      expect(await admit(name.split('/')[1] as string, template), name).toMatchObject({
+        status: 201,
+      });
   });
 
   it('admits the chart pods with every option on (two replicas, spread, priority, digests, extra env)', async () => {
     const templates = helmTemplates(OPERATOR_EVERY_OPTION);
-    for (const [name, template] of templates) expect(await admit(`all-${(name.split('/')[1] as string)}`, template), name).toMatchObject({ status: 201 });
+    for (const [name, template] of templates)
+      expect(await admit(`all-${name.split('/')[1] as string}`, template), name).toMatchObject({
+        status: 201,
+      });
   });
 
   it('admits what the operator renders: a route pod, an upstream gateway pod, an auth server pod', async () => {
     const rendered: Array<[string, Obj]> = [
       ['route-api', routeTemplate(parseRoute('api', {}))],
-      ['gateway-shop', routeTemplate(parseRoute('shop', { target: undefined, upstream: { service: { name: 'shop-api', port: 8080 }, replicas: 2 } }))],
-      ['auth-server', (authServerDeployment('team-a', settings, [oauthClient()]) as Obj)['spec']['template']],
+      [
+        'gateway-shop',
+        routeTemplate(
+          parseRoute('shop', {
+            target: undefined,
+            upstream: { service: { name: 'shop-api', port: 8080 }, replicas: 2 },
+          }),
+        ),
+      ],
+      [
+        'auth-server',
+        (authServerDeployment('team-a', settings, [oauthClient()]) as Obj)['spec']['template'],
+      ],
     ];
-    for (const [name, template] of rendered) expect(await admit(name, template), name).toMatchObject({ status: 201 });
+    for (const [name, template] of rendered)
+      expect(await admit(name, template), name).toMatchObject({ status: 201 });
   });
 
   it('admits a team pod that is restricted on its own once the sidecar is injected into it: the sidecar brings its own security context', async () => {
@@ -83,15 +125,31 @@ describe('Pod Security "restricted", enforced by a real API server', () => {
     const team = {
       name: 'web',
       image: 'team/web:1.0',
-      securityContext: { runAsNonRoot: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } },
+      securityContext: {
+        runAsNonRoot: true,
+        allowPrivilegeEscalation: false,
+        capabilities: { drop: ['ALL'] },
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
     };
-    const template = { metadata: injected['metadata'], spec: { ...injected['spec'], containers: [team, ...(injected['spec']['containers'] as Obj[])] } };
+    const template = {
+      metadata: injected['metadata'],
+      spec: {
+        ...injected['spec'],
+        containers: [team, ...(injected['spec']['containers'] as Obj[])],
+      },
+    };
     expect(await admit('injected-web', template)).toMatchObject({ status: 201 });
   });
 
   it('is live: refuses a rendered route pod whose sidecar is made privileged', async () => {
     const template = structuredClone(routeTemplate(parseRoute('bad', {}))) as Obj;
-    for (const c of template['spec']['containers'] as Obj[]) c['securityContext'] = { ...c['securityContext'], allowPrivilegeEscalation: true, privileged: true };
+    for (const c of template['spec']['containers'] as Obj[])
+      c['securityContext'] = {
+        ...c['securityContext'],
+        allowPrivilegeEscalation: true,
+        privileged: true,
+      };
     const res = await admit('bad', template);
     expect(res.status).toBe(403);
     expect(res.message).toMatch(/violates PodSecurity "restricted:latest".*privileged/);

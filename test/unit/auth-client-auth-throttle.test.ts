@@ -5,7 +5,10 @@ import { createClientAuthThrottle } from '../../services/auth-server/client-auth
 
 function setup(limits = { burst: 3, refillSeconds: 6, maxEntries: 100 }) {
   let t = Date.UTC(2026, 0, 1);
-  return { throttle: createClientAuthThrottle(limits, () => t), advance: (ms: number) => (t += ms) };
+  return {
+    throttle: createClientAuthThrottle(limits, () => t),
+    advance: (ms: number) => (t += ms),
+  };
 }
 
 describe('client authentication throttle', () => {
@@ -42,7 +45,10 @@ describe('client authentication throttle', () => {
     advance(2000);
     expect(throttle.check('app', '192.0.2.1')).toEqual({ allowed: true });
     // Forgotten means a full burst again, not a partial one.
-    expect([throttle.failed('app', '192.0.2.1'), throttle.failed('app', '192.0.2.1')]).toEqual([false, true]);
+    expect([throttle.failed('app', '192.0.2.1'), throttle.failed('app', '192.0.2.1')]).toEqual([
+      false,
+      true,
+    ]);
   });
 
   it('remembers at most maxEntries pairs, dropping the least recently failed', () => {
@@ -51,6 +57,7 @@ describe('client authentication throttle', () => {
     throttle.failed('app', '192.0.2.1'); // most recent again
     throttle.failed('app', '192.0.2.4'); // pushes out 192.0.2.2
     expect(throttle.check('app', '192.0.2.2')).toEqual({ allowed: true });
-    for (const address of ['192.0.2.1', '192.0.2.3', '192.0.2.4']) expect(throttle.check('app', address), address).toMatchObject({ allowed: false });
+    for (const address of ['192.0.2.1', '192.0.2.3', '192.0.2.4'])
+      expect(throttle.check('app', address), address).toMatchObject({ allowed: false });
   });
 });

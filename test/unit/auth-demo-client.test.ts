@@ -8,7 +8,12 @@ const ISSUER = 'https://id.example.com';
 
 async function startLogin() {
   const oauth: OAuthClient = {
-    metadata: async () => ({ issuer: ISSUER, authorization_endpoint: `${ISSUER}/auth`, token_endpoint: `${ISSUER}/token`, jwks_uri: `${ISSUER}/jwks.json` }),
+    metadata: async () => ({
+      issuer: ISSUER,
+      authorization_endpoint: `${ISSUER}/auth`,
+      token_endpoint: `${ISSUER}/token`,
+      jwks_uri: `${ISSUER}/jwks.json`,
+    }),
     start: async () => ({ url: `${ISSUER}/auth?state=S`, pending: { state: 'S', verifier: 'V' } }),
     exchange: async () => {
       throw new Error('not in this test');
@@ -16,7 +21,12 @@ async function startLogin() {
     verify: async () => ({}),
     verifyIdToken: async () => ({}),
   };
-  const app = await buildApp({ oauth, issuer: ISSUER, meUrl: 'http://127.0.0.1:1/me', now: () => Date.now() });
+  const app = await buildApp({
+    oauth,
+    issuer: ISSUER,
+    meUrl: 'http://127.0.0.1:1/me',
+    now: () => Date.now(),
+  });
   const login = await app.inject({ method: 'POST', url: '/login' });
   expect(login.statusCode).toBe(303);
   expect(login.headers['location']).toBe(`${ISSUER}/auth?state=S`);
@@ -28,7 +38,12 @@ async function startLogin() {
 describe('demo client callback', () => {
   it('shows error fields escaped', async () => {
     const { app, cookie } = await startLogin();
-    const q = new URLSearchParams({ state: 'S', iss: ISSUER, error: '<script>alert(1)</script>', error_description: '<img src=x onerror=alert(2)>' });
+    const q = new URLSearchParams({
+      state: 'S',
+      iss: ISSUER,
+      error: '<script>alert(1)</script>',
+      error_description: '<img src=x onerror=alert(2)>',
+    });
     const res = await app.inject({ method: 'GET', url: `/callback?${q}`, headers: { cookie } });
     expect(res.body).toContain('&lt;script&gt;alert(1)&lt;/script&gt;');
     expect(res.body).toContain('&lt;img src=x onerror=alert(2)&gt;');
@@ -38,17 +53,29 @@ describe('demo client callback', () => {
 
   it('shows access_denied', async () => {
     const { app, cookie } = await startLogin();
-    const res = await app.inject({ method: 'GET', url: `/callback?${new URLSearchParams({ state: 'S', iss: ISSUER, error: 'access_denied' })}`, headers: { cookie } });
+    const res = await app.inject({
+      method: 'GET',
+      url: `/callback?${new URLSearchParams({ state: 'S', iss: ISSUER, error: 'access_denied' })}`,
+      headers: { cookie },
+    });
     expect(res.body).toContain('<code id="oauth-error">access_denied</code>');
   });
 
   it('refuses a response with another state or issuer', async () => {
     const a = await startLogin();
-    const badState = await a.app.inject({ method: 'GET', url: `/callback?${new URLSearchParams({ state: 'X', iss: ISSUER, code: 'c' })}`, headers: { cookie: a.cookie } });
+    const badState = await a.app.inject({
+      method: 'GET',
+      url: `/callback?${new URLSearchParams({ state: 'X', iss: ISSUER, code: 'c' })}`,
+      headers: { cookie: a.cookie },
+    });
     expect(badState.statusCode).toBe(400);
     expect(badState.body).toContain('state_mismatch');
     const b = await startLogin();
-    const badIss = await b.app.inject({ method: 'GET', url: `/callback?${new URLSearchParams({ state: 'S', iss: 'https://evil.example', code: 'c' })}`, headers: { cookie: b.cookie } });
+    const badIss = await b.app.inject({
+      method: 'GET',
+      url: `/callback?${new URLSearchParams({ state: 'S', iss: 'https://evil.example', code: 'c' })}`,
+      headers: { cookie: b.cookie },
+    });
     expect(badIss.statusCode).toBe(400);
     expect(badIss.body).toContain('issuer_mismatch');
   });

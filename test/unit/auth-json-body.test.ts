@@ -9,12 +9,18 @@ const keep = (text: string) => keepRepeatedKeys(text, JSON.parse(text.replace(/^
 describe('objectMembers', () => {
   it('lists the top-level members of any JSON object as JSON.parse reads them', () => {
     fc.assert(
-      fc.property(fc.dictionary(fc.string(), fc.jsonValue()), fc.constantFrom(undefined, 2, '\t'), (object, indent) => {
-        const text = JSON.stringify(object, null, indent);
-        const members = objectMembers(text);
-        expect(members.map(([k]) => k)).toEqual(Object.keys(JSON.parse(text)));
-        expect(Object.fromEntries(members.map(([k, v]) => [k, JSON.parse(v)]))).toEqual(JSON.parse(text));
-      }),
+      fc.property(
+        fc.dictionary(fc.string(), fc.jsonValue()),
+        fc.constantFrom(undefined, 2, '\t'),
+        (object, indent) => {
+          const text = JSON.stringify(object, null, indent);
+          const members = objectMembers(text);
+          expect(members.map(([k]) => k)).toEqual(Object.keys(JSON.parse(text)));
+          expect(Object.fromEntries(members.map(([k, v]) => [k, JSON.parse(v)]))).toEqual(
+            JSON.parse(text),
+          );
+        },
+      ),
       { numRuns: 300 },
     );
   });
@@ -32,7 +38,10 @@ describe('objectMembers', () => {
 
 describe('keepRepeatedKeys', () => {
   it('turns a repeated top-level key into the list of its values, in order', () => {
-    expect(keep('{"code":"bogus","grant_type":"x","code":"real"}')).toEqual({ code: ['bogus', 'real'], grant_type: 'x' });
+    expect(keep('{"code":"bogus","grant_type":"x","code":"real"}')).toEqual({
+      code: ['bogus', 'real'],
+      grant_type: 'x',
+    });
     expect(keep('{"code":"a","\\u0063ode":"b","code":"c"}')).toEqual({ code: ['a', 'b', 'c'] });
     expect(keep('\uFEFF{"t":"a","t":"b"}')).toEqual({ t: ['a', 'b'] });
   });

@@ -5,7 +5,10 @@ import type { ClientRegistry, RegisteredClient } from '../../lib/config/client-r
 import type { UsersFile } from '../../lib/config/users-file.ts';
 import { hashPassword } from '../../lib/config/passwords.ts';
 import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
-import { createClientAuthThrottle, defaultClientAuthLimits } from '../../services/auth-server/client-auth-throttle.ts';
+import {
+  createClientAuthThrottle,
+  defaultClientAuthLimits,
+} from '../../services/auth-server/client-auth-throttle.ts';
 import type { AuthContext } from '../../services/auth-server/context.ts';
 import { createKeyRing } from '../../services/auth-server/key-ring.ts';
 import { AuthMetrics } from '../../services/auth-server/metrics.ts';
@@ -25,16 +28,35 @@ export const app: RegisteredClient = {
   token_endpoint_auth_method: 'client_secret_post',
 };
 
-export async function context(alg: 'ES256' | 'RS256' = 'ES256', client: RegisteredClient = app): Promise<AuthContext> {
+export async function context(
+  alg: 'ES256' | 'RS256' = 'ES256',
+  client: RegisteredClient = app,
+): Promise<AuthContext> {
   const t = 1_800_000_000_000;
   const now = () => t;
   const clients: ClientRegistry = { clients: [client] };
   const users: UsersFile = {
-    users: [{ username: 'alice', password_hash: await hashPassword('wonderland', { ln: 10, r: 8, p: 1 }), profile: { name: 'Alice' }, groups: ['readers'] }],
+    users: [
+      {
+        username: 'alice',
+        password_hash: await hashPassword('wonderland', { ln: 10, r: 8, p: 1 }),
+        profile: { name: 'Alice' },
+        groups: ['readers'],
+      },
+    ],
   };
   const keys = await generateSigningJwks({ alg });
   return {
-    settings: { issuer: ISSUER, audience: 'urn:rs', accessTokenTtlSeconds: 300, refreshTokenTtlSeconds: 3600, refreshFamilyMaxAgeSeconds: 86_400, refreshReuseGraceSeconds: 0, codeTtlSeconds: 60, interactionTtlSeconds: 600 },
+    settings: {
+      issuer: ISSUER,
+      audience: 'urn:rs',
+      accessTokenTtlSeconds: 300,
+      refreshTokenTtlSeconds: 3600,
+      refreshFamilyMaxAgeSeconds: 86_400,
+      refreshReuseGraceSeconds: 0,
+      codeTtlSeconds: 60,
+      interactionTtlSeconds: 600,
+    },
     directory: createDirectory({ current: () => clients }, { current: () => users }),
     keys: createKeyRing(() => keys),
     stores: createMemoryStores(now),
@@ -46,4 +68,3 @@ export async function context(alg: 'ES256' | 'RS256' = 'ES256', client: Register
     secureCookies: true,
   };
 }
-

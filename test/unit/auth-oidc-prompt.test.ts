@@ -13,8 +13,14 @@ async function setup(client: RegisteredClient = app, sessions = false) {
   const base = await context('ES256', client);
   const ctx: AuthContext = {
     ...base,
-    settings: { ...base.settings, ...(sessions ? { sessions: { idleSeconds: 600, maxAgeSeconds: 3600 } } : {}) },
-    directory: { ...base.directory, user: (u) => (gone.has(u) ? undefined : base.directory.user(u)) },
+    settings: {
+      ...base.settings,
+      ...(sessions ? { sessions: { idleSeconds: 600, maxAgeSeconds: 3600 } } : {}),
+    },
+    directory: {
+      ...base.directory,
+      user: (u) => (gone.has(u) ? undefined : base.directory.user(u)),
+    },
   };
   const server = await buildApp({ ctx });
   const cookies = new Map<string, string>();
@@ -32,15 +38,22 @@ async function setup(client: RegisteredClient = app, sessions = false) {
     return res;
   };
   const post = async (url: string, form: Record<string, string>) => {
-    const res = await server.inject({ method: 'POST', url, headers: { cookie: jar(), 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams(form).toString() });
+    const res = await server.inject({
+      method: 'POST',
+      url,
+      headers: { cookie: jar(), 'content-type': 'application/x-www-form-urlencoded' },
+      payload: new URLSearchParams(form).toString(),
+    });
     keep(res);
     return res;
   };
   return { get, post, cookies };
 }
 
-const field = (body: string, name: string) => new RegExp(`name="${name}" value="([^"]*)"`).exec(body)?.[1] ?? '';
-const authUrl = (extra: Record<string, string>) => `/auth?${new URLSearchParams({ client_id: 'app', redirect_uri: REDIRECT, response_type: 'code', scope: 'openid', state: 'st', ...extra })}`;
+const field = (body: string, name: string) =>
+  new RegExp(`name="${name}" value="([^"]*)"`).exec(body)?.[1] ?? '';
+const authUrl = (extra: Record<string, string>) =>
+  `/auth?${new URLSearchParams({ client_id: 'app', redirect_uri: REDIRECT, response_type: 'code', scope: 'openid', state: 'st', ...extra })}`;
 const redirectError = (res: { statusCode: number; headers: Record<string, unknown> }) => {
   expect(res.statusCode).toBe(303);
   const url = new URL(String(res.headers['location']));
@@ -66,7 +79,17 @@ describe('OpenID Connect authorization parameters', () => {
 
   it('unknown and unused OIDC parameters are ignored; login_hint fills the username', async () => {
     const s = await setup();
-    const page = await s.get(authUrl({ display: 'popup', ui_locales: 'fr', acr_values: 'x', max_age: '0', prompt: 'login select_account', login_hint: 'alice', frobnicate: '1' }));
+    const page = await s.get(
+      authUrl({
+        display: 'popup',
+        ui_locales: 'fr',
+        acr_values: 'x',
+        max_age: '0',
+        prompt: 'login select_account',
+        login_hint: 'alice',
+        frobnicate: '1',
+      }),
+    );
     expect(page.statusCode).toBe(200);
     expect(page.body).toMatch(/id="username"[^>]*value="alice"/);
   });
@@ -75,12 +98,21 @@ describe('OpenID Connect authorization parameters', () => {
     const s = await setup();
     const signIn = async (extra: Record<string, string>) => {
       const page = await s.get(authUrl(extra));
-      return s.post('/auth/sign-in', { interaction: field(page.body, 'interaction'), csrf: field(page.body, 'csrf'), username: 'alice', password: 'wonderland' });
+      return s.post('/auth/sign-in', {
+        interaction: field(page.body, 'interaction'),
+        csrf: field(page.body, 'csrf'),
+        username: 'alice',
+        password: 'wonderland',
+      });
     };
     const first = await signIn({});
     expect(String(first.headers['location'])).toMatch(/^\/auth\/consent/);
     const consentPage = await s.get(String(first.headers['location']));
-    const allowed = await s.post('/auth/consent', { interaction: field(consentPage.body, 'interaction'), csrf: field(consentPage.body, 'csrf'), decision: 'allow' });
+    const allowed = await s.post('/auth/consent', {
+      interaction: field(consentPage.body, 'interaction'),
+      csrf: field(consentPage.body, 'csrf'),
+      decision: 'allow',
+    });
     expect(new URL(String(allowed.headers['location'])).searchParams.get('code')).toBeTruthy();
 
     const again = await signIn({});
@@ -95,7 +127,12 @@ describe('first-party clients (skip_consent)', () => {
     const s = await setup({ ...app, skip_consent: true });
     const signIn = async (extra: Record<string, string>) => {
       const page = await s.get(authUrl(extra));
-      return s.post('/auth/sign-in', { interaction: field(page.body, 'interaction'), csrf: field(page.body, 'csrf'), username: 'alice', password: 'wonderland' });
+      return s.post('/auth/sign-in', {
+        interaction: field(page.body, 'interaction'),
+        csrf: field(page.body, 'csrf'),
+        username: 'alice',
+        password: 'wonderland',
+      });
     };
     const first = await signIn({});
     expect(new URL(String(first.headers['location'])).searchParams.get('code')).toBeTruthy();
@@ -107,17 +144,28 @@ describe('first-party clients (skip_consent)', () => {
 describe('sign-in sessions (in process)', () => {
   const signIn = async (s: Awaited<ReturnType<typeof setup>>) => {
     const page = await s.get(authUrl({}));
-    return s.post('/auth/sign-in', { interaction: field(page.body, 'interaction'), csrf: field(page.body, 'csrf'), username: 'alice', password: 'wonderland' });
+    return s.post('/auth/sign-in', {
+      interaction: field(page.body, 'interaction'),
+      csrf: field(page.body, 'csrf'),
+      username: 'alice',
+      password: 'wonderland',
+    });
   };
 
   it('the session cookie is __Host-, Secure and HttpOnly over https; revoking a consent ends the session', async () => {
     const s = await setup({ ...app, skip_consent: true }, true);
     const signedIn = await signIn(s);
-    expect(String(signedIn.headers['set-cookie'])).toMatch(/__Host-portcullis_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Secure/);
+    expect(String(signedIn.headers['set-cookie'])).toMatch(
+      /__Host-portcullis_session=[A-Za-z0-9_-]{43}; Path=\/; HttpOnly; SameSite=Lax; Secure/,
+    );
     expect((await s.get(authUrl({}))).statusCode).toBe(303);
 
     const account = await s.get('/consents');
-    await s.post('/consents/sign-in', { csrf: field(account.body, 'csrf'), username: 'alice', password: 'wonderland' });
+    await s.post('/consents/sign-in', {
+      csrf: field(account.body, 'csrf'),
+      username: 'alice',
+      password: 'wonderland',
+    });
     const list = await s.get('/consents');
     await s.post('/consents/revoke', { csrf: field(list.body, 'csrf'), client_id: 'app' });
     const after = await s.get(authUrl({}));

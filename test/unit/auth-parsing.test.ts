@@ -38,7 +38,10 @@ describe('scopes', () => {
   it('releases only the claims of the granted scopes', () => {
     const profile = { name: 'Alice', email: 'a@example.com', email_verified: true, locale: 'en' };
     expect(releasedClaims(profile, ['profile'])).toEqual({ name: 'Alice', locale: 'en' });
-    expect(releasedClaims(profile, ['email'])).toEqual({ email: 'a@example.com', email_verified: true });
+    expect(releasedClaims(profile, ['email'])).toEqual({
+      email: 'a@example.com',
+      email_verified: true,
+    });
     expect(releasedClaims(profile, ['other'])).toEqual({});
   });
 });
@@ -46,8 +49,14 @@ describe('scopes', () => {
 describe('HTTP Basic client credentials (RFC 6749 2.3.1)', () => {
   const basic = (s: string) => `Basic ${Buffer.from(s).toString('base64')}`;
   it('form-decodes id and secret and splits at the first colon', () => {
-    expect(parseBasic(basic('my%20client:p%3Ass+word:x'))).toEqual({ id: 'my client', secret: 'p:ss word:x' });
-    expect(parseBasic(`basic ${Buffer.from('a:b').toString('base64')}`)).toEqual({ id: 'a', secret: 'b' });
+    expect(parseBasic(basic('my%20client:p%3Ass+word:x'))).toEqual({
+      id: 'my client',
+      secret: 'p:ss word:x',
+    });
+    expect(parseBasic(`basic ${Buffer.from('a:b').toString('base64')}`)).toEqual({
+      id: 'a',
+      secret: 'b',
+    });
   });
   it('refuses malformed credentials', () => {
     expect(parseBasic('Bearer abc')).toBeUndefined();
@@ -59,9 +68,13 @@ describe('HTTP Basic client credentials (RFC 6749 2.3.1)', () => {
 
 describe('HTML escaping', () => {
   it('escapes every interpolated string and passes trusted fragments through', () => {
-    expect(escapeHtml(`<script>"x" & 'y'</script>`)).toBe('&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;');
+    expect(escapeHtml(`<script>"x" & 'y'</script>`)).toBe(
+      '&lt;script&gt;&quot;x&quot; &amp; &#39;y&#39;&lt;/script&gt;',
+    );
     const evil = '<img src=x onerror=alert(1)>';
-    expect(html`<p>${evil}</p>${raw('<br>')}`.html).toBe('<p>&lt;img src=x onerror=alert(1)&gt;</p><br>');
+    expect(html`<p>${evil}</p>${raw('<br>')}`.html).toBe(
+      '<p>&lt;img src=x onerror=alert(1)&gt;</p><br>',
+    );
     expect(html`<ul>${[html`<li>${'<a>'}</li>`]}</ul>`.html).toBe('<ul><li>&lt;a&gt;</li></ul>');
   });
 });

@@ -24,7 +24,14 @@ describe('scopes named like Object.prototype members', () => {
   it('render on the consent page as the bare scope token', async () => {
     const app = Fastify();
     app.get('/', async (_request, reply) =>
-      sendConsentPage(reply, { interactionId: 'i', csrf: 'c', clientName: 'App', username: 'alice', scopes: PROTOTYPE_NAMES, redirectOrigin: 'https://app.example.com' }),
+      sendConsentPage(reply, {
+        interactionId: 'i',
+        csrf: 'c',
+        clientName: 'App',
+        username: 'alice',
+        scopes: PROTOTYPE_NAMES,
+        redirectOrigin: 'https://app.example.com',
+      }),
     );
     const res = await app.inject({ method: 'GET', url: '/' });
     expect(res.statusCode).toBe(200);

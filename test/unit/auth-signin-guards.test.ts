@@ -4,8 +4,16 @@
 import { describe, expect, it } from 'vitest';
 import { MemoryBucketStore } from '../../lib/token-bucket/memory-store.ts';
 import type { BucketStore } from '../../lib/token-bucket/bucket-store.ts';
-import { createPasswordGate, defaultHashConcurrency, GateFull } from '../../services/auth-server/password-gate.ts';
-import { addressKey, createSignInThrottle, StoreUnavailable } from '../../services/auth-server/throttle.ts';
+import {
+  createPasswordGate,
+  defaultHashConcurrency,
+  GateFull,
+} from '../../services/auth-server/password-gate.ts';
+import {
+  addressKey,
+  createSignInThrottle,
+  StoreUnavailable,
+} from '../../services/auth-server/throttle.ts';
 
 describe('addressKey', () => {
   it('keeps IPv4 (also IPv4-mapped IPv6) and keys IPv6 by its /64', () => {
@@ -21,12 +29,21 @@ describe('addressKey', () => {
 });
 
 describe('sign-in throttle', () => {
-  const limits = { perUsernameAndAddress: { burst: 2, perMinute: 1 }, perUsername: { burst: 3, perMinute: 1 }, perAddress: { burst: 100, perMinute: 100 } };
+  const limits = {
+    perUsernameAndAddress: { burst: 2, perMinute: 1 },
+    perUsername: { burst: 3, perMinute: 1 },
+    perAddress: { burst: 100, perMinute: 100 },
+  };
 
   it('an address locked out of one account does not drain that account for other addresses', async () => {
-    const throttle = createSignInThrottle(new MemoryBucketStore({ now: Date.now }), limits, () => {});
+    const throttle = createSignInThrottle(
+      new MemoryBucketStore({ now: Date.now }),
+      limits,
+      () => {},
+    );
     const fromAttacker = [];
-    for (let i = 0; i < 6; i++) fromAttacker.push((await throttle.attempt('Bob', '198.51.100.9')).allowed);
+    for (let i = 0; i < 6; i++)
+      fromAttacker.push((await throttle.attempt('Bob', '198.51.100.9')).allowed);
     expect(fromAttacker).toEqual([true, true, false, false, false, false]);
     // bob's own budget was charged twice (the allowed attempts), so he still gets in elsewhere.
     expect((await throttle.attempt('bob', '192.0.2.1')).allowed).toBe(true);

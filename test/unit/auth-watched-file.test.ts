@@ -14,7 +14,13 @@ describe('watched file', () => {
     writeFileSync(file, '{"v":1}');
     let t = 0;
     const errors: string[] = [];
-    const w = watchFile({ path: file, parse: (text) => JSON.parse(text) as { v: number }, checkMs: 1000, now: () => t, onError: (_p, e) => errors.push(String(e)) });
+    const w = watchFile({
+      path: file,
+      parse: (text) => JSON.parse(text) as { v: number },
+      checkMs: 1000,
+      now: () => t,
+      onError: (_p, e) => errors.push(String(e)),
+    });
     expect(w.current().v).toBe(1);
     writeFileSync(file, '{"v":22}');
     expect(w.current().v).toBe(1); // within the interval: not checked

@@ -1,7 +1,11 @@
 // Bucket keys hold an HMAC of the take's key (route, rule, client key), never the client key: the
 // remembered hashes are exactly the HMAC, per secret, bounded.
 import { describe, expect, it } from 'vitest';
-import { createBucketKeyHasher, hashBucketKey, keyHashSecretOf } from '../../lib/token-bucket/key-hash.ts';
+import {
+  createBucketKeyHasher,
+  hashBucketKey,
+  keyHashSecretOf,
+} from '../../lib/token-bucket/key-hash.ts';
 
 describe('hashed bucket keys', () => {
   it('the remembered hash is the HMAC itself, one per key and secret, and the oldest is forgotten at the bound', () => {

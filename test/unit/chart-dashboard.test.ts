@@ -8,24 +8,57 @@ import { z } from 'zod';
 import { AuthMetrics } from '../../services/auth-server/metrics.ts';
 import { SidecarMetrics } from '../../sidecar/metrics.ts';
 
-const dashboardFile = new URL('../../charts/portcullis/dashboards/portcullis.json', import.meta.url);
+const dashboardFile = new URL(
+  '../../charts/portcullis/dashboards/portcullis.json',
+  import.meta.url,
+);
 
-const targetSchema = z.object({ refId: z.string(), expr: z.string().min(1), legendFormat: z.string() });
+const targetSchema = z.object({
+  refId: z.string(),
+  expr: z.string().min(1),
+  legendFormat: z.string(),
+});
 const panelSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('row'), id: z.number(), title: z.string() }),
-  z.object({ type: z.literal('timeseries'), id: z.number(), title: z.string(), description: z.string().min(1), targets: z.array(targetSchema).min(1) }),
+  z.object({
+    type: z.literal('timeseries'),
+    id: z.number(),
+    title: z.string(),
+    description: z.string().min(1),
+    targets: z.array(targetSchema).min(1),
+  }),
 ]);
 const dashboardSchema = z.object({
   uid: z.string().min(1),
   title: z.string().min(1),
   panels: z.array(panelSchema).min(1),
-  templating: z.object({ list: z.array(z.object({ name: z.string(), query: z.unknown().optional() })) }),
+  templating: z.object({
+    list: z.array(z.object({ name: z.string(), query: z.unknown().optional() })),
+  }),
 });
 
 /** Functions and aggregations the dashboard may call. */
-const PROMQL_FUNCTIONS = new Set(['sum', 'rate', 'increase', 'histogram_quantile', 'max', 'min', 'avg', 'label_values']);
+const PROMQL_FUNCTIONS = new Set([
+  'sum',
+  'rate',
+  'increase',
+  'histogram_quantile',
+  'max',
+  'min',
+  'avg',
+  'label_values',
+]);
 /** Labels Prometheus adds to every scraped series (target labels), and the PodMonitor's relabelled one. */
-const TARGET_LABELS = new Set(['namespace', 'pod', 'container', 'job', 'instance', 'endpoint', 'service', 'portcullis_route']);
+const TARGET_LABELS = new Set([
+  'namespace',
+  'pod',
+  'container',
+  'job',
+  'instance',
+  'endpoint',
+  'service',
+  'portcullis_route',
+]);
 
 interface Exported {
   readonly labels: ReadonlySet<string>;
@@ -35,7 +68,8 @@ interface Exported {
 function exportedSeries(registry: Registry): Map<string, Exported> {
   const out = new Map<string, Exported>();
   for (const metric of registry.getMetricsAsArray()) {
-    const labelNames = z.array(z.string()).optional().parse(Reflect.get(metric, 'labelNames')) ?? [];
+    const labelNames =
+      z.array(z.string()).optional().parse(Reflect.get(metric, 'labelNames')) ?? [];
     const labels = new Set([...labelNames, ...TARGET_LABELS]);
     // prom-client's typings declare a numeric enum; at run time `type` is the exposition's word.
     if (String(metric.type) === 'histogram') {
@@ -58,13 +92,22 @@ interface Reference {
  * The metric names a PromQL expression reads, each with the label names its selector matches
  * on, and the functions it calls. Grouping clauses (by, without) name labels, not metrics.
  */
-function parsePromql(expr: string): { references: Reference[]; functions: string[]; grouping: string[] } {
+function parsePromql(expr: string): {
+  references: Reference[];
+  functions: string[];
+  grouping: string[];
+} {
   const references: Reference[] = [];
   const functions: string[] = [];
   const grouping: string[] = [];
   let rest = expr.replace(/\[[^\]]*\]/g, ' '); // range selectors such as [$__rate_interval]
   rest = rest.replace(/\b(by|without)\s*\(([^)]*)\)/g, (_, _kw: string, labels: string) => {
-    grouping.push(...labels.split(',').map((l) => l.trim()).filter((l) => l !== ''));
+    grouping.push(
+      ...labels
+        .split(',')
+        .map((l) => l.trim())
+        .filter((l) => l !== ''),
+    );
     return ' ';
   });
   const token = /([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(\(|\{[^}]*\})?/g;
@@ -74,7 +117,11 @@ function parsePromql(expr: string): { references: Reference[]; functions: string
       functions.push(name);
       continue;
     }
-    const matchers = after.startsWith('{') ? [...after.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"/g)].map((x) => x[1] ?? '') : [];
+    const matchers = after.startsWith('{')
+      ? [...after.matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"(?:[^"\\]|\\.)*"/g)].map(
+          (x) => x[1] ?? '',
+        )
+      : [];
     references.push({ metric: name, matchers });
   }
   return { references, functions, grouping };
@@ -108,7 +155,8 @@ describe('the chart dashboard', () => {
       'Sign-in and token endpoint latency p99',
     ]);
     expect(new Set(dashboard.panels.map((p) => p.id)).size).toBe(dashboard.panels.length);
-    const added = panels.find((p) => p.title.startsWith('Latency the gateway adds'))?.targets[0]?.expr ?? '';
+    const added =
+      panels.find((p) => p.title.startsWith('Latency the gateway adds'))?.targets[0]?.expr ?? '';
     expect(added).toContain('portcullis_sidecar_forward_duration_seconds_bucket{');
     const shadow = panels.find((p) => p.title.startsWith('Shadow'))?.targets[0]?.expr ?? '';
     expect(shadow).toContain('portcullis_sidecar_limiter_decisions_total{');
@@ -116,16 +164,20 @@ describe('the chart dashboard', () => {
     expect(shadow).toMatch(/shadow="true"/);
   });
 
-  it.each(panels.flatMap((p) => p.targets.map((t) => [`${p.title} ${t.refId}`, t.expr] as const)))('%s reads only exported metrics and labels', (_, expr) => {
-    const { references, functions, grouping } = parsePromql(expr);
-    expect(references.length).toBeGreaterThan(0);
-    for (const f of functions) expect(PROMQL_FUNCTIONS, `function ${f}`).toContain(f);
-    for (const { metric, matchers } of references) {
-      const series = exported.get(metric);
-      expect(series, `${metric} is not exported by the sidecar or the auth server`).toBeDefined();
-      for (const label of [...matchers, ...grouping]) expect(series?.labels, `${metric} has no label ${label}`).toContain(label);
-    }
-  });
+  it.each(panels.flatMap((p) => p.targets.map((t) => [`${p.title} ${t.refId}`, t.expr] as const)))(
+    '%s reads only exported metrics and labels',
+    (_, expr) => {
+      const { references, functions, grouping } = parsePromql(expr);
+      expect(references.length).toBeGreaterThan(0);
+      for (const f of functions) expect(PROMQL_FUNCTIONS, `function ${f}`).toContain(f);
+      for (const { metric, matchers } of references) {
+        const series = exported.get(metric);
+        expect(series, `${metric} is not exported by the sidecar or the auth server`).toBeDefined();
+        for (const label of [...matchers, ...grouping])
+          expect(series?.labels, `${metric} has no label ${label}`).toContain(label);
+      }
+    },
+  );
 
   it('its variables read exported metrics too', () => {
     const queries = dashboard.templating.list.flatMap((v) => {
@@ -140,10 +192,16 @@ describe('the chart dashboard', () => {
   });
 
   it('the checker itself catches a metric no program exports and a label a metric lacks', () => {
-    const { references } = parsePromql('histogram_quantile(0.99, sum by (le) (rate(portcullis_sidecar_no_such_seconds_bucket{route=~"$route"}[5m])))');
+    const { references } = parsePromql(
+      'histogram_quantile(0.99, sum by (le) (rate(portcullis_sidecar_no_such_seconds_bucket{route=~"$route"}[5m])))',
+    );
     expect(references.map((r) => r.metric)).toEqual(['portcullis_sidecar_no_such_seconds_bucket']);
     expect(exported.has('portcullis_sidecar_no_such_seconds_bucket')).toBe(false);
-    expect(exported.get('portcullis_sidecar_store_duration_seconds_bucket')?.labels.has('route')).toBe(false);
-    expect(exported.get('portcullis_sidecar_proxy_duration_seconds_bucket')?.labels.has('route')).toBe(true);
+    expect(
+      exported.get('portcullis_sidecar_store_duration_seconds_bucket')?.labels.has('route'),
+    ).toBe(false);
+    expect(
+      exported.get('portcullis_sidecar_proxy_duration_seconds_bucket')?.labels.has('route'),
+    ).toBe(true);
   });
 });

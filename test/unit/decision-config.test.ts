@@ -19,16 +19,30 @@ describe('sidecar config: mode', () => {
   });
 
   it('accepts addresses and CIDR blocks of both families in trustedProxies', () => {
-    const c = parseSidecarConfig({ ...base, mode: 'decision', decision: { trustedProxies: ['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8'], grpc: { port: 9191 } } });
+    const c = parseSidecarConfig({
+      ...base,
+      mode: 'decision',
+      decision: {
+        trustedProxies: ['10.0.0.0/8', '127.0.0.1', '::1', 'fd00::/8'],
+        grpc: { port: 9191 },
+      },
+    });
     expect(c.decision.trustedProxies).toHaveLength(4);
     expect(c.decision.grpc).toEqual({ host: '0.0.0.0', port: 9191 });
   });
 
-  it.each(['10.0.0.0/33', 'example.com', '10.0.0.1/8/1', '::1/129', '10.0.0.0/'])('refuses %s as a trusted proxy', (entry) => {
-    expect(() => parseSidecarConfig({ ...base, mode: 'decision', decision: { trustedProxies: [entry] } })).toThrow(/decision\.trustedProxies\.0/);
-  });
+  it.each(['10.0.0.0/33', 'example.com', '10.0.0.1/8/1', '::1/129', '10.0.0.0/'])(
+    'refuses %s as a trusted proxy',
+    (entry) => {
+      expect(() =>
+        parseSidecarConfig({ ...base, mode: 'decision', decision: { trustedProxies: [entry] } }),
+      ).toThrow(/decision\.trustedProxies\.0/);
+    },
+  );
 
   it('refuses a path prefix with a trailing slash', () => {
-    expect(() => parseSidecarConfig({ ...base, mode: 'decision', decision: { pathPrefix: '/authz/' } })).toThrow(/decision\.pathPrefix/);
+    expect(() =>
+      parseSidecarConfig({ ...base, mode: 'decision', decision: { pathPrefix: '/authz/' } }),
+    ).toThrow(/decision\.pathPrefix/);
   });
 });

@@ -5,7 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { caddySite, nginxServer } from '../harness/gateways/gateways.ts';
 
 const squash = (text: string) => text.replace(/\s+/g, ' ').trim();
-const docs = squash(readFileSync(new URL('../../docs/concepts/gateway.md', import.meta.url), 'utf8'));
+const docs = squash(
+  readFileSync(new URL('../../docs/concepts/gateway.md', import.meta.url), 'utf8'),
+);
 
 describe('docs/concepts/gateway.md gateway snippets', () => {
   it('shows the nginx server block the nginx test runs', () => {
@@ -17,6 +19,8 @@ describe('docs/concepts/gateway.md gateway snippets', () => {
   });
 
   it('shows the fail-open Caddy site the kind cluster runs', () => {
-    expect(docs).toContain(squash(caddySite(':80', 'portcullis-decision:8080', 'orders:8081', { failOpen: true })));
+    expect(docs).toContain(
+      squash(caddySite(':80', 'portcullis-decision:8080', 'orders:8081', { failOpen: true })),
+    );
   });
 });

@@ -32,7 +32,12 @@ afterAll(async () => {
 
 function call(path: string, body: Buffer): Promise<http2.IncomingHttpHeaders> {
   return new Promise((resolve, reject) => {
-    const req = client.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
+    const req = client.request({
+      ':method': 'POST',
+      ':path': path,
+      'content-type': 'application/grpc',
+      te: 'trailers',
+    });
     req.on('response', (headers) => resolve(headers));
     req.on('error', reject);
     req.resume();
@@ -40,21 +45,45 @@ function call(path: string, body: Buffer): Promise<http2.IncomingHttpHeaders> {
   });
 }
 
-const framed = (flag: number, message: Buffer) => Buffer.concat([Buffer.from([flag]), Buffer.from([0, 0, 0, message.length]), message]);
+const framed = (flag: number, message: Buffer) =>
+  Buffer.concat([Buffer.from([flag]), Buffer.from([0, 0, 0, message.length]), message]);
 
 describe('gRPC framing of the decision service', () => {
   it('another method: UNIMPLEMENTED', async () => {
-    expect((await call('/envoy.service.auth.v2.Authorization/Check', framed(0, Buffer.alloc(0))))['grpc-status']).toBe('12');
+    expect(
+      (await call('/envoy.service.auth.v2.Authorization/Check', framed(0, Buffer.alloc(0))))[
+        'grpc-status'
+      ],
+    ).toBe('12');
   });
 
   it('a body that is not one length-prefixed message: INVALID_ARGUMENT', async () => {
-    expect((await call('/envoy.service.auth.v3.Authorization/Check', Buffer.from([0, 0, 0])))['grpc-status']).toBe('3');
-    expect((await call('/envoy.service.auth.v3.Authorization/Check', Buffer.from([0, 0, 0, 0, 9, 1])))['grpc-status']).toBe('3');
+    expect(
+      (await call('/envoy.service.auth.v3.Authorization/Check', Buffer.from([0, 0, 0])))[
+        'grpc-status'
+      ],
+    ).toBe('3');
+    expect(
+      (await call('/envoy.service.auth.v3.Authorization/Check', Buffer.from([0, 0, 0, 0, 9, 1])))[
+        'grpc-status'
+      ],
+    ).toBe('3');
   });
 
   it('not protobuf: INVALID_ARGUMENT; compressed: UNIMPLEMENTED', async () => {
-    expect((await call('/envoy.service.auth.v3.Authorization/Check', framed(0, Buffer.from([0xff, 0xff, 0xff]))))['grpc-status']).toBe('3');
-    expect((await call('/envoy.service.auth.v3.Authorization/Check', framed(1, Buffer.from([1, 2]))))['grpc-status']).toBe('12');
+    expect(
+      (
+        await call(
+          '/envoy.service.auth.v3.Authorization/Check',
+          framed(0, Buffer.from([0xff, 0xff, 0xff])),
+        )
+      )['grpc-status'],
+    ).toBe('3');
+    expect(
+      (await call('/envoy.service.auth.v3.Authorization/Check', framed(1, Buffer.from([1, 2]))))[
+        'grpc-status'
+      ],
+    ).toBe('12');
     expect(asked).toBe(0);
   });
 });

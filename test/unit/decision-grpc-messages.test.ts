@@ -4,10 +4,20 @@
 // HTTP status, headers and body. The integration tier holds the same to Envoy's published API.
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { checkRequestOf, checkResponseOf, isCheckRequest, parseCheckRequest } from '../../sidecar/decision-grpc.ts';
+import {
+  checkRequestOf,
+  checkResponseOf,
+  isCheckRequest,
+  parseCheckRequest,
+} from '../../sidecar/decision-grpc.ts';
 import { CheckRequestType, CheckResponseType } from '../../sidecar/ext-authz-proto.ts';
 
-const wire = (http: Record<string, unknown>) => CheckRequestType.decode(CheckRequestType.encode(CheckRequestType.fromObject({ attributes: { request: { http } } })).finish());
+const wire = (http: Record<string, unknown>) =>
+  CheckRequestType.decode(
+    CheckRequestType.encode(
+      CheckRequestType.fromObject({ attributes: { request: { http } } }),
+    ).finish(),
+  );
 const read = (http: Record<string, unknown>) => {
   const parsed = parseCheckRequest(wire(http));
   if (parsed === undefined) throw new Error('not parsed');
@@ -16,15 +26,34 @@ const read = (http: Record<string, unknown>) => {
 
 describe('CheckRequest', () => {
   it('reads method, path with query and the key header from the headers map', () => {
-    expect(read({ method: 'POST', path: '/orders?page=2', headers: { 'USER-ID': 'alice', authorization: 'Bearer x' } })).toEqual({ method: 'POST', target: '/orders?page=2', keyValue: 'alice', authorization: 'Bearer x' });
+    expect(
+      read({
+        method: 'POST',
+        path: '/orders?page=2',
+        headers: { 'USER-ID': 'alice', authorization: 'Bearer x' },
+      }),
+    ).toEqual({
+      method: 'POST',
+      target: '/orders?page=2',
+      keyValue: 'alice',
+      authorization: 'Bearer x',
+    });
   });
 
   it('reads raw headers (header_map with raw_value) when Envoy sends them so', () => {
-    expect(read({ method: 'GET', path: '/a', header_map: { headers: [{ key: 'user-id', raw_value: Buffer.from('bob') }] } }).keyValue).toBe('bob');
+    expect(
+      read({
+        method: 'GET',
+        path: '/a',
+        header_map: { headers: [{ key: 'user-id', raw_value: Buffer.from('bob') }] },
+      }).keyValue,
+    ).toBe('bob');
   });
 
   it('an empty request has no key and an empty target (refused as not origin-form)', () => {
-    expect(checkRequestOf(parseCheckRequest(CheckRequestType.decode(Buffer.alloc(0))) ?? {}, 'user-id')).toEqual({ method: 'GET', target: '', keyValue: undefined, authorization: undefined });
+    expect(
+      checkRequestOf(parseCheckRequest(CheckRequestType.decode(Buffer.alloc(0))) ?? {}, 'user-id'),
+    ).toEqual({ method: 'GET', target: '', keyValue: undefined, authorization: undefined });
   });
 });
 
@@ -41,7 +70,19 @@ describe('CheckRequest guard', () => {
                 method: z.string().optional(),
                 path: z.string().optional(),
                 headers: z.record(z.string(), z.string()).optional(),
-                header_map: z.object({ headers: z.array(z.object({ key: z.string(), value: z.string().optional(), raw_value: z.instanceof(Uint8Array).optional() })).optional() }).nullish(),
+                header_map: z
+                  .object({
+                    headers: z
+                      .array(
+                        z.object({
+                          key: z.string(),
+                          value: z.string().optional(),
+                          raw_value: z.instanceof(Uint8Array).optional(),
+                        }),
+                      )
+                      .optional(),
+                  })
+                  .nullish(),
               })
               .nullish(),
           })
@@ -50,7 +91,9 @@ describe('CheckRequest guard', () => {
       .nullish(),
   });
   const inHttp = (http: unknown) => ({ attributes: { request: { http } } });
-  const nullProto = Object.assign(Object.create(null) as Record<string, string>, { 'user-id': 'a' });
+  const nullProto = Object.assign(Object.create(null) as Record<string, string>, {
+    'user-id': 'a',
+  });
   const cases: [string, unknown][] = [
     ['null', null],
     ['undefined', undefined],
@@ -85,10 +128,27 @@ describe('CheckRequest guard', () => {
     ['header_map key a number', inHttp({ header_map: { headers: [{ key: 1 }] } })],
     ['header_map key absent', inHttp({ header_map: { headers: [{ value: 'v' }] } })],
     ['header_map value null', inHttp({ header_map: { headers: [{ key: 'a', value: null }] } })],
-    ['header_map raw_value a string', inHttp({ header_map: { headers: [{ key: 'a', raw_value: 'x' }] } })],
-    ['header_map raw_value bytes', inHttp({ header_map: { headers: [{ key: 'a', raw_value: new Uint8Array([1]) }] } })],
-    ['header_map raw_value a Buffer', inHttp({ header_map: { headers: [{ key: 'a', value: 'v', raw_value: Buffer.from('x') }] } })],
-    ['a decoded CheckRequest', wire({ method: 'GET', path: '/a', headers: { a: 'b' }, header_map: { headers: [{ key: 'k', raw_value: Buffer.from('v') }] } })],
+    [
+      'header_map raw_value a string',
+      inHttp({ header_map: { headers: [{ key: 'a', raw_value: 'x' }] } }),
+    ],
+    [
+      'header_map raw_value bytes',
+      inHttp({ header_map: { headers: [{ key: 'a', raw_value: new Uint8Array([1]) }] } }),
+    ],
+    [
+      'header_map raw_value a Buffer',
+      inHttp({ header_map: { headers: [{ key: 'a', value: 'v', raw_value: Buffer.from('x') }] } }),
+    ],
+    [
+      'a decoded CheckRequest',
+      wire({
+        method: 'GET',
+        path: '/a',
+        headers: { a: 'b' },
+        header_map: { headers: [{ key: 'k', raw_value: Buffer.from('v') }] },
+      }),
+    ],
     ['an empty decoded CheckRequest', CheckRequestType.decode(Buffer.alloc(0))],
   ];
 
@@ -99,19 +159,34 @@ describe('CheckRequest guard', () => {
   it('rejects the shapes a CheckRequest cannot have', () => {
     const rejected = cases.filter(([, m]) => !schema.safeParse(m).success).map(([name]) => name);
     expect(rejected.length).toBeGreaterThan(20);
-    for (const [name, m] of cases) if (rejected.includes(name)) expect(parseCheckRequest(m)).toBeUndefined();
+    for (const [name, m] of cases)
+      if (rejected.includes(name)) expect(parseCheckRequest(m)).toBeUndefined();
   });
 });
 
 describe('CheckResponse', () => {
-  const roundTrip = (o: Record<string, unknown>) => CheckResponseType.toObject(CheckResponseType.decode(CheckResponseType.encode(o).finish()), { defaults: true, oneofs: true });
+  const roundTrip = (o: Record<string, unknown>) =>
+    CheckResponseType.toObject(CheckResponseType.decode(CheckResponseType.encode(o).finish()), {
+      defaults: true,
+      oneofs: true,
+    });
 
   it('admitted: OK with the headers for upstream (overwriting) and for the client', () => {
-    const r = roundTrip(checkResponseOf({ allowed: true, upstreamHeaders: ['ratelimit', 'r', 'user-id', 'sub-1'], removeHeaders: ['user_id'], clientHeaders: ['ratelimit', 'r'] }));
+    const r = roundTrip(
+      checkResponseOf({
+        allowed: true,
+        upstreamHeaders: ['ratelimit', 'r', 'user-id', 'sub-1'],
+        removeHeaders: ['user_id'],
+        clientHeaders: ['ratelimit', 'r'],
+      }),
+    );
     expect(r['status']).toMatchObject({ code: 0 });
     expect(r['http_response']).toBe('ok_response');
     expect(r['ok_response']).toMatchObject({
-      headers: [{ header: { key: 'ratelimit', value: 'r' }, append_action: 2 }, { header: { key: 'user-id', value: 'sub-1' }, append_action: 2 }],
+      headers: [
+        { header: { key: 'ratelimit', value: 'r' }, append_action: 2 },
+        { header: { key: 'user-id', value: 'sub-1' }, append_action: 2 },
+      ],
       headers_to_remove: ['user_id'],
       response_headers_to_add: [{ header: { key: 'ratelimit', value: 'r' } }],
     });
@@ -123,14 +198,27 @@ describe('CheckResponse', () => {
     [401, 16],
     [404, 5],
     [503, 14],
-  ])('refused with %i: gRPC code %i, the HTTP status, the headers with content-type and the body', (status, code) => {
-    const r = roundTrip(checkResponseOf({ allowed: false, problem: { status, title: 't', type: 'x', detail: 'd' }, headers: ['retry-after', '3'], body: '{"status":1}' }));
-    expect(r['status']).toMatchObject({ code });
-    expect(r['denied_response']).toMatchObject({
-      status: { code: status },
-      headers: [{ header: { key: 'retry-after', value: '3' } }, { header: { key: 'content-type', value: 'application/problem+json' } }, { header: { key: 'cache-control', value: 'no-store' } }],
-      body: '{"status":1}',
-    });
-  });
+  ])(
+    'refused with %i: gRPC code %i, the HTTP status, the headers with content-type and the body',
+    (status, code) => {
+      const r = roundTrip(
+        checkResponseOf({
+          allowed: false,
+          problem: { status, title: 't', type: 'x', detail: 'd' },
+          headers: ['retry-after', '3'],
+          body: '{"status":1}',
+        }),
+      );
+      expect(r['status']).toMatchObject({ code });
+      expect(r['denied_response']).toMatchObject({
+        status: { code: status },
+        headers: [
+          { header: { key: 'retry-after', value: '3' } },
+          { header: { key: 'content-type', value: 'application/problem+json' } },
+          { header: { key: 'cache-control', value: 'no-store' } },
+        ],
+        body: '{"status":1}',
+      });
+    },
+  );
 });
-

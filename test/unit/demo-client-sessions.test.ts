@@ -10,7 +10,12 @@ const ISSUER = 'https://id.example.com';
 async function setup(meUrl = 'http://127.0.0.1:1/me') {
   let t = 1_700_000_000_000;
   const oauth: OAuthClient = {
-    metadata: async () => ({ issuer: ISSUER, authorization_endpoint: `${ISSUER}/auth`, token_endpoint: `${ISSUER}/token`, jwks_uri: `${ISSUER}/jwks.json` }),
+    metadata: async () => ({
+      issuer: ISSUER,
+      authorization_endpoint: `${ISSUER}/auth`,
+      token_endpoint: `${ISSUER}/token`,
+      jwks_uri: `${ISSUER}/jwks.json`,
+    }),
     start: async () => ({ url: `${ISSUER}/auth?state=S`, pending: { state: 'S', verifier: 'V' } }),
     exchange: async () => ({ access_token: 'at', token_type: 'Bearer', scope: 'profile' }),
     verify: async () => ({ sub: 'alice' }),
@@ -20,7 +25,11 @@ async function setup(meUrl = 'http://127.0.0.1:1/me') {
   const login = await app.inject({ method: 'POST', url: '/login' });
   const cookie = String(login.headers['set-cookie']).split(';')[0] ?? '';
   const callback = (headers: Record<string, string>) =>
-    app.inject({ method: 'GET', url: `/callback?${new URLSearchParams({ state: 'S', iss: ISSUER, code: 'c' })}`, headers });
+    app.inject({
+      method: 'GET',
+      url: `/callback?${new URLSearchParams({ state: 'S', iss: ISSUER, code: 'c' })}`,
+      headers,
+    });
   return { app, cookie, callback, advance: (ms: number) => (t += ms) };
 }
 
@@ -48,7 +57,11 @@ describe('demo client sign-in', () => {
       expect(next).not.toBe(s.cookie);
       const signedIn = await s.app.inject({ method: 'GET', url: '/', headers: { cookie: next } });
       expect(signedIn.body).toContain('id="profile-name">Alice<');
-      const planted = await s.app.inject({ method: 'GET', url: '/', headers: { cookie: s.cookie } });
+      const planted = await s.app.inject({
+        method: 'GET',
+        url: '/',
+        headers: { cookie: s.cookie },
+      });
       expect(planted.body).not.toContain('Alice');
       expect(planted.body).toContain('id="sign-in"');
     } finally {
@@ -60,7 +73,10 @@ describe('demo client sign-in', () => {
 describe('demo client pages without a session', () => {
   it('create none: only POST /login starts a session (page views and stray callbacks cost no memory)', async () => {
     const s = await setup();
-    for (const url of ['/', `/callback?${new URLSearchParams({ state: 'S', iss: ISSUER, code: 'c' })}`]) {
+    for (const url of [
+      '/',
+      `/callback?${new URLSearchParams({ state: 'S', iss: ISSUER, code: 'c' })}`,
+    ]) {
       const res = await s.app.inject({ method: 'GET', url });
       expect(res.headers['set-cookie']).toBeUndefined();
     }

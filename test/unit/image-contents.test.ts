@@ -9,7 +9,9 @@ import path from 'node:path';
 import { describe, expect, it } from 'vitest';
 
 const RUNTIME_DIRS = ['lib', 'operator', 'sidecar', 'services'];
-const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as { dependencies: Record<string, string> };
+const pkg = JSON.parse(readFileSync('package.json', 'utf8')) as {
+  dependencies: Record<string, string>;
+};
 
 function sources(dir: string): string[] {
   return readdirSync(dir).flatMap((name) => {
@@ -22,7 +24,9 @@ function sources(dir: string): string[] {
 /** Value imports (import type and `import { type X }`-only lines are erased by type stripping). */
 function valueImports(text: string): string[] {
   const specs: string[] = [];
-  for (const m of text.matchAll(/^\s*(import|export)\s+(?!type\s)([^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm)) {
+  for (const m of text.matchAll(
+    /^\s*(import|export)\s+(?!type\s)([^'";]*?\sfrom\s+)?['"]([^'"]+)['"]/gm,
+  )) {
     const clause = m[2] ?? '';
     if (/^\s*\{\s*(type\s+\w+\s*,?\s*)+\}\s*from\s+$/.test(clause)) continue;
     specs.push(m[3]!);
@@ -31,7 +35,8 @@ function valueImports(text: string): string[] {
   return specs;
 }
 
-const packageName = (spec: string) => (spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!);
+const packageName = (spec: string) =>
+  spec.startsWith('@') ? spec.split('/').slice(0, 2).join('/') : spec.split('/')[0]!;
 const builtins = new Set(builtinModules);
 
 describe('what the images carry', () => {
@@ -48,9 +53,12 @@ describe('what the images carry', () => {
         if (spec.startsWith('node:') || builtins.has(spec)) continue;
         if (spec.startsWith('.')) {
           const target = path.normalize(path.join(path.dirname(file), spec));
-          if (!RUNTIME_DIRS.some((d) => target.startsWith(`${d}/`))) problems.push(`${file} imports ${spec}: outside the image`);
+          if (!RUNTIME_DIRS.some((d) => target.startsWith(`${d}/`)))
+            problems.push(`${file} imports ${spec}: outside the image`);
         } else if (!(packageName(spec) in pkg.dependencies)) {
-          problems.push(`${file} imports ${spec}: not a production dependency (npm ci --omit=dev drops it)`);
+          problems.push(
+            `${file} imports ${spec}: not a production dependency (npm ci --omit=dev drops it)`,
+          );
         }
       }
     }

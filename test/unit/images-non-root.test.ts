@@ -10,7 +10,11 @@ import { PROGRAMS } from '../harness/kind/cluster.ts';
 import { repoRoot } from '../harness/programs.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
 
-const dockerfiles = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', '*Dockerfile*'], { cwd: repoRoot, encoding: 'utf8' })
+const dockerfiles = execFileSync(
+  'git',
+  ['ls-files', '--cached', '--others', '--exclude-standard', '*Dockerfile*'],
+  { cwd: repoRoot, encoding: 'utf8' },
+)
   .split('\n')
   .filter((f) => f !== '' && !f.startsWith('node_modules/'));
 
@@ -28,10 +32,13 @@ describe('container images', () => {
     expect(dockerfiles).toContain('Dockerfile');
   });
 
-  it.each(PROGRAMS)('%s: the Dockerfile builds it by its image name (PROGRAM) from its folder (SOURCE)', (folder) => {
-    const name = path.basename(folder) as keyof typeof BUNDLED_PROGRAMS;
-    expect(BUNDLED_PROGRAMS[name]).toBe(`${folder}/main.ts`);
-  });
+  it.each(PROGRAMS)(
+    '%s: the Dockerfile builds it by its image name (PROGRAM) from its folder (SOURCE)',
+    (folder) => {
+      const name = path.basename(folder) as keyof typeof BUNDLED_PROGRAMS;
+      expect(BUNDLED_PROGRAMS[name]).toBe(`${folder}/main.ts`);
+    },
+  );
 
   it.each(dockerfiles)('%s: the final stage runs as a non-root USER', (file) => {
     recordCases('Dockerfiles checked for a non-root USER', 1);
@@ -40,7 +47,10 @@ describe('container images', () => {
     expect(lastFrom, `${file} has no FROM`).toBeGreaterThanOrEqual(0);
     const finalStage = lines.slice(lastFrom);
     const users = finalStage.filter((l) => /^USER\s/i.test(l));
-    expect(users.length, `${file}: no USER in the final stage (it would run as root)`).toBeGreaterThan(0);
+    expect(
+      users.length,
+      `${file}: no USER in the final stage (it would run as root)`,
+    ).toBeGreaterThan(0);
     const user = (users[users.length - 1] as string).replace(/^USER\s+/i, '').trim();
     const [name = '', group = ''] = user.split(':');
     expect(['root', '0'], `${file}: USER ${user}`).not.toContain(name);

@@ -19,18 +19,38 @@ const jwt = (jwksUrl: string, jwksAllowedHosts?: string[]): SidecarConfigInput =
   listen: { port: 8080 },
   upstream: { url: 'http://127.0.0.1:8081' },
   route: { id: 'all' },
-  limiter: { replenishRate: 1, burstCapacity: 10, key: 'jwt', jwt: { issuer: 'https://id.example.com', audience: 'api', jwksUrl, ...(jwksAllowedHosts ? { jwksAllowedHosts } : {}) } },
+  limiter: {
+    replenishRate: 1,
+    burstCapacity: 10,
+    key: 'jwt',
+    jwt: {
+      issuer: 'https://id.example.com',
+      audience: 'api',
+      jwksUrl,
+      ...(jwksAllowedHosts ? { jwksAllowedHosts } : {}),
+    },
+  },
 });
 const ALLOWED = ['id.example.com', 'keys.example.org'];
-const ownIssuer = (url: string) => ({ limiter: { replenishRate: 1, burstCapacity: 10, key: { source: 'jwt', issuer: { url } } } });
+const ownIssuer = (url: string) => ({
+  limiter: { replenishRate: 1, burstCapacity: 10, key: { source: 'jwt', issuer: { url } } },
+});
 
 describe('sidecar: jwt.jwksAllowedHosts', () => {
   it('takes a jwksUrl whose host name is listed (any port, any case), refuses another, and takes any without a list', () => {
-    expect(() => parseSidecarConfig(jwt('https://ID.example.com:8443/jwks.json', ALLOWED))).not.toThrow();
-    expect(() => parseSidecarConfig(jwt('http://169.254.169.254/latest/meta-data', ALLOWED))).toThrow(/jwksUrl.*not in jwksAllowedHosts/);
+    expect(() =>
+      parseSidecarConfig(jwt('https://ID.example.com:8443/jwks.json', ALLOWED)),
+    ).not.toThrow();
+    expect(() =>
+      parseSidecarConfig(jwt('http://169.254.169.254/latest/meta-data', ALLOWED)),
+    ).toThrow(/jwksUrl.*not in jwksAllowedHosts/);
     // A listed name as a subdomain or with a userinfo trick is another host.
-    expect(() => parseSidecarConfig(jwt('https://id.example.com.evil.test/jwks.json', ALLOWED))).toThrow(/not in jwksAllowedHosts/);
-    expect(() => parseSidecarConfig(jwt('https://id.example.com@evil.test/jwks.json', ALLOWED))).toThrow(/not in jwksAllowedHosts/);
+    expect(() =>
+      parseSidecarConfig(jwt('https://id.example.com.evil.test/jwks.json', ALLOWED)),
+    ).toThrow(/not in jwksAllowedHosts/);
+    expect(() =>
+      parseSidecarConfig(jwt('https://id.example.com@evil.test/jwks.json', ALLOWED)),
+    ).toThrow(/not in jwksAllowedHosts/);
     expect(() => parseSidecarConfig(jwt('http://169.254.169.254/latest/meta-data'))).not.toThrow();
   });
 });
@@ -39,14 +59,27 @@ describe('operator: PORTCULLIS_JWKS_ALLOWED_HOSTS', () => {
   const listed = { ...settings, jwksAllowedHosts: ALLOWED };
 
   it('is read from the environment as a comma-separated list, empty by default', () => {
-    expect(resourceSettings(loadOperatorConfig({ PORTCULLIS_JWKS_ALLOWED_HOSTS: ' id.example.com, keys.example.org ,' })).jwksAllowedHosts).toEqual(ALLOWED);
+    expect(
+      resourceSettings(
+        loadOperatorConfig({
+          PORTCULLIS_JWKS_ALLOWED_HOSTS: ' id.example.com, keys.example.org ,',
+        }),
+      ).jwksAllowedHosts,
+    ).toEqual(ALLOWED);
     expect(resourceSettings(loadOperatorConfig({})).jwksAllowedHosts).toEqual([]);
   });
 
   it("renders the list into a route with its own issuer; the namespace's auth server needs none", () => {
-    const own = parseSidecarConfigText(renderSidecarConfig(route('all', ownIssuer('https://id.example.com')), listed));
+    const own = parseSidecarConfigText(
+      renderSidecarConfig(route('all', ownIssuer('https://id.example.com')), listed),
+    );
     expect(own.limiter.jwt?.jwksAllowedHosts).toEqual(ALLOWED);
-    const local = parseSidecarConfigText(renderSidecarConfig(route('all', { limiter: { replenishRate: 1, burstCapacity: 10, key: { source: 'jwt' } } }), listed));
+    const local = parseSidecarConfigText(
+      renderSidecarConfig(
+        route('all', { limiter: { replenishRate: 1, burstCapacity: 10, key: { source: 'jwt' } } }),
+        listed,
+      ),
+    );
     expect(local.limiter.jwt?.jwksUrl).toMatch(/^http:\/\/portcullis-auth-server\.team-a\.svc/);
     expect(local.limiter.jwt?.jwksAllowedHosts).toBeUndefined();
   });
@@ -55,9 +88,15 @@ describe('operator: PORTCULLIS_JWKS_ALLOWED_HOSTS', () => {
     const { client, reconcile } = await routeReconciler({ settings: listed });
     client.put(routeObject('all', ownIssuer('http://169.254.169.254')));
     await reconcile();
-    const ready = (((client as MemoryKubeClient).peek(resourceTypes.rateLimitRoute, 'team-a', 'all') as Obj)['status']['conditions'] as Obj[])[0];
+    const ready = (
+      ((client as MemoryKubeClient).peek(resourceTypes.rateLimitRoute, 'team-a', 'all') as Obj)[
+        'status'
+      ]['conditions'] as Obj[]
+    )[0];
     expect(ready).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
     expect(ready?.['message']).toContain('not in jwksAllowedHosts');
-    expect(client.writes().filter((w) => w.subresource === undefined && w.kind !== 'Event')).toEqual([]);
+    expect(
+      client.writes().filter((w) => w.subresource === undefined && w.kind !== 'Event'),
+    ).toEqual([]);
   });
 });

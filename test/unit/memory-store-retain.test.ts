@@ -28,7 +28,10 @@ describe('memory store retain', () => {
     const limits = [before, { replenishRate: 10, burstCapacity: 20, requestedTokens: 1 }];
     for (let i = 0; i < 10; i++) expect((await takeAll(store, 'r:u', limits)).allowed).toBe(true);
     await takeOne(store, 'other:u', before, 10);
-    const after = [{ replenishRate: 10, burstCapacity: 100, requestedTokens: 1 }, { replenishRate: 10, burstCapacity: 200, requestedTokens: 1 }];
+    const after = [
+      { replenishRate: 10, burstCapacity: 100, requestedTokens: 1 },
+      { replenishRate: 10, burstCapacity: 200, requestedTokens: 1 },
+    ];
     expect(await store.retain('r:', after.map(bucketTtlMs))).toBe(2);
     now = 4500; // past both old TTLs (2 s and 4 s)
     store.sweep();

@@ -10,7 +10,10 @@ describe('operator settings: NetworkPolicy, priority, resources', () => {
       routeNetworkPolicy: true,
       priorityClassName: undefined,
       sidecarResources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '256Mi' } },
-      authServerResources: { requests: { cpu: '50m', memory: '96Mi' }, limits: { memory: '384Mi' } },
+      authServerResources: {
+        requests: { cpu: '50m', memory: '96Mi' },
+        limits: { memory: '384Mi' },
+      },
     });
   });
 
@@ -19,32 +22,65 @@ describe('operator settings: NetworkPolicy, priority, resources', () => {
       loadOperatorConfig({
         PORTCULLIS_ROUTE_NETWORK_POLICY: 'false',
         PORTCULLIS_PRIORITY_CLASS_NAME: 'gateway-high',
-        PORTCULLIS_SIDECAR_RESOURCES: '{"limits":{"memory":"512Mi","cpu":1},"requests":{"cpu":"100m","memory":"128Mi"}}',
+        PORTCULLIS_SIDECAR_RESOURCES:
+          '{"limits":{"memory":"512Mi","cpu":1},"requests":{"cpu":"100m","memory":"128Mi"}}',
         PORTCULLIS_AUTH_SERVER_RESOURCES: '{"requests":{"cpu":"200m"}}',
       }),
     );
     expect(s.routeNetworkPolicy).toBe(false);
     expect(s.priorityClassName).toBe('gateway-high');
-    expect(s.sidecarResources).toEqual({ limits: { memory: '512Mi', cpu: '1' }, requests: { cpu: '100m', memory: '128Mi' } });
+    expect(s.sidecarResources).toEqual({
+      limits: { memory: '512Mi', cpu: '1' },
+      requests: { cpu: '100m', memory: '128Mi' },
+    });
     expect(s.authServerResources).toEqual({ requests: { cpu: '200m' } });
-    expect(resourceSettings(loadOperatorConfig({ PORTCULLIS_PRIORITY_CLASS_NAME: ' ', PORTCULLIS_SIDECAR_RESOURCES: '' })).priorityClassName).toBeUndefined();
-    expect(resourceSettings(loadOperatorConfig({ PORTCULLIS_SIDECAR_RESOURCES: '' })).sidecarResources.limits).toEqual({ memory: '256Mi' });
+    expect(
+      resourceSettings(
+        loadOperatorConfig({
+          PORTCULLIS_PRIORITY_CLASS_NAME: ' ',
+          PORTCULLIS_SIDECAR_RESOURCES: '',
+        }),
+      ).priorityClassName,
+    ).toBeUndefined();
+    expect(
+      resourceSettings(loadOperatorConfig({ PORTCULLIS_SIDECAR_RESOURCES: '' })).sidecarResources
+        .limits,
+    ).toEqual({ memory: '256Mi' });
   });
 
   it('also as flags', () => {
-    const config = loadOperatorConfig({}, ['--route-network-policy', 'no', '--priority-class-name=batch']);
+    const config = loadOperatorConfig({}, [
+      '--route-network-policy',
+      'no',
+      '--priority-class-name=batch',
+    ]);
     expect(config.PORTCULLIS_ROUTE_NETWORK_POLICY).toBe(false);
     expect(config.PORTCULLIS_PRIORITY_CLASS_NAME).toBe('batch');
   });
 
   it('refuses what pods could not run with, naming the variable and the problem', () => {
-    expect(() => loadOperatorConfig({ PORTCULLIS_SIDECAR_RESOURCES: 'memory=256Mi' })).toThrow(/PORTCULLIS_SIDECAR_RESOURCES: not JSON/);
-    expect(() => loadOperatorConfig({ PORTCULLIS_SIDECAR_RESOURCES: '{"limits":{"memory":"64Mi"}}' })).toThrow(/PORTCULLIS_SIDECAR_RESOURCES: .*below 96Mi/);
-    expect(() => loadOperatorConfig({ PORTCULLIS_AUTH_SERVER_RESOURCES: '{"requests":{"memory":"1Gi"},"limits":{"memory":"512Mi"}}' })).toThrow(
+    expect(() => loadOperatorConfig({ PORTCULLIS_SIDECAR_RESOURCES: 'memory=256Mi' })).toThrow(
+      /PORTCULLIS_SIDECAR_RESOURCES: not JSON/,
+    );
+    expect(() =>
+      loadOperatorConfig({ PORTCULLIS_SIDECAR_RESOURCES: '{"limits":{"memory":"64Mi"}}' }),
+    ).toThrow(/PORTCULLIS_SIDECAR_RESOURCES: .*below 96Mi/);
+    expect(() =>
+      loadOperatorConfig({
+        PORTCULLIS_AUTH_SERVER_RESOURCES:
+          '{"requests":{"memory":"1Gi"},"limits":{"memory":"512Mi"}}',
+      }),
+    ).toThrow(
       /PORTCULLIS_AUTH_SERVER_RESOURCES: requests\.memory \(1Gi\) is above limits\.memory \(512Mi\)/,
     );
-    expect(() => loadOperatorConfig({ PORTCULLIS_AUTH_SERVER_RESOURCES: '{"limit":{"memory":"512Mi"}}' })).toThrow(/PORTCULLIS_AUTH_SERVER_RESOURCES/);
-    expect(() => loadOperatorConfig({ PORTCULLIS_PRIORITY_CLASS_NAME: 'High_Priority' })).toThrow(/PORTCULLIS_PRIORITY_CLASS_NAME: a PriorityClass name/);
-    expect(() => loadOperatorConfig({ PORTCULLIS_ROUTE_NETWORK_POLICY: 'maybe' })).toThrow(/PORTCULLIS_ROUTE_NETWORK_POLICY/);
+    expect(() =>
+      loadOperatorConfig({ PORTCULLIS_AUTH_SERVER_RESOURCES: '{"limit":{"memory":"512Mi"}}' }),
+    ).toThrow(/PORTCULLIS_AUTH_SERVER_RESOURCES/);
+    expect(() => loadOperatorConfig({ PORTCULLIS_PRIORITY_CLASS_NAME: 'High_Priority' })).toThrow(
+      /PORTCULLIS_PRIORITY_CLASS_NAME: a PriorityClass name/,
+    );
+    expect(() => loadOperatorConfig({ PORTCULLIS_ROUTE_NETWORK_POLICY: 'maybe' })).toThrow(
+      /PORTCULLIS_ROUTE_NETWORK_POLICY/,
+    );
   });
 });

@@ -1,7 +1,15 @@
 // Shared fixtures of the operator unit tests (not a test file itself).
-import { oauthClientSchema, rateLimitRouteSchema, type OAuthClient, type RateLimitRoute } from '../../operator/api/index.ts';
+import {
+  oauthClientSchema,
+  rateLimitRouteSchema,
+  type OAuthClient,
+  type RateLimitRoute,
+} from '../../operator/api/index.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
-import { defaultResourceSettings, type ResourceSettings } from '../../operator/resources/shared/settings.ts';
+import {
+  defaultResourceSettings,
+  type ResourceSettings,
+} from '../../operator/resources/shared/settings.ts';
 import { pino } from 'pino';
 import { ownedByPortcullis } from '../../operator/resources/shared/metadata.ts';
 import { Informer } from '../../operator/runtime/informer.ts';
@@ -14,7 +22,14 @@ import { RateLimitRouteReconciler } from '../../operator/controllers/rate-limit-
 import { Applier } from '../../operator/runtime/applier.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
 
-export const settings: ResourceSettings = { ...defaultResourceSettings, sidecarImage: 'portcullis/sidecar:test', authServerImage: 'portcullis/auth-server:test', defaultRedisUrl: 'redis://redis:6379', authRedisUrl: 'redis://auth-redis:6379', authServerReplicas: 2 };
+export const settings: ResourceSettings = {
+  ...defaultResourceSettings,
+  sidecarImage: 'portcullis/sidecar:test',
+  authServerImage: 'portcullis/auth-server:test',
+  defaultRedisUrl: 'redis://redis:6379',
+  authRedisUrl: 'redis://auth-redis:6379',
+  authServerReplicas: 2,
+};
 
 /** The specification's end-to-end limits: 1 token/s, burst 10, 2 per request. */
 export function routeObject(name = 'all', overrides: Record<string, unknown> = {}): KubeObject {
@@ -23,7 +38,14 @@ export function routeObject(name = 'all', overrides: Record<string, unknown> = {
     kind: 'RateLimitRoute',
     metadata: { name, namespace: 'team-a', uid: `uid-${name}`, generation: 1 },
     spec: {
-      target: { image: 'portcullis/user-service:test', command: ['node', 'services/user-service/main.ts'], port: 8081, readinessPath: '/healthcheck/ready', replicas: 2, env: [{ name: 'PORT', value: '8081' }] },
+      target: {
+        image: 'portcullis/user-service:test',
+        command: ['node', 'services/user-service/main.ts'],
+        port: 8081,
+        readinessPath: '/healthcheck/ready',
+        replicas: 2,
+        env: [{ name: 'PORT', value: '8081' }],
+      },
       path: '/**',
       limiter: { replenishRate: 1, burstCapacity: 10, requestedTokens: 2 },
       ...overrides,
@@ -40,7 +62,11 @@ export function clientObject(name = 'demo-app', namespace = 'team-a'): KubeObjec
     apiVersion: 'portcullis.dev/v1alpha1',
     kind: 'OAuthClient',
     metadata: { name, namespace, uid: `uid-${name}`, generation: 1 },
-    spec: { displayName: 'Demo App', redirectUris: ['https://app.example.com/callback'], scopes: ['profile', 'email'] },
+    spec: {
+      displayName: 'Demo App',
+      redirectUris: ['https://app.example.com/callback'],
+      scopes: ['profile', 'email'],
+    },
   };
 }
 
@@ -48,19 +74,32 @@ export function oauthClient(name = 'demo-app'): OAuthClient {
   return oauthClientSchema.parse(clientObject(name));
 }
 
-
 export const silent = pino({ level: 'silent' });
 
 /** An informer of `type` as the tests' caches run it (no periodic relist, fast backoff), not started. */
-export function testInformer(client: MemoryKubeClient, clock: Clock, type: (typeof resourceTypes)[keyof typeof resourceTypes], child?: { metadataOnly: boolean }): Informer {
+export function testInformer(
+  client: MemoryKubeClient,
+  clock: Clock,
+  type: (typeof resourceTypes)[keyof typeof resourceTypes],
+  child?: { metadataOnly: boolean },
+): Informer {
   // Children cached as the operator caches them (app.ts): owned objects only, Secrets and ConfigMaps as metadata.
-  const filter = child === undefined ? {} : { keep: ownedByPortcullis, metadataOnly: child.metadataOnly };
-  return new Informer(client, clock, silent, { type, relistIntervalMs: 3600_000, backoff: { baseMs: 10, maxMs: 100 }, ...filter });
+  const filter =
+    child === undefined ? {} : { keep: ownedByPortcullis, metadataOnly: child.metadataOnly };
+  return new Informer(client, clock, silent, {
+    type,
+    relistIntervalMs: 3600_000,
+    backoff: { baseMs: 10, maxMs: 100 },
+    ...filter,
+  });
 }
 
 /** Started, synced informers of every kind the reconcilers read. */
 export async function startCaches(client: MemoryKubeClient, clock: Clock) {
-  const make = (type: (typeof resourceTypes)[keyof typeof resourceTypes], child?: { metadataOnly: boolean }) => testInformer(client, clock, type, child);
+  const make = (
+    type: (typeof resourceTypes)[keyof typeof resourceTypes],
+    child?: { metadataOnly: boolean },
+  ) => testInformer(client, clock, type, child);
   const caches = {
     routes: make(resourceTypes.rateLimitRoute),
     clients: make(resourceTypes.oauthClient),
@@ -92,7 +131,11 @@ export interface RecordedEvent {
 
 export function recordingEvents(): EventRecorder & { list: RecordedEvent[] } {
   const list: RecordedEvent[] = [];
-  return { list, event: (obj, type, reason, message) => list.push({ name: obj.metadata.name, type, reason, message }) };
+  return {
+    list,
+    event: (obj, type, reason, message) =>
+      list.push({ name: obj.metadata.name, type, reason, message }),
+  };
 }
 
 /**
@@ -101,7 +144,13 @@ export function recordingEvents(): EventRecorder & { list: RecordedEvent[] } {
  * `reconcile()` reconciles team-a/all (or `key`) with the caches settled before and after.
  * `caches` replaces some of the started caches (a test of what a cache cannot see).
  */
-export async function routeReconciler(options: { client?: MemoryKubeClient; settings?: ResourceSettings; caches?: (on: { client: MemoryKubeClient; clock: Clock }) => Partial<Caches> } = {}) {
+export async function routeReconciler(
+  options: {
+    client?: MemoryKubeClient;
+    settings?: ResourceSettings;
+    caches?: (on: { client: MemoryKubeClient; clock: Clock }) => Partial<Caches>;
+  } = {},
+) {
   const client = options.client ?? new MemoryKubeClient();
   const clock = new ManualClock();
   const caches = await startCaches(client, clock);

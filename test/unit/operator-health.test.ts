@@ -10,7 +10,11 @@ afterEach(() => {
 
 async function serve(ready: () => boolean) {
   const metrics = createMetrics({ defaultMetrics: false });
-  const server = createHealthServer({ registry: metrics.registry, ready, describe: () => (ready() ? 'leader' : 'standby') });
+  const server = createHealthServer({
+    registry: metrics.registry,
+    ready,
+    describe: () => (ready() ? 'leader' : 'standby'),
+  });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   servers.push(server);
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -34,7 +38,9 @@ describe('operator health endpoints', () => {
     metrics.recordRequest({ verb: 'apply', resource: 'deployments', status: 200, durationMs: 3 });
     const res = await fetch(`${base}/metrics`);
     expect(res.headers.get('content-type')).toMatch(/text\/plain/);
-    expect(await res.text()).toMatch(/portcullis_operator_kube_api_requests_total\{verb="apply",resource="deployments",code="200"\} 1/);
+    expect(await res.text()).toMatch(
+      /portcullis_operator_kube_api_requests_total\{verb="apply",resource="deployments",code="200"\} 1/,
+    );
     expect((await fetch(`${base}/nope`)).status).toBe(404);
     expect((await fetch(`${base}/healthz`, { method: 'POST' })).status).toBe(405);
   });

@@ -12,7 +12,15 @@ import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { buildCrd } from '../../scripts/crds/build-crd.ts';
 import { flush } from '../harness/manual-clock.ts';
-import { clientObject, recordingEvents, route, routeObject, routeReconciler, settings, silent } from './operator-fixtures.ts';
+import {
+  clientObject,
+  recordingEvents,
+  route,
+  routeObject,
+  routeReconciler,
+  settings,
+  silent,
+} from './operator-fixtures.ts';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- objects of the memory API, read in assertions
 
@@ -24,7 +32,10 @@ function teamDeployment(extra: Record<string, unknown> = {}): KubeObject {
     spec: {
       replicas: 1,
       selector: { matchLabels: { app: 'web' } },
-      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'app', image: 'example/web:1.0' }] } },
+      template: {
+        metadata: { labels: { app: 'web' } },
+        spec: { containers: [{ name: 'app', image: 'example/web:1.0' }] },
+      },
     },
   };
 }
@@ -34,13 +45,23 @@ function refRoute(name: string): KubeObject {
     apiVersion: 'portcullis.dev/v1alpha1',
     kind: 'RateLimitRoute',
     metadata: { name, namespace: 'team-a', uid: `uid-${name}`, generation: 1 },
-    spec: { targetRef: { name: 'web', port: 8081 }, limiter: { replenishRate: 1, burstCapacity: 10 } },
+    spec: {
+      targetRef: { name: 'web', port: 8081 },
+      limiter: { replenishRate: 1, burstCapacity: 10 },
+    },
   };
 }
 
 const readyOf = (client: MemoryKubeClient, name: string) =>
-  ((client.peek(resourceTypes.rateLimitRoute, 'team-a', name) as Obj)['status']['conditions'] as Obj[]).find((c) => c['type'] === 'Ready');
-const podLabels = (client: MemoryKubeClient) => (client.peek(resourceTypes.deployment, 'team-a', 'web') as Obj)['spec']['template']['metadata']['labels'];
+  (
+    (client.peek(resourceTypes.rateLimitRoute, 'team-a', name) as Obj)['status'][
+      'conditions'
+    ] as Obj[]
+  ).find((c) => c['type'] === 'Ready');
+const podLabels = (client: MemoryKubeClient) =>
+  (client.peek(resourceTypes.deployment, 'team-a', 'web') as Obj)['spec']['template']['metadata'][
+    'labels'
+  ];
 
 describe('two targetRef routes on one Deployment', () => {
   it('the second is TargetRefInUse and writes nothing to the Deployment, however often both reconcile', async () => {
@@ -51,7 +72,9 @@ describe('two targetRef routes on one Deployment', () => {
     client.put(refRoute('second'));
     await reconcile('team-a/second');
     expect(readyOf(client, 'second')).toMatchObject({ status: 'False', reason: 'TargetRefInUse' });
-    expect(readyOf(client, 'second')?.['message']).toMatch(/already runs the sidecar of RateLimitRoute first/);
+    expect(readyOf(client, 'second')?.['message']).toMatch(
+      /already runs the sidecar of RateLimitRoute first/,
+    );
     const writes = client.writes('Deployment').length;
     for (let i = 0; i < 3; i++) {
       await reconcile('team-a/first');
@@ -69,9 +92,14 @@ describe('two targetRef routes on one Deployment', () => {
     client.put(refRoute('second'));
     await reconcile('team-a/second');
     const second = client.peek(resourceTypes.rateLimitRoute, 'team-a', 'second') as KubeObject;
-    client.put({ ...second, metadata: { ...second.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } });
+    client.put({
+      ...second,
+      metadata: { ...second.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' },
+    });
     await reconcile('team-a/second');
-    const containers = (client.peek(resourceTypes.deployment, 'team-a', 'web') as Obj)['spec']['template']['spec']['containers'] as Obj[];
+    const containers = (client.peek(resourceTypes.deployment, 'team-a', 'web') as Obj)['spec'][
+      'template'
+    ]['spec']['containers'] as Obj[];
     expect(containers.map((c) => c['name'])).toEqual(['app', 'portcullis-sidecar']);
     expect(podLabels(client)['portcullis.dev/route']).toBe('first');
   });
@@ -86,9 +114,15 @@ describe('two targetRef routes on one Deployment', () => {
     expect(podLabels(client)['portcullis.dev/route']).toBe('first');
   });
 
-  it("a Deployment another controller runs is refused: TargetRefInvalid, nothing written to it", async () => {
+  it('a Deployment another controller runs is refused: TargetRefInvalid, nothing written to it', async () => {
     const { client, reconcile } = await routeReconciler();
-    client.put(teamDeployment({ ownerReferences: [{ apiVersion: 'example.com/v1', kind: 'App', name: 'web', uid: 'u', controller: true }] }));
+    client.put(
+      teamDeployment({
+        ownerReferences: [
+          { apiVersion: 'example.com/v1', kind: 'App', name: 'web', uid: 'u', controller: true },
+        ],
+      }),
+    );
     client.put(refRoute('first'));
     await reconcile('team-a/first');
     expect(readyOf(client, 'first')).toMatchObject({ status: 'False', reason: 'TargetRefInvalid' });
@@ -99,12 +133,20 @@ describe('two targetRef routes on one Deployment', () => {
 
 describe("route names of the auth server's objects", () => {
   it('are refused by a CEL rule of the CRD, and by the reconciler for a route made before it', async () => {
-    const rules = ((buildCrd(rateLimitRouteCrd) as Obj)['spec']['versions'][0]['schema']['openAPIV3Schema']['x-kubernetes-validations'] as Obj[]).map((v) => v['message']);
+    const rules = (
+      (buildCrd(rateLimitRouteCrd) as Obj)['spec']['versions'][0]['schema']['openAPIV3Schema'][
+        'x-kubernetes-validations'
+      ] as Obj[]
+    ).map((v) => v['message']);
     expect(rules).toContain(RESERVED_ROUTE_NAME_RULE);
     const { client, reconcile } = await routeReconciler();
     client.put(routeObject(AUTH_SERVER_NAME));
     await reconcile(`team-a/${AUTH_SERVER_NAME}`);
-    expect(readyOf(client, AUTH_SERVER_NAME)).toMatchObject({ status: 'False', reason: 'InvalidSpec', message: RESERVED_ROUTE_NAME_RULE });
+    expect(readyOf(client, AUTH_SERVER_NAME)).toMatchObject({
+      status: 'False',
+      reason: 'InvalidSpec',
+      message: RESERVED_ROUTE_NAME_RULE,
+    });
     expect(client.writes('Deployment')).toEqual([]);
   });
 
@@ -115,7 +157,15 @@ describe("route names of the auth server's objects", () => {
     owner.metadata.uid = 'uid-route';
     client.put(routeDeployment(owner, settings, 'config'));
     const events = recordingEvents();
-    const authServer = new AuthServerReconciler({ client, applier: new Applier(client), caches, settings, clock, events, log: silent });
+    const authServer = new AuthServerReconciler({
+      client,
+      applier: new Applier(client),
+      caches,
+      settings,
+      clock,
+      events,
+      log: silent,
+    });
     await flush();
     // No OAuthClient in the namespace: nothing of the auth server's to prune.
     await authServer.reconcile('team-a');
@@ -127,8 +177,18 @@ describe("route names of the auth server's objects", () => {
     await authServer.reconcile('team-a');
     expect(client.writes('Deployment').length).toBe(before);
     const dep = client.peek(resourceTypes.deployment, 'team-a', AUTH_SERVER_NAME) as Obj;
-    expect(dep['metadata']['ownerReferences'][0]).toMatchObject({ kind: 'RateLimitRoute', uid: 'uid-route' });
-    expect(events.list).toContainEqual(expect.objectContaining({ reason: 'Conflict', message: expect.stringMatching(/Deployment portcullis-auth-server is controlled by RateLimitRoute portcullis-auth-server/) }));
+    expect(dep['metadata']['ownerReferences'][0]).toMatchObject({
+      kind: 'RateLimitRoute',
+      uid: 'uid-route',
+    });
+    expect(events.list).toContainEqual(
+      expect.objectContaining({
+        reason: 'Conflict',
+        message: expect.stringMatching(
+          /Deployment portcullis-auth-server is controlled by RateLimitRoute portcullis-auth-server/,
+        ),
+      }),
+    );
   });
 });
 
@@ -138,13 +198,22 @@ describe('a targetRef route in a namespace being deleted', () => {
     client.put(teamDeployment());
     client.put(refRoute('all'));
     await reconcile('team-a/all');
-    client.put({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a', deletionTimestamp: '2026-01-01T00:00:00Z' } });
+    client.put({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'team-a', deletionTimestamp: '2026-01-01T00:00:00Z' },
+    });
     const live = client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all') as KubeObject;
-    client.put({ ...live, metadata: { ...live.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' } });
+    client.put({
+      ...live,
+      metadata: { ...live.metadata, deletionTimestamp: '2026-01-01T00:00:00Z' },
+    });
     const writes = client.writes('Deployment').length;
     client.failNext('get', new Error('forbidden: the RoleBinding is gone'), 'Deployment');
     await reconcile('team-a/all');
-    expect((client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all') as Obj)['metadata']['finalizers']).toEqual([]);
+    expect(
+      (client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all') as Obj)['metadata']['finalizers'],
+    ).toEqual([]);
     expect(client.writes('Deployment').length).toBe(writes);
   });
 });

@@ -11,11 +11,21 @@ import { ManualClock } from '../harness/manual-clock.ts';
 import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 
 const log = pino({ level: 'silent' });
-const cm = (name: string, target: string): KubeObject => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'ns' }, data: { target } });
+const cm = (name: string, target: string): KubeObject => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: 'ns' },
+  data: { target },
+});
 const names = (objs: KubeObject[]) => objs.map((o) => o.metadata.name).sort();
 
 function informer(client: MemoryKubeClient, keep?: (o: KubeObject) => boolean) {
-  return new Informer(client, new ManualClock(), log, { type: resourceTypes.configMap, relistIntervalMs: 60_000, backoff: { baseMs: 1000, maxMs: 8000 }, keep });
+  return new Informer(client, new ManualClock(), log, {
+    type: resourceTypes.configMap,
+    relistIntervalMs: 60_000,
+    backoff: { baseMs: 1000, maxMs: 8000 },
+    keep,
+  });
 }
 
 describe('informer index', () => {
@@ -25,7 +35,9 @@ describe('informer index', () => {
     const inf = informer(client);
     inf.start();
     await inf.waitForSync();
-    inf.addIndex('target', (o) => [`${o.metadata.namespace}/${(o['data'] as Record<string, string>)['target']}`]);
+    inf.addIndex('target', (o) => [
+      `${o.metadata.namespace}/${(o['data'] as Record<string, string>)['target']}`,
+    ]);
     expect(names(inf.byIndex('target', 'ns/web'))).toEqual(['a']);
     client.put(cm('b', 'web'));
     await vi.waitFor(() => expect(names(inf.byIndex('target', 'ns/web'))).toEqual(['a', 'b']));
@@ -43,7 +55,11 @@ describe('informer index', () => {
     const wanted = new Set<string>();
     const inf = informer(client, (o) => wanted.has(o.metadata.name));
     const seen: string[] = [];
-    inf.addHandler({ onAdd: (o) => seen.push(`add ${o.metadata.name}`), onUpdate: (_a, b) => seen.push(`update ${b.metadata.name}`), onDelete: (o) => seen.push(`delete ${o.metadata.name}`) });
+    inf.addHandler({
+      onAdd: (o) => seen.push(`add ${o.metadata.name}`),
+      onUpdate: (_a, b) => seen.push(`update ${b.metadata.name}`),
+      onDelete: (o) => seen.push(`delete ${o.metadata.name}`),
+    });
     client.put(cm('web', '1'));
     client.put(cm('api', '1'));
     inf.start();

@@ -12,7 +12,13 @@ import { MANAGED_SELECTOR, ownedByPortcullis } from '../../operator/resources/sh
 import { ManualClock, flush } from '../harness/manual-clock.ts';
 
 const log = pino({ level: 'silent' });
-const routeOwner = { apiVersion: 'portcullis.dev/v1alpha1', kind: 'RateLimitRoute', name: 'web', uid: 'u-1', controller: true };
+const routeOwner = {
+  apiVersion: 'portcullis.dev/v1alpha1',
+  kind: 'RateLimitRoute',
+  name: 'web',
+  uid: 'u-1',
+  controller: true,
+};
 
 function secret(name: string, owned: boolean, extra: Record<string, string> = {}): KubeObject {
   return {
@@ -44,7 +50,11 @@ describe('operator caches: owned objects only, Secrets as metadata', () => {
   it('a labelled Secret no Portcullis object owns is not cached; an owned one is, without its data', async () => {
     const client = new MemoryKubeClient();
     client.put(secret('forged', false));
-    client.put(secret('web-redis', true, { 'kubectl.kubernetes.io/last-applied-configuration': 'x'.repeat(10_000) }));
+    client.put(
+      secret('web-redis', true, {
+        'kubectl.kubernetes.io/last-applied-configuration': 'x'.repeat(10_000),
+      }),
+    );
     const informer = secretsInformer(client);
     informer.start();
     await informer.waitForSync();
@@ -63,10 +73,14 @@ describe('operator caches: owned objects only, Secrets as metadata', () => {
     await flush();
     client.put(secret('forged', false));
     client.put(secret('web-redis', true));
-    await vi.waitFor(() => expect(informer.get('team-a', 'web-redis')).toBeDefined(), { timeout: 5000 });
+    await vi.waitFor(() => expect(informer.get('team-a', 'web-redis')).toBeDefined(), {
+      timeout: 5000,
+    });
     expect(informer.get('team-a', 'forged')).toBeUndefined();
     client.put(secret('web-redis', false));
-    await vi.waitFor(() => expect(informer.get('team-a', 'web-redis')).toBeUndefined(), { timeout: 5000 });
+    await vi.waitFor(() => expect(informer.get('team-a', 'web-redis')).toBeUndefined(), {
+      timeout: 5000,
+    });
     expect(informer.size).toBe(0);
     await informer.stop();
   });
@@ -86,11 +100,15 @@ describe('operator caches: owned objects only, Secrets as metadata', () => {
     const applier = new Applier(client);
     const desired = secret('web-redis', true);
     expect((await applier.apply(desired, informer)).changed).toBe(true);
-    await vi.waitFor(() => expect(informer.get('team-a', 'web-redis')).toBeDefined(), { timeout: 5000 });
+    await vi.waitFor(() => expect(informer.get('team-a', 'web-redis')).toBeDefined(), {
+      timeout: 5000,
+    });
     expect((await applier.apply(desired, informer)).changed).toBe(false);
     const changed = { ...desired, data: { big: 'AAAA' } };
     expect((await applier.apply(changed, informer)).changed).toBe(true);
-    expect(client.peek(resourceTypes.secret, 'team-a', 'web-redis')?.['data']).toEqual({ big: 'AAAA' });
+    expect(client.peek(resourceTypes.secret, 'team-a', 'web-redis')?.['data']).toEqual({
+      big: 'AAAA',
+    });
     await informer.stop();
   });
 });

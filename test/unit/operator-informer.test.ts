@@ -10,7 +10,16 @@ import { ManualClock, flush } from '../harness/manual-clock.ts';
 const log = pino({ level: 'silent' });
 
 function cm(name: string, value: string, ns = 'default'): KubeObject {
-  return { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns, managedFields: [{ manager: 'x', operation: 'Apply', fieldsV1: { 'f:data': {} } }] }, data: { value } };
+  return {
+    apiVersion: 'v1',
+    kind: 'ConfigMap',
+    metadata: {
+      name,
+      namespace: ns,
+      managedFields: [{ manager: 'x', operation: 'Apply', fieldsV1: { 'f:data': {} } }],
+    },
+    data: { value },
+  };
 }
 
 function setup(namespaces?: string[]) {
@@ -39,12 +48,16 @@ describe('informer', () => {
     client.put(cm('a', '1'));
     informer.start();
     await informer.waitForSync();
-    expect(informer.get('default', 'a')?.metadata.managedFields).toEqual([{ manager: 'x', operation: 'Apply' }]);
+    expect(informer.get('default', 'a')?.metadata.managedFields).toEqual([
+      { manager: 'x', operation: 'Apply' },
+    ]);
     await flush();
     client.put(cm('b', '1'));
     client.put(cm('a', '2'));
     client.remove(resourceTypes.configMap, 'default', 'b');
-    await vi.waitFor(() => expect(seen).toEqual(['add a', 'add b', 'update a', 'delete b']), { timeout: 5000 });
+    await vi.waitFor(() => expect(seen).toEqual(['add a', 'add b', 'update a', 'delete b']), {
+      timeout: 5000,
+    });
     expect(informer.get('default', 'a')?.['data']).toEqual({ value: '2' });
     await informer.stop();
   });
@@ -101,7 +114,9 @@ describe('informer', () => {
     informer.start();
     await informer.waitForSync();
     expect(informer.hasSynced).toBe(true);
-    expect(informer.list().map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual(['one/a']);
+    expect(informer.list().map((o) => `${o.metadata.namespace}/${o.metadata.name}`)).toEqual([
+      'one/a',
+    ]);
     await informer.stop();
   });
 });
@@ -109,7 +124,10 @@ describe('informer', () => {
 describe('informer log levels', () => {
   function capture() {
     const lines: Array<{ level: number; msg: string }> = [];
-    const logger = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line) as { level: number; msg: string }) });
+    const logger = pino(
+      { level: 'debug' },
+      { write: (line: string) => lines.push(JSON.parse(line) as { level: number; msg: string }) },
+    );
     return { lines, logger };
   }
 
@@ -117,8 +135,16 @@ describe('informer log levels', () => {
     const { lines, logger } = capture();
     const client = new MemoryKubeClient();
     const clock = new ManualClock();
-    const informer = new Informer(client, clock, logger, { type: resourceTypes.configMap, relistIntervalMs: 60_000, backoff: { baseMs: 1000, maxMs: 1000 } });
-    for (let i = 0; i < 5; i++) client.failNext('list', new KubeApiError(429, 'storage is (re)initializing', 'TooManyRequests'));
+    const informer = new Informer(client, clock, logger, {
+      type: resourceTypes.configMap,
+      relistIntervalMs: 60_000,
+      backoff: { baseMs: 1000, maxMs: 1000 },
+    });
+    for (let i = 0; i < 5; i++)
+      client.failNext(
+        'list',
+        new KubeApiError(429, 'storage is (re)initializing', 'TooManyRequests'),
+      );
     informer.start();
     for (let i = 0; i < 5; i++) {
       await flush();
@@ -134,7 +160,11 @@ describe('informer log levels', () => {
     const { lines, logger } = capture();
     const client = new MemoryKubeClient();
     const clock = new ManualClock();
-    const informer = new Informer(client, clock, logger, { type: resourceTypes.configMap, relistIntervalMs: 60_000, backoff: { baseMs: 1000, maxMs: 1000 } });
+    const informer = new Informer(client, clock, logger, {
+      type: resourceTypes.configMap,
+      relistIntervalMs: 60_000,
+      backoff: { baseMs: 1000, maxMs: 1000 },
+    });
     client.failNext('list', new KubeApiError(500, 'etcd hiccup'));
     informer.start();
     await flush();

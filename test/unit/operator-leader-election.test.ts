@@ -10,11 +10,18 @@ const log = pino({ level: 'silent' });
 const timing = { leaseDurationMs: 4000, renewDeadlineMs: 3000, retryPeriodMs: 1000 };
 
 function elector(client: MemoryKubeClient, clock: ManualClock, identity: string) {
-  return new LeaderElector(client, clock, log, { namespace: 'ops', name: 'portcullis', identity, ...timing });
+  return new LeaderElector(client, clock, log, {
+    namespace: 'ops',
+    name: 'portcullis',
+    identity,
+    ...timing,
+  });
 }
 
 function holder(client: MemoryKubeClient): unknown {
-  return asRecord(client.peek(resourceTypes.lease, 'ops', 'portcullis')?.['spec'])?.['holderIdentity'];
+  return asRecord(client.peek(resourceTypes.lease, 'ops', 'portcullis')?.['spec'])?.[
+    'holderIdentity'
+  ];
 }
 
 describe('leader election on a Lease', () => {
@@ -40,7 +47,11 @@ describe('leader election on a Lease', () => {
     expect(clock.now() - diedAt).toBeLessThanOrEqual(timing.leaseDurationMs + timing.retryPeriodMs);
     await bAcquire;
     expect(holder(client)).toBe('b');
-    expect(asRecord(client.peek(resourceTypes.lease, 'ops', 'portcullis')?.['spec'])?.['leaseTransitions']).toBe(1);
+    expect(
+      asRecord(client.peek(resourceTypes.lease, 'ops', 'portcullis')?.['spec'])?.[
+        'leaseTransitions'
+      ],
+    ).toBe(1);
     bStop.abort();
   });
 

@@ -19,7 +19,9 @@ const metricsByOperator = new Map<Operator, ReturnType<typeof createMetrics>>();
 async function metricsOf(op: Operator): Promise<number> {
   const m = metricsByOperator.get(op);
   const value = await m?.reconcileTotal.get();
-  return (value?.values ?? []).filter((v) => v.labels['controller'] === 'ratelimitroute').reduce((sum, v) => sum + v.value, 0);
+  return (value?.values ?? [])
+    .filter((v) => v.labels['controller'] === 'ratelimitroute')
+    .reduce((sum, v) => sum + v.value, 0);
 }
 afterEach(async () => {
   for (const op of running.splice(0)) await op.manager.stop();
@@ -42,7 +44,12 @@ async function advanceUntil(clock: ManualClock, check: () => unknown): Promise<v
   }
 }
 
-function start(client: MemoryKubeClient, clock: ManualClock, identity: string, env: Record<string, string> = {}): Operator {
+function start(
+  client: MemoryKubeClient,
+  clock: ManualClock,
+  identity: string,
+  env: Record<string, string> = {},
+): Operator {
   const config = loadOperatorConfig({
     PORTCULLIS_LEADER_ELECTION_NAMESPACE: 'ops',
     PORTCULLIS_LEASE_DURATION_MS: '1500',
@@ -52,7 +59,14 @@ function start(client: MemoryKubeClient, clock: ManualClock, identity: string, e
     ...env,
   });
   const metrics = createMetrics({ defaultMetrics: false });
-  const op = buildOperator({ client, clock, log: process.env['DEBUG_OP'] ? pino({ level: 'debug' }) : silent, metrics, config, identity });
+  const op = buildOperator({
+    client,
+    clock,
+    log: process.env['DEBUG_OP'] ? pino({ level: 'debug' }) : silent,
+    metrics,
+    config,
+    identity,
+  });
   metricsByOperator.set(op, metrics);
   running.push(op);
   void op.manager.start();
@@ -68,11 +82,16 @@ describe('operator (in-memory API)', () => {
     client.put(clientObject());
     await advanceUntil(clock, () => {
       expect(client.peek(resourceTypes.deployment, 'team-a', 'all')).toBeDefined();
-      expect(asRecord(client.peek(resourceTypes.oauthClient, 'team-a', 'demo-app')?.['status'])?.['conditions']).toEqual([expect.objectContaining({ reason: 'Registered' })]);
+      expect(
+        asRecord(client.peek(resourceTypes.oauthClient, 'team-a', 'demo-app')?.['status'])?.[
+          'conditions'
+        ],
+      ).toEqual([expect.objectContaining({ reason: 'Registered' })]);
     });
     // Settled = no write over 600 ms of clock time; then three resync periods (300 ms each) must
     // pass without a single write while reconciles do happen.
-    const writes = () => client.writes().filter((w) => w.kind !== 'Lease' && w.kind !== 'Event').length;
+    const writes = () =>
+      client.writes().filter((w) => w.kind !== 'Lease' && w.kind !== 'Event').length;
     let last = -1;
     while (last !== writes()) {
       last = writes();
@@ -90,9 +109,13 @@ describe('operator (in-memory API)', () => {
     const clock = new ManualClock();
     start(client, clock, 'a');
     client.put(routeObject());
-    await advanceUntil(clock, () => expect(client.peek(resourceTypes.configMap, 'team-a', 'all-sidecar')).toBeDefined());
+    await advanceUntil(clock, () =>
+      expect(client.peek(resourceTypes.configMap, 'team-a', 'all-sidecar')).toBeDefined(),
+    );
     client.remove(resourceTypes.configMap, 'team-a', 'all-sidecar');
-    await advanceUntil(clock, () => expect(client.peek(resourceTypes.configMap, 'team-a', 'all-sidecar')).toBeDefined());
+    await advanceUntil(clock, () =>
+      expect(client.peek(resourceTypes.configMap, 'team-a', 'all-sidecar')).toBeDefined(),
+    );
   });
 
   it('only the leader reconciles; on graceful stop the standby takes over at once', async () => {
@@ -102,13 +125,17 @@ describe('operator (in-memory API)', () => {
     await advanceUntil(clock, () => expect(a.manager.leading).toBe(true));
     const b = start(client, clock, 'b');
     client.put(routeObject());
-    await advanceUntil(clock, () => expect(client.peek(resourceTypes.deployment, 'team-a', 'all')).toBeDefined());
+    await advanceUntil(clock, () =>
+      expect(client.peek(resourceTypes.deployment, 'team-a', 'all')).toBeDefined(),
+    );
     expect(b.manager.leading).toBe(false);
     await a.manager.stop();
     running.splice(running.indexOf(a), 1);
     await advanceUntil(clock, () => expect(b.manager.leading).toBe(true));
     client.remove(resourceTypes.service, 'team-a', 'all');
-    await advanceUntil(clock, () => expect(client.peek(resourceTypes.service, 'team-a', 'all')).toBeDefined());
+    await advanceUntil(clock, () =>
+      expect(client.peek(resourceTypes.service, 'team-a', 'all')).toBeDefined(),
+    );
   });
 
   it('watches only the configured namespaces', async () => {
@@ -119,7 +146,9 @@ describe('operator (in-memory API)', () => {
     const other = routeObject('other');
     other.metadata.namespace = 'team-b';
     client.put(other);
-    await advanceUntil(clock, () => expect(client.peek(resourceTypes.deployment, 'team-b', 'other')).toBeDefined());
+    await advanceUntil(clock, () =>
+      expect(client.peek(resourceTypes.deployment, 'team-b', 'other')).toBeDefined(),
+    );
     expect(client.peek(resourceTypes.deployment, 'team-a', 'all')).toBeUndefined();
   });
 });

@@ -12,11 +12,19 @@ import { createMetrics } from '../../operator/runtime/metrics.ts';
 import { flush, ManualClock } from '../harness/manual-clock.ts';
 
 const terminating = () =>
-  new KubeApiError(403, 'PATCH deployments/all: 403 unable to create new content in namespace e2e because it is being terminated', 'Forbidden', ['NamespaceTerminating']);
+  new KubeApiError(
+    403,
+    'PATCH deployments/all: 403 unable to create new content in namespace e2e because it is being terminated',
+    'Forbidden',
+    ['NamespaceTerminating'],
+  );
 
 function logged() {
   const lines: Array<{ level: number; msg: string }> = [];
-  const log = pino({ level: 'debug' }, { write: (line: string) => lines.push(JSON.parse(line) as { level: number; msg: string }) });
+  const log = pino(
+    { level: 'debug' },
+    { write: (line: string) => lines.push(JSON.parse(line) as { level: number; msg: string }) },
+  );
   return { lines, log };
 }
 
@@ -47,7 +55,11 @@ async function runOnce(error: Error) {
   await clock.advance(1000);
   await flush();
   await controller.stop();
-  return { calls, warnings: lines.filter((l) => l.level >= 40), failures: controller.queue.failures('e2e/all') };
+  return {
+    calls,
+    warnings: lines.filter((l) => l.level >= 40),
+    failures: controller.queue.failures('e2e/all'),
+  };
 }
 
 describe('a namespace being deleted', () => {
@@ -69,7 +81,12 @@ describe('a namespace being deleted', () => {
     const client = new MemoryKubeClient();
     client.failNext('create', terminating());
     const recorder = createEventRecorder(client, new ManualClock(), log, 'test');
-    recorder.event({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', namespace: 'e2e', uid: 'u1' } }, 'Warning', 'ApplyFailed', 'x');
+    recorder.event(
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', namespace: 'e2e', uid: 'u1' } },
+      'Warning',
+      'ApplyFailed',
+      'x',
+    );
     await flush();
     expect(lines.filter((l) => l.level >= 40)).toEqual([]);
     expect(lines.some((l) => /namespace is being deleted/.test(l.msg))).toBe(true);

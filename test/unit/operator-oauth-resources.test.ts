@@ -3,12 +3,24 @@ import { hashClientSecret, loadAuthServerConfig } from '../../lib/config/auth-se
 import { clientRegistrySchema } from '../../lib/config/client-registry.ts';
 import { signingKeysFileSchema } from '../../lib/config/signing-keys-file.ts';
 import { generateSigningJwks } from '../../lib/config/signing-keys.ts';
-import { authServerDeployment, authServerFiles, authServerService } from '../../operator/resources/auth/deployment.ts';
+import {
+  authServerDeployment,
+  authServerFiles,
+  authServerService,
+} from '../../operator/resources/auth/deployment.ts';
 import type { ContainerResources } from '../../operator/resources/shared/container-resources.ts';
 import { clientRegistrySecret } from '../../operator/resources/auth/client-registry-secret.ts';
 import { fromBase64 } from '../../operator/resources/shared/metadata.ts';
-import { credentialsOf, generateCredentials, oauthClientSecret } from '../../operator/resources/auth/oauth-client-secret.ts';
-import { planSigningKeys, signingKeysSecret, signingKeysStateOf } from '../../operator/resources/auth/signing-keys-secret.ts';
+import {
+  credentialsOf,
+  generateCredentials,
+  oauthClientSecret,
+} from '../../operator/resources/auth/oauth-client-secret.ts';
+import {
+  planSigningKeys,
+  signingKeysSecret,
+  signingKeysStateOf,
+} from '../../operator/resources/auth/signing-keys-secret.ts';
 import { oauthClient, settings } from './operator-fixtures.ts';
 
 describe('OAuthClient -> Secret and auth-server objects', () => {
@@ -19,7 +31,11 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
     expect(creds.clientSecret).toMatch(/^[A-Za-z0-9_-]{43}$/);
     const secret = oauthClientSecret(c, creds, undefined);
     expect(secret.metadata.name).toBe('demo-app-oauth-client');
-    expect(secret.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'OAuthClient', name: 'demo-app', controller: true });
+    expect(secret.metadata.ownerReferences?.[0]).toMatchObject({
+      kind: 'OAuthClient',
+      name: 'demo-app',
+      controller: true,
+    });
     expect(credentialsOf(secret)).toEqual(creds);
     expect(generateCredentials(c, creds.clientId).clientId).toBe(creds.clientId);
   });
@@ -42,7 +58,14 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
         token_endpoint_auth_method: 'client_secret_basic',
       },
     ]);
-    expect(secret.metadata.ownerReferences).toEqual([{ apiVersion: 'portcullis.dev/v1alpha1', kind: 'OAuthClient', name: 'demo-app', uid: 'uid-demo-app' }]);
+    expect(secret.metadata.ownerReferences).toEqual([
+      {
+        apiVersion: 'portcullis.dev/v1alpha1',
+        kind: 'OAuthClient',
+        name: 'demo-app',
+        uid: 'uid-demo-app',
+      },
+    ]);
   });
 
   it('the registry carries resourceServer, allowInsecureRedirectUris, skipConsent and tokenEndpointAuthMethods when set, and nothing when not', () => {
@@ -63,7 +86,9 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
       { client: flagged, credentials: flaggedCreds },
     ]);
     const text = fromBase64((secret['data'] as Record<string, string>)['clients.json']) ?? '';
-    const byId = new Map(clientRegistrySchema.parse(JSON.parse(text)).clients.map((c) => [c.client_id, c]));
+    const byId = new Map(
+      clientRegistrySchema.parse(JSON.parse(text)).clients.map((c) => [c.client_id, c]),
+    );
     expect(byId.get(flaggedCreds.clientId)).toMatchObject({
       redirect_uris: ['http://lab.example.test/cb'],
       allow_insecure_redirect_uris: true,
@@ -80,32 +105,65 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
 
   it('the auth server V8 old space follows its memory limit (half of it), 192 MiB without a limit', () => {
     const nodeOptions = (resources: ContainerResources) => {
-      const dep = authServerDeployment('team-a', { ...settings, authServerResources: resources }, []) as unknown as {
-        spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } };
+      const dep = authServerDeployment(
+        'team-a',
+        { ...settings, authServerResources: resources },
+        [],
+      ) as unknown as {
+        spec: {
+          template: {
+            spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> };
+          };
+        };
       };
-      return dep.spec.template.spec.containers[0]?.env.find((e) => e.name === 'NODE_OPTIONS')?.value;
+      return dep.spec.template.spec.containers[0]?.env.find((e) => e.name === 'NODE_OPTIONS')
+        ?.value;
     };
-    expect(nodeOptions({ limits: { memory: '256Mi' } })).toBe('--max-semi-space-size=4 --max-old-space-size=128');
-    expect(nodeOptions({ requests: { memory: '64Mi' } })).toBe('--max-semi-space-size=4 --max-old-space-size=192');
+    expect(nodeOptions({ limits: { memory: '256Mi' } })).toBe(
+      '--max-semi-space-size=4 --max-old-space-size=128',
+    );
+    expect(nodeOptions({ requests: { memory: '64Mi' } })).toBe(
+      '--max-semi-space-size=4 --max-old-space-size=192',
+    );
   });
 
   it('sign-in sessions reach the auth server only when the chart turns them on, with their lifetimes; the refresh grace window always', () => {
     const envOf = (extra: Partial<typeof settings>) => {
       const dep = authServerDeployment('team-a', { ...settings, ...extra }, []) as unknown as {
-        spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> } } };
+        spec: {
+          template: {
+            spec: { containers: Array<{ env: Array<{ name: string; value?: string }> }> };
+          };
+        };
       };
-      return new Map((dep.spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+      return new Map(
+        (dep.spec.template.spec.containers[0]?.env ?? []).map((e) => [e.name, e.value]),
+      );
     };
     expect(envOf({}).has('AUTH_SIGN_IN_SESSIONS')).toBe(false);
     expect(envOf({}).get('AUTH_REFRESH_REUSE_GRACE_SECONDS')).toBe('3');
-    expect(envOf({ refreshReuseGraceSeconds: 0 }).get('AUTH_REFRESH_REUSE_GRACE_SECONDS')).toBe('0');
+    expect(envOf({ refreshReuseGraceSeconds: 0 }).get('AUTH_REFRESH_REUSE_GRACE_SECONDS')).toBe(
+      '0',
+    );
     const on = envOf({ signInSessions: { idleSeconds: 600, maxAgeSeconds: 7200 } });
-    expect([on.get('AUTH_SIGN_IN_SESSIONS'), on.get('AUTH_SESSION_IDLE_SECONDS'), on.get('AUTH_SESSION_MAX_AGE_SECONDS')]).toEqual(['true', '600', '7200']);
+    expect([
+      on.get('AUTH_SIGN_IN_SESSIONS'),
+      on.get('AUTH_SESSION_IDLE_SECONDS'),
+      on.get('AUTH_SESSION_MAX_AGE_SECONDS'),
+    ]).toEqual(['true', '600', '7200']);
   });
 
   it('the auth-server Deployment mounts the three files where its config points', () => {
     const dep = authServerDeployment('team-a', settings, [oauthClient()]) as unknown as {
-      spec: { replicas: number; template: { spec: { containers: Array<{ command: string[]; env: Array<{ name: string; value: string }> }>; volumes: Array<{ secret?: { secretName: string } }> } } };
+      spec: {
+        replicas: number;
+        template: {
+          spec: {
+            containers: Array<{ command: string[]; env: Array<{ name: string; value: string }> }>;
+            volumes: Array<{ secret?: { secretName: string } }>;
+          };
+        };
+      };
     };
     const [c] = dep.spec.template.spec.containers;
     expect(c?.command).toEqual(['node', 'dist/auth-server/main.mjs']);
@@ -123,19 +181,30 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
       NODE_OPTIONS: '--max-semi-space-size=4 --max-old-space-size=192',
       MALLOC_ARENA_MAX: '2',
     });
-    expect(dep.spec.template.spec.volumes.flatMap((v) => (v.secret ? [v.secret.secretName] : []))).toEqual([
-      'portcullis-auth-clients',
-      'portcullis-auth-users',
-      'portcullis-auth-signing-keys',
-    ]);
+    expect(
+      dep.spec.template.spec.volumes.flatMap((v) => (v.secret ? [v.secret.secretName] : [])),
+    ).toEqual(['portcullis-auth-clients', 'portcullis-auth-users', 'portcullis-auth-signing-keys']);
     expect(dep.spec.replicas).toBe(2);
-    const noRedis = authServerDeployment('team-a', { ...settings, authRedisUrl: undefined }, []) as unknown as { spec: { replicas: number } };
+    const noRedis = authServerDeployment(
+      'team-a',
+      { ...settings, authRedisUrl: undefined },
+      [],
+    ) as unknown as { spec: { replicas: number } };
     expect(noRedis.spec.replicas).toBe(1);
   });
 
   it('the auth-server container declares its metrics port as `metrics`, where its config makes it listen; the Service publishes only http', () => {
     const dep = authServerDeployment('team-a', settings, [oauthClient()]) as unknown as {
-      spec: { template: { spec: { containers: Array<{ env: Array<{ name: string; value: string }>; ports: Array<{ name: string; containerPort: number }> }> } } };
+      spec: {
+        template: {
+          spec: {
+            containers: Array<{
+              env: Array<{ name: string; value: string }>;
+              ports: Array<{ name: string; containerPort: number }>;
+            }>;
+          };
+        };
+      };
     };
     const [c] = dep.spec.template.spec.containers;
     const env = Object.fromEntries((c?.env ?? []).map((e) => [e.name, e.value]));
@@ -145,7 +214,9 @@ describe('OAuthClient -> Secret and auth-server objects', () => {
       ['metrics', config.AUTH_METRICS_PORT],
     ]);
     expect(config.AUTH_METRICS_PORT).toBe(9090);
-    const svc = authServerService('team-a', settings, [oauthClient()]) as unknown as { spec: { ports: Array<{ name: string }> } };
+    const svc = authServerService('team-a', settings, [oauthClient()]) as unknown as {
+      spec: { ports: Array<{ name: string }> };
+    };
     expect(svc.spec.ports.map((p) => p.name)).toEqual(['http']);
   });
 });
@@ -174,7 +245,10 @@ describe('signing-key rotation plan', () => {
     const kid2 = rotated.keys[0]?.kid ?? '';
     const s2 = { file: rotated, createdAt: { [kid1]: t0, [kid2]: t0 + day } };
     // within access-token lifetime + margin: the old public key stays published
-    expect(planSigningKeys(s2, t0 + day + 300_000, policy).keep.map((k) => k.kid)).toEqual([kid2, kid1]);
+    expect(planSigningKeys(s2, t0 + day + 300_000, policy).keep.map((k) => k.kid)).toEqual([
+      kid2,
+      kid1,
+    ]);
     expect(planSigningKeys(s2, t0 + day + 360_000, policy).keep.map((k) => k.kid)).toEqual([kid2]);
   });
 

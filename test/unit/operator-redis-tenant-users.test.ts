@@ -14,9 +14,21 @@ import { Applier } from '../../operator/runtime/applier.ts';
 import type { KubeObject } from '../../operator/runtime/kube-object.ts';
 import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
-import { tenantAclRules, tenantPassword, tenantRedisUrl, type TenantPurpose } from '../../lib/tenancy/tenant-acl.ts';
+import {
+  tenantAclRules,
+  tenantPassword,
+  tenantRedisUrl,
+  type TenantPurpose,
+} from '../../lib/tenancy/tenant-acl.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
-import { clientObject, recordingEvents, routeObject, settings as baseSettings, silent, startCaches } from './operator-fixtures.ts';
+import {
+  clientObject,
+  recordingEvents,
+  routeObject,
+  settings as baseSettings,
+  silent,
+  startCaches,
+} from './operator-fixtures.ts';
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- rendered objects read in assertions
 
@@ -29,7 +41,12 @@ const settings: ResourceSettings = {
   defaultRedisSecret: { namespace: 'portcullis-system', name: 'creds', key: 'redis-url' },
   authRedisSecret: { namespace: 'portcullis-system', name: 'creds', key: 'redis-url' },
 };
-const source: KubeObject = { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'portcullis-system' }, data: { 'redis-url': b64(ADMIN) } };
+const source: KubeObject = {
+  apiVersion: 'v1',
+  kind: 'Secret',
+  metadata: { name: 'creds', namespace: 'portcullis-system' },
+  data: { 'redis-url': b64(ADMIN) },
+};
 
 const OWN_REDIS = { url: 'redis://own-redis.team-a.svc:6379' };
 
@@ -38,7 +55,11 @@ function policyObject(name: string, redis?: typeof OWN_REDIS): KubeObject {
     apiVersion: 'portcullis.dev/v1alpha1',
     kind: 'RateLimitPolicy',
     metadata: { name, namespace: 'team-a', uid: `uid-${name}` },
-    spec: { targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'shop' }], limiter: { replenishRate: 1, burstCapacity: 10 }, ...(redis === undefined ? {} : { redis }) },
+    spec: {
+      targetRefs: [{ group: 'gateway.networking.k8s.io', kind: 'HTTPRoute', name: 'shop' }],
+      limiter: { replenishRate: 1, burstCapacity: 10 },
+      ...(redis === undefined ? {} : { redis }),
+    },
   };
 }
 
@@ -73,7 +94,16 @@ describe('reconciling with per-namespace Redis users', () => {
     stops.push(caches.stop);
     const users = recordingUsers();
     const events = recordingEvents();
-    const deps = { applier: new Applier(client), caches, settings, clock, events, client, log: silent, redisUsers: users };
+    const deps = {
+      applier: new Applier(client),
+      caches,
+      settings,
+      clock,
+      events,
+      client,
+      log: silent,
+      redisUsers: users,
+    };
     const routes = new RateLimitRouteReconciler(deps);
     const policies = new RateLimitPolicyReconciler(deps);
     const auth = new AuthServerReconciler(deps);
@@ -83,7 +113,13 @@ describe('reconciling with per-namespace Redis users', () => {
       await flush();
     };
     client.put(source);
-    return { client, users, policy: (key: string) => run(() => policies.reconcile(key)), route: (key = 'team-a/all') => run(() => routes.reconcile(key)), auth: (ns = 'team-a') => run(() => auth.reconcile(ns)) };
+    return {
+      client,
+      users,
+      policy: (key: string) => run(() => policies.reconcile(key)),
+      route: (key = 'team-a/all') => run(() => routes.reconcile(key)),
+      auth: (ns = 'team-a') => run(() => auth.reconcile(ns)),
+    };
   }
 
   it("a route's Secret holds its namespace's user's URL, never the admin URL; the last route of the namespace deletes the user", async () => {
@@ -93,7 +129,9 @@ describe('reconciling with per-namespace Redis users', () => {
     await route('team-a/all');
     await route('team-a/other');
     const data = (client.peek(resourceTypes.secret, 'team-a', 'all-redis') as Obj)['data'];
-    expect(Buffer.from(data['url'], 'base64').toString()).toBe('redis://portcullis-bucket-team-a:pw@portcullis-redis.portcullis-system.svc:6379');
+    expect(Buffer.from(data['url'], 'base64').toString()).toBe(
+      'redis://portcullis-bucket-team-a:pw@portcullis-redis.portcullis-system.svc:6379',
+    );
     expect(JSON.stringify(data)).not.toContain(b64(ADMIN));
     expect(users.calls).toEqual(['grant bucket team-a admin', 'grant bucket team-a admin']);
     await client.delete(resourceTypes.rateLimitRoute, 'team-a', 'all');
@@ -101,7 +139,9 @@ describe('reconciling with per-namespace Redis users', () => {
     expect(users.calls.filter((c) => c.startsWith('revoke'))).toEqual([]);
     await client.delete(resourceTypes.rateLimitRoute, 'team-a', 'other');
     await route('team-a/other');
-    expect(users.calls.filter((c) => c.startsWith('revoke'))).toEqual(['revoke bucket team-a admin']);
+    expect(users.calls.filter((c) => c.startsWith('revoke'))).toEqual([
+      'revoke bucket team-a admin',
+    ]);
   });
 
   it('a RateLimitPolicy on the default Redis keeps the namespace user when the last route goes (its decision pods use it)', async () => {
@@ -115,11 +155,17 @@ describe('reconciling with per-namespace Redis users', () => {
     // The policy goes too: the last user of the namespace's Redis user takes it along.
     await client.delete(resourceTypes.rateLimitPolicy, 'team-a', 'orders');
     await policy('team-a/orders');
-    expect(users.calls.filter((c) => c.startsWith('revoke'))).toEqual(['revoke bucket team-a admin']);
+    expect(users.calls.filter((c) => c.startsWith('revoke'))).toEqual([
+      'revoke bucket team-a admin',
+    ]);
   });
 
   /** The live object (finalizers and all) with spec.redis set: it moves to a Redis of its own. */
-  function moveOff(client: MemoryKubeClient, type: typeof resourceTypes.rateLimitRoute | typeof resourceTypes.rateLimitPolicy, name: string): void {
+  function moveOff(
+    client: MemoryKubeClient,
+    type: typeof resourceTypes.rateLimitRoute | typeof resourceTypes.rateLimitPolicy,
+    name: string,
+  ): void {
     const live = client.peek(type, 'team-a', name) as KubeObject;
     client.put({ ...live, spec: { ...(live['spec'] as Obj), redis: OWN_REDIS } });
   }
@@ -173,8 +219,12 @@ describe('reconciling with per-namespace Redis users', () => {
     const { client, users, auth } = await setup();
     client.put(clientObject('app', 'team-a'));
     await auth();
-    const data = (client.peek(resourceTypes.secret, 'team-a', 'portcullis-auth-redis') as Obj)['data'];
-    expect(Buffer.from(data['url'], 'base64').toString()).toBe('redis://portcullis-auth-team-a:pw@portcullis-redis.portcullis-system.svc:6379');
+    const data = (client.peek(resourceTypes.secret, 'team-a', 'portcullis-auth-redis') as Obj)[
+      'data'
+    ];
+    expect(Buffer.from(data['url'], 'base64').toString()).toBe(
+      'redis://portcullis-auth-team-a:pw@portcullis-redis.portcullis-system.svc:6379',
+    );
     expect(users.calls).toEqual(['grant auth team-a admin']);
     await client.delete(resourceTypes.oauthClient, 'team-a', 'app');
     await auth();
@@ -195,7 +245,16 @@ describe('when Redis cannot make the user', () => {
     stops.push(caches.stop);
     const users = recordingUsers();
     const events = recordingEvents();
-    const deps = { applier: new Applier(client), caches, settings, clock, events, client, log: silent, redisUsers: users };
+    const deps = {
+      applier: new Applier(client),
+      caches,
+      settings,
+      clock,
+      events,
+      client,
+      log: silent,
+      redisUsers: users,
+    };
     const routes = new RateLimitRouteReconciler(deps);
     const auth = new AuthServerReconciler(deps);
     client.put(source);
@@ -209,10 +268,9 @@ describe('when Redis cannot make the user', () => {
     expect(client.peek(resourceTypes.deployment, 'team-a', 'all')).toBeDefined();
     expect(client.peek(resourceTypes.deployment, 'team-a', 'portcullis-auth-server')).toBeDefined();
     expect(client.peek(resourceTypes.secret, 'team-a', 'all-redis')).toBeUndefined();
-    expect(events.list.filter((e) => e.reason === 'RedisUserFailed').map((e) => e.message)).toEqual([
-      expect.stringContaining('ECONNREFUSED'),
-      expect.stringContaining('ECONNREFUSED'),
-    ]);
+    expect(events.list.filter((e) => e.reason === 'RedisUserFailed').map((e) => e.message)).toEqual(
+      [expect.stringContaining('ECONNREFUSED'), expect.stringContaining('ECONNREFUSED')],
+    );
     users.down = false;
     await routes.reconcile('team-a/all');
     await auth.reconcile('team-a');
@@ -223,22 +281,62 @@ describe('when Redis cannot make the user', () => {
 });
 
 describe('the namespace user (lib/tenancy/tenant-acl.ts)', () => {
-  it.each(['bucket', 'auth'] as const)('the %s user: one key pattern, its namespace, no channel, and no command that lists, wipes or administers', (purpose: TenantPurpose) => {
-    const rules = tenantAclRules('team-a', purpose, 'pw');
-    expect(rules.slice(0, 2)).toEqual(['reset', 'on']);
-    expect(rules.filter((r) => r.startsWith('~') || r.startsWith('%') || r.startsWith('&') || r === 'allkeys' || r === 'allchannels')).toEqual([`~portcullis:${purpose}:team-a:*`]);
-    expect(rules).toContain('resetchannels');
-    expect(rules).not.toContain('nopass');
-    expect(rules.some((r) => r.startsWith('>'))).toBe(false); // the password only as its hash
-    const allowed = rules.filter((r) => r.startsWith('+')).map((r) => r.slice(1));
-    for (const forbidden of ['keys', 'scan', 'randomkey', 'flushall', 'flushdb', 'config', 'monitor', 'shutdown', 'acl', 'client|kill', 'client|list', 'debug', 'script|flush', 'replicaof', '@all', '@admin', '@dangerous']) expect(allowed).not.toContain(forbidden);
-  });
+  it.each(['bucket', 'auth'] as const)(
+    'the %s user: one key pattern, its namespace, no channel, and no command that lists, wipes or administers',
+    (purpose: TenantPurpose) => {
+      const rules = tenantAclRules('team-a', purpose, 'pw');
+      expect(rules.slice(0, 2)).toEqual(['reset', 'on']);
+      expect(
+        rules.filter(
+          (r) =>
+            r.startsWith('~') ||
+            r.startsWith('%') ||
+            r.startsWith('&') ||
+            r === 'allkeys' ||
+            r === 'allchannels',
+        ),
+      ).toEqual([`~portcullis:${purpose}:team-a:*`]);
+      expect(rules).toContain('resetchannels');
+      expect(rules).not.toContain('nopass');
+      expect(rules.some((r) => r.startsWith('>'))).toBe(false); // the password only as its hash
+      const allowed = rules.filter((r) => r.startsWith('+')).map((r) => r.slice(1));
+      for (const forbidden of [
+        'keys',
+        'scan',
+        'randomkey',
+        'flushall',
+        'flushdb',
+        'config',
+        'monitor',
+        'shutdown',
+        'acl',
+        'client|kill',
+        'client|list',
+        'debug',
+        'script|flush',
+        'replicaof',
+        '@all',
+        '@admin',
+        '@dangerous',
+      ])
+        expect(allowed).not.toContain(forbidden);
+    },
+  );
 
   it('passwords differ per namespace, purpose and admin password, and are stable; the URL keeps host, port, db and TLS', () => {
-    expect(tenantPassword('admin', 'team-a', 'bucket')).toBe(tenantPassword('admin', 'team-a', 'bucket'));
-    const all = new Set([tenantPassword('admin', 'team-a', 'bucket'), tenantPassword('admin', 'team-b', 'bucket'), tenantPassword('admin', 'team-a', 'auth'), tenantPassword('rotated', 'team-a', 'bucket')]);
+    expect(tenantPassword('admin', 'team-a', 'bucket')).toBe(
+      tenantPassword('admin', 'team-a', 'bucket'),
+    );
+    const all = new Set([
+      tenantPassword('admin', 'team-a', 'bucket'),
+      tenantPassword('admin', 'team-b', 'bucket'),
+      tenantPassword('admin', 'team-a', 'auth'),
+      tenantPassword('rotated', 'team-a', 'bucket'),
+    ]);
     expect(all.size).toBe(4);
-    expect(tenantRedisUrl('rediss://default:admin@redis.example:6380/2', 'team-a', 'auth', 'p@ss')).toBe('rediss://portcullis-auth-team-a:p%40ss@redis.example:6380/2');
+    expect(
+      tenantRedisUrl('rediss://default:admin@redis.example:6380/2', 'team-a', 'auth', 'p@ss'),
+    ).toBe('rediss://portcullis-auth-team-a:p%40ss@redis.example:6380/2');
     expect(() => tenantPassword('admin', 'Team_A', 'auth')).toThrow(/not a namespace name/);
   });
 });

@@ -7,7 +7,10 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadOperatorConfig } from '../../operator/config.ts';
 import { createHttpKubeClient } from '../../operator/runtime/http-kube-client.ts';
-import { createRequestRateLimiter, type RequestRateLimiter } from '../../operator/runtime/request-rate-limiter.ts';
+import {
+  createRequestRateLimiter,
+  type RequestRateLimiter,
+} from '../../operator/runtime/request-rate-limiter.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { flush, ManualClock } from '../harness/manual-clock.ts';
 
@@ -86,13 +89,21 @@ describe('the REST client under the request rate', () => {
       const u = new URL(req.url ?? '/', 'http://x');
       if (u.searchParams.get('watch') === 'true') {
         // Ten events on one long-lived response.
-        for (let i = 0; i < 10; i++) res.write(`${JSON.stringify({ type: 'ADDED', object: { metadata: { name: `s${i}`, namespace: 'a', resourceVersion: String(10 + i) } } })}\n`);
+        for (let i = 0; i < 10; i++)
+          res.write(
+            `${JSON.stringify({ type: 'ADDED', object: { metadata: { name: `s${i}`, namespace: 'a', resourceVersion: String(10 + i) } } })}\n`,
+          );
         res.end();
         return;
       }
       // A list of three pages.
       const page = Number(u.searchParams.get('continue') ?? '0');
-      res.end(JSON.stringify({ items: [{ metadata: { name: `s${page}`, namespace: 'a' } }], metadata: { resourceVersion: '9', continue: page < 2 ? String(page + 1) : '' } }));
+      res.end(
+        JSON.stringify({
+          items: [{ metadata: { name: `s${page}`, namespace: 'a' } }],
+          metadata: { resourceVersion: '9', continue: page < 2 ? String(page + 1) : '' },
+        }),
+      );
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -101,7 +112,12 @@ describe('the REST client under the request rate', () => {
 
   function client(limiter: RequestRateLimiter) {
     const kc = new KubeConfig();
-    kc.loadFromOptions({ clusters: [{ name: 'c', server: url, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: url, skipTLSVerify: true }],
+      users: [{ name: 'u' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
     return createHttpKubeClient(kc, { fieldManager: 't', rateLimiter: limiter });
   }
 
@@ -121,11 +137,16 @@ describe('the REST client under the request rate', () => {
     expect(requests).toBe(3);
   });
 
-  it("a watch takes one token to open, none per event: ten events on a 1-token bucket all arrive", async () => {
+  it('a watch takes one token to open, none per event: ten events on a 1-token bucket all arrive', async () => {
     const clock = new ManualClock();
     const limiter = createRequestRateLimiter({ qps: 1, burst: 1 }, clock);
     const events: string[] = [];
-    await client(limiter).watch(resourceTypes.secret, { namespace: 'a', resourceVersion: '9' }, (e) => events.push(e.object.metadata.name), new AbortController().signal);
+    await client(limiter).watch(
+      resourceTypes.secret,
+      { namespace: 'a', resourceVersion: '9' },
+      (e) => events.push(e.object.metadata.name),
+      new AbortController().signal,
+    );
     expect(events).toHaveLength(10);
     // The bucket is empty now: the next request waits for the clock.
     const done = startWaits(limiter, 1);
@@ -140,7 +161,9 @@ describe('request rate settings', () => {
   it('default to 20 requests/s with a burst of 40, and refuse zero', () => {
     const config = loadOperatorConfig({});
     expect([config.PORTCULLIS_KUBE_QPS, config.PORTCULLIS_KUBE_BURST]).toEqual([20, 40]);
-    expect(loadOperatorConfig({}, ['--kube-qps', '50', '--kube-burst', '100']).PORTCULLIS_KUBE_BURST).toBe(100);
+    expect(
+      loadOperatorConfig({}, ['--kube-qps', '50', '--kube-burst', '100']).PORTCULLIS_KUBE_BURST,
+    ).toBe(100);
     expect(() => loadOperatorConfig({ PORTCULLIS_KUBE_QPS: '0' })).toThrow(/PORTCULLIS_KUBE_QPS/);
   });
 });

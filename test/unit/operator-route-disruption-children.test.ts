@@ -8,18 +8,30 @@ import { Applier } from '../../operator/runtime/applier.ts';
 import { MemoryKubeClient } from '../harness/memory-kube-client.ts';
 import { resourceTypes } from '../../operator/runtime/resource-types.ts';
 import { ManualClock, flush } from '../harness/manual-clock.ts';
-import { clientObject, recordingEvents, routeObject, settings, silent, startCaches, routeReconciler } from './operator-fixtures.ts';
+import {
+  clientObject,
+  recordingEvents,
+  routeObject,
+  settings,
+  silent,
+  startCaches,
+  routeReconciler,
+} from './operator-fixtures.ts';
 
-const routeOperator = (client: MemoryKubeClient, s: ResourceSettings = settings) => routeReconciler({ client, settings: s });
+const routeOperator = (client: MemoryKubeClient, s: ResourceSettings = settings) =>
+  routeReconciler({ client, settings: s });
 
 const routeWithReplicas = (replicas: number) => {
   const r = routeObject();
   const spec = r['spec'] as { target: Record<string, unknown> };
   return { ...r, spec: { ...spec, target: { ...spec.target, replicas } } };
 };
-const pdb = (client: MemoryKubeClient, name = 'all') => client.peek(resourceTypes.podDisruptionBudget, 'team-a', name);
-const policy = (client: MemoryKubeClient) => client.peek(resourceTypes.networkPolicy, 'team-a', 'all');
-const childWrites = (client: MemoryKubeClient) => client.writes().filter((w) => w.subresource === undefined);
+const pdb = (client: MemoryKubeClient, name = 'all') =>
+  client.peek(resourceTypes.podDisruptionBudget, 'team-a', name);
+const policy = (client: MemoryKubeClient) =>
+  client.peek(resourceTypes.networkPolicy, 'team-a', 'all');
+const childWrites = (client: MemoryKubeClient) =>
+  client.writes().filter((w) => w.subresource === undefined);
 
 describe('RateLimitRoute: budget and policy follow the spec and the settings', () => {
   it('scaled from 2 to 1 the budget is deleted (one write, an event); back to 3 it returns', async () => {
@@ -32,7 +44,11 @@ describe('RateLimitRoute: budget and policy follow the spec and the settings', (
     const before = childWrites(client).length;
     await op.reconcile();
     expect(pdb(client)).toBeUndefined();
-    expect(childWrites(client).slice(before).map((w) => `${w.verb} ${w.kind}`)).toEqual(['apply Deployment', 'delete PodDisruptionBudget']);
+    expect(
+      childWrites(client)
+        .slice(before)
+        .map((w) => `${w.verb} ${w.kind}`),
+    ).toEqual(['apply Deployment', 'delete PodDisruptionBudget']);
     expect(op.events.list.map((e) => e.message)).toContain('deleted PodDisruptionBudget all');
     // Settled at one replica: nothing more to delete, nothing written.
     const settled = childWrites(client).length;
@@ -50,7 +66,20 @@ describe('RateLimitRoute: budget and policy follow the spec and the settings', (
     client.put({
       apiVersion: 'policy/v1',
       kind: 'PodDisruptionBudget',
-      metadata: { name: 'all', namespace: 'team-a', labels: { 'app.kubernetes.io/managed-by': 'portcullis-operator' }, ownerReferences: [{ apiVersion: 'portcullis.dev/v1alpha1', kind: 'RateLimitRoute', name: 'all', uid: 'uid-of-an-earlier-route', controller: true }] },
+      metadata: {
+        name: 'all',
+        namespace: 'team-a',
+        labels: { 'app.kubernetes.io/managed-by': 'portcullis-operator' },
+        ownerReferences: [
+          {
+            apiVersion: 'portcullis.dev/v1alpha1',
+            kind: 'RateLimitRoute',
+            name: 'all',
+            uid: 'uid-of-an-earlier-route',
+            controller: true,
+          },
+        ],
+      },
       spec: { maxUnavailable: 1 },
     });
     await op.reconcile();
@@ -90,10 +119,27 @@ describe('auth server: a budget while it runs more than one replica', () => {
     const caches = await startCaches(client, clock);
     onTestFinished(caches.stop);
     const applier = new Applier(client);
-    const clients = new OAuthClientReconciler({ client, applier, caches, clock, events: recordingEvents(), log: silent });
-    const authServer = new AuthServerReconciler({ client, applier, caches, settings: s, clock, log: silent });
+    const clients = new OAuthClientReconciler({
+      client,
+      applier,
+      caches,
+      clock,
+      events: recordingEvents(),
+      log: silent,
+    });
+    const authServer = new AuthServerReconciler({
+      client,
+      applier,
+      caches,
+      settings: s,
+      clock,
+      log: silent,
+    });
     return async () => {
-      for (const step of [() => clients.reconcile('team-a/demo-app'), () => authServer.reconcile('team-a')]) {
+      for (const step of [
+        () => clients.reconcile('team-a/demo-app'),
+        () => authServer.reconcile('team-a'),
+      ]) {
         await flush();
         await step();
       }
@@ -119,7 +165,9 @@ describe('auth server: a budget while it runs more than one replica', () => {
     client.remove(resourceTypes.oauthClient, 'team-a', 'demo-app');
     await again();
     expect(pdb(client, 'portcullis-auth-server')).toBeUndefined();
-    expect(client.peek(resourceTypes.deployment, 'team-a', 'portcullis-auth-server')).toBeUndefined();
+    expect(
+      client.peek(resourceTypes.deployment, 'team-a', 'portcullis-auth-server'),
+    ).toBeUndefined();
   });
 
   it('a NetworkPolicy admitting only the HTTP and metrics ports; removed when NetworkPolicies are turned off, and with the last OAuthClient', async () => {
@@ -127,22 +175,41 @@ describe('auth server: a budget while it runs more than one replica', () => {
     const on = await authOperator(client, settings);
     client.put(clientObject());
     await on();
-    const policy = client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server') as Record<string, any> | undefined; // eslint-disable-line @typescript-eslint/no-explicit-any -- rendered JSON
+    const policy = client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server') as
+      Record<string, any> | undefined; // eslint-disable-line @typescript-eslint/no-explicit-any -- rendered JSON
     expect(policy?.['spec']).toEqual({
-      podSelector: { matchLabels: { 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/instance': 'portcullis-auth-server' } },
+      podSelector: {
+        matchLabels: {
+          'app.kubernetes.io/name': 'portcullis-auth-server',
+          'app.kubernetes.io/instance': 'portcullis-auth-server',
+        },
+      },
       policyTypes: ['Ingress'],
-      ingress: [{ ports: [{ protocol: 'TCP', port: settings.authServerPort }, { protocol: 'TCP', port: 9090 }] }],
+      ingress: [
+        {
+          ports: [
+            { protocol: 'TCP', port: settings.authServerPort },
+            { protocol: 'TCP', port: 9090 },
+          ],
+        },
+      ],
     });
     const before = client.writes('NetworkPolicy').length;
     await on();
     expect(client.writes('NetworkPolicy').length).toBe(before); // settled: no write
     const off = await authOperator(client, { ...settings, routeNetworkPolicy: false });
     await off();
-    expect(client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server')).toBeUndefined();
+    expect(
+      client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server'),
+    ).toBeUndefined();
     await on();
-    expect(client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server')).toBeDefined();
+    expect(
+      client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server'),
+    ).toBeDefined();
     client.remove(resourceTypes.oauthClient, 'team-a', 'demo-app');
     await on();
-    expect(client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server')).toBeUndefined();
+    expect(
+      client.peek(resourceTypes.networkPolicy, 'team-a', 'portcullis-auth-server'),
+    ).toBeUndefined();
   });
 });

@@ -17,15 +17,29 @@ describe('route with a jwt key and no issuer of its own', () => {
   }
 
   it('is warned about, naming the namespace, when no auth server runs there', async () => {
-    const warnings = await reconcileRoute({ replenishRate: 1, burstCapacity: 10, key: { source: 'jwt' } }, false);
+    const warnings = await reconcileRoute(
+      { replenishRate: 1, burstCapacity: 10, key: { source: 'jwt' } },
+      false,
+    );
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatchObject({ reason: 'AuthServerMissing' });
     expect(warnings[0]?.message).toMatch(/auth server of namespace team-a.*OAuthClient.*503/);
   });
 
   it('is quiet once the auth server runs, with an issuer of its own, and with the header key', async () => {
-    expect(await reconcileRoute({ replenishRate: 1, burstCapacity: 10, key: { source: 'jwt' } }, true)).toEqual([]);
-    expect(await reconcileRoute({ replenishRate: 1, burstCapacity: 10, key: { source: 'jwt', issuer: { url: 'https://id.example.com' } } }, false)).toEqual([]);
+    expect(
+      await reconcileRoute({ replenishRate: 1, burstCapacity: 10, key: { source: 'jwt' } }, true),
+    ).toEqual([]);
+    expect(
+      await reconcileRoute(
+        {
+          replenishRate: 1,
+          burstCapacity: 10,
+          key: { source: 'jwt', issuer: { url: 'https://id.example.com' } },
+        },
+        false,
+      ),
+    ).toEqual([]);
     expect(await reconcileRoute({ replenishRate: 1, burstCapacity: 10 }, false)).toEqual([]);
   });
 });

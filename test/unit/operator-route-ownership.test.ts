@@ -10,13 +10,19 @@ import { routeObject, routeReconciler, testInformer } from './operator-fixtures.
 
 /** blindServices: a Service cache that never sees anything, as the label-filtered one misses an unlabelled Service. */
 function setup(options: { blindServices?: boolean } = {}) {
-  const blind = ({ client, clock }: { client: MemoryKubeClient; clock: Clock }) => ({ services: testInformer(client, clock, resourceTypes.service) });
+  const blind = ({ client, clock }: { client: MemoryKubeClient; clock: Clock }) => ({
+    services: testInformer(client, clock, resourceTypes.service),
+  });
   return routeReconciler(options.blindServices === true ? { caches: blind } : {});
 }
 
 function ready(client: MemoryKubeClient): Record<string, unknown> | undefined {
-  const conditions = asRecord(client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all')?.['status'])?.['conditions'];
-  return Array.isArray(conditions) ? (conditions as Array<Record<string, unknown>>).find((c) => c['type'] === 'Ready') : undefined;
+  const conditions = asRecord(
+    client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all')?.['status'],
+  )?.['conditions'];
+  return Array.isArray(conditions)
+    ? (conditions as Array<Record<string, unknown>>).find((c) => c['type'] === 'Ready')
+    : undefined;
 }
 
 /** A team's own Service called like the route: no labels of the operator, no ownerReferences. */
@@ -25,11 +31,16 @@ function teamService(): KubeObject {
     apiVersion: 'v1',
     kind: 'Service',
     metadata: { name: 'all', namespace: 'team-a', labels: { app: 'user-service' } },
-    spec: { type: 'ClusterIP', selector: { app: 'user-service' }, ports: [{ name: 'web', port: 8080, targetPort: 8080, protocol: 'TCP' }] },
+    spec: {
+      type: 'ClusterIP',
+      selector: { app: 'user-service' },
+      ports: [{ name: 'web', port: 8080, targetPort: 8080, protocol: 'TCP' }],
+    },
   };
 }
 
-const childWrites = (client: MemoryKubeClient) => client.writes().filter((w) => w.subresource === undefined && w.kind !== 'RateLimitRoute');
+const childWrites = (client: MemoryKubeClient) =>
+  client.writes().filter((w) => w.subresource === undefined && w.kind !== 'RateLimitRoute');
 
 describe('RateLimitRoute children: never adopted', () => {
   it('a foreign Service named like the route stays untouched; no child is written; Ready=False Conflict names it and says what to do', async () => {
@@ -47,7 +58,9 @@ describe('RateLimitRoute children: never adopted', () => {
     const message = String(ready(client)?.['message']);
     expect(message).toMatch(/Service all exists and has no controller ownerReference/);
     expect(message).toMatch(/kubectl -n team-a delete/);
-    expect(events.list).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'Conflict', message }));
+    expect(events.list).toContainEqual(
+      expect.objectContaining({ type: 'Warning', reason: 'Conflict', message }),
+    );
     expect(result).toEqual({ waiting: true });
   });
 
@@ -56,9 +69,13 @@ describe('RateLimitRoute children: never adopted', () => {
     const before = client.put(teamService());
     client.put(routeObject());
     await reconcile();
-    expect(client.requests).toContainEqual(expect.objectContaining({ verb: 'get', kind: 'Service', name: 'all' }));
+    expect(client.requests).toContainEqual(
+      expect.objectContaining({ verb: 'get', kind: 'Service', name: 'all' }),
+    );
     expect(childWrites(client)).toEqual([]);
-    expect(client.peek(resourceTypes.service, 'team-a', 'all')?.metadata.resourceVersion).toBe(before.metadata.resourceVersion);
+    expect(client.peek(resourceTypes.service, 'team-a', 'all')?.metadata.resourceVersion).toBe(
+      before.metadata.resourceVersion,
+    );
     expect(ready(client)).toMatchObject({ reason: 'Conflict' });
   });
 
@@ -79,31 +96,86 @@ describe('RateLimitRoute children: never adopted', () => {
     await reconcile();
     client.remove(resourceTypes.service, 'team-a', 'all');
     expect(await reconcile()).toEqual({});
-    expect(childWrites(client).map((w) => `${w.kind}/${w.name}`)).toEqual(['ConfigMap/all-sidecar', 'Deployment/all', 'Service/all', 'NetworkPolicy/all', 'PodDisruptionBudget/all']);
-    expect(client.peek(resourceTypes.service, 'team-a', 'all')?.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'RateLimitRoute', uid: 'uid-all', controller: true })]);
+    expect(childWrites(client).map((w) => `${w.kind}/${w.name}`)).toEqual([
+      'ConfigMap/all-sidecar',
+      'Deployment/all',
+      'Service/all',
+      'NetworkPolicy/all',
+      'PodDisruptionBudget/all',
+    ]);
+    expect(client.peek(resourceTypes.service, 'team-a', 'all')?.metadata.ownerReferences).toEqual([
+      expect.objectContaining({ kind: 'RateLimitRoute', uid: 'uid-all', controller: true }),
+    ]);
     expect(ready(client)).toMatchObject({ status: 'False', reason: 'Progressing' });
   });
 
   it('a ConfigMap controlled by something else and a Deployment of an earlier route of this name are both named', async () => {
     const { client, reconcile } = await setup();
-    client.put({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'all-sidecar', namespace: 'team-a', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'uid-web', controller: true }] }, data: { a: 'b' } });
-    client.put({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'all', namespace: 'team-a', ownerReferences: [{ apiVersion: 'portcullis.dev/v1alpha1', kind: 'RateLimitRoute', name: 'all', uid: 'uid-older', controller: true }] }, spec: { replicas: 3 } });
+    client.put({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: {
+        name: 'all-sidecar',
+        namespace: 'team-a',
+        ownerReferences: [
+          {
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            name: 'web',
+            uid: 'uid-web',
+            controller: true,
+          },
+        ],
+      },
+      data: { a: 'b' },
+    });
+    client.put({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: {
+        name: 'all',
+        namespace: 'team-a',
+        ownerReferences: [
+          {
+            apiVersion: 'portcullis.dev/v1alpha1',
+            kind: 'RateLimitRoute',
+            name: 'all',
+            uid: 'uid-older',
+            controller: true,
+          },
+        ],
+      },
+      spec: { replicas: 3 },
+    });
     client.put(routeObject());
     await reconcile();
     expect(childWrites(client)).toEqual([]);
     const message = String(ready(client)?.['message']);
     expect(message).toMatch(/ConfigMap all-sidecar is controlled by Deployment web/);
-    expect(message).toMatch(/Deployment all belongs to an earlier RateLimitRoute of this name \(uid uid-older\)/);
-    expect((client.peek(resourceTypes.deployment, 'team-a', 'all')?.['spec'] as { replicas: number }).replicas).toBe(3);
+    expect(message).toMatch(
+      /Deployment all belongs to an earlier RateLimitRoute of this name \(uid uid-older\)/,
+    );
+    expect(
+      (client.peek(resourceTypes.deployment, 'team-a', 'all')?.['spec'] as { replicas: number })
+        .replicas,
+    ).toBe(3);
   });
 
   it('its own children are recognised from the cache: after creation, no live reads and no writes', async () => {
     const { client, reconcile } = await setup();
     client.put(routeObject());
     await reconcile();
-    expect(client.requests.filter((r) => r.verb === 'get').map((r) => r.kind)).toEqual(['ConfigMap', 'Deployment', 'Service', 'NetworkPolicy', 'PodDisruptionBudget']);
+    expect(client.requests.filter((r) => r.verb === 'get').map((r) => r.kind)).toEqual([
+      'ConfigMap',
+      'Deployment',
+      'Service',
+      'NetworkPolicy',
+      'PodDisruptionBudget',
+    ]);
     const requests = client.requests.length;
     await reconcile();
-    expect(client.requests.slice(requests).filter((r) => r.verb !== 'list' && r.verb !== 'watch')).toEqual([]);
+    expect(
+      client.requests.slice(requests).filter((r) => r.verb !== 'list' && r.verb !== 'watch'),
+    ).toEqual([]);
   });
 });

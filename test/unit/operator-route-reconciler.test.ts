@@ -14,18 +14,32 @@ function status(client: MemoryKubeClient): Record<string, unknown> {
 }
 
 function ready(client: MemoryKubeClient) {
-  return (status(client)['conditions'] as Array<Record<string, unknown>>).find((c) => c['type'] === 'Ready');
+  return (status(client)['conditions'] as Array<Record<string, unknown>>).find(
+    (c) => c['type'] === 'Ready',
+  );
 }
 
 function templateHash(dep: KubeObject | undefined): string | undefined {
-  return (dep as unknown as { spec: { template: { metadata: { annotations: Record<string, string> } } } } | undefined)?.spec.template.metadata.annotations[CONFIG_HASH_ANNOTATION];
+  return (
+    dep as unknown as
+      { spec: { template: { metadata: { annotations: Record<string, string> } } } } | undefined
+  )?.spec.template.metadata.annotations[CONFIG_HASH_ANNOTATION];
 }
 
 /** Plays the Deployment controller: every pod updated and ready. */
 function markRolledOut(client: MemoryKubeClient, replicas: number) {
   const dep = client.peek(resourceTypes.deployment, 'team-a', 'all');
   if (dep === undefined) throw new Error('no deployment');
-  client.put({ ...dep, status: { observedGeneration: dep.metadata.generation, replicas, updatedReplicas: replicas, readyReplicas: replicas, availableReplicas: replicas } });
+  client.put({
+    ...dep,
+    status: {
+      observedGeneration: dep.metadata.generation,
+      replicas,
+      updatedReplicas: replicas,
+      readyReplicas: replicas,
+      availableReplicas: replicas,
+    },
+  });
 }
 
 describe('RateLimitRoute reconciler', () => {
@@ -33,8 +47,17 @@ describe('RateLimitRoute reconciler', () => {
     const { client, reconcile } = await setup();
     client.put(routeObject());
     await reconcile();
-    const kinds = client.writes().filter((w) => w.subresource === undefined).map((w) => `${w.kind}/${w.name}`);
-    expect(kinds).toEqual(['ConfigMap/all-sidecar', 'Deployment/all', 'Service/all', 'NetworkPolicy/all', 'PodDisruptionBudget/all']);
+    const kinds = client
+      .writes()
+      .filter((w) => w.subresource === undefined)
+      .map((w) => `${w.kind}/${w.name}`);
+    expect(kinds).toEqual([
+      'ConfigMap/all-sidecar',
+      'Deployment/all',
+      'Service/all',
+      'NetworkPolicy/all',
+      'PodDisruptionBudget/all',
+    ]);
     const children = [
       [resourceTypes.configMap, 'all-sidecar'],
       [resourceTypes.deployment, 'all'],
@@ -43,7 +66,14 @@ describe('RateLimitRoute reconciler', () => {
       [resourceTypes.podDisruptionBudget, 'all'],
     ] as const;
     for (const [type, name] of children) {
-      expect(client.peek(type, 'team-a', name)?.metadata.ownerReferences).toEqual([expect.objectContaining({ kind: 'RateLimitRoute', name: 'all', uid: expect.any(String), controller: true })]);
+      expect(client.peek(type, 'team-a', name)?.metadata.ownerReferences).toEqual([
+        expect.objectContaining({
+          kind: 'RateLimitRoute',
+          name: 'all',
+          uid: expect.any(String),
+          controller: true,
+        }),
+      ]);
     }
   });
 
@@ -51,8 +81,16 @@ describe('RateLimitRoute reconciler', () => {
     const { client, reconcile } = await setup();
     client.put(routeObject());
     await reconcile();
-    expect(status(client)).toMatchObject({ observedGeneration: 1, readyReplicas: 0, service: 'all' });
-    expect(ready(client)).toMatchObject({ status: 'False', reason: 'Progressing', observedGeneration: 1 });
+    expect(status(client)).toMatchObject({
+      observedGeneration: 1,
+      readyReplicas: 0,
+      service: 'all',
+    });
+    expect(ready(client)).toMatchObject({
+      status: 'False',
+      reason: 'Progressing',
+      observedGeneration: 1,
+    });
     expect(String(ready(client)?.['message'])).toMatch(/Deployment all/);
     markRolledOut(client, 2);
     await reconcile();
@@ -77,10 +115,14 @@ describe('RateLimitRoute reconciler', () => {
     client.put(routeObject());
     await reconcile();
     const hash1 = templateHash(client.peek(resourceTypes.deployment, 'team-a', 'all'));
-    client.put(routeObject('all', { limiter: { replenishRate: 3, burstCapacity: 10, requestedTokens: 2 } }));
+    client.put(
+      routeObject('all', { limiter: { replenishRate: 3, burstCapacity: 10, requestedTokens: 2 } }),
+    );
     await reconcile();
     const cm = client.peek(resourceTypes.configMap, 'team-a', 'all-sidecar');
-    expect(String((cm?.['data'] as Record<string, string>)['config.yaml'])).toMatch(/replenishRate: 3/);
+    expect(String((cm?.['data'] as Record<string, string>)['config.yaml'])).toMatch(
+      /replenishRate: 3/,
+    );
     expect(templateHash(client.peek(resourceTypes.deployment, 'team-a', 'all'))).not.toBe(hash1);
     expect(status(client)['observedGeneration']).toBe(2);
     expect(events.list.filter((e) => e.reason === 'Applied')).toHaveLength(2);
@@ -98,22 +140,37 @@ describe('RateLimitRoute reconciler', () => {
     client.put(edited);
     await reconcile();
     expect(client.peek(resourceTypes.service, 'team-a', 'all')).toBeDefined();
-    expect((client.peek(resourceTypes.deployment, 'team-a', 'all')?.['spec'] as { replicas: number }).replicas).toBe(2);
+    expect(
+      (client.peek(resourceTypes.deployment, 'team-a', 'all')?.['spec'] as { replicas: number })
+        .replicas,
+    ).toBe(2);
   });
 
   it('an invalid spec gets Ready=False InvalidSpec with the field named, an event, and no children', async () => {
     const { client, reconcile, events } = await setup();
-    client.put(routeObject('all', { limiter: { replenishRate: 1, burstCapacity: 1, requestedTokens: 2 } }));
+    client.put(
+      routeObject('all', { limiter: { replenishRate: 1, burstCapacity: 1, requestedTokens: 2 } }),
+    );
     await reconcile();
     expect(ready(client)).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
     expect(String(ready(client)?.['message'])).toMatch(/requestedTokens/);
-    expect(events.list).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'InvalidSpec' }));
+    expect(events.list).toContainEqual(
+      expect.objectContaining({ type: 'Warning', reason: 'InvalidSpec' }),
+    );
     expect(client.writes().filter((w) => w.subresource === undefined)).toEqual([]);
   });
 
   it('a limiter with both forms gets InvalidSpec with the either/or rule as the message', async () => {
     const { client, reconcile } = await setup();
-    client.put(routeObject('all', { limiter: { replenishRate: 1, burstCapacity: 10, rules: [{ name: 'all', limits: [{ replenishRate: 1, burstCapacity: 10 }] }] } }));
+    client.put(
+      routeObject('all', {
+        limiter: {
+          replenishRate: 1,
+          burstCapacity: 10,
+          rules: [{ name: 'all', limits: [{ replenishRate: 1, burstCapacity: 10 }] }],
+        },
+      }),
+    );
     await reconcile();
     expect(ready(client)).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
     expect(String(ready(client)?.['message'])).toContain(`spec.limiter: ${LIMITER_FORM_RULE}`);
@@ -134,7 +191,9 @@ describe('RateLimitRoute reconciler', () => {
     await reconcile();
     const t1 = ready(client)?.['lastTransitionTime'];
     await clock.advance(5000);
-    client.put(routeObject('all', { limiter: { replenishRate: 2, burstCapacity: 10, requestedTokens: 2 } }));
+    client.put(
+      routeObject('all', { limiter: { replenishRate: 2, burstCapacity: 10, requestedTokens: 2 } }),
+    );
     await reconcile();
     expect(ready(client)?.['lastTransitionTime']).toBe(t1);
     markRolledOut(client, 2);

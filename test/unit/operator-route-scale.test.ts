@@ -16,9 +16,14 @@ const TARGET = { image: 'portcullis/user-service:test', port: 8081 };
 
 const setup = () => routeReconciler();
 
-const status = (client: MemoryKubeClient) => asRecord(client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all')?.['status']) ?? {};
-const ready = (client: MemoryKubeClient) => (status(client)['conditions'] as Array<Record<string, unknown>>).find((c) => c['type'] === 'Ready');
-const deploymentSpec = (client: MemoryKubeClient) => asRecord(client.peek(resourceTypes.deployment, 'team-a', 'all')?.['spec']) ?? {};
+const status = (client: MemoryKubeClient) =>
+  asRecord(client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all')?.['status']) ?? {};
+const ready = (client: MemoryKubeClient) =>
+  (status(client)['conditions'] as Array<Record<string, unknown>>).find(
+    (c) => c['type'] === 'Ready',
+  );
+const deploymentSpec = (client: MemoryKubeClient) =>
+  asRecord(client.peek(resourceTypes.deployment, 'team-a', 'all')?.['spec']) ?? {};
 
 /** Another actor (an autoscaler, kubectl scale deployment) sets the Deployment's replicas; the Deployment controller reports pods. */
 function scaleDeployment(client: MemoryKubeClient, replicas: number, podsReady: number) {
@@ -29,15 +34,41 @@ function scaleDeployment(client: MemoryKubeClient, replicas: number, podsReady: 
   client.put(next);
   const scaled = client.peek(resourceTypes.deployment, 'team-a', 'all');
   if (scaled === undefined) throw new Error('no deployment');
-  client.put({ ...scaled, status: { observedGeneration: scaled.metadata.generation, replicas: podsReady, updatedReplicas: podsReady, readyReplicas: podsReady, availableReplicas: podsReady } });
+  client.put({
+    ...scaled,
+    status: {
+      observedGeneration: scaled.metadata.generation,
+      replicas: podsReady,
+      updatedReplicas: podsReady,
+      readyReplicas: podsReady,
+      availableReplicas: podsReady,
+    },
+  });
 }
 
 describe('RateLimitRoute scale subresource', () => {
   it('the CRD declares it over spec.target.replicas, status.replicas and status.selector; replicas has no default', () => {
-    const crd = buildCrd(rateLimitRouteCrd) as { spec: { versions: Array<{ subresources: unknown; schema: { openAPIV3Schema: Record<string, any> } }> } }; // eslint-disable-line @typescript-eslint/no-explicit-any -- generated JSON, read in assertions
+    const crd = buildCrd(rateLimitRouteCrd) as {
+      spec: {
+        versions: Array<{
+          subresources: unknown;
+          schema: { openAPIV3Schema: Record<string, any> };
+        }>;
+      };
+    }; // eslint-disable-line @typescript-eslint/no-explicit-any -- generated JSON, read in assertions
     const [version] = crd.spec.versions;
-    expect(version?.subresources).toEqual({ status: {}, scale: { specReplicasPath: '.spec.target.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' } });
-    const replicas = version?.schema.openAPIV3Schema['properties']['spec']['properties']['target']['properties']['replicas'];
+    expect(version?.subresources).toEqual({
+      status: {},
+      scale: {
+        specReplicasPath: '.spec.target.replicas',
+        statusReplicasPath: '.status.replicas',
+        labelSelectorPath: '.status.selector',
+      },
+    });
+    const replicas =
+      version?.schema.openAPIV3Schema['properties']['spec']['properties']['target']['properties'][
+        'replicas'
+      ];
     expect(replicas).toMatchObject({ type: 'integer', minimum: 0, maximum: 100 });
     expect(replicas['default']).toBeUndefined();
   });
@@ -48,13 +79,22 @@ describe('RateLimitRoute scale subresource', () => {
     await reconcile();
     scaleDeployment(client, 2, 2);
     await reconcile();
-    expect(status(client)).toMatchObject({ replicas: 2, readyReplicas: 2, selector: 'app.kubernetes.io/instance=all,app.kubernetes.io/name=portcullis-gateway' });
-    const selector = asRecord(deploymentSpec(client)['selector'])?.['matchLabels'] as Record<string, string>;
+    expect(status(client)).toMatchObject({
+      replicas: 2,
+      readyReplicas: 2,
+      selector: 'app.kubernetes.io/instance=all,app.kubernetes.io/name=portcullis-gateway',
+    });
+    const selector = asRecord(deploymentSpec(client)['selector'])?.['matchLabels'] as Record<
+      string,
+      string
+    >;
     expect(status(client)['selector']).toBe(selectorString(selector));
   });
 
   it("a Deployment's LabelSelector as the selector string the API server prints (a targetRef route reports its team Deployment's)", () => {
-    expect(labelSelectorString({ matchLabels: { tier: 'front', app: 'web' } })).toBe('app=web,tier=front');
+    expect(labelSelectorString({ matchLabels: { tier: 'front', app: 'web' } })).toBe(
+      'app=web,tier=front',
+    );
     expect(
       labelSelectorString({
         matchLabels: { app: 'web' },
@@ -67,7 +107,13 @@ describe('RateLimitRoute scale subresource', () => {
       }),
     ).toBe('app=web,env notin (dev),!legacy,track in (canary,stable),zone');
     // Not a selector that could stand for the counted pods: none rather than one matching every pod.
-    for (const bad of [undefined, {}, { matchLabels: {} }, { matchExpressions: [{ key: 'a', operator: 'Gt', values: ['1'] }] }, { matchExpressions: [{ key: 'a', operator: 'constructor' }] }]) {
+    for (const bad of [
+      undefined,
+      {},
+      { matchLabels: {} },
+      { matchExpressions: [{ key: 'a', operator: 'Gt', values: ['1'] }] },
+      { matchExpressions: [{ key: 'a', operator: 'constructor' }] },
+    ]) {
       expect(labelSelectorString(bad), JSON.stringify(bad)).toBeUndefined();
     }
   });
@@ -95,7 +141,9 @@ describe('RateLimitRoute scale subresource', () => {
     client.put(routeObject('all', { target: TARGET }));
     await reconcile();
     scaleDeployment(client, 5, 4);
-    client.put(routeObject('all', { target: TARGET, limiter: { replenishRate: 7, burstCapacity: 10 } }));
+    client.put(
+      routeObject('all', { target: TARGET, limiter: { replenishRate: 7, burstCapacity: 10 } }),
+    );
     await reconcile();
     expect(client.writes('Deployment')).toHaveLength(2); // the spec change was applied...
     expect(deploymentSpec(client)['replicas']).toBe(5); // ...and left the count alone

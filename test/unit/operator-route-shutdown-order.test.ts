@@ -15,11 +15,17 @@ interface PodSpec {
 
 function render(): { pod: PodSpec; drainSeconds: number } {
   const text = renderSidecarConfig(route(), settings);
-  const dep = routeDeployment(route(), settings, text) as unknown as { spec: { template: { spec: PodSpec } } };
-  return { pod: dep.spec.template.spec, drainSeconds: parseSidecarConfigText(text).shutdownGraceMs / 1000 };
+  const dep = routeDeployment(route(), settings, text) as unknown as {
+    spec: { template: { spec: PodSpec } };
+  };
+  return {
+    pod: dep.spec.template.spec,
+    drainSeconds: parseSidecarConfigText(text).shutdownGraceMs / 1000,
+  };
 }
 
-const preStop = (pod: PodSpec, name: string) => pod.containers.find((c) => c.name === name)?.lifecycle?.preStop?.sleep?.seconds;
+const preStop = (pod: PodSpec, name: string) =>
+  pod.containers.find((c) => c.name === name)?.lifecycle?.preStop?.sleep?.seconds;
 
 describe('route pod shutdown order', () => {
   it('the sidecar pauses before SIGTERM so endpoints drop the pod while it still serves', () => {

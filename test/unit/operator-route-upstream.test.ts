@@ -2,7 +2,11 @@
 // gateway Deployment of sidecars only, forwarding to http://<service>.<ns>.svc:<port>, and the
 // route's own Service in front of the sidecars; the team's workload and Service are not touched.
 import { afterEach, describe, expect, it } from 'vitest';
-import { rateLimitRouteCrd, rateLimitRouteSchema, WORKLOAD_RULE } from '../../operator/api/index.ts';
+import {
+  rateLimitRouteCrd,
+  rateLimitRouteSchema,
+  WORKLOAD_RULE,
+} from '../../operator/api/index.ts';
 import { renderSidecarConfig } from '../../operator/resources/route/config-map.ts';
 import { routeDeployment } from '../../operator/resources/route/deployment.ts';
 import { routeService } from '../../operator/resources/route/service.ts';
@@ -44,14 +48,23 @@ describe('spec.upstream: the API', () => {
 
   it('accepts upstream alone, replicas optional; refuses a Service name that is no DNS-1035 label', () => {
     expect(gateway().spec.upstream).toEqual(UPSTREAM);
-    expect(gateway({ upstream: { service: UPSTREAM.service } }).spec.upstream?.replicas).toBeUndefined();
-    expect(rateLimitRouteSchema.safeParse(gatewayObject({ upstream: { service: { name: 'User_Service', port: 80 } } })).success).toBe(false);
+    expect(
+      gateway({ upstream: { service: UPSTREAM.service } }).spec.upstream?.replicas,
+    ).toBeUndefined();
+    expect(
+      rateLimitRouteSchema.safeParse(
+        gatewayObject({ upstream: { service: { name: 'User_Service', port: 80 } } }),
+      ).success,
+    ).toBe(false);
   });
 
   it('the CRD carries the same rule as CEL on spec, with the same message', () => {
     const crd = buildCrd(rateLimitRouteCrd) as Obj;
     const spec = crd['spec']['versions'][0]['schema']['openAPIV3Schema']['properties']['spec'];
-    expect(spec['x-kubernetes-validations']).toContainEqual({ rule: '[has(self.target), has(self.upstream), has(self.targetRef)].filter(x, x).size() == 1', message: WORKLOAD_RULE });
+    expect(spec['x-kubernetes-validations']).toContainEqual({
+      rule: '[has(self.target), has(self.upstream), has(self.targetRef)].filter(x, x).size() == 1',
+      message: WORKLOAD_RULE,
+    });
     expect(spec['required'] ?? []).not.toContain('target');
     expect(spec['properties']['upstream']['required']).toEqual(['service']);
   });
@@ -74,25 +87,41 @@ describe('spec.upstream: rendered children', () => {
     expect(pod['volumes'].map((v: Obj) => v['name'])).not.toContain('target-tmp');
     expect(dep['spec']['replicas']).toBe(3);
     const auto = gateway({ upstream: { service: UPSTREAM.service } });
-    expect(Object.keys(routeDeployment(auto, settings, 'x')['spec'] as Obj)).not.toContain('replicas');
+    expect(Object.keys(routeDeployment(auto, settings, 'x')['spec'] as Obj)).not.toContain(
+      'replicas',
+    );
   });
 
   it('the route Service selects the gateway pods, not the team ones', () => {
     const svc = routeService(gateway(), settings) as Obj;
     expect(svc['metadata']['name']).toBe('all');
-    expect(svc['spec']['selector']).toEqual({ 'app.kubernetes.io/name': 'portcullis-gateway', 'app.kubernetes.io/instance': 'all' });
+    expect(svc['spec']['selector']).toEqual({
+      'app.kubernetes.io/name': 'portcullis-gateway',
+      'app.kubernetes.io/instance': 'all',
+    });
   });
 
   it('reconciled: the gateway children are created and the team Service is not written', async () => {
     const { client, reconcile } = await routeReconciler();
-    const team = client.put({ apiVersion: 'v1', kind: 'Service', metadata: { name: 'user-service', namespace: 'team-a' }, spec: { selector: { app: 'user-service' }, ports: [{ port: 8081 }] } });
+    const team = client.put({
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'user-service', namespace: 'team-a' },
+      spec: { selector: { app: 'user-service' }, ports: [{ port: 8081 }] },
+    });
     client.put(gatewayObject());
     await reconcile();
-    const written = client.writes().filter((w) => w.subresource === undefined).map((w) => `${w.kind}/${w.name}`);
-    expect(written).toEqual(expect.arrayContaining(['ConfigMap/all-sidecar', 'Deployment/all', 'Service/all']));
+    const written = client
+      .writes()
+      .filter((w) => w.subresource === undefined)
+      .map((w) => `${w.kind}/${w.name}`);
+    expect(written).toEqual(
+      expect.arrayContaining(['ConfigMap/all-sidecar', 'Deployment/all', 'Service/all']),
+    );
     expect(written).not.toContain('Service/user-service');
     expect(client.peek(resourceTypes.service, 'team-a', 'user-service')).toEqual(team);
-    const status = asRecord(client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all')?.['status']) ?? {};
+    const status =
+      asRecord(client.peek(resourceTypes.rateLimitRoute, 'team-a', 'all')?.['status']) ?? {};
     expect((status['conditions'] as Obj[])[0]).toMatchObject({ reason: 'Progressing' });
     expect(String((status['conditions'] as Obj[])[0]?.['message'])).toMatch(/Deployment all/);
   });

@@ -6,16 +6,30 @@
 // and never scraped.
 import { describe, expect, it } from 'vitest';
 import { rateLimitRouteSchema } from '../../operator/api/index.ts';
-import { ROUTE_LABEL, SIDECAR_POD_LABEL, SIDECAR_POD_LABELS } from '../../operator/resources/shared/metadata.ts';
+import {
+  ROUTE_LABEL,
+  SIDECAR_POD_LABEL,
+  SIDECAR_POD_LABELS,
+} from '../../operator/resources/shared/metadata.ts';
 import { routeDeployment } from '../../operator/resources/route/deployment.ts';
-import { injectedSidecar, INJECTED_CONTAINER, INJECTED_PORTS } from '../../operator/resources/route/injection.ts';
+import {
+  injectedSidecar,
+  INJECTED_CONTAINER,
+  INJECTED_PORTS,
+} from '../../operator/resources/route/injection.ts';
 import { routeObject, settings } from './operator-fixtures.ts';
 
-type Pod = { metadata: { labels: Record<string, string> }; spec: { containers: Array<{ name: string; ports: Array<{ name: string }> }> } };
+type Pod = {
+  metadata: { labels: Record<string, string> };
+  spec: { containers: Array<{ name: string; ports: Array<{ name: string }> }> };
+};
 const podOf = (dep: unknown) => (dep as { spec: { template: Pod } }).spec.template;
 const routeWith = (spec: Record<string, unknown>) => {
   const raw = routeObject('shop');
-  return rateLimitRouteSchema.parse({ ...raw, spec: { path: '/**', limiter: { replenishRate: 1, burstCapacity: 10 }, ...spec } });
+  return rateLimitRouteSchema.parse({
+    ...raw,
+    spec: { path: '/**', limiter: { replenishRate: 1, burstCapacity: 10 }, ...spec },
+  });
 };
 
 describe('the label of every pod running a sidecar', () => {
@@ -26,16 +40,31 @@ describe('the label of every pod running a sidecar', () => {
   });
 
   it("is on the operator's route pods, with a target and in front of an upstream Service", () => {
-    for (const spec of [{ target: { image: 'example/web:1.0', port: 8081 } }, { upstream: { service: { name: 'web', port: 8081 } } }]) {
+    for (const spec of [
+      { target: { image: 'example/web:1.0', port: 8081 } },
+      { upstream: { service: { name: 'web', port: 8081 } } },
+    ]) {
       const pod = podOf(routeDeployment(routeWith(spec), settings, 'listen: {}'));
-      expect(pod.metadata.labels).toMatchObject({ ...SIDECAR_POD_LABELS, [ROUTE_LABEL]: 'shop', 'app.kubernetes.io/name': 'portcullis-gateway' });
+      expect(pod.metadata.labels).toMatchObject({
+        ...SIDECAR_POD_LABELS,
+        [ROUTE_LABEL]: 'shop',
+        'app.kubernetes.io/name': 'portcullis-gateway',
+      });
     }
   });
 
   it('is in the pod template the sidecar field manager applies to a team Deployment, with the route label and no gateway label', () => {
-    const pod = podOf(injectedSidecar(routeWith({ targetRef: { name: 'web', port: 8081 } }), settings, 'listen: {}'));
+    const pod = podOf(
+      injectedSidecar(
+        routeWith({ targetRef: { name: 'web', port: 8081 } }),
+        settings,
+        'listen: {}',
+      ),
+    );
     expect(pod.metadata.labels).toEqual({ ...SIDECAR_POD_LABELS, [ROUTE_LABEL]: 'shop' });
     // The sidecar's admin port there is rlr-admin (the chart's PodMonitor has an endpoint for each name).
-    expect(pod.spec.containers.map((c) => [c.name, c.ports.map((p) => p.name)])).toEqual([[INJECTED_CONTAINER, [INJECTED_PORTS.http, INJECTED_PORTS.admin]]]);
+    expect(pod.spec.containers.map((c) => [c.name, c.ports.map((p) => p.name)])).toEqual([
+      [INJECTED_CONTAINER, [INJECTED_PORTS.http, INJECTED_PORTS.admin]],
+    ]);
   });
 });

@@ -16,11 +16,19 @@ afterEach(async () => {
   for (const stop of stops.splice(0)) await stop();
 });
 
-const ready = { type: 'Ready', status: 'False', lastTransitionTime: '2026-01-01T00:00:00Z', reason: 'Registering', message: 'm' };
+const ready = {
+  type: 'Ready',
+  status: 'False',
+  lastTransitionTime: '2026-01-01T00:00:00Z',
+  reason: 'Registering',
+  message: 'm',
+};
 
 describe('previous status conditions', () => {
   it('keeps the entries that parse and drops the rest', () => {
-    expect(previousConditions({ conditions: [null, 7, { type: 'Ready' }, ready] })).toEqual([ready]);
+    expect(previousConditions({ conditions: [null, 7, { type: 'Ready' }, ready] })).toEqual([
+      ready,
+    ]);
     expect(previousConditions({ conditions: 'Ready' })).toEqual([]);
     expect(previousConditions(undefined)).toEqual([]);
   });
@@ -30,11 +38,29 @@ describe('previous status conditions', () => {
     const clock = new ManualClock();
     const caches = await startCaches(client, clock);
     stops.push(caches.stop);
-    const reconciler = new OAuthClientReconciler({ client, applier: new Applier(client), caches, clock, events: recordingEvents(), log: silent });
+    const reconciler = new OAuthClientReconciler({
+      client,
+      applier: new Applier(client),
+      caches,
+      clock,
+      events: recordingEvents(),
+      log: silent,
+    });
     client.put({ ...clientObject(), status: { conditions: [null, { type: 'Ready' }] } });
     await flush();
     await expect(reconciler.reconcile('team-a/demo-app')).resolves.toEqual({});
-    const conditions = asRecord(client.peek(resourceTypes.oauthClient, 'team-a', 'demo-app')?.['status'])?.['conditions'];
-    expect(conditions).toEqual(expect.arrayContaining([expect.objectContaining({ type: 'Ready', status: 'False', reason: expect.any(String), lastTransitionTime: expect.stringMatching(/Z$/) })]));
+    const conditions = asRecord(
+      client.peek(resourceTypes.oauthClient, 'team-a', 'demo-app')?.['status'],
+    )?.['conditions'];
+    expect(conditions).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          type: 'Ready',
+          status: 'False',
+          reason: expect.any(String),
+          lastTransitionTime: expect.stringMatching(/Z$/),
+        }),
+      ]),
+    );
   });
 });

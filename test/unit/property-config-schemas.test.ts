@@ -12,19 +12,35 @@ import { stringify } from 'yaml';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import type { z } from 'zod';
 import { oauthClientSchema, rateLimitRouteSchema } from '../../operator/api/index.ts';
-import { authServerConfigSchema, loadAuthServerConfig, parseJsonFile } from '../../lib/config/auth-server.ts';
+import {
+  authServerConfigSchema,
+  loadAuthServerConfig,
+  parseJsonFile,
+} from '../../lib/config/auth-server.ts';
 import { clientRegistrySchema } from '../../lib/config/client-registry.ts';
 import { signingKeysFileSchema } from '../../lib/config/signing-keys-file.ts';
 import { usersFileSchema } from '../../lib/config/users-file.ts';
-import { ConfigError, parseSidecarConfig, parseSidecarConfigText, sidecarConfigSchema } from '../../lib/config/sidecar.ts';
+import {
+  ConfigError,
+  parseSidecarConfig,
+  parseSidecarConfigText,
+  sidecarConfigSchema,
+} from '../../lib/config/sidecar.ts';
 import { recordCases } from '../harness/reliability-counts.ts';
-import { mutationsOf, type Json, type Mutation, type MutationOptions } from '../harness/schema-mutations.ts';
+import {
+  mutationsOf,
+  type Json,
+  type Mutation,
+  type MutationOptions,
+} from '../harness/schema-mutations.ts';
 
 const RUNS = Number(process.env.PROPERTY_RUNS ?? 300);
 
 /** Formats zod issues the way the operator's status messages do: `path: message; ...`. */
 function describeZod(error: z.ZodError): string {
-  return error.issues.map((i) => `${i.path.length === 0 ? '(root)' : i.path.join('.')}: ${i.message}`).join('; ');
+  return error.issues
+    .map((i) => `${i.path.length === 0 ? '(root)' : i.path.join('.')}: ${i.message}`)
+    .join('; ');
 }
 
 const validateCr = (schema: z.ZodType) => (doc: unknown) => {
@@ -44,7 +60,13 @@ interface Target {
 const sidecarDoc: Json = {
   listen: { host: '127.0.0.1', port: 8080 },
   admin: { host: '127.0.0.1', port: 9090 },
-  upstream: { url: 'http://127.0.0.1:8081', connectTimeoutMs: 2000, timeoutMs: 30000, bodyTimeoutMs: 30000, connections: 16 },
+  upstream: {
+    url: 'http://127.0.0.1:8081',
+    connectTimeoutMs: 2000,
+    timeoutMs: 30000,
+    bodyTimeoutMs: 30000,
+    connections: 16,
+  },
   route: { id: 'all', path: '/**' },
   limiter: {
     replenishRate: 20,
@@ -55,7 +77,13 @@ const sidecarDoc: Json = {
     onStoreError: 'allow',
     headers: { fields: true, draft: true, spring: false },
   },
-  redis: { url: 'redis://127.0.0.1:6379', passwordFile: '/etc/redis/password', keyPrefix: 'p:', commandTimeoutMs: 50, connectTimeoutMs: 2000 },
+  redis: {
+    url: 'redis://127.0.0.1:6379',
+    passwordFile: '/etc/redis/password',
+    keyPrefix: 'p:',
+    commandTimeoutMs: 50,
+    connectTimeoutMs: 2000,
+  },
   shutdownGraceMs: 10000,
   logLevel: 'info',
 };
@@ -79,12 +107,28 @@ const routeDoc: Json = {
       resources: { limits: { cpu: '500m', memory: '256Mi' }, requests: { cpu: '50m' } },
     },
     path: '/**',
-    limiter: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3, keyHeader: 'USER-ID', onMissingKey: { status: 400 }, onStoreError: 'deny' },
+    limiter: {
+      replenishRate: 20,
+      burstCapacity: 100,
+      requestedTokens: 3,
+      keyHeader: 'USER-ID',
+      onMissingKey: { status: 400 },
+      onStoreError: 'deny',
+    },
     redis: { url: 'redis://redis:6379' },
   },
   status: {
     observedGeneration: 3,
-    conditions: [{ type: 'Ready', status: 'True', observedGeneration: 3, lastTransitionTime: '2026-01-01T00:00:00Z', reason: 'Reconciled', message: 'ok' }],
+    conditions: [
+      {
+        type: 'Ready',
+        status: 'True',
+        observedGeneration: 3,
+        lastTransitionTime: '2026-01-01T00:00:00Z',
+        reason: 'Reconciled',
+        message: 'ok',
+      },
+    ],
     readyReplicas: 2,
     service: 'all',
   },
@@ -124,12 +168,26 @@ const usersDoc: Json = {
     {
       username: 'alice',
       password_hash: '$scrypt$ln=15,r=8,p=1$c2FsdHNhbHQ=$aGFzaGhhc2g=',
-      profile: { name: 'Alice', given_name: 'Alice', family_name: 'L', preferred_username: 'alice', picture: 'https://x.example/a.png', locale: 'en', zoneinfo: 'UTC', email: 'alice@example.com', email_verified: true },
+      profile: {
+        name: 'Alice',
+        given_name: 'Alice',
+        family_name: 'L',
+        preferred_username: 'alice',
+        picture: 'https://x.example/a.png',
+        locale: 'en',
+        zoneinfo: 'UTC',
+        email: 'alice@example.com',
+        email_verified: true,
+      },
     },
   ],
 };
 
-const keysDoc: Json = { keys: [{ kty: 'EC', crv: 'P-256', alg: 'ES256', kid: 'k1', use: 'sig', x: 'abc', y: 'def', d: 'ghi' }] };
+const keysDoc: Json = {
+  keys: [
+    { kty: 'EC', crv: 'P-256', alg: 'ES256', kid: 'k1', use: 'sig', x: 'abc', y: 'def', d: 'ghi' },
+  ],
+};
 
 const envDoc: Json = {
   PORT: '9000',
@@ -157,13 +215,48 @@ const envDoc: Json = {
 };
 
 const targets: Target[] = [
-  { name: 'sidecar config', schema: sidecarConfigSchema, valid: sidecarDoc, parse: (d) => void parseSidecarConfig(d) },
-  { name: 'sidecar config (YAML text)', schema: sidecarConfigSchema, valid: sidecarDoc, parse: (d) => void parseSidecarConfigText(stringify(d)) },
-  { name: 'RateLimitRoute', schema: rateLimitRouteSchema, valid: routeDoc, parse: validateCr(rateLimitRouteSchema) },
-  { name: 'OAuthClient', schema: oauthClientSchema, valid: clientDoc, parse: validateCr(oauthClientSchema) },
-  { name: 'auth-server client registry', schema: clientRegistrySchema, valid: registryDoc, parse: (d) => void parseJsonFile(clientRegistrySchema, JSON.stringify(d), 'client registry') },
-  { name: 'auth-server users file', schema: usersFileSchema, valid: usersDoc, parse: (d) => void parseJsonFile(usersFileSchema, JSON.stringify(d), 'users file') },
-  { name: 'auth-server signing keys', schema: signingKeysFileSchema, valid: keysDoc, parse: (d) => void parseJsonFile(signingKeysFileSchema, JSON.stringify(d), 'signing keys') },
+  {
+    name: 'sidecar config',
+    schema: sidecarConfigSchema,
+    valid: sidecarDoc,
+    parse: (d) => void parseSidecarConfig(d),
+  },
+  {
+    name: 'sidecar config (YAML text)',
+    schema: sidecarConfigSchema,
+    valid: sidecarDoc,
+    parse: (d) => void parseSidecarConfigText(stringify(d)),
+  },
+  {
+    name: 'RateLimitRoute',
+    schema: rateLimitRouteSchema,
+    valid: routeDoc,
+    parse: validateCr(rateLimitRouteSchema),
+  },
+  {
+    name: 'OAuthClient',
+    schema: oauthClientSchema,
+    valid: clientDoc,
+    parse: validateCr(oauthClientSchema),
+  },
+  {
+    name: 'auth-server client registry',
+    schema: clientRegistrySchema,
+    valid: registryDoc,
+    parse: (d) => void parseJsonFile(clientRegistrySchema, JSON.stringify(d), 'client registry'),
+  },
+  {
+    name: 'auth-server users file',
+    schema: usersFileSchema,
+    valid: usersDoc,
+    parse: (d) => void parseJsonFile(usersFileSchema, JSON.stringify(d), 'users file'),
+  },
+  {
+    name: 'auth-server signing keys',
+    schema: signingKeysFileSchema,
+    valid: keysDoc,
+    parse: (d) => void parseJsonFile(signingKeysFileSchema, JSON.stringify(d), 'signing keys'),
+  },
   {
     name: 'auth-server environment',
     schema: authServerConfigSchema,
@@ -217,7 +310,11 @@ describe.each(targets)('$name', (t) => {
         }
         const message = messageOf(t.parse, doc);
         expect(message, `${a.what} + ${b.what} accepted`).toBeDefined();
-        const named = [a, b].some((m) => (message as string).includes(m.path.join('.')) && (message as string).includes(m.mustName));
+        const named = [a, b].some(
+          (m) =>
+            (message as string).includes(m.path.join('.')) &&
+            (message as string).includes(m.mustName),
+        );
         expect(named, `${a.what} + ${b.what}: ${message}`).toBe(true);
       }),
       { numRuns: RUNS },
@@ -246,15 +343,30 @@ describe('sidecar config text', () => {
       process.emitWarning = emitWarning;
     });
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 300 }), fc.string({ unit: 'binary', maxLength: 300 }), fc.constantFrom('{', ': :', '- a\n b: [', '\u0000', 'limiter: !!binary x', '*a', '&a [*a]')), (text) => {
-        recordCases('schema random documents: sidecar config text', 1);
-        try {
-          parseSidecarConfigText(text);
-        } catch (err) {
-          expect(err).toBeInstanceOf(ConfigError);
-          expect((err as Error).message).toMatch(/^invalid sidecar config: /);
-        }
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 300 }),
+          fc.string({ unit: 'binary', maxLength: 300 }),
+          fc.constantFrom(
+            '{',
+            ': :',
+            '- a\n b: [',
+            '\u0000',
+            'limiter: !!binary x',
+            '*a',
+            '&a [*a]',
+          ),
+        ),
+        (text) => {
+          recordCases('schema random documents: sidecar config text', 1);
+          try {
+            parseSidecarConfigText(text);
+          } catch (err) {
+            expect(err).toBeInstanceOf(ConfigError);
+            expect((err as Error).message).toMatch(/^invalid sidecar config: /);
+          }
+        },
+      ),
       { numRuns: RUNS },
     );
   });

@@ -8,7 +8,9 @@ import { buildAdminServer } from '../../sidecar/admin.ts';
 describe('sidecar admin server', () => {
   let notReady: string | null = null;
   const registry = new Registry();
-  new Counter({ name: 'portcullis_test_total', help: 'a test counter', registers: [registry] }).inc(3);
+  new Counter({ name: 'portcullis_test_total', help: 'a test counter', registers: [registry] }).inc(
+    3,
+  );
   const server = buildAdminServer({ registry, notReadyReason: () => notReady });
   let base: string;
 
@@ -31,7 +33,10 @@ describe('sidecar admin server', () => {
     expect([ready.status, await ready.text()]).toEqual([200, 'ready']);
     notReady = 'limiter store unavailable and onStoreError is deny';
     const not = await fetch(`${base}/readyz?verbose=1`);
-    expect([not.status, await not.text()]).toEqual([503, 'not ready: limiter store unavailable and onStoreError is deny']);
+    expect([not.status, await not.text()]).toEqual([
+      503,
+      'not ready: limiter store unavailable and onStoreError is deny',
+    ]);
     notReady = null;
   });
 

@@ -18,9 +18,18 @@ import type { Pool } from 'undici';
 const log = pino({ level: 'silent' });
 
 function runtime(limiter: Partial<SidecarConfigInput['limiter']> = {}): RouteRuntime {
-  const config = parseSidecarConfig({ upstream: { url: 'http://127.0.0.1:9' }, route: { id: 'r' }, limiter: { replenishRate: 1, burstCapacity: 2, ...limiter } });
+  const config = parseSidecarConfig({
+    upstream: { url: 'http://127.0.0.1:9' },
+    route: { id: 'r' },
+    limiter: { replenishRate: 1, burstCapacity: 2, ...limiter },
+  });
   const store = new MemoryBucketStore({ now: () => 1_000_000, sweepIntervalMs: 0 });
-  return buildRouteRuntime(config, store, undefined as unknown as Pool, new SidecarMetrics().forRoute('r', 'memory'));
+  return buildRouteRuntime(
+    config,
+    store,
+    undefined as unknown as Pool,
+    new SidecarMetrics().forRoute('r', 'memory'),
+  );
 }
 
 /** A front door that records what it was settled with. */
@@ -34,11 +43,26 @@ class Recorded extends AdmissionRequest {
   }
 }
 
-const head = (key: string | undefined, more: Partial<AdmissionHead> = {}): AdmissionHead => ({ key, authorization: undefined, hostCount: 1, hops: 0, ...more });
+const head = (key: string | undefined, more: Partial<AdmissionHead> = {}): AdmissionHead => ({
+  key,
+  authorization: undefined,
+  hostCount: 1,
+  hops: 0,
+  ...more,
+});
 
 describe('admission pipeline', () => {
   it('runs its named steps in order', () => {
-    expect(steps.map((s) => s.name)).toEqual(['target', 'hops', 'host', 'rule', 'key', 'shed', 'hold', 'take']);
+    expect(steps.map((s) => s.name)).toEqual([
+      'target',
+      'hops',
+      'host',
+      'rule',
+      'key',
+      'shed',
+      'hold',
+      'take',
+    ]);
   });
 
   it('a refusal before the take is returned at once, nothing settled later', () => {
@@ -69,23 +93,39 @@ describe('admission pipeline', () => {
     const rt = runtime();
     const admission = new Admission(log);
     const verdicts: Verdict[] = [];
-    for (let i = 0; i < 3; i++) verdicts.push(await new AwaitedAdmission(admission, rt, undefined).admit('GET', '/a', head('bob')));
+    for (let i = 0; i < 3; i++)
+      verdicts.push(
+        await new AwaitedAdmission(admission, rt, undefined).admit('GET', '/a', head('bob')),
+      );
     expect(verdicts.map((v) => v.kind)).toEqual(['admit', 'admit', 'limited']);
     expect(verdicts[2]).toMatchObject({ kind: 'limited', retryAfter: 1, problem: { status: 429 } });
     expect(verdicts[2]?.kind === 'limited' && verdicts[2].headers).toContain('retry-after');
   });
 
   it('no rule and unmatched forward: admitted untaken, the identity sent passed on', () => {
-    const rt = runtime({ rules: [{ name: 'orders', path: '/orders/**', limits: [{ replenishRate: 1, burstCapacity: 1 }] }], replenishRate: undefined, burstCapacity: undefined, unmatched: 'forward' });
+    const rt = runtime({
+      rules: [
+        { name: 'orders', path: '/orders/**', limits: [{ replenishRate: 1, burstCapacity: 1 }] },
+      ],
+      replenishRate: undefined,
+      burstCapacity: undefined,
+      unmatched: 'forward',
+    });
     const r = new Recorded(new Admission(log), rt, undefined);
-    expect(r.run('GET', '/other', head('carol'))).toMatchObject({ kind: 'admit', headers: [], identity: 'carol' });
+    expect(r.run('GET', '/other', head('carol'))).toMatchObject({
+      kind: 'admit',
+      headers: [],
+      identity: 'carol',
+    });
   });
 });
 
 describe('key header look-alikes', () => {
   it('every other spelling with - and _ swapped, never the name itself', () => {
     expect(keyLookAlikes('user-id')).toEqual(['user_id']);
-    expect(new Set(keyLookAlikes('x-user-id'))).toEqual(new Set(['x_user-id', 'x-user_id', 'x_user_id']));
+    expect(new Set(keyLookAlikes('x-user-id'))).toEqual(
+      new Set(['x_user-id', 'x-user_id', 'x_user_id']),
+    );
     expect(keyLookAlikes('userid')).toEqual([]);
   });
 

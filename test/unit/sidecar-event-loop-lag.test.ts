@@ -8,7 +8,10 @@ import { SidecarMetrics } from '../../sidecar/metrics.ts';
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 function gauge(text: string, stat: string): number {
-  const m = new RegExp(`^portcullis_sidecar_nodejs_eventloop_lag_${stat}_seconds (\\S+)$`, 'm').exec(text);
+  const m = new RegExp(
+    `^portcullis_sidecar_nodejs_eventloop_lag_${stat}_seconds (\\S+)$`,
+    'm',
+  ).exec(text);
   if (m === null) throw new Error(`no ${stat} gauge in the exposition`);
   return Number(m[1]);
 }
@@ -19,7 +22,14 @@ describe('sidecar event-loop delay gauges', () => {
     await sleep(5 * EVENT_LOOP_SAMPLE_MS);
     const idle = await metrics.registry.metrics();
     for (const stat of ['min', 'max', 'mean', 'stddev', 'p50', 'p90', 'p99']) {
-      expect(idle.match(new RegExp(`^# TYPE portcullis_sidecar_nodejs_eventloop_lag_${stat}_seconds gauge$`, 'gm'))).toHaveLength(1);
+      expect(
+        idle.match(
+          new RegExp(
+            `^# TYPE portcullis_sidecar_nodejs_eventloop_lag_${stat}_seconds gauge$`,
+            'gm',
+          ),
+        ),
+      ).toHaveLength(1);
     }
     // Raw samples are whole intervals (>= 0.1 s each); with the interval taken out an idle loop's
     // typical sample is far below it.

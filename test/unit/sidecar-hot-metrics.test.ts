@@ -10,8 +10,17 @@ const buckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.1, 1];
 function pair() {
   const hot = new Registry();
   const ref = new Registry();
-  const counter = { name: 'test_requests_total', help: 'Requests by route and outcome', labelNames: ['route', 'outcome'] as const };
-  const histogram = { name: 'test_duration_seconds', help: 'Duration, seconds', labelNames: ['route'] as const, buckets };
+  const counter = {
+    name: 'test_requests_total',
+    help: 'Requests by route and outcome',
+    labelNames: ['route', 'outcome'] as const,
+  };
+  const histogram = {
+    name: 'test_duration_seconds',
+    help: 'Duration, seconds',
+    labelNames: ['route'] as const,
+    buckets,
+  };
   return {
     hot,
     ref,
@@ -120,8 +129,35 @@ describe('hot metric series', () => {
     const p = pair();
     expect(() => p.hotCounter.labels('only-one')).toThrow(/expected 2 label values, got 1/);
     expect(() => p.hotHistogram.labels('a', 'b')).toThrow(/expected 1 label values, got 2/);
-    expect(() => new HotHistogram({ name: 'x_seconds', help: 'x', labelNames: [], buckets: [0.1, 0.1], registers: [] })).toThrow(/strictly increasing/);
-    expect(() => new HotHistogram({ name: 'y_seconds', help: 'y', labelNames: [], buckets: [], registers: [] })).toThrow(/strictly increasing/);
-    expect(() => new HotHistogram({ name: 'test_duration_seconds', help: 'again', labelNames: ['route'], buckets, registers: [p.hot] })).toThrow(/already been registered/);
+    expect(
+      () =>
+        new HotHistogram({
+          name: 'x_seconds',
+          help: 'x',
+          labelNames: [],
+          buckets: [0.1, 0.1],
+          registers: [],
+        }),
+    ).toThrow(/strictly increasing/);
+    expect(
+      () =>
+        new HotHistogram({
+          name: 'y_seconds',
+          help: 'y',
+          labelNames: [],
+          buckets: [],
+          registers: [],
+        }),
+    ).toThrow(/strictly increasing/);
+    expect(
+      () =>
+        new HotHistogram({
+          name: 'test_duration_seconds',
+          help: 'again',
+          labelNames: ['route'],
+          buckets,
+          registers: [p.hot],
+        }),
+    ).toThrow(/already been registered/);
   });
 });

@@ -19,7 +19,10 @@ function idleWakeups(setup: string): number {
       const before = switches();
       setTimeout(() => { console.log(switches() - before); process.exit(0); }, 2000);
     }, 500);`;
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: repoRoot, encoding: 'utf8' });
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+    cwd: repoRoot,
+    encoding: 'utf8',
+  });
   return Number(out.trim());
 }
 

@@ -37,8 +37,18 @@ describe('a verified claim as the forwarded key header value', () => {
 });
 
 describe('rate-limit header sets', () => {
-  const decision: Decision = { allowed: true, remaining: 42, limit: 100, cost: 3, retryAfterMs: 0, resetMs: 2900 };
-  const ctx = { policyName: 'all', limits: [{ replenishRate: 20, burstCapacity: 100, requestedTokens: 3 }] };
+  const decision: Decision = {
+    allowed: true,
+    remaining: 42,
+    limit: 100,
+    cost: 3,
+    retryAfterMs: 0,
+    resetMs: 2900,
+  };
+  const ctx = {
+    policyName: 'all',
+    limits: [{ replenishRate: 20, burstCapacity: 100, requestedTokens: 3 }],
+  };
   const render = (enabled: { fields: boolean; draft: boolean; spring: boolean }) => {
     const out: string[] = [];
     composeHeaderSets(enabled, ctx)(decision, out);

@@ -38,7 +38,11 @@ describe('memory bucket store', () => {
     const store = new MemoryBucketStore({ now: () => now, sweepIntervalMs: 0 });
     for (let i = 0; i < 5; i++) await takeOne(store, 'a', rule); // empty at 0 s; full again at 10 s, forgotten at 20 s
     now = 1900;
-    expect(await takeOne(store, 'a', rule)).toMatchObject({ allowed: false, remaining: 1, retryAfterMs: 100 });
+    expect(await takeOne(store, 'a', rule)).toMatchObject({
+      allowed: false,
+      remaining: 1,
+      retryAfterMs: 100,
+    });
     // Writing the refused state would have moved the expiry to 21.9 s; it is still 20 s.
     now = 19_999;
     store.sweep();
@@ -63,9 +67,20 @@ describe('memory bucket store', () => {
     let now = 0;
     const store = new MemoryBucketStore({ now: () => now, sweepIntervalMs: 0 });
     const heard: string[] = [];
-    const sink = { taken: (d: { allowed: boolean; remaining: number }) => heard.push(d.allowed ? `allowed ${d.remaining}` : 'limited'), failed: (e: Error) => heard.push(`failed ${e.name}`) };
+    const sink = {
+      taken: (d: { allowed: boolean; remaining: number }) =>
+        heard.push(d.allowed ? `allowed ${d.remaining}` : 'limited'),
+      failed: (e: Error) => heard.push(`failed ${e.name}`),
+    };
     for (let i = 0; i < 6; i++) store.take('sync', [rule], [2], sink);
-    expect(heard).toEqual(['allowed 8', 'allowed 6', 'allowed 4', 'allowed 2', 'allowed 0', 'limited']);
+    expect(heard).toEqual([
+      'allowed 8',
+      'allowed 6',
+      'allowed 4',
+      'allowed 2',
+      'allowed 0',
+      'limited',
+    ]);
     now = 2000;
     store.take('sync', [rule], [2], sink);
     expect(heard.at(-1)).toBe('allowed 0');

@@ -42,7 +42,9 @@ describe('redis store reply', () => {
   });
 
   it('refuses a raw reply whose time is not an integer', () => {
-    expect(() => parseReply(['soon', '1', '19000000'], 1, [rule], [1])).toThrow(StoreUnavailableError);
+    expect(() => parseReply(['soon', '1', '19000000'], 1, [rule], [1])).toThrow(
+      StoreUnavailableError,
+    );
   });
 
   it('reads a take of several buckets: every bucket, and the decision of the most constraining one', () => {
@@ -54,13 +56,23 @@ describe('redis store reply', () => {
     expect(raw.decision).toEqual(pure.decision);
     expect(raw.decision.remaining).toBe(1); // the hourly bucket: 3 - 2
     expect(parseDecision(fields, 1, [rule, hourly], [1, 2])).toEqual(pure.decision);
-    expect(() => parseReply(fields.slice(0, 3), 1, [rule, hourly], [1, 2])).toThrow(StoreUnavailableError);
+    expect(() => parseReply(fields.slice(0, 3), 1, [rule, hourly], [1, 2])).toThrow(
+      StoreUnavailableError,
+    );
   });
 
   it('a refused take of several buckets: Retry-After of the bucket that lacks its cost, 0 for the one that held it', () => {
     const hourly: BucketRule = { replenishRate: 1, burstCapacity: 3, requestedTokens: 2 };
     // The first bucket holds 5 tokens (enough), the hourly one 1.5 (2 needed): refused, nothing charged.
-    const pure = takeAllUs([{ microTokens: 5_000_000, updatedUs: now }, { microTokens: 1_500_000, updatedUs: now }], [rule, hourly], now, [1, 2]);
+    const pure = takeAllUs(
+      [
+        { microTokens: 5_000_000, updatedUs: now },
+        { microTokens: 1_500_000, updatedUs: now },
+      ],
+      [rule, hourly],
+      now,
+      [1, 2],
+    );
     const raw = parseReply([String(now), '0', '5000000', '1500000'], 1, [rule, hourly], [1, 2]);
     expect(raw.decision).toEqual(pure.decision);
     expect(raw.decision.limits?.map((d) => d.retryAfterMs)).toEqual([0, 500]);

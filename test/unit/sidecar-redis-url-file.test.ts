@@ -17,22 +17,37 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe('redis.urlFile', () => {
   it('is accepted alone', () => {
-    expect(parseSidecarConfig({ ...minimal, redis: { urlFile: '/etc/portcullis/redis/url' } }).redis?.urlFile).toBe('/etc/portcullis/redis/url');
+    expect(
+      parseSidecarConfig({ ...minimal, redis: { urlFile: '/etc/portcullis/redis/url' } }).redis
+        ?.urlFile,
+    ).toBe('/etc/portcullis/redis/url');
   });
 
   it('is rejected together with redis.url, with a message naming redis.urlFile', () => {
-    expect(() => parseSidecarConfig({ ...minimal, redis: { url: 'redis://a:6379', urlFile: '/x' } })).toThrow(ConfigError);
-    expect(() => parseSidecarConfig({ ...minimal, redis: { url: 'redis://a:6379', urlFile: '/x' } })).toThrow(/redis\.urlFile: url and urlFile are mutually exclusive/);
+    expect(() =>
+      parseSidecarConfig({ ...minimal, redis: { url: 'redis://a:6379', urlFile: '/x' } }),
+    ).toThrow(ConfigError);
+    expect(() =>
+      parseSidecarConfig({ ...minimal, redis: { url: 'redis://a:6379', urlFile: '/x' } }),
+    ).toThrow(/redis\.urlFile: url and urlFile are mutually exclusive/);
   });
 
   it('is rejected together with sentinel or cluster', () => {
-    expect(() => parseSidecarConfig({ ...minimal, redis: { urlFile: '/x', cluster: { nodes: [{ host: 'c', port: 1 }] } } })).toThrow(/exactly one of url \(or urlFile\), sentinel or cluster/);
+    expect(() =>
+      parseSidecarConfig({
+        ...minimal,
+        redis: { urlFile: '/x', cluster: { nodes: [{ host: 'c', port: 1 }] } },
+      }),
+    ).toThrow(/exactly one of url \(or urlFile\), sentinel or cluster/);
   });
 
   it('resolves to the URL the file holds (trailing newline ignored), leaving other settings alone', () => {
     const file = path.join(dir, 'url');
     writeFileSync(file, 'redis://:s3cret@redis-a:6379/0\n');
-    const config = parseSidecarConfig({ ...minimal, redis: { urlFile: file, commandTimeoutMs: 30 } });
+    const config = parseSidecarConfig({
+      ...minimal,
+      redis: { urlFile: file, commandTimeoutMs: 30 },
+    });
     const resolved = resolveRedisConfig(config.redis);
     expect(resolved).toMatchObject({ url: 'redis://:s3cret@redis-a:6379/0', commandTimeoutMs: 30 });
     expect(resolved).not.toHaveProperty('urlFile');
@@ -40,7 +55,9 @@ describe('redis.urlFile', () => {
   });
 
   it('refuses a missing file or one without a redis URL, naming the file but never its content', () => {
-    expect(() => readRedisUrlFile(path.join(dir, 'missing'))).toThrow(/redis\.urlFile: cannot read .*missing: ENOENT/);
+    expect(() => readRedisUrlFile(path.join(dir, 'missing'))).toThrow(
+      /redis\.urlFile: cannot read .*missing: ENOENT/,
+    );
     const bad = path.join(dir, 'bad');
     writeFileSync(bad, 'http://user:hunter2@host\n');
     let message = '';

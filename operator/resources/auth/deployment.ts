@@ -13,8 +13,18 @@ import {
   SIGNING_KEYS_KEY,
   SIGNING_KEYS_SECRET,
 } from './names.ts';
-import { AUTH_SERVER_MEMORY_LIMIT_MIB, type ContainerResources } from '../shared/container-resources.ts';
-import { authServerLabels, authServerSelectorLabels, containerSecurityContext, type Owner, sortedOwnerRefs, podSecurityContext } from '../shared/metadata.ts';
+import {
+  AUTH_SERVER_MEMORY_LIMIT_MIB,
+  type ContainerResources,
+} from '../shared/container-resources.ts';
+import {
+  authServerLabels,
+  authServerSelectorLabels,
+  containerSecurityContext,
+  type Owner,
+  sortedOwnerRefs,
+  podSecurityContext,
+} from '../shared/metadata.ts';
 import { needsPodDisruptionBudget, podDisruptionBudget } from '../shared/pod-disruption-budget.ts';
 import { priorityClassField, topologySpreadConstraints } from '../shared/pod-scheduling.ts';
 import { AUTH_REDIS_SECRET, REDIS_URL_KEY } from '../shared/redis-url-secret.ts';
@@ -23,7 +33,10 @@ import { nodeEnv, oldSpaceMiB } from '../shared/sidecar-heap.ts';
 
 export const AUTH_SERVER_CONTAINER = 'auth-server';
 
-export function issuerFor(namespace: string, settings: Pick<ResourceSettings, 'issuerUrl'>): string {
+export function issuerFor(
+  namespace: string,
+  settings: Pick<ResourceSettings, 'issuerUrl'>,
+): string {
   return settings.issuerUrl.replaceAll('{namespace}', namespace);
 }
 
@@ -46,20 +59,39 @@ export function authServerNodeEnv(resources: ContainerResources): ReturnType<typ
 }
 
 /** Without Redis, codes and sessions live in one process's memory: one replica only. */
-export function authServerReplicas(settings: Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret' | 'authServerReplicas'>): number {
-  return settings.authRedisUrl === undefined && settings.authRedisSecret === undefined ? 1 : settings.authServerReplicas;
+export function authServerReplicas(
+  settings: Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret' | 'authServerReplicas'>,
+): number {
+  return settings.authRedisUrl === undefined && settings.authRedisSecret === undefined
+    ? 1
+    : settings.authServerReplicas;
 }
 
 /**
  * Up to 60 s (30 x 2 s) for the auth server to start (it loads its bundle and connects to Redis)
  * before the liveness probe may restart it.
  */
-export const AUTH_SERVER_STARTUP_PROBE = { tcpSocket: { port: 'http' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 30 };
+export const AUTH_SERVER_STARTUP_PROBE = {
+  tcpSocket: { port: 'http' },
+  periodSeconds: 2,
+  timeoutSeconds: 2,
+  failureThreshold: 30,
+};
 
-export function authServerDeployment(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
+export function authServerDeployment(
+  namespace: string,
+  settings: ResourceSettings,
+  owners: readonly Owner[],
+): KubeObject {
   const labels = authServerLabels('auth-server');
-  const env: Array<{ name: string; value: string } | { name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }> = [
-    ...Object.entries(authServerNodeEnv(settings.authServerResources)).map(([name, value]) => ({ name, value })),
+  const env: Array<
+    | { name: string; value: string }
+    | { name: string; valueFrom: { secretKeyRef: { name: string; key: string } } }
+  > = [
+    ...Object.entries(authServerNodeEnv(settings.authServerResources)).map(([name, value]) => ({
+      name,
+      value,
+    })),
     { name: 'PORT', value: String(settings.authServerPort) },
     { name: 'AUTH_METRICS_PORT', value: String(AUTH_SERVER_METRICS_PORT) },
     { name: 'AUTH_ISSUER', value: issuerFor(namespace, settings) },
@@ -76,13 +108,21 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
     env.push(
       { name: 'AUTH_SIGN_IN_SESSIONS', value: 'true' },
       { name: 'AUTH_SESSION_IDLE_SECONDS', value: String(settings.signInSessions.idleSeconds) },
-      { name: 'AUTH_SESSION_MAX_AGE_SECONDS', value: String(settings.signInSessions.maxAgeSeconds) },
+      {
+        name: 'AUTH_SESSION_MAX_AGE_SECONDS',
+        value: String(settings.signInSessions.maxAgeSeconds),
+      },
     );
   }
-  if (settings.authRedisUrl !== undefined) env.push({ name: 'REDIS_URL', value: settings.authRedisUrl });
+  if (settings.authRedisUrl !== undefined)
+    env.push({ name: 'REDIS_URL', value: settings.authRedisUrl });
   // A URL with a password only from a Secret: the operator's copy in this namespace (shared/redis-url-secret.ts).
   // Read at start, so a rotated URL reaches the auth servers with their next restart.
-  else if (settings.authRedisSecret !== undefined) env.push({ name: 'REDIS_URL', valueFrom: { secretKeyRef: { name: AUTH_REDIS_SECRET, key: REDIS_URL_KEY } } });
+  else if (settings.authRedisSecret !== undefined)
+    env.push({
+      name: 'REDIS_URL',
+      valueFrom: { secretKeyRef: { name: AUTH_REDIS_SECRET, key: REDIS_URL_KEY } },
+    });
   const replicas = authServerReplicas(settings);
   return {
     apiVersion: 'apps/v1',
@@ -121,12 +161,21 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
               ],
               startupProbe: AUTH_SERVER_STARTUP_PROBE,
               readinessProbe: {
-                httpGet: { path: '/.well-known/oauth-authorization-server', port: 'http', scheme: 'HTTP' },
+                httpGet: {
+                  path: '/.well-known/oauth-authorization-server',
+                  port: 'http',
+                  scheme: 'HTTP',
+                },
                 periodSeconds: 5,
                 timeoutSeconds: 2,
                 failureThreshold: 3,
               },
-              livenessProbe: { tcpSocket: { port: 'http' }, periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
+              livenessProbe: {
+                tcpSocket: { port: 'http' },
+                periodSeconds: 10,
+                timeoutSeconds: 2,
+                failureThreshold: 3,
+              },
               resources: settings.authServerResources,
               securityContext: containerSecurityContext,
               volumeMounts: [
@@ -138,9 +187,27 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
             },
           ],
           volumes: [
-            { name: 'clients', secret: { secretName: CLIENT_REGISTRY_SECRET, items: [{ key: CLIENT_REGISTRY_KEY, path: CLIENT_REGISTRY_KEY }] } },
-            { name: 'users', secret: { secretName: settings.usersSecretName, items: [{ key: settings.usersSecretKey, path: 'users.json' }] } },
-            { name: 'keys', secret: { secretName: SIGNING_KEYS_SECRET, items: [{ key: SIGNING_KEYS_KEY, path: SIGNING_KEYS_KEY }] } },
+            {
+              name: 'clients',
+              secret: {
+                secretName: CLIENT_REGISTRY_SECRET,
+                items: [{ key: CLIENT_REGISTRY_KEY, path: CLIENT_REGISTRY_KEY }],
+              },
+            },
+            {
+              name: 'users',
+              secret: {
+                secretName: settings.usersSecretName,
+                items: [{ key: settings.usersSecretKey, path: 'users.json' }],
+              },
+            },
+            {
+              name: 'keys',
+              secret: {
+                secretName: SIGNING_KEYS_SECRET,
+                items: [{ key: SIGNING_KEYS_KEY, path: SIGNING_KEYS_KEY }],
+              },
+            },
             { name: 'tmp', emptyDir: { sizeLimit: '16Mi' } },
           ],
         },
@@ -151,10 +218,19 @@ export function authServerDeployment(namespace: string, settings: ResourceSettin
 
 /** The name, labels and owners the auth server's Service and NetworkPolicy carry. */
 function authServerMetadata(namespace: string, owners: readonly Owner[]) {
-  return { name: AUTH_SERVER_NAME, namespace, labels: authServerLabels('auth-server'), ownerReferences: sortedOwnerRefs(owners) };
+  return {
+    name: AUTH_SERVER_NAME,
+    namespace,
+    labels: authServerLabels('auth-server'),
+    ownerReferences: sortedOwnerRefs(owners),
+  };
 }
 
-export function authServerService(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
+export function authServerService(
+  namespace: string,
+  settings: ResourceSettings,
+  owners: readonly Owner[],
+): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Service',
@@ -172,7 +248,11 @@ export function authServerService(namespace: string, settings: ResourceSettings,
  * anywhere: browsers, clients and sidecars fetching the JWKS; and metrics). It takes effect only
  * where the cluster's CNI enforces NetworkPolicies.
  */
-export function authServerNetworkPolicy(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject {
+export function authServerNetworkPolicy(
+  namespace: string,
+  settings: ResourceSettings,
+  owners: readonly Owner[],
+): KubeObject {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -193,7 +273,11 @@ export function authServerNetworkPolicy(namespace: string, settings: ResourceSet
 }
 
 /** The auth server's budget while it runs more than one replica; undefined otherwise (any existing one is then deleted). */
-export function authServerPodDisruptionBudget(namespace: string, settings: ResourceSettings, owners: readonly Owner[]): KubeObject | undefined {
+export function authServerPodDisruptionBudget(
+  namespace: string,
+  settings: ResourceSettings,
+  owners: readonly Owner[],
+): KubeObject | undefined {
   if (!needsPodDisruptionBudget(authServerReplicas(settings))) return undefined;
   return podDisruptionBudget({
     name: AUTH_SERVER_NAME,

@@ -6,7 +6,13 @@ import { CLIENT_ID_KEY, CLIENT_SECRET_KEY, type OAuthClient } from '../../api/in
 import { generateClientSecret } from '../../../lib/config/client-secret.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
 import { oauthClientSecretName } from './names.ts';
-import { base64, baseLabels, controllerRef, fromBase64, OAUTH_CLIENT_LABEL } from '../shared/metadata.ts';
+import {
+  base64,
+  baseLabels,
+  controllerRef,
+  fromBase64,
+  OAUTH_CLIENT_LABEL,
+} from '../shared/metadata.ts';
 
 /** Annotation on the OAuthClient: set or change its value to ask for a new client secret. */
 export const ROTATE_SECRET_ANNOTATION = 'portcullis.dev/rotate-secret';
@@ -19,9 +25,15 @@ export interface ClientCredentials {
 }
 
 /** A fresh client id (readable prefix + 48 random bits) and a 256-bit secret (the auth server's generator). */
-export function generateCredentials(client: OAuthClient, existingClientId?: string): ClientCredentials {
+export function generateCredentials(
+  client: OAuthClient,
+  existingClientId?: string,
+): ClientCredentials {
   const prefix = client.metadata.name.slice(0, 100);
-  return { clientId: existingClientId ?? `${prefix}-${randomBytes(6).toString('hex')}`, clientSecret: generateClientSecret() };
+  return {
+    clientId: existingClientId ?? `${prefix}-${randomBytes(6).toString('hex')}`,
+    clientSecret: generateClientSecret(),
+  };
 }
 
 /** The credentials held by a Secret, or undefined when it lacks either key. */
@@ -31,10 +43,19 @@ export function credentialsOf(secret: KubeObject | undefined): ClientCredentials
   const record = data as Record<string, unknown>;
   const clientId = fromBase64(record[CLIENT_ID_KEY]);
   const clientSecret = fromBase64(record[CLIENT_SECRET_KEY]);
-  return clientId !== undefined && clientSecret !== undefined && clientId !== '' && clientSecret !== '' ? { clientId, clientSecret } : undefined;
+  return clientId !== undefined &&
+    clientSecret !== undefined &&
+    clientId !== '' &&
+    clientSecret !== ''
+    ? { clientId, clientSecret }
+    : undefined;
 }
 
-export function oauthClientSecret(client: OAuthClient, credentials: ClientCredentials, rotatedFor: string | undefined): KubeObject {
+export function oauthClientSecret(
+  client: OAuthClient,
+  credentials: ClientCredentials,
+  rotatedFor: string | undefined,
+): KubeObject {
   const name = client.metadata.name;
   return {
     apiVersion: 'v1',
@@ -42,11 +63,19 @@ export function oauthClientSecret(client: OAuthClient, credentials: ClientCreden
     metadata: {
       name: oauthClientSecretName(name),
       namespace: client.metadata.namespace,
-      labels: { ...baseLabels('portcullis-oauth-client', name, 'oauth-client'), [OAUTH_CLIENT_LABEL]: name },
-      ...(rotatedFor === undefined ? {} : { annotations: { [ROTATED_FOR_ANNOTATION]: rotatedFor } }),
+      labels: {
+        ...baseLabels('portcullis-oauth-client', name, 'oauth-client'),
+        [OAUTH_CLIENT_LABEL]: name,
+      },
+      ...(rotatedFor === undefined
+        ? {}
+        : { annotations: { [ROTATED_FOR_ANNOTATION]: rotatedFor } }),
       ownerReferences: [controllerRef(client)],
     },
     type: 'Opaque',
-    data: { [CLIENT_ID_KEY]: base64(credentials.clientId), [CLIENT_SECRET_KEY]: base64(credentials.clientSecret) },
+    data: {
+      [CLIENT_ID_KEY]: base64(credentials.clientId),
+      [CLIENT_SECRET_KEY]: base64(credentials.clientSecret),
+    },
   } satisfies V1Secret;
 }

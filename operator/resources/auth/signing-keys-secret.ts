@@ -4,10 +4,19 @@
 // next key took over), then it is dropped. When each key was created is kept in an annotation,
 // because the keys file itself has no room for it.
 import type { V1Secret } from '@kubernetes/client-node';
-import { signingKeysFileSchema, type SigningKeysFile } from '../../../lib/config/signing-keys-file.ts';
+import {
+  signingKeysFileSchema,
+  type SigningKeysFile,
+} from '../../../lib/config/signing-keys-file.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
 import { SIGNING_KEYS_KEY, SIGNING_KEYS_SECRET } from './names.ts';
-import { base64, authServerLabels, fromBase64, type Owner, sortedOwnerRefs } from '../shared/metadata.ts';
+import {
+  base64,
+  authServerLabels,
+  fromBase64,
+  type Owner,
+  sortedOwnerRefs,
+} from '../shared/metadata.ts';
 import type { ResourceSettings } from '../shared/settings.ts';
 
 export const KEYS_CREATED_ANNOTATION = 'portcullis.dev/keys-created-at';
@@ -55,12 +64,24 @@ export interface SigningKeysPlan {
   recheckInMs: number | undefined;
 }
 
-export function planSigningKeys(state: SigningKeysState | undefined, nowMs: number, settings: Pick<ResourceSettings, 'accessTokenTtlSeconds' | 'signingKeyRotationMs'>): SigningKeysPlan {
-  if (state === undefined) return { generate: true, keep: [], recheckInMs: settings.signingKeyRotationMs > 0 ? settings.signingKeyRotationMs : undefined };
+export function planSigningKeys(
+  state: SigningKeysState | undefined,
+  nowMs: number,
+  settings: Pick<ResourceSettings, 'accessTokenTtlSeconds' | 'signingKeyRotationMs'>,
+): SigningKeysPlan {
+  if (state === undefined)
+    return {
+      generate: true,
+      keep: [],
+      recheckInMs: settings.signingKeyRotationMs > 0 ? settings.signingKeyRotationMs : undefined,
+    };
   const keys = state.file.keys;
   const created = (kid: string) => state.createdAt[kid] ?? nowMs;
   const [current] = keys;
-  const rotate = current !== undefined && settings.signingKeyRotationMs > 0 && nowMs - created(current.kid) >= settings.signingKeyRotationMs;
+  const rotate =
+    current !== undefined &&
+    settings.signingKeyRotationMs > 0 &&
+    nowMs - created(current.kid) >= settings.signingKeyRotationMs;
   const graceMs = settings.accessTokenTtlSeconds * 1000 + RETIRE_MARGIN_MS;
   const recheck: number[] = [];
   // Key i stopped signing when key i-1 was created (or now, if a rotation happens now for i = 0).
@@ -74,12 +95,27 @@ export function planSigningKeys(state: SigningKeysState | undefined, nowMs: numb
     return true;
   });
   if (rotate) recheck.push(graceMs);
-  if (settings.signingKeyRotationMs > 0) recheck.push(rotate ? settings.signingKeyRotationMs : Math.max(0, created(current?.kid ?? '') + settings.signingKeyRotationMs - nowMs));
-  return { generate: rotate, keep, recheckInMs: recheck.length === 0 ? undefined : Math.max(1000, Math.min(...recheck)) };
+  if (settings.signingKeyRotationMs > 0)
+    recheck.push(
+      rotate
+        ? settings.signingKeyRotationMs
+        : Math.max(0, created(current?.kid ?? '') + settings.signingKeyRotationMs - nowMs),
+    );
+  return {
+    generate: rotate,
+    keep,
+    recheckInMs: recheck.length === 0 ? undefined : Math.max(1000, Math.min(...recheck)),
+  };
 }
 
-export function signingKeysSecret(namespace: string, state: SigningKeysState, owners: readonly Owner[]): KubeObject {
-  const createdAt = Object.fromEntries(state.file.keys.map((k) => [k.kid, state.createdAt[k.kid] ?? 0]));
+export function signingKeysSecret(
+  namespace: string,
+  state: SigningKeysState,
+  owners: readonly Owner[],
+): KubeObject {
+  const createdAt = Object.fromEntries(
+    state.file.keys.map((k) => [k.kid, state.createdAt[k.kid] ?? 0]),
+  );
   return {
     apiVersion: 'v1',
     kind: 'Secret',

@@ -3,8 +3,18 @@
 // sidecar a config it would reject.
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
-import { WORKLOAD_RULE, type Limit, type LimiterKey, type RateLimitRoute, type Rule } from '../../api/index.ts';
-import { ConfigError, parseSidecarConfig, type SidecarConfigInput } from '../../../lib/config/sidecar.ts';
+import {
+  WORKLOAD_RULE,
+  type Limit,
+  type LimiterKey,
+  type RateLimitRoute,
+  type Rule,
+} from '../../api/index.ts';
+import {
+  ConfigError,
+  parseSidecarConfig,
+  type SidecarConfigInput,
+} from '../../../lib/config/sidecar.ts';
 import { InvalidSpecError } from '../../runtime/errors.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
 import { issuerFor } from '../auth/deployment.ts';
@@ -14,7 +24,11 @@ import { routeConfigMapName, SIDECAR_CONFIG_KEY, SIDECAR_REDIS_URL_FILE } from '
 import { routeSidecarPorts } from './ports.ts';
 import { usesDefaultRedisSecret } from './redis.ts';
 import { bucketKeyPrefix } from '../../../lib/tenancy/tenant-keys.ts';
-import { AUTH_SERVER_AUDIENCE, AUTH_SERVER_JWKS_PATH, type ResourceSettings } from '../shared/settings.ts';
+import {
+  AUTH_SERVER_AUDIENCE,
+  AUTH_SERVER_JWKS_PATH,
+  type ResourceSettings,
+} from '../shared/settings.ts';
 
 type SidecarLimiter = SidecarConfigInput['limiter'];
 type SidecarRule = NonNullable<SidecarLimiter['rules']>[number];
@@ -25,18 +39,32 @@ function present<T extends object>(value: T): T {
 }
 
 function limitFor(limit: Limit): SidecarRule['limits'][number] {
-  return present({ replenishRate: limit.replenishRate, burstCapacity: limit.burstCapacity, requestedTokens: limit.requestedTokens });
+  return present({
+    replenishRate: limit.replenishRate,
+    burstCapacity: limit.burstCapacity,
+    requestedTokens: limit.requestedTokens,
+  });
 }
 
 function ruleFor(rule: Rule): SidecarRule {
-  return present({ name: rule.name, path: rule.path, methods: rule.methods, limits: rule.limits.map(limitFor), enforce: rule.enforce });
+  return present({
+    name: rule.name,
+    path: rule.path,
+    methods: rule.methods,
+    limits: rule.limits.map(limitFor),
+    enforce: rule.enforce,
+  });
 }
 
 /**
  * jwt key: what the route names, else the auth server the operator runs in the route's namespace
  * (its issuer, its JWKS from its in-cluster Service, its audience). The claim defaults in the sidecar.
  */
-export function jwtKeyFor(key: LimiterKey, namespace: string, settings: ResourceSettings): NonNullable<SidecarLimiter['jwt']> {
+export function jwtKeyFor(
+  key: LimiterKey,
+  namespace: string,
+  settings: ResourceSettings,
+): NonNullable<SidecarLimiter['jwt']> {
   const own = key.issuer;
   // Without an issuer of its own, the namespace's auth server: tokens name its public issuer URL,
   // but the sidecar fetches the keys from its Service inside the cluster, which needs no ingress
@@ -47,8 +75,17 @@ export function jwtKeyFor(key: LimiterKey, namespace: string, settings: Resource
       ? `http://${AUTH_SERVER_NAME}.${namespace}.svc${settings.servicePort === 80 ? '' : `:${settings.servicePort}`}${AUTH_SERVER_JWKS_PATH}`
       : (own.jwksUrl ?? `${own.url.replace(/\/+$/, '')}${AUTH_SERVER_JWKS_PATH}`);
   // A key publisher the route names is held to the platform's list (the namespace's own auth server is not).
-  const allowed = own !== undefined && settings.jwksAllowedHosts.length > 0 ? [...settings.jwksAllowedHosts] : undefined;
-  return present({ issuer, audience: key.audience ?? AUTH_SERVER_AUDIENCE, jwksUrl, claim: key.claim, jwksAllowedHosts: allowed });
+  const allowed =
+    own !== undefined && settings.jwksAllowedHosts.length > 0
+      ? [...settings.jwksAllowedHosts]
+      : undefined;
+  return present({
+    issuer,
+    audience: key.audience ?? AUTH_SERVER_AUDIENCE,
+    jwksUrl,
+    claim: key.claim,
+    jwksAllowedHosts: allowed,
+  });
 }
 
 function limiterFor(route: RateLimitRoute, settings: ResourceSettings): SidecarLimiter {
@@ -62,7 +99,10 @@ function limiterFor(route: RateLimitRoute, settings: ResourceSettings): SidecarL
     enforce: limiter.enforce,
     key: limiter.key.source,
     keyHeader: limiter.keyHeader,
-    jwt: limiter.key.source === 'jwt' ? jwtKeyFor(limiter.key, route.metadata.namespace ?? 'default', settings) : undefined,
+    jwt:
+      limiter.key.source === 'jwt'
+        ? jwtKeyFor(limiter.key, route.metadata.namespace ?? 'default', settings)
+        : undefined,
     onMissingKey: { status: limiter.onMissingKey.status },
     onStoreError: limiter.onStoreError,
   });
@@ -76,21 +116,31 @@ export function upstreamUrl(route: RateLimitRoute): string {
   const { target, upstream, targetRef } = route.spec;
   const local = target?.port ?? targetRef?.port;
   if (local !== undefined) return `http://127.0.0.1:${local}`;
-  if (upstream !== undefined) return `http://${upstream.service.name}.${route.metadata.namespace ?? 'default'}.svc:${upstream.service.port}`;
+  if (upstream !== undefined)
+    return `http://${upstream.service.name}.${route.metadata.namespace ?? 'default'}.svc:${upstream.service.port}`;
   throw new InvalidSpecError(WORKLOAD_RULE);
 }
 
 /** The sidecar config for a route (input form: defaults left to the sidecar). */
-export function sidecarConfigFor(route: RateLimitRoute, settings: ResourceSettings): SidecarConfigInput {
+export function sidecarConfigFor(
+  route: RateLimitRoute,
+  settings: ResourceSettings,
+): SidecarConfigInput {
   const { spec } = route;
   const ports = routeSidecarPorts(route, settings);
-  const redisUrl = spec.redis?.url ?? (spec.redis === undefined ? settings.defaultRedisUrl : undefined);
+  const redisUrl =
+    spec.redis?.url ?? (spec.redis === undefined ? settings.defaultRedisUrl : undefined);
   const fromSecret = spec.redis?.secretRef !== undefined || usesDefaultRedisSecret(route, settings);
   const config: SidecarConfigInput = {
     listen: { host: '0.0.0.0', port: ports.proxy },
     admin: { host: '0.0.0.0', port: ports.admin },
     upstream: { url: upstreamUrl(route) },
-    route: present({ id: route.metadata.name, path: spec.path, mergeSlashes: spec.mergeSlashes, caseInsensitivePaths: spec.caseInsensitivePaths }),
+    route: present({
+      id: route.metadata.name,
+      path: spec.path,
+      mergeSlashes: spec.mergeSlashes,
+      caseInsensitivePaths: spec.caseInsensitivePaths,
+    }),
     limiter: limiterFor(route, settings),
   };
   // Bucket keys carry the namespace: a same-named route elsewhere never shares a bucket, and the
@@ -109,7 +159,8 @@ export function renderSidecarConfig(route: RateLimitRoute, settings: ResourceSet
   try {
     parseSidecarConfig(config);
   } catch (err) {
-    if (err instanceof ConfigError) throw new InvalidSpecError(`the sidecar would reject this route: ${err.message}`);
+    if (err instanceof ConfigError)
+      throw new InvalidSpecError(`the sidecar would reject this route: ${err.message}`);
     throw err;
   }
   return stringify(config, { sortMapEntries: false });

@@ -13,7 +13,15 @@ import type { RateLimitRoute, Target } from '../../api/index.ts';
 import { contentHash } from '../../runtime/compare.ts';
 import { InvalidSpecError } from '../../runtime/errors.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
-import { CONFIG_HASH_ANNOTATION, containerSecurityContext, controllerRef, podSecurityContext, routeLabels, routeSelectorLabels, SIDECAR_POD_LABELS } from '../shared/metadata.ts';
+import {
+  CONFIG_HASH_ANNOTATION,
+  containerSecurityContext,
+  controllerRef,
+  podSecurityContext,
+  routeLabels,
+  routeSelectorLabels,
+  SIDECAR_POD_LABELS,
+} from '../shared/metadata.ts';
 import {
   REDIS_URL_VOLUME,
   routeConfigMapName,
@@ -24,7 +32,11 @@ import {
   SIDECAR_REDIS_URL_FILE,
   TARGET_CONTAINER,
 } from './names.ts';
-import { overrideResources, quantitiesAsStrings, resourcesProblem } from '../shared/container-resources.ts';
+import {
+  overrideResources,
+  quantitiesAsStrings,
+  resourcesProblem,
+} from '../shared/container-resources.ts';
 import { priorityClassField, topologySpreadConstraints } from '../shared/pod-scheduling.ts';
 import { routeSidecarPorts } from './ports.ts';
 import { routeRedisSecretRef } from './redis.ts';
@@ -48,10 +60,18 @@ export const ROUTE_POD_GRACE_SECONDS = TARGET_PRESTOP_SECONDS + 15;
  * The sidecar's startup probe: up to 60 s (30 x 2 s) to load its config and connect before the
  * liveness probe may restart it, on a busy node where node itself starts slowly.
  */
-export const SIDECAR_STARTUP_PROBE = { httpGet: { path: '/healthz', port: 'admin', scheme: 'HTTP' }, periodSeconds: 2, timeoutSeconds: 2, failureThreshold: 30 };
+export const SIDECAR_STARTUP_PROBE = {
+  httpGet: { path: '/healthz', port: 'admin', scheme: 'HTTP' },
+  periodSeconds: 2,
+  timeoutSeconds: 2,
+  failureThreshold: 30,
+};
 
 /** The sidecar's resources (settings, overridden by spec.sidecar.resources); InvalidSpecError when the API server or the sidecar could not run with them. */
-export function sidecarResources(route: RateLimitRoute, settings: Pick<ResourceSettings, 'sidecarResources'>): ReturnType<typeof overrideResources> {
+export function sidecarResources(
+  route: RateLimitRoute,
+  settings: Pick<ResourceSettings, 'sidecarResources'>,
+): ReturnType<typeof overrideResources> {
   const resources = overrideResources(settings.sidecarResources, route.spec.sidecar?.resources);
   const problem = resourcesProblem(resources) ?? sidecarMemoryProblem(resources);
   if (problem !== undefined) throw new InvalidSpecError(`spec.sidecar.resources: ${problem}`);
@@ -80,7 +100,11 @@ function targetContainer(target: Target): V1Container {
   };
 }
 
-export function routeDeployment(route: RateLimitRoute, settings: ResourceSettings, sidecarConfigText: string): KubeObject {
+export function routeDeployment(
+  route: RateLimitRoute,
+  settings: ResourceSettings,
+  sidecarConfigText: string,
+): KubeObject {
   const name = route.metadata.name;
   const { target } = route.spec;
   // spec.redis.secretRef (or the operator's copy of its default Redis Secret): the one key,
@@ -90,8 +114,25 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
   const redisVolumes =
     secretRef === undefined
       ? []
-      : [{ name: REDIS_URL_VOLUME, secret: { secretName: secretRef.name, items: [{ key: secretRef.key, path: SIDECAR_REDIS_URL_FILE.slice(SIDECAR_REDIS_DIR.length + 1) }], defaultMode: 0o440 } }];
-  const redisMounts = secretRef === undefined ? [] : [{ name: REDIS_URL_VOLUME, mountPath: SIDECAR_REDIS_DIR, readOnly: true }];
+      : [
+          {
+            name: REDIS_URL_VOLUME,
+            secret: {
+              secretName: secretRef.name,
+              items: [
+                {
+                  key: secretRef.key,
+                  path: SIDECAR_REDIS_URL_FILE.slice(SIDECAR_REDIS_DIR.length + 1),
+                },
+              ],
+              defaultMode: 0o440,
+            },
+          },
+        ];
+  const redisMounts =
+    secretRef === undefined
+      ? []
+      : [{ name: REDIS_URL_VOLUME, mountPath: SIDECAR_REDIS_DIR, readOnly: true }];
   const ports = routeSidecarPorts(route, settings);
   const replicas = routeReplicas(route);
   const labels = routeLabels(name);
@@ -104,14 +145,27 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
     command: ['node', SIDECAR_ENTRY],
     args: ['--config', `${SIDECAR_CONFIG_DIR}/${SIDECAR_CONFIG_KEY}`],
     // The heap caps follow the memory limit (ADR 0008): old space at half of it.
-    env: Object.entries(sidecarEnv(sidecarRes)).map(([envName, value]) => ({ name: envName, value })),
+    env: Object.entries(sidecarEnv(sidecarRes)).map(([envName, value]) => ({
+      name: envName,
+      value,
+    })),
     ports: [
       { name: 'http', containerPort: ports.proxy, protocol: 'TCP' },
       { name: 'admin', containerPort: ports.admin, protocol: 'TCP' },
     ],
     startupProbe: SIDECAR_STARTUP_PROBE,
-    readinessProbe: { httpGet: { path: '/readyz', port: 'admin', scheme: 'HTTP' }, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 3 },
-    livenessProbe: { httpGet: { path: '/healthz', port: 'admin', scheme: 'HTTP' }, periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
+    readinessProbe: {
+      httpGet: { path: '/readyz', port: 'admin', scheme: 'HTTP' },
+      periodSeconds: 5,
+      timeoutSeconds: 2,
+      failureThreshold: 3,
+    },
+    livenessProbe: {
+      httpGet: { path: '/healthz', port: 'admin', scheme: 'HTTP' },
+      periodSeconds: 10,
+      timeoutSeconds: 2,
+      failureThreshold: 3,
+    },
     resources: sidecarRes,
     securityContext: containerSecurityContext,
     lifecycle: { preStop: { sleep: { seconds: SIDECAR_PRESTOP_SECONDS } } },
@@ -149,11 +203,20 @@ export function routeDeployment(route: RateLimitRoute, settings: ResourceSetting
           securityContext: podSecurityContext,
           ...priorityClassField(route.spec.priorityClassName, settings.priorityClassName),
           topologySpreadConstraints: topologySpreadConstraints(routeSelectorLabels(name)),
-          containers: target === undefined ? [sidecarContainer] : [targetContainer(target), sidecarContainer],
+          containers:
+            target === undefined ? [sidecarContainer] : [targetContainer(target), sidecarContainer],
           volumes: [
-            { name: 'sidecar-config', configMap: { name: routeConfigMapName(name), items: [{ key: SIDECAR_CONFIG_KEY, path: SIDECAR_CONFIG_KEY }] } },
+            {
+              name: 'sidecar-config',
+              configMap: {
+                name: routeConfigMapName(name),
+                items: [{ key: SIDECAR_CONFIG_KEY, path: SIDECAR_CONFIG_KEY }],
+              },
+            },
             { name: 'sidecar-tmp', emptyDir: { sizeLimit: '16Mi' } },
-            ...(target === undefined ? [] : [{ name: 'target-tmp', emptyDir: { sizeLimit: '64Mi' } }]),
+            ...(target === undefined
+              ? []
+              : [{ name: 'target-tmp', emptyDir: { sizeLimit: '64Mi' } }]),
             ...redisVolumes,
           ],
         },

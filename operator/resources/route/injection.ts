@@ -30,7 +30,8 @@ const VOLUME_PREFIX = 'portcullis-';
 export const INJECTED_PORTS = { http: 'rlr-http', admin: 'rlr-admin' } as const;
 
 type Json = Record<string, unknown>;
-const list = (v: unknown): Json[] => (Array.isArray(v) ? v.filter((e): e is Json => asRecord(e) !== undefined) : []);
+const list = (v: unknown): Json[] =>
+  Array.isArray(v) ? v.filter((e): e is Json => asRecord(e) !== undefined) : [];
 
 /** Renames the port names `http`/`admin` wherever a probe or port refers to them. */
 function renamePorts(value: unknown): unknown {
@@ -39,21 +40,29 @@ function renamePorts(value: unknown): unknown {
   if (record === undefined) return value;
   return Object.fromEntries(
     Object.entries(record).map(([k, v]) => {
-      if ((k === 'port' || k === 'name') && (v === 'http' || v === 'admin')) return [k, INJECTED_PORTS[v]];
+      if ((k === 'port' || k === 'name') && (v === 'http' || v === 'admin'))
+        return [k, INJECTED_PORTS[v]];
       return [k, renamePorts(v)];
     }),
   );
 }
 
 /** The partial Deployment (apply configuration) that adds the sidecar to spec.targetRef's Deployment. */
-export function injectedSidecar(route: RateLimitRoute, settings: ResourceSettings, sidecarConfigText: string): KubeObject {
+export function injectedSidecar(
+  route: RateLimitRoute,
+  settings: ResourceSettings,
+  sidecarConfigText: string,
+): KubeObject {
   const ref = route.spec.targetRef;
   if (ref === undefined) throw new InvalidSpecError('spec.targetRef is not set');
   // The sidecar exactly as the route's own Deployment would run it (resources, heap caps, probes, mounts).
-  const own = asRecord(asRecord(routeDeployment(route, settings, sidecarConfigText)['spec'])?.['template']);
+  const own = asRecord(
+    asRecord(routeDeployment(route, settings, sidecarConfigText)['spec'])?.['template'],
+  );
   const pod = asRecord(own?.['spec']);
   const [sidecar] = list(pod?.['containers']);
-  const prefixed = (items: unknown) => list(items).map((v): Json => ({ ...v, name: `${VOLUME_PREFIX}${String(v['name'])}` }));
+  const prefixed = (items: unknown) =>
+    list(items).map((v): Json => ({ ...v, name: `${VOLUME_PREFIX}${String(v['name'])}` }));
   // The team's pod sets its own fsGroup, or none: a Secret file only group-readable (as in the
   // route's own pods, whose fsGroup is the sidecar's group) would be unreadable to the sidecar.
   // Only the sidecar container mounts these volumes, so readable by all means by the sidecar alone.
@@ -61,7 +70,11 @@ export function injectedSidecar(route: RateLimitRoute, settings: ResourceSetting
     const secret = asRecord(v['secret']);
     return secret === undefined ? v : { ...v, secret: { ...secret, defaultMode: 0o444 } };
   });
-  const container = { ...(renamePorts(sidecar) as Json), name: INJECTED_CONTAINER, volumeMounts: prefixed(sidecar?.['volumeMounts']) };
+  const container = {
+    ...(renamePorts(sidecar) as Json),
+    name: INJECTED_CONTAINER,
+    volumeMounts: prefixed(sidecar?.['volumeMounts']),
+  };
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
@@ -71,7 +84,11 @@ export function injectedSidecar(route: RateLimitRoute, settings: ResourceSetting
         metadata: {
           // Not the gateway's labels: app.kubernetes.io/name and instance are the team chart's own (often its selector).
           labels: injectedPodLabels(route.metadata.name),
-          annotations: { [CONFIG_HASH_ANNOTATION]: String(asRecord(asRecord(own?.['metadata'])?.['annotations'])?.[CONFIG_HASH_ANNOTATION]) },
+          annotations: {
+            [CONFIG_HASH_ANNOTATION]: String(
+              asRecord(asRecord(own?.['metadata'])?.['annotations'])?.[CONFIG_HASH_ANNOTATION],
+            ),
+          },
         },
         spec: { containers: [container], volumes },
       },
@@ -85,24 +102,37 @@ export function injectedSidecar(route: RateLimitRoute, settings: ResourceSetting
  * forever, and deleting one would remove the other's (both write as SIDECAR_FIELD_MANAGER).
  */
 export function injectedBy(live: KubeObject): string | undefined {
-  const labels = asRecord(asRecord(asRecord(asRecord(live['spec'])?.['template'])?.['metadata'])?.['labels']);
+  const labels = asRecord(
+    asRecord(asRecord(asRecord(live['spec'])?.['template'])?.['metadata'])?.['labels'],
+  );
   const route = labels?.[ROUTE_LABEL];
   return typeof route === 'string' ? route : undefined;
 }
 
 /** Applied by SIDECAR_FIELD_MANAGER, it owns nothing any more: the API server removes what it had added. */
 export function releasedSidecar(route: RateLimitRoute | KubeObject, name: string): KubeObject {
-  return { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name, namespace: route.metadata.namespace } };
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: route.metadata.namespace },
+  };
 }
 
 /**
  * Why the sidecar cannot go into this Deployment, or undefined. Its pods must be selectable by a
  * Service (matchLabels only) and no container of the team may already listen on the sidecar's ports.
  */
-export function injectionProblem(route: RateLimitRoute, settings: ResourceSettings, live: KubeObject): string | undefined {
+export function injectionProblem(
+  route: RateLimitRoute,
+  settings: ResourceSettings,
+  live: KubeObject,
+): string | undefined {
   const name = live.metadata.name;
   const selector = asRecord(asRecord(live['spec'])?.['selector']);
-  if (selector?.['matchExpressions'] !== undefined || asRecord(selector?.['matchLabels']) === undefined) {
+  if (
+    selector?.['matchExpressions'] !== undefined ||
+    asRecord(selector?.['matchLabels']) === undefined
+  ) {
     return `Deployment ${name} selects its pods with matchExpressions (or no matchLabels), which a Service cannot; give it a matchLabels selector`;
   }
   const ports = routeSidecarPorts(route, settings);
@@ -119,10 +149,21 @@ export function injectionProblem(route: RateLimitRoute, settings: ResourceSettin
 }
 
 /** The route's Service, selecting the team's pods and sending to the injected sidecar's ports. */
-export function injectionService(route: RateLimitRoute, settings: ResourceSettings, live: KubeObject): KubeObject {
+export function injectionService(
+  route: RateLimitRoute,
+  settings: ResourceSettings,
+  live: KubeObject,
+): KubeObject {
   const svc = routeService(route, settings);
   const spec = asRecord(svc['spec']) ?? {};
-  const matchLabels = asRecord(asRecord(asRecord(live['spec'])?.['selector'])?.['matchLabels']) ?? {};
-  const ports = list(spec['ports']).map((p) => ({ ...p, targetPort: p['targetPort'] === 'http' || p['targetPort'] === 'admin' ? INJECTED_PORTS[p['targetPort']] : p['targetPort'] }));
+  const matchLabels =
+    asRecord(asRecord(asRecord(live['spec'])?.['selector'])?.['matchLabels']) ?? {};
+  const ports = list(spec['ports']).map((p) => ({
+    ...p,
+    targetPort:
+      p['targetPort'] === 'http' || p['targetPort'] === 'admin'
+        ? INJECTED_PORTS[p['targetPort']]
+        : p['targetPort'],
+  }));
   return { ...svc, spec: { ...spec, selector: { ...matchLabels }, ports } };
 }

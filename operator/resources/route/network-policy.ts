@@ -14,13 +14,21 @@
 import type { V1NetworkPolicy } from '@kubernetes/client-node';
 import type { RateLimitRoute } from '../../api/index.ts';
 import type { KubeObject } from '../../runtime/kube-object.ts';
-import { controllerRef, injectedPodLabels, routeLabels, routeSelectorLabels } from '../shared/metadata.ts';
+import {
+  controllerRef,
+  injectedPodLabels,
+  routeLabels,
+  routeSelectorLabels,
+} from '../shared/metadata.ts';
 import { routeUpstreamNetworkPolicyName } from './names.ts';
 import { routeSidecarPorts } from './ports.ts';
 import type { ResourceSettings } from '../shared/settings.ts';
 
 /** Whether the route gets its NetworkPolicies: the operator's setting and the route's own opt-out. */
-export function routeWantsNetworkPolicy(route: RateLimitRoute, settings: Pick<ResourceSettings, 'routeNetworkPolicy'>): boolean {
+export function routeWantsNetworkPolicy(
+  route: RateLimitRoute,
+  settings: Pick<ResourceSettings, 'routeNetworkPolicy'>,
+): boolean {
   return settings.routeNetworkPolicy && route.spec.networkPolicy?.enabled !== false;
 }
 
@@ -64,7 +72,10 @@ export function routeNetworkPolicy(route: RateLimitRoute, settings: ResourceSett
  * spec.upstream: the pods behind the upstream Service (its spec.selector, as read from the API)
  * admit ingress only from the route's gateway pods, on any port.
  */
-export function upstreamNetworkPolicy(route: RateLimitRoute, serviceSelector: Record<string, string>): KubeObject {
+export function upstreamNetworkPolicy(
+  route: RateLimitRoute,
+  serviceSelector: Record<string, string>,
+): KubeObject {
   return {
     apiVersion: 'networking.k8s.io/v1',
     kind: 'NetworkPolicy',
@@ -73,7 +84,9 @@ export function upstreamNetworkPolicy(route: RateLimitRoute, serviceSelector: Re
       podSelector: { matchLabels: serviceSelector },
       policyTypes: ['Ingress'],
       // `from` is the API's field (the client library's type spells it _from).
-      ingress: [{ from: [{ podSelector: { matchLabels: routeSelectorLabels(route.metadata.name) } }] }],
+      ingress: [
+        { from: [{ podSelector: { matchLabels: routeSelectorLabels(route.metadata.name) } }] },
+      ],
     },
   };
 }

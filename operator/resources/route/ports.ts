@@ -10,11 +10,17 @@ export interface SidecarPorts {
 }
 
 /** The sidecar's ports in a route's pods: beside spec.target's or spec.targetRef's container, or alone (spec.upstream). */
-export function routeSidecarPorts(route: RateLimitRoute, settings: Pick<ResourceSettings, 'sidecarPort' | 'sidecarAdminPort'>): SidecarPorts {
+export function routeSidecarPorts(
+  route: RateLimitRoute,
+  settings: Pick<ResourceSettings, 'sidecarPort' | 'sidecarAdminPort'>,
+): SidecarPorts {
   return sidecarPorts(route.spec.target?.port ?? route.spec.targetRef?.port, settings);
 }
 
-export function sidecarPorts(targetPort: number | undefined, settings: Pick<ResourceSettings, 'sidecarPort' | 'sidecarAdminPort'>): SidecarPorts {
+export function sidecarPorts(
+  targetPort: number | undefined,
+  settings: Pick<ResourceSettings, 'sidecarPort' | 'sidecarAdminPort'>,
+): SidecarPorts {
   const taken = new Set(targetPort === undefined ? [] : [targetPort]);
   const pick = (preferred: number): number => {
     let p = preferred;

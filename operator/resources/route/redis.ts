@@ -6,13 +6,21 @@ import { REDIS_URL_KEY, routeRedisSecretName } from '../shared/redis-url-secret.
 import type { ResourceSettings } from '../shared/settings.ts';
 
 /** The route names no Redis and the operator's default is a Secret: the route gets a copy of it. */
-export function usesDefaultRedisSecret(route: RateLimitRoute, settings: Pick<ResourceSettings, 'defaultRedisSecret'>): boolean {
+export function usesDefaultRedisSecret(
+  route: RateLimitRoute,
+  settings: Pick<ResourceSettings, 'defaultRedisSecret'>,
+): boolean {
   return route.spec.redis === undefined && settings.defaultRedisSecret !== undefined;
 }
 
 /** The Secret (in the route's namespace) and key mounted as the sidecar's redis.urlFile; undefined: none. */
-export function routeRedisSecretRef(route: RateLimitRoute, settings: Pick<ResourceSettings, 'defaultRedisSecret'>): { name: string; key: string } | undefined {
+export function routeRedisSecretRef(
+  route: RateLimitRoute,
+  settings: Pick<ResourceSettings, 'defaultRedisSecret'>,
+): { name: string; key: string } | undefined {
   const own = route.spec.redis?.secretRef;
   if (own !== undefined) return own;
-  return usesDefaultRedisSecret(route, settings) ? { name: routeRedisSecretName(route.metadata.name), key: REDIS_URL_KEY } : undefined;
+  return usesDefaultRedisSecret(route, settings)
+    ? { name: routeRedisSecretName(route.metadata.name), key: REDIS_URL_KEY }
+    : undefined;
 }

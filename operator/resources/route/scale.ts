@@ -44,7 +44,12 @@ export function labelSelectorString(selector: unknown): string | undefined {
   if (!Array.isArray(expressions)) return undefined;
   for (const e of expressions) {
     const { key, operator, values = [] } = asRecord(e) ?? {};
-    if (typeof key !== 'string' || !Array.isArray(values) || !values.every((v) => typeof v === 'string')) return undefined;
+    if (
+      typeof key !== 'string' ||
+      !Array.isArray(values) ||
+      !values.every((v) => typeof v === 'string')
+    )
+      return undefined;
     const format = EXPRESSION_FORMATS.get(String(operator));
     if (format === undefined) return undefined;
     requirements.push([key, format(key, `(${[...values].sort().join(',')})`)]);

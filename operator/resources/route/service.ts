@@ -9,7 +9,10 @@ import type { ResourceSettings } from '../shared/settings.ts';
 export function routeService(route: RateLimitRoute, settings: ResourceSettings): KubeObject {
   const name = route.metadata.name;
   // Two ports of one Service cannot share a number.
-  const metricsPort = settings.sidecarAdminPort === settings.servicePort ? settings.sidecarAdminPort + 1 : settings.sidecarAdminPort;
+  const metricsPort =
+    settings.sidecarAdminPort === settings.servicePort
+      ? settings.sidecarAdminPort + 1
+      : settings.sidecarAdminPort;
   return {
     apiVersion: 'v1',
     kind: 'Service',

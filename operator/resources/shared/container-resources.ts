@@ -14,7 +14,8 @@ export function quantitiesAsStrings(resources: ResourceRequirements): ContainerR
   const out: ContainerResources = {};
   for (const group of ['requests', 'limits'] as const) {
     const list = resources[group];
-    if (list !== undefined) out[group] = Object.fromEntries(Object.entries(list).map(([k, v]) => [k, String(v)]));
+    if (list !== undefined)
+      out[group] = Object.fromEntries(Object.entries(list).map(([k, v]) => [k, String(v)]));
   }
   return out;
 }
@@ -28,7 +29,10 @@ export function quantityOf(q: string | number): number | undefined {
  * Each list the override gives replaces the default's (a route that sets only limits keeps the
  * default requests); an override without either list, or none, leaves the default.
  */
-export function overrideResources(defaults: ContainerResources, override: ResourceRequirements | undefined): ContainerResources {
+export function overrideResources(
+  defaults: ContainerResources,
+  override: ResourceRequirements | undefined,
+): ContainerResources {
   if (override === undefined) return defaults;
   const given = quantitiesAsStrings(override);
   const out: ContainerResources = {};
@@ -46,13 +50,15 @@ export function overrideResources(defaults: ContainerResources, override: Resour
 export function resourcesProblem(resources: ContainerResources): string | undefined {
   for (const group of ['requests', 'limits'] as const) {
     for (const [name, q] of Object.entries(resources[group] ?? {})) {
-      if (quantityOf(q) === undefined) return `${group}.${name} "${q}" is not a quantity the operator reads (use e.g. 100m, 2, 64Mi, 1Gi)`;
+      if (quantityOf(q) === undefined)
+        return `${group}.${name} "${q}" is not a quantity the operator reads (use e.g. 100m, 2, 64Mi, 1Gi)`;
     }
   }
   for (const [name, q] of Object.entries(resources.requests ?? {})) {
     const limit = resources.limits?.[name];
     if (limit === undefined) continue;
-    if ((quantityOf(q) ?? 0) > (quantityOf(limit) ?? Infinity)) return `requests.${name} (${q}) is above limits.${name} (${limit})`;
+    if ((quantityOf(q) ?? 0) > (quantityOf(limit) ?? Infinity))
+      return `requests.${name} (${q}) is above limits.${name} (${limit})`;
   }
   return undefined;
 }

@@ -1,5 +1,10 @@
 // Labels, names and owner references shared by every child object.
-import { GROUP, OAUTH_CLIENT_KIND, RATE_LIMIT_POLICY_KIND, RATE_LIMIT_ROUTE_KIND } from '../../api/index.ts';
+import {
+  GROUP,
+  OAUTH_CLIENT_KIND,
+  RATE_LIMIT_POLICY_KIND,
+  RATE_LIMIT_ROUTE_KIND,
+} from '../../api/index.ts';
 import type { KubeObject, OwnerReference } from '../../runtime/kube-object.ts';
 import { AUTH_SERVER_NAME } from '../auth/names.ts';
 
@@ -18,7 +23,10 @@ export const COMPONENT_LABEL = 'app.kubernetes.io/component';
 export const SIDECAR_POD_LABEL = 'portcullis.dev/sidecar';
 export const SIDECAR_POD_LABELS: Readonly<Record<string, string>> = { [SIDECAR_POD_LABEL]: 'true' };
 /** The labels spec.targetRef puts on a team's pods: what the route's NetworkPolicy selects. */
-export const injectedPodLabels = (routeName: string): Record<string, string> => ({ ...SIDECAR_POD_LABELS, [ROUTE_LABEL]: routeName });
+export const injectedPodLabels = (routeName: string): Record<string, string> => ({
+  ...SIDECAR_POD_LABELS,
+  [ROUTE_LABEL]: routeName,
+});
 /** Pod-template annotation: hash of the mounted config; a new value rolls the pods. */
 export const CONFIG_HASH_ANNOTATION = 'portcullis.dev/config-hash';
 
@@ -30,12 +38,24 @@ export interface Owner {
 
 /** The controller reference (garbage collection deletes the child with its owner). */
 export function controllerRef(owner: Owner): OwnerReference {
-  return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid ?? '', controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion: owner.apiVersion,
+    kind: owner.kind,
+    name: owner.metadata.name,
+    uid: owner.metadata.uid ?? '',
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** A non-controller reference: the child lives as long as any of its owners. */
 export function ownerRef(owner: Owner): OwnerReference {
-  return { apiVersion: owner.apiVersion, kind: owner.kind, name: owner.metadata.name, uid: owner.metadata.uid ?? '' };
+  return {
+    apiVersion: owner.apiVersion,
+    kind: owner.kind,
+    name: owner.metadata.name,
+    uid: owner.metadata.uid ?? '',
+  };
 }
 
 /** Owner references of an object several own, by name: the same owners always render alike (no spurious apply). */
@@ -43,7 +63,11 @@ export function sortedOwnerRefs(owners: readonly Owner[]): OwnerReference[] {
   return [...owners].sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(ownerRef);
 }
 
-export function baseLabels(name: string, instance: string, component: string): Record<string, string> {
+export function baseLabels(
+  name: string,
+  instance: string,
+  component: string,
+): Record<string, string> {
   return {
     'app.kubernetes.io/name': name,
     'app.kubernetes.io/instance': instance,
@@ -65,7 +89,10 @@ export function routeSelectorLabels(route: string): Record<string, string> {
 
 /** What selects the auth server's pods. */
 export function authServerSelectorLabels(): Record<string, string> {
-  return { 'app.kubernetes.io/name': 'portcullis-auth-server', 'app.kubernetes.io/instance': AUTH_SERVER_NAME };
+  return {
+    'app.kubernetes.io/name': 'portcullis-auth-server',
+    'app.kubernetes.io/instance': AUTH_SERVER_NAME,
+  };
 }
 
 /** An object of a namespace's auth server. */
@@ -83,9 +110,17 @@ export function controllerOf(child: KubeObject, kind: string): OwnerReference | 
  * operator's caches keep. The managed-by label alone proves nothing, anyone can set it.
  */
 export function ownedByPortcullis(obj: KubeObject): boolean {
-  return obj.metadata.ownerReferences?.some((r) => r.apiVersion.startsWith(`${GROUP}/`) && PORTCULLIS_OWNER_KINDS.has(r.kind)) ?? false;
+  return (
+    obj.metadata.ownerReferences?.some(
+      (r) => r.apiVersion.startsWith(`${GROUP}/`) && PORTCULLIS_OWNER_KINDS.has(r.kind),
+    ) ?? false
+  );
 }
-const PORTCULLIS_OWNER_KINDS: ReadonlySet<string> = new Set([RATE_LIMIT_ROUTE_KIND, OAUTH_CLIENT_KIND, RATE_LIMIT_POLICY_KIND]);
+const PORTCULLIS_OWNER_KINDS: ReadonlySet<string> = new Set([
+  RATE_LIMIT_ROUTE_KIND,
+  OAUTH_CLIENT_KIND,
+  RATE_LIMIT_POLICY_KIND,
+]);
 
 /** Hardened container security context: non-root, read-only root filesystem, no capabilities. */
 export const containerSecurityContext = {

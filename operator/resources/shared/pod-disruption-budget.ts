@@ -29,7 +29,12 @@ export function podDisruptionBudget(input: PodDisruptionBudgetInput): KubeObject
   return {
     apiVersion: 'policy/v1',
     kind: 'PodDisruptionBudget',
-    metadata: { name: input.name, namespace: input.namespace, labels: input.labels, ownerReferences: input.ownerReferences },
+    metadata: {
+      name: input.name,
+      namespace: input.namespace,
+      labels: input.labels,
+      ownerReferences: input.ownerReferences,
+    },
     spec: {
       maxUnavailable: 1,
       selector: { matchLabels: input.selectorLabels },

@@ -9,7 +9,9 @@ import type { V1TopologySpreadConstraint } from '@kubernetes/client-node';
 export const HOSTNAME_TOPOLOGY_KEY = 'kubernetes.io/hostname';
 export const ZONE_TOPOLOGY_KEY = 'topology.kubernetes.io/zone';
 
-export function topologySpreadConstraints(selectorLabels: Record<string, string>): V1TopologySpreadConstraint[] {
+export function topologySpreadConstraints(
+  selectorLabels: Record<string, string>,
+): V1TopologySpreadConstraint[] {
   return [HOSTNAME_TOPOLOGY_KEY, ZONE_TOPOLOGY_KEY].map((topologyKey) => ({
     maxSkew: 1,
     topologyKey,
@@ -20,7 +22,10 @@ export function topologySpreadConstraints(selectorLabels: Record<string, string>
 }
 
 /** `priorityClassName` of a pod spec, or nothing when neither the object nor the operator names one. */
-export function priorityClassField(own: string | undefined, operatorDefault: string | undefined): { priorityClassName?: string } {
+export function priorityClassField(
+  own: string | undefined,
+  operatorDefault: string | undefined,
+): { priorityClassName?: string } {
   const name = own ?? operatorDefault;
   return name === undefined ? {} : { priorityClassName: name };
 }

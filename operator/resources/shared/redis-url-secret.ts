@@ -9,7 +9,13 @@
 import type { V1Secret } from '@kubernetes/client-node';
 import type { KubeObject } from '../../runtime/kube-object.ts';
 import type { ResourceSettings } from './settings.ts';
-import { authServerLabels, controllerRef, type Owner, routeLabels, sortedOwnerRefs } from './metadata.ts';
+import {
+  authServerLabels,
+  controllerRef,
+  type Owner,
+  routeLabels,
+  sortedOwnerRefs,
+} from './metadata.ts';
 
 /** A Secret key holding a redis:// or rediss:// URL. */
 export interface SecretKeyRef {
@@ -43,7 +49,10 @@ export function secretKeyData(secret: KubeObject | undefined, key: string): stri
 }
 
 /** The route's copy: its sidecar mounts the key as redis.urlFile. */
-export function routeRedisSecret(route: Owner & { metadata: { namespace?: string } }, urlBase64: string): KubeObject {
+export function routeRedisSecret(
+  route: Owner & { metadata: { namespace?: string } },
+  urlBase64: string,
+): KubeObject {
   const name = route.metadata.name;
   return {
     apiVersion: 'v1',
@@ -60,7 +69,11 @@ export function routeRedisSecret(route: Owner & { metadata: { namespace?: string
 }
 
 /** The auth server's copy, owned (like its other Secrets) by every OAuthClient of the namespace. */
-export function authRedisSecret(namespace: string, owners: readonly Owner[], urlBase64: string): KubeObject {
+export function authRedisSecret(
+  namespace: string,
+  owners: readonly Owner[],
+  urlBase64: string,
+): KubeObject {
   return {
     apiVersion: 'v1',
     kind: 'Secret',
@@ -76,6 +89,8 @@ export function authRedisSecret(namespace: string, owners: readonly Owner[], url
 }
 
 /** The Secret holding the auth servers' Redis URL, when it comes from one (not from a plain URL setting). */
-export function authRedisSource(settings: Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret'>): SecretKeyRef | undefined {
+export function authRedisSource(
+  settings: Pick<ResourceSettings, 'authRedisUrl' | 'authRedisSecret'>,
+): SecretKeyRef | undefined {
   return settings.authRedisUrl === undefined ? settings.authRedisSecret : undefined;
 }

@@ -32,8 +32,15 @@ export function sidecarOldSpaceMiB(resources: ContainerResources): number {
 }
 
 /** A Node container's environment: production mode, the V8 caps, two malloc arenas. */
-export function nodeEnv(semiSpaceMiB: number, oldSpace: number): { NODE_ENV: string; NODE_OPTIONS: string; MALLOC_ARENA_MAX: string } {
-  return { NODE_ENV: 'production', NODE_OPTIONS: `--max-semi-space-size=${semiSpaceMiB} --max-old-space-size=${oldSpace}`, MALLOC_ARENA_MAX: '2' };
+export function nodeEnv(
+  semiSpaceMiB: number,
+  oldSpace: number,
+): { NODE_ENV: string; NODE_OPTIONS: string; MALLOC_ARENA_MAX: string } {
+  return {
+    NODE_ENV: 'production',
+    NODE_OPTIONS: `--max-semi-space-size=${semiSpaceMiB} --max-old-space-size=${oldSpace}`,
+    MALLOC_ARENA_MAX: '2',
+  };
 }
 
 /** The sidecar's memory limit is too small to run it (undefined: fine, or no limit). */
@@ -44,7 +51,11 @@ export function sidecarMemoryProblem(resources: ContainerResources): string | un
   return `the sidecar's limits.memory (${limit}) is below ${SIDECAR_MIN_MEMORY_LIMIT_MIB}Mi, too little for node and its heap; give it at least ${SIDECAR_MIN_MEMORY_LIMIT_MIB}Mi (256Mi by default)`;
 }
 
-export function sidecarEnv(resources: ContainerResources): { NODE_ENV: string; NODE_OPTIONS: string; MALLOC_ARENA_MAX: string } {
+export function sidecarEnv(resources: ContainerResources): {
+  NODE_ENV: string;
+  NODE_OPTIONS: string;
+  MALLOC_ARENA_MAX: string;
+} {
   return nodeEnv(SIDECAR_SEMI_SPACE_MIB, sidecarOldSpaceMiB(resources));
 }
 

@@ -19,7 +19,10 @@ const REPLAY_MEMORY_MS = 10 * 60_000;
 function required(params: Parameters<Grant['handle']>[2], name: string): string {
   const p = single(params, name);
   if (p.kind === 'value') return p.value;
-  throw new OAuthError('invalid_request', p.kind === 'repeated' ? `${name} repeated` : `${name} is required`);
+  throw new OAuthError(
+    'invalid_request',
+    p.kind === 'repeated' ? `${name} repeated` : `${name} is required`,
+  );
 }
 
 export const authorizationCodeGrant: Grant = {
@@ -28,34 +31,53 @@ export const authorizationCodeGrant: Grant = {
     const code = required(params, 'code');
     const redirectUri = required(params, 'redirect_uri');
     const verifier = single(params, 'code_verifier');
-    if (verifier.kind === 'repeated') throw new OAuthError('invalid_request', 'code_verifier repeated');
+    if (verifier.kind === 'repeated')
+      throw new OAuthError('invalid_request', 'code_verifier repeated');
 
     const codeHash = sha256(code);
     const record = await ctx.stores.codes.peek(codeHash);
-    if (record === undefined) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
-    if (record.clientId !== client.client_id) throw new OAuthError('invalid_grant', 'the authorization code was issued to another client');
-    if (record.redirectUri !== redirectUri) throw new OAuthError('invalid_grant', 'redirect_uri does not match the authorization request');
+    if (record === undefined)
+      throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
+    if (record.clientId !== client.client_id)
+      throw new OAuthError('invalid_grant', 'the authorization code was issued to another client');
+    if (record.redirectUri !== redirectUri)
+      throw new OAuthError(
+        'invalid_grant',
+        'redirect_uri does not match the authorization request',
+      );
     if (record.codeChallenge !== undefined) {
-      if (verifier.kind !== 'value') throw new OAuthError('invalid_grant', 'code_verifier is required (PKCE)');
-      if (!VERIFIER.test(verifier.value)) throw new OAuthError('invalid_grant', 'code_verifier is malformed');
+      if (verifier.kind !== 'value')
+        throw new OAuthError('invalid_grant', 'code_verifier is required (PKCE)');
+      if (!VERIFIER.test(verifier.value))
+        throw new OAuthError('invalid_grant', 'code_verifier is malformed');
       const computed = createHash('sha256').update(verifier.value, 'ascii').digest('base64url');
-      if (!safeEqual(computed, record.codeChallenge)) throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
+      if (!safeEqual(computed, record.codeChallenge))
+        throw new OAuthError('invalid_grant', 'code_verifier does not match the code_challenge');
     } else if (verifier.kind === 'value') {
-      throw new OAuthError('invalid_grant', 'code_verifier sent but the authorization request had no code_challenge');
+      throw new OAuthError(
+        'invalid_grant',
+        'code_verifier sent but the authorization request had no code_challenge',
+      );
     }
 
     const consumed = await ctx.stores.codes.consume(codeHash, REPLAY_MEMORY_MS);
-    if (consumed.status === 'unknown') throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
+    if (consumed.status === 'unknown')
+      throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
     if (consumed.status === 'replayed') {
       if (consumed.issued !== undefined) {
         const access = { jti: consumed.issued.jti, expiresAt: consumed.issued.accessExpiresAt };
-        if (consumed.issued.familyId !== undefined) await revokeFamily(ctx, consumed.issued.familyId, [access]);
+        if (consumed.issued.familyId !== undefined)
+          await revokeFamily(ctx, consumed.issued.familyId, [access]);
         else await denyAccessTokens(ctx, [access]);
       }
-      log.warn({ client_id: client.client_id }, 'authorization code replayed; its tokens are revoked');
+      log.warn(
+        { client_id: client.client_id },
+        'authorization code replayed; its tokens are revoked',
+      );
       throw new OAuthError('invalid_grant', 'the authorization code was already used');
     }
-    if (consumed.record.expiresAt <= ctx.now()) throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
+    if (consumed.record.expiresAt <= ctx.now())
+      throw new OAuthError('invalid_grant', 'the authorization code is invalid or expired');
 
     const issued = await issueNewGrant(ctx, client, {
       user: record.user,
@@ -73,7 +95,10 @@ export const authorizationCodeGrant: Grant = {
       else await denyAccessTokens(ctx, [issued.access]);
       throw new OAuthError('invalid_grant', 'the authorization code was already used');
     }
-    log.info({ client_id: client.client_id, user: record.user, scope: record.scope.join(' ') }, 'code exchanged');
+    log.info(
+      { client_id: client.client_id, user: record.user, scope: record.scope.join(' ') },
+      'code exchanged',
+    );
     return issued.body;
   },
 };

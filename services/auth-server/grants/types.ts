@@ -8,5 +8,10 @@ import type { Params } from '../params.ts';
 export interface Grant {
   /** The grant_types value a client must be registered for. */
   readonly registeredAs: 'authorization_code' | 'refresh_token';
-  handle(ctx: AuthContext, client: RegisteredClient, params: Params, log: FastifyBaseLogger): Promise<TokenResponse>;
+  handle(
+    ctx: AuthContext,
+    client: RegisteredClient,
+    params: Params,
+    log: FastifyBaseLogger,
+  ): Promise<TokenResponse>;
 }

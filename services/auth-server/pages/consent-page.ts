@@ -13,7 +13,9 @@ export interface ConsentPageInput {
 }
 
 export function sendConsentPage(reply: FastifyReply, input: ConsentPageInput): FastifyReply {
-  const items = input.scopes.map((s) => html`<li><code>${s}</code> ${scopeDescription(s) ?? ''}</li>`);
+  const items = input.scopes.map(
+    (s) => html`<li><code>${s}</code> ${scopeDescription(s) ?? ''}</li>`,
+  );
   return sendPage(
     reply,
     'Allow access',

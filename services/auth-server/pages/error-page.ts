@@ -2,7 +2,12 @@ import type { FastifyReply } from 'fastify';
 import { html, sendPage } from '../../../lib/web/html.ts';
 
 /** An error the person sees in the browser (bad client_id or redirect_uri, expired form, ...). Never a redirect. */
-export function sendErrorPage(reply: FastifyReply, status: number, title: string, message: string): FastifyReply {
+export function sendErrorPage(
+  reply: FastifyReply,
+  status: number,
+  title: string,
+  message: string,
+): FastifyReply {
   return sendPage(
     reply,
     title,

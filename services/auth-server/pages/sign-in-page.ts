@@ -15,7 +15,10 @@ export interface SignInPageInput {
 }
 
 export function sendSignInPage(reply: FastifyReply, input: SignInPageInput): FastifyReply {
-  const lead = input.clientName === undefined ? html`to manage the applications you have allowed` : html`to continue to <strong>${input.clientName}</strong>`;
+  const lead =
+    input.clientName === undefined
+      ? html`to manage the applications you have allowed`
+      : html`to continue to <strong>${input.clientName}</strong>`;
   return sendPage(
     reply,
     'Sign in',

@@ -16,7 +16,8 @@ const consentFormSchema = z.object({
   decision: z.enum(['allow', 'deny']).optional(),
 });
 
-const notSignedIn = () => new PageError(400, 'This page has expired', 'Sign in first. Start again from the application.');
+const notSignedIn = () =>
+  new PageError(400, 'This page has expired', 'Sign in first. Start again from the application.');
 
 export function consentRoute(ctx: AuthContext): FastifyPluginAsync {
   return async (app) => {
@@ -26,7 +27,8 @@ export function consentRoute(ctx: AuthContext): FastifyPluginAsync {
       const ix = await loadInteraction(ctx, request, id, 'authorize');
       if (ix.user === undefined) throw notSignedIn();
       const client = ctx.directory.client(ix.clientId);
-      if (client === undefined) throw new PageError(400, 'Unknown application', 'The application is no longer registered.');
+      if (client === undefined)
+        throw new PageError(400, 'Unknown application', 'The application is no longer registered.');
       return sendConsentPage(reply, {
         interactionId: id ?? '',
         csrf: ix.csrf,
@@ -39,21 +41,31 @@ export function consentRoute(ctx: AuthContext): FastifyPluginAsync {
 
     app.post('/auth/consent', async (request, reply) => {
       const form = consentFormSchema.safeParse(request.body ?? {});
-      if (!form.success) throw new PageError(400, 'Request refused', 'The consent form was malformed.');
+      if (!form.success)
+        throw new PageError(400, 'Request refused', 'The consent form was malformed.');
       const { interaction: id = '', csrf, decision } = form.data;
       const ix = await loadInteraction(ctx, request, id, 'authorize');
       checkCsrf(ix, csrf);
       const user = ix.user;
       if (user === undefined || ix.authTime === undefined) throw notSignedIn();
-      if (decision === undefined) throw new PageError(400, 'Request refused', 'Choose Allow or Deny.');
+      if (decision === undefined)
+        throw new PageError(400, 'Request refused', 'Choose Allow or Deny.');
       const taken = await ctx.stores.interactions.take(id);
-      if (taken === undefined) throw new PageError(400, 'This page has expired', 'This authorization was already completed.');
+      if (taken === undefined)
+        throw new PageError(
+          400,
+          'This page has expired',
+          'This authorization was already completed.',
+        );
       if (decision === 'deny') {
         request.log.info({ client_id: ix.clientId, user }, 'consent denied');
         return redirectWithError(ctx, reply, ix, 'access_denied', 'the user denied the request');
       }
       await ctx.stores.consents.grant(user, ix.clientId, ix.scope, ctx.now());
-      request.log.info({ client_id: ix.clientId, user, scope: ix.scope.join(' ') }, 'consent granted');
+      request.log.info(
+        { client_id: ix.clientId, user, scope: ix.scope.join(' ') },
+        'consent granted',
+      );
       return redirectWithCode(ctx, reply, { ...ix, user, authTime: ix.authTime });
     });
   };

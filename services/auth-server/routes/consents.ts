@@ -9,7 +9,16 @@ import { sendRefusedSignIn, signIn } from '../authenticate.ts';
 import type { AuthContext } from '../context.ts';
 import { readCookie, serializeCookie } from '../../../lib/web/cookies.ts';
 import { PageError } from '../errors.ts';
-import { bindBrowser, checkCsrf, cookieName, isStored, loadInteraction, markFailed, renewAfterSignIn, sealInteraction } from '../interaction.ts';
+import {
+  bindBrowser,
+  checkCsrf,
+  cookieName,
+  isStored,
+  loadInteraction,
+  markFailed,
+  renewAfterSignIn,
+  sealInteraction,
+} from '../interaction.ts';
 import { revokeFamily } from '../issue-tokens.ts';
 import { sendConsentsPage } from '../pages/consents-page.ts';
 import { sendSignInPage } from '../pages/sign-in-page.ts';
@@ -27,13 +36,25 @@ const formSchema = z.object({
 export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
   const ttlMs = ctx.settings.interactionTtlSeconds * 1000;
   // The __Host- prefix requires Path=/; without it the cookie stays on the pages that use it.
-  const account = { name: cookieName(ctx, ACCOUNT_COOKIE), path: ctx.secureCookies ? '/' : '/consents' };
+  const account = {
+    name: cookieName(ctx, ACCOUNT_COOKIE),
+    path: ctx.secureCookies ? '/' : '/consents',
+  };
   const setAccount = (reply: FastifyReply, id: string, maxAge?: number) =>
-    reply.header('set-cookie', serializeCookie(account.name, id, { path: account.path, secure: ctx.secureCookies, ...(maxAge === undefined ? {} : { maxAge }) }));
+    reply.header(
+      'set-cookie',
+      serializeCookie(account.name, id, {
+        path: account.path,
+        secure: ctx.secureCookies,
+        ...(maxAge === undefined ? {} : { maxAge }),
+      }),
+    );
   const back = (reply: FastifyReply) => reply.code(303).header('location', '/consents').send();
 
   /** The account session of this browser, or undefined. */
-  async function session(request: FastifyRequest): Promise<{ id: string; ix: Extract<Interaction, { kind: 'account' }> } | undefined> {
+  async function session(
+    request: FastifyRequest,
+  ): Promise<{ id: string; ix: Extract<Interaction, { kind: 'account' }> } | undefined> {
     const id = readCookie(request.headers.cookie, account.name);
     if (id === undefined) return undefined;
     try {
@@ -45,7 +66,8 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
 
   async function requireSession(request: FastifyRequest, csrf: string | undefined) {
     const s = await session(request);
-    if (s === undefined) throw new PageError(403, 'Request refused', 'Your session has expired. Sign in again.');
+    if (s === undefined)
+      throw new PageError(403, 'Request refused', 'Your session has expired. Sign in again.');
     checkCsrf(s.ix, csrf);
     return s;
   }
@@ -54,14 +76,24 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
     app.get('/consents', async (request, reply) => {
       let s = await session(request);
       if (s === undefined) {
-        const ix: Interaction = { kind: 'account', browserHash: bindBrowser(ctx, request, reply), csrf: randomToken(), expiresAt: ctx.now() + ttlMs };
+        const ix: Interaction = {
+          kind: 'account',
+          browserHash: bindBrowser(ctx, request, reply),
+          csrf: randomToken(),
+          expiresAt: ctx.now() + ttlMs,
+        };
         const id = await sealInteraction(ctx, ix);
         setAccount(reply, id);
         s = { id, ix };
       }
       const user = s.ix.user;
       if (user === undefined) {
-        return sendSignInPage(reply, { action: '/consents/sign-in', interactionId: s.id, csrf: s.ix.csrf, failed: s.ix.failed ?? false });
+        return sendSignInPage(reply, {
+          action: '/consents/sign-in',
+          interactionId: s.id,
+          csrf: s.ix.csrf,
+          failed: s.ix.failed ?? false,
+        });
       }
       const consents = [...(await ctx.stores.consents.list(user))].map(([clientId, consent]) => ({
         clientId,
@@ -73,10 +105,12 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
 
     app.post('/consents/sign-in', async (request, reply) => {
       const form = formSchema.safeParse(request.body ?? {});
-      if (!form.success) throw new PageError(400, 'Request refused', 'The sign-in form was malformed.');
+      if (!form.success)
+        throw new PageError(400, 'Request refused', 'The sign-in form was malformed.');
       const s = await requireSession(request, form.data.csrf);
       const result = await signIn(ctx, request, form.data.username, form.data.password);
-      if (result.kind === 'throttled' || result.kind === 'busy') return sendRefusedSignIn(reply, result);
+      if (result.kind === 'throttled' || result.kind === 'busy')
+        return sendRefusedSignIn(reply, result);
       if (result.kind === 'failed') {
         const next = await markFailed(ctx, s.id, s.ix);
         if (next !== s.id) setAccount(reply, next);
@@ -84,7 +118,16 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
       }
       const left = Math.max(1, s.ix.expiresAt - ctx.now());
       // Signed in: a new session id and binding cookie (a session planted before is worth nothing).
-      setAccount(reply, await renewAfterSignIn(ctx, reply, s.id, { ...s.ix, user: result.user, failed: false, csrf: randomToken() }, left));
+      setAccount(
+        reply,
+        await renewAfterSignIn(
+          ctx,
+          reply,
+          s.id,
+          { ...s.ix, user: result.user, failed: false, csrf: randomToken() },
+          left,
+        ),
+      );
       return back(reply);
     });
 
@@ -94,15 +137,20 @@ export function consentsRoute(ctx: AuthContext): FastifyPluginAsync {
       const s = await requireSession(request, form.data.csrf);
       const user = s.ix.user;
       const clientId = form.data.client_id;
-      if (user === undefined || clientId === undefined) throw new PageError(400, 'Request refused', 'Sign in first.');
+      if (user === undefined || clientId === undefined)
+        throw new PageError(400, 'Request refused', 'Sign in first.');
       // Only this server's registered clients: an id from elsewhere names state that is not this
       // server's to change, and an unknown one would only write an empty record.
       if (ctx.directory.client(clientId) === undefined) {
-        request.log.info({ user, client_id: clientId }, 'consent revocation refused: client not registered');
+        request.log.info(
+          { user, client_id: clientId },
+          'consent revocation refused: client not registered',
+        );
         throw new PageError(400, 'Request refused', 'That application is not registered here.');
       }
       await ctx.stores.consents.revoke(user, clientId);
-      for (const familyId of await ctx.stores.refresh.familiesOf(user, clientId)) await revokeFamily(ctx, familyId);
+      for (const familyId of await ctx.stores.refresh.familiesOf(user, clientId))
+        await revokeFamily(ctx, familyId);
       // The user's sign-in sessions end too: the next authorization asks for the password again.
       await ctx.stores.sessions.deleteUser(user);
       request.log.info({ user, client_id: clientId }, 'consent revoked');

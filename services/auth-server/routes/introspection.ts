@@ -18,22 +18,28 @@ export function introspectionRoute(ctx: AuthContext): FastifyPluginAsync {
     app.post('/introspect', { config: { oauth: true } }, async (request, reply) => {
       const params = bodyParams(request);
       const client = authenticateClient(ctx, request, params);
-      if (client.token_endpoint_auth_method === 'none') throw new OAuthError('invalid_client', 'introspection needs an authenticated client');
+      if (client.token_endpoint_auth_method === 'none')
+        throw new OAuthError('invalid_client', 'introspection needs an authenticated client');
       const token = single(params, 'token');
       if (token.kind !== 'value') throw new OAuthError('invalid_request', 'token is required');
-      const send = (body: Record<string, unknown>) => noStore(reply).code(200).type('application/json; charset=utf-8').send(body);
+      const send = (body: Record<string, unknown>) =>
+        noStore(reply).code(200).type('application/json; charset=utf-8').send(body);
       const now = ctx.now();
       /** False (and logged) when the token belongs to another client the caller may not look at. */
       const mayView = (tokenClientId: string) => {
         if (tokenClientId === client.client_id || client.resource_server === true) return true;
-        request.log.info({ client_id: client.client_id, token_client_id: tokenClientId }, "introspection of another client's token refused");
+        request.log.info(
+          { client_id: client.client_id, token_client_id: tokenClientId },
+          "introspection of another client's token refused",
+        );
         return false;
       };
 
       const refresh = parseRefreshToken(token.value);
       if (refresh !== undefined) {
         const family = await ctx.stores.refresh.inspect(refresh.familyId, refresh.hash, now);
-        if (family === undefined || !family.active || !mayView(family.grant.clientId)) return send({ active: false });
+        if (family === undefined || !family.active || !mayView(family.grant.clientId))
+          return send({ active: false });
         return send({
           active: true,
           token_type: 'refresh_token',
@@ -46,7 +52,12 @@ export function introspectionRoute(ctx: AuthContext): FastifyPluginAsync {
         });
       }
       const claims = await verifyOwnAccessToken(ctx.keys, token.value, ctx.settings.issuer, now);
-      if (claims === undefined || !mayView(claims.client_id) || (await ctx.stores.revoked.isRevoked(claims.jti))) return send({ active: false });
+      if (
+        claims === undefined ||
+        !mayView(claims.client_id) ||
+        (await ctx.stores.revoked.isRevoked(claims.jti))
+      )
+        return send({ active: false });
       return send({
         active: true,
         token_type: 'Bearer',

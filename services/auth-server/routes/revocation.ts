@@ -24,7 +24,12 @@ export function revocationRoute(ctx: AuthContext): FastifyPluginAsync {
           request.log.info({ client_id: client.client_id }, 'refresh token revoked');
         }
       } else {
-        const claims = await verifyOwnAccessToken(ctx.keys, token.value, ctx.settings.issuer, ctx.now());
+        const claims = await verifyOwnAccessToken(
+          ctx.keys,
+          token.value,
+          ctx.settings.issuer,
+          ctx.now(),
+        );
         if (claims !== undefined && claims.client_id === client.client_id) {
           await ctx.stores.revoked.revoke(claims.jti, claims.exp * 1000, ctx.now());
           request.log.info({ client_id: client.client_id }, 'access token revoked');

@@ -24,9 +24,15 @@ export function signInRoute(ctx: AuthContext): FastifyPluginAsync {
   return async (app) => {
     app.get('/auth/sign-in', async (request, reply) => {
       const query = querySchema.safeParse(request.query);
-      const ix = await loadInteraction(ctx, request, query.success ? query.data.interaction : undefined, 'authorize');
+      const ix = await loadInteraction(
+        ctx,
+        request,
+        query.success ? query.data.interaction : undefined,
+        'authorize',
+      );
       const client = ctx.directory.client(ix.clientId);
-      if (client === undefined) throw new PageError(400, 'Unknown application', 'The application is no longer registered.');
+      if (client === undefined)
+        throw new PageError(400, 'Unknown application', 'The application is no longer registered.');
       return sendSignInPage(reply, {
         action: '/auth/sign-in',
         interactionId: query.data?.interaction ?? '',
@@ -40,19 +46,25 @@ export function signInRoute(ctx: AuthContext): FastifyPluginAsync {
 
     app.post('/auth/sign-in', async (request, reply) => {
       const form = signInFormSchema.safeParse(request.body ?? {});
-      if (!form.success) throw new PageError(400, 'Request refused', 'The sign-in form was malformed.');
+      if (!form.success)
+        throw new PageError(400, 'Request refused', 'The sign-in form was malformed.');
       const { interaction: id = '', csrf, username, password } = form.data;
       const ix = await loadInteraction(ctx, request, id, 'authorize');
       checkCsrf(ix, csrf);
       const client = ctx.directory.client(ix.clientId);
-      if (client === undefined) throw new PageError(400, 'Unknown application', 'The application is no longer registered.');
+      if (client === undefined)
+        throw new PageError(400, 'Unknown application', 'The application is no longer registered.');
 
       const result = await signIn(ctx, request, username, password);
-      if (result.kind === 'throttled' || result.kind === 'busy') return sendRefusedSignIn(reply, result);
+      if (result.kind === 'throttled' || result.kind === 'busy')
+        return sendRefusedSignIn(reply, result);
       if (result.kind === 'failed') {
         request.log.info({ client_id: ix.clientId }, 'sign-in failed');
         const next = await markFailed(ctx, id, ix);
-        return reply.code(303).header('location', `/auth/sign-in?interaction=${encodeURIComponent(next)}`).send();
+        return reply
+          .code(303)
+          .header('location', `/auth/sign-in?interaction=${encodeURIComponent(next)}`)
+          .send();
       }
       const authTime = ctx.now();
       request.log.info({ client_id: ix.clientId, user: result.user }, 'signed in');

@@ -17,6 +17,10 @@ ul.scopes li,ul.consents li{margin:.5rem 0}
 
 export const staticRoute: FastifyPluginAsync = async (app) => {
   app.get('/static/portcullis.css', async (_request, reply) =>
-    reply.header('cache-control', 'public, max-age=3600').header('x-content-type-options', 'nosniff').type('text/css; charset=utf-8').send(css),
+    reply
+      .header('cache-control', 'public, max-age=3600')
+      .header('x-content-type-options', 'nosniff')
+      .type('text/css; charset=utf-8')
+      .send(css),
   );
 };

@@ -14,11 +14,19 @@ export function tokenRoute(ctx: AuthContext): FastifyPluginAsync {
       const params = bodyParams(request);
       const client = authenticateClient(ctx, request, params);
       const grantType = single(params, 'grant_type');
-      if (grantType.kind !== 'value') throw new OAuthError('invalid_request', 'grant_type is required');
+      if (grantType.kind !== 'value')
+        throw new OAuthError('invalid_request', 'grant_type is required');
       const grant = grants.get(grantType.value);
-      if (grant === undefined) throw new OAuthError('unsupported_grant_type', `grant_type ${grantType.value.slice(0, 40)} is not supported`);
+      if (grant === undefined)
+        throw new OAuthError(
+          'unsupported_grant_type',
+          `grant_type ${grantType.value.slice(0, 40)} is not supported`,
+        );
       if (!client.grant_types.includes(grant.registeredAs)) {
-        throw new OAuthError('unauthorized_client', `the client may not use grant_type ${grantType.value}`);
+        throw new OAuthError(
+          'unauthorized_client',
+          `the client may not use grant_type ${grantType.value}`,
+        );
       }
       const body = await grant.handle(ctx, client, params, request.log);
       ctx.metrics.tokensIssued.inc({ grant_type: grant.registeredAs });

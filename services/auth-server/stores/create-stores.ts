@@ -41,7 +41,11 @@ export async function createStores(
   await redis.connect();
   // Every key under the namespace's prefix (lib/tenancy): the namespace's Redis user may touch no other.
   const prefix = authKeyPrefix(namespace);
-  const buckets = new RedisBucketStore({ url: redisUrl, keyPrefix: `${prefix}signin:`, commandTimeoutMs: 200 });
+  const buckets = new RedisBucketStore({
+    url: redisUrl,
+    keyPrefix: `${prefix}signin:`,
+    commandTimeoutMs: 200,
+  });
   await buckets.ready();
   return { stores: createRedisStores(redis, prefix), buckets };
 }

@@ -21,7 +21,8 @@ export function createMemorySessionStore(): MemorySessionStore {
   return {
     async create(idHash, session, nowMs, idleMs) {
       // Expired sessions of this user go when a new one starts: the index never grows without bound.
-      for (const id of byUser.get(session.user) ?? []) if ((sessions.get(id)?.expiresAt ?? 0) <= nowMs) forget(id);
+      for (const id of byUser.get(session.user) ?? [])
+        if ((sessions.get(id)?.expiresAt ?? 0) <= nowMs) forget(id);
       sessions.set(idHash, { session, expiresAt: Math.min(nowMs + idleMs, session.endsAt) });
       const mine = byUser.get(session.user) ?? new Set<string>();
       mine.add(idHash);

@@ -140,7 +140,15 @@ export function createMemoryStores(now: () => number): AuthStores {
       const lifeMs = Math.min(ttlMs, endsAtMs - nowMs);
       families.set(
         familyId,
-        { grant, current: tokenHash, previous: new Set(), revoked: false, tokenExpiresAt: nowMs + lifeMs, endsAt: endsAtMs, jtis: [] },
+        {
+          grant,
+          current: tokenHash,
+          previous: new Set(),
+          revoked: false,
+          tokenExpiresAt: nowMs + lifeMs,
+          endsAt: endsAtMs,
+          jtis: [],
+        },
         lifeMs,
       );
       const key = userClientKey(grant.user, grant.clientId);
@@ -156,14 +164,24 @@ export function createMemoryStores(now: () => number): AuthStores {
         const lifeMs = Math.min(ttlMs, family.endsAt - nowMs);
         family.previous.add(tokenHash);
         family.current = newHash;
-        if (grace !== undefined && grace.ms > 0) family.grace = { hash: tokenHash, untilMs: nowMs + grace.ms, successor: grace.sealedSuccessor };
+        if (grace !== undefined && grace.ms > 0)
+          family.grace = {
+            hash: tokenHash,
+            untilMs: nowMs + grace.ms,
+            successor: grace.sealedSuccessor,
+          };
         else delete family.grace;
         family.tokenExpiresAt = nowMs + lifeMs;
         families.expire(familyId, lifeMs);
         return { status: 'ok', grant: family.grant };
       }
       const g = family.grace;
-      if (g !== undefined && g.hash === tokenHash && nowMs <= g.untilMs && family.tokenExpiresAt > nowMs) {
+      if (
+        g !== undefined &&
+        g.hash === tokenHash &&
+        nowMs <= g.untilMs &&
+        family.tokenExpiresAt > nowMs
+      ) {
         return { status: 'grace', grant: family.grant, successor: g.successor };
       }
       if (family.previous.has(tokenHash)) {

@@ -84,7 +84,15 @@ return redis.call('HGET', KEYS[1], 'jtis') or ''
 export interface AuthScripts {
   authConsumeCode(key: string, retainMs: number): Promise<unknown>;
   authAttachIssued(key: string, issued: string): Promise<unknown>;
-  authRotateRefresh(key: string, tokenHash: string, newHash: string, nowMs: number, ttlMs: number, graceMs: number, sealedSuccessor: string): Promise<unknown>;
+  authRotateRefresh(
+    key: string,
+    tokenHash: string,
+    newHash: string,
+    nowMs: number,
+    ttlMs: number,
+    graceMs: number,
+    sealedSuccessor: string,
+  ): Promise<unknown>;
   authAddJti(key: string, jti: string): Promise<unknown>;
   authRevokeFamily(key: string): Promise<unknown>;
 }
@@ -97,6 +105,7 @@ export function withScripts(redis: Redis): Redis & AuthScripts {
     authAddJti: addJti,
     authRevokeFamily: revokeFamily,
   };
-  for (const [name, lua] of Object.entries(scripts)) redis.defineCommand(name, { numberOfKeys: 1, lua });
+  for (const [name, lua] of Object.entries(scripts))
+    redis.defineCommand(name, { numberOfKeys: 1, lua });
   return redis as Redis & AuthScripts;
 }

@@ -11,7 +11,13 @@ export function createRedisSessionStore(redis: Redis, prefix: string): SessionSt
     async create(idHash, session, nowMs, idleMs) {
       const ttl = Math.max(1, Math.min(idleMs, session.endsAt - nowMs));
       const life = Math.max(1, session.endsAt - nowMs);
-      await redis.multi().set(key(idHash), JSON.stringify(session), 'PX', ttl).sadd(userKey(session.user), idHash).pexpire(userKey(session.user), life, 'NX').pexpire(userKey(session.user), life, 'GT').exec();
+      await redis
+        .multi()
+        .set(key(idHash), JSON.stringify(session), 'PX', ttl)
+        .sadd(userKey(session.user), idHash)
+        .pexpire(userKey(session.user), life, 'NX')
+        .pexpire(userKey(session.user), life, 'GT')
+        .exec();
     },
     async touch(idHash, nowMs, idleMs) {
       const text = await redis.get(key(idHash));
@@ -25,7 +31,11 @@ export function createRedisSessionStore(redis: Redis, prefix: string): SessionSt
       const parsed = sessionSchema.safeParse(json);
       if (!parsed.success || parsed.data.endsAt <= nowMs) return undefined;
       // XX: a session deleted meanwhile (sign-out on another replica) is not brought back.
-      await redis.pexpire(key(idHash), Math.max(1, Math.min(idleMs, parsed.data.endsAt - nowMs)), 'XX');
+      await redis.pexpire(
+        key(idHash),
+        Math.max(1, Math.min(idleMs, parsed.data.endsAt - nowMs)),
+        'XX',
+      );
       return parsed.data;
     },
     async delete(idHash) {

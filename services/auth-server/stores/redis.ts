@@ -20,7 +20,11 @@ import {
 } from './types.ts';
 
 const stringArray = z.array(z.string());
-const issuedSchema = z.object({ familyId: z.string().optional(), jti: z.string(), accessExpiresAt: z.number() });
+const issuedSchema = z.object({
+  familyId: z.string().optional(),
+  jti: z.string(),
+  accessExpiresAt: z.number(),
+});
 
 function parseJson<T>(schema: z.ZodType<T>, text: string): T {
   return schema.parse(JSON.parse(text));
@@ -54,7 +58,12 @@ export function createRedisStores(client: Redis, prefix: string): AuthStores {
    */
   async function indexFamily(grant: FamilyGrant, familyId: string, lifeMs: number): Promise<void> {
     const key = k.userClient(grant.user, grant.clientId);
-    await redis.multi().sadd(key, familyId).pexpire(key, lifeMs, 'NX').pexpire(key, lifeMs, 'GT').exec();
+    await redis
+      .multi()
+      .sadd(key, familyId)
+      .pexpire(key, lifeMs, 'NX')
+      .pexpire(key, lifeMs, 'GT')
+      .exec();
   }
 
   return {
@@ -77,7 +86,11 @@ export function createRedisStores(client: Redis, prefix: string): AuthStores {
     },
     codes: {
       async put(codeHash, record, ttlMs) {
-        await redis.multi().hset(k.code(codeHash), 'data', JSON.stringify(record)).pexpire(k.code(codeHash), ttlMs).exec();
+        await redis
+          .multi()
+          .hset(k.code(codeHash), 'data', JSON.stringify(record))
+          .pexpire(k.code(codeHash), ttlMs)
+          .exec();
       },
       async peek(codeHash) {
         const data = await redis.hget(k.code(codeHash), 'data');
@@ -85,14 +98,19 @@ export function createRedisStores(client: Redis, prefix: string): AuthStores {
       },
       async consume(codeHash, retainMs): Promise<ConsumeResult> {
         const reply = stringArray.parse(await redis.authConsumeCode(k.code(codeHash), retainMs));
-        if (reply[0] === 'ok') return { status: 'ok', record: parseJson(codeRecordSchema, reply[1] ?? '') };
+        if (reply[0] === 'ok')
+          return { status: 'ok', record: parseJson(codeRecordSchema, reply[1] ?? '') };
         if (reply[0] === 'replayed') {
-          return reply[1] ? { status: 'replayed', issued: parseJson(issuedSchema, reply[1]) } : { status: 'replayed' };
+          return reply[1]
+            ? { status: 'replayed', issued: parseJson(issuedSchema, reply[1]) }
+            : { status: 'replayed' };
         }
         return { status: 'unknown' };
       },
       async attachIssued(codeHash, issued) {
-        const reply = z.number().parse(await redis.authAttachIssued(k.code(codeHash), JSON.stringify(issued)));
+        const reply = z
+          .number()
+          .parse(await redis.authAttachIssued(k.code(codeHash), JSON.stringify(issued)));
         return reply === 1;
       },
     },
@@ -101,22 +119,54 @@ export function createRedisStores(client: Redis, prefix: string): AuthStores {
         const lifeMs = Math.min(ttlMs, endsAtMs - nowMs);
         await redis
           .multi()
-          .hset(k.family(familyId), 'grant', JSON.stringify(grant), 'current', tokenHash, 'previous', '', 'exp', String(nowMs + lifeMs), 'end', String(endsAtMs), 'jtis', '')
+          .hset(
+            k.family(familyId),
+            'grant',
+            JSON.stringify(grant),
+            'current',
+            tokenHash,
+            'previous',
+            '',
+            'exp',
+            String(nowMs + lifeMs),
+            'end',
+            String(endsAtMs),
+            'jtis',
+            '',
+          )
           .pexpire(k.family(familyId), lifeMs)
           .exec();
         await indexFamily(grant, familyId, lifeMs);
       },
       async rotate(familyId, tokenHash, newHash, nowMs, ttlMs, grace): Promise<RotateResult> {
         const reply = stringArray.parse(
-          await redis.authRotateRefresh(k.family(familyId), tokenHash, newHash, nowMs, ttlMs, grace?.ms ?? 0, grace?.sealedSuccessor ?? ''),
+          await redis.authRotateRefresh(
+            k.family(familyId),
+            tokenHash,
+            newHash,
+            nowMs,
+            ttlMs,
+            grace?.ms ?? 0,
+            grace?.sealedSuccessor ?? '',
+          ),
         );
         if (reply[0] === 'ok') {
           const grant = parseJson(familySchema, reply[1] ?? '');
           await indexFamily(grant, familyId, z.coerce.number().int().positive().parse(reply[2]));
           return { status: 'ok', grant };
         }
-        if (reply[0] === 'grace') return { status: 'grace', grant: parseJson(familySchema, reply[1] ?? ''), successor: reply[2] ?? '' };
-        if (reply[0] === 'reused') return { status: 'reused', grant: parseJson(familySchema, reply[1] ?? ''), jtis: parseJtis(reply[2] ?? '') };
+        if (reply[0] === 'grace')
+          return {
+            status: 'grace',
+            grant: parseJson(familySchema, reply[1] ?? ''),
+            successor: reply[2] ?? '',
+          };
+        if (reply[0] === 'reused')
+          return {
+            status: 'reused',
+            grant: parseJson(familySchema, reply[1] ?? ''),
+            jtis: parseJtis(reply[2] ?? ''),
+          };
         return { status: 'invalid' };
       },
       async addAccessToken(familyId, ref) {
@@ -126,12 +176,24 @@ export function createRedisStores(client: Redis, prefix: string): AuthStores {
         return parseJtis(z.string().parse(await redis.authRevokeFamily(k.family(familyId))));
       },
       async inspect(familyId, tokenHash, nowMs) {
-        const [grant, current, previous, revoked, exp] = await redis.hmget(k.family(familyId), 'grant', 'current', 'previous', 'revoked', 'exp');
+        const [grant, current, previous, revoked, exp] = await redis.hmget(
+          k.family(familyId),
+          'grant',
+          'current',
+          'previous',
+          'revoked',
+          'exp',
+        );
         if (grant === null || grant === undefined || current === null) return undefined;
         const isCurrent = current === tokenHash;
         if (!isCurrent && !(previous ?? '').split(' ').includes(tokenHash)) return undefined;
         const expiresAt = Number(exp);
-        return { grant: parseJson(familySchema, grant), current: isCurrent, active: isCurrent && revoked !== '1' && expiresAt > nowMs, expiresAt };
+        return {
+          grant: parseJson(familySchema, grant),
+          current: isCurrent,
+          active: isCurrent && revoked !== '1' && expiresAt > nowMs,
+          expiresAt,
+        };
       },
       async familiesOf(user, clientId) {
         return redis.smembers(k.userClient(user, clientId));
@@ -153,12 +215,17 @@ export function createRedisStores(client: Redis, prefix: string): AuthStores {
       async grant(user, clientId, scopes, nowMs) {
         const text = await redis.hget(k.consent(user), clientId);
         const before = text === null ? [] : parseJson(consentSchema, text).scopes;
-        const consent: Consent = { scopes: [...new Set([...before, ...scopes])].sort(), grantedAt: nowMs };
+        const consent: Consent = {
+          scopes: [...new Set([...before, ...scopes])].sort(),
+          grantedAt: nowMs,
+        };
         await redis.hset(k.consent(user), clientId, JSON.stringify(consent));
       },
       async list(user) {
         const all = await redis.hgetall(k.consent(user));
-        return new Map(Object.entries(all).map(([clientId, text]) => [clientId, parseJson(consentSchema, text)]));
+        return new Map(
+          Object.entries(all).map(([clientId, text]) => [clientId, parseJson(consentSchema, text)]),
+        );
       },
       async revoke(user, clientId) {
         await redis.hdel(k.consent(user), clientId);

@@ -12,12 +12,19 @@ export type StoreCallObserver = (operation: string, seconds: number, ok: boolean
  * promise settles (or it throws). Every method runs on `target` itself, timed or not, so class
  * adapters keep their private fields (`#timer` is not readable through a proxy).
  */
-export function timeCalls<T extends object>(target: T, name: string, methods: ReadonlySet<string>, nowMs: () => number, observe: StoreCallObserver): T {
+export function timeCalls<T extends object>(
+  target: T,
+  name: string,
+  methods: ReadonlySet<string>,
+  nowMs: () => number,
+  observe: StoreCallObserver,
+): T {
   return new Proxy(target, {
     get(obj, prop) {
       const value: unknown = Reflect.get(obj, prop, obj);
       if (typeof value !== 'function') return value;
-      if (typeof prop !== 'string' || !methods.has(prop)) return (...args: unknown[]): unknown => Reflect.apply(value, obj, args);
+      if (typeof prop !== 'string' || !methods.has(prop))
+        return (...args: unknown[]): unknown => Reflect.apply(value, obj, args);
       const operation = `${name}.${prop}`;
       return (...args: unknown[]): unknown => {
         const start = nowMs();
@@ -49,11 +56,17 @@ export function timeCalls<T extends object>(target: T, name: string, methods: Re
 }
 
 /** Every function-valued property of a plain store object. */
-const methodsOf = (store: object): ReadonlySet<string> => new Set(Object.keys(store).filter((k) => typeof Reflect.get(store, k) === 'function'));
+const methodsOf = (store: object): ReadonlySet<string> =>
+  new Set(Object.keys(store).filter((k) => typeof Reflect.get(store, k) === 'function'));
 
 /** The auth server's stores with every operation timed (close() is not an operation). */
-export function timeAuthStores(stores: AuthStores, nowMs: () => number, observe: StoreCallObserver): AuthStores {
-  const timed = <S extends object>(store: S, name: string) => timeCalls(store, name, methodsOf(store), nowMs, observe);
+export function timeAuthStores(
+  stores: AuthStores,
+  nowMs: () => number,
+  observe: StoreCallObserver,
+): AuthStores {
+  const timed = <S extends object>(store: S, name: string) =>
+    timeCalls(store, name, methodsOf(store), nowMs, observe);
   return {
     kind: stores.kind,
     interactions: timed(stores.interactions, 'interactions'),
@@ -70,7 +83,11 @@ export function timeAuthStores(stores: AuthStores, nowMs: () => number, observe:
  * The sign-in throttle's bucket store with its takes timed as `throttle.take`: from the call to
  * the sink's answer (the port's take answers through a sink, not a promise).
  */
-export function timeBucketStore(store: BucketStore, nowMs: () => number, observe: StoreCallObserver): BucketStore {
+export function timeBucketStore(
+  store: BucketStore,
+  nowMs: () => number,
+  observe: StoreCallObserver,
+): BucketStore {
   const timed: BucketStore = {
     take(key, rules, costs, sink) {
       const start = nowMs();

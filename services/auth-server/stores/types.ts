@@ -102,7 +102,11 @@ export type RotateResult =
    */
   | { readonly status: 'grace'; readonly grant: FamilyGrant; readonly successor: string }
   /** An earlier token of the family was presented: the family is now revoked; `jtis` were its access tokens. */
-  | { readonly status: 'reused'; readonly grant: FamilyGrant; readonly jtis: readonly AccessTokenRef[] }
+  | {
+      readonly status: 'reused';
+      readonly grant: FamilyGrant;
+      readonly jtis: readonly AccessTokenRef[];
+    }
   | { readonly status: 'invalid' };
 
 /** The refresh-token reuse grace window: how long the token rotated away last still answers, and with what. */
@@ -130,12 +134,26 @@ export interface RefreshStore {
    * Starts a family whose first token has hash tokenHash. The family ends at endsAtMs whatever
    * its rotations: no token of it lives past that, and rotating at or after it is `invalid`.
    */
-  create(familyId: string, tokenHash: string, grant: FamilyGrant, nowMs: number, ttlMs: number, endsAtMs: number): Promise<void>;
+  create(
+    familyId: string,
+    tokenHash: string,
+    grant: FamilyGrant,
+    nowMs: number,
+    ttlMs: number,
+    endsAtMs: number,
+  ): Promise<void>;
   /**
    * Rotation: tokenHash must be the family's current token; it is replaced by newHash atomically.
    * The user+client index (familiesOf) lives at least as long as the family after it.
    */
-  rotate(familyId: string, tokenHash: string, newHash: string, nowMs: number, ttlMs: number, grace?: RotationGrace): Promise<RotateResult>;
+  rotate(
+    familyId: string,
+    tokenHash: string,
+    newHash: string,
+    nowMs: number,
+    ttlMs: number,
+    grace?: RotationGrace,
+  ): Promise<RotateResult>;
   /** Remembers an access token issued in the family so that revoking the family revokes it too. */
   addAccessToken(familyId: string, ref: AccessTokenRef): Promise<void>;
   /** Revokes the family; returns its access tokens (for the deny list). */
@@ -163,7 +181,11 @@ export interface ConsentStore {
 }
 
 /** A sign-in session (optional, AUTH_SIGN_IN_SESSIONS): who signed in when, and its absolute end. */
-export const sessionSchema = z.object({ user: z.string(), authTime: z.number(), endsAt: z.number() });
+export const sessionSchema = z.object({
+  user: z.string(),
+  authTime: z.number(),
+  endsAt: z.number(),
+});
 export type SignInSession = z.infer<typeof sessionSchema>;
 
 export interface SessionStore {

@@ -37,13 +37,23 @@ export const accessTokenClaimsSchema = z.object({
 });
 export type VerifiedAccessToken = z.infer<typeof accessTokenClaimsSchema>;
 
-export type TokenCheck = { readonly ok: true; readonly claims: VerifiedAccessToken } | { readonly ok: false; readonly reason: string; readonly unavailable?: boolean };
+export type TokenCheck =
+  | { readonly ok: true; readonly claims: VerifiedAccessToken }
+  | { readonly ok: false; readonly reason: string; readonly unavailable?: boolean };
 
 export type AccessTokenVerifier = (token: string) => Promise<TokenCheck>;
 
 /** Verifies tokens with keys from `keys` (a remote JWKS in production, a local set in tests). */
-export function createAccessTokenVerifier(settings: ResourceServerSettings, keys?: JWTVerifyGetKey): AccessTokenVerifier {
-  const jwks = keys ?? createRemoteJWKSet(new URL(settings.jwksUrl), { timeoutDuration: 2000, cooldownDuration: 1000 });
+export function createAccessTokenVerifier(
+  settings: ResourceServerSettings,
+  keys?: JWTVerifyGetKey,
+): AccessTokenVerifier {
+  const jwks =
+    keys ??
+    createRemoteJWKSet(new URL(settings.jwksUrl), {
+      timeoutDuration: 2000,
+      cooldownDuration: 1000,
+    });
   return async (token) => {
     try {
       const { payload } = await jwtVerify(token, jwks, {
@@ -54,11 +64,18 @@ export function createAccessTokenVerifier(settings: ResourceServerSettings, keys
         requiredClaims: ['exp', 'iat', 'sub', 'jti'],
       });
       const claims = accessTokenClaimsSchema.safeParse(payload);
-      return claims.success ? { ok: true, claims: claims.data } : { ok: false, reason: 'the token lacks required claims' };
+      return claims.success
+        ? { ok: true, claims: claims.data }
+        : { ok: false, reason: 'the token lacks required claims' };
     } catch (err) {
-      if (err instanceof joseErrors.JWTExpired) return { ok: false, reason: 'the access token expired' };
-      if (err instanceof joseErrors.JWTClaimValidationFailed) return { ok: false, reason: `the access token is not valid here (${err.claim})` };
-      if (err instanceof joseErrors.JWKSTimeout || (err instanceof Error && err.name === 'TypeError')) {
+      if (err instanceof joseErrors.JWTExpired)
+        return { ok: false, reason: 'the access token expired' };
+      if (err instanceof joseErrors.JWTClaimValidationFailed)
+        return { ok: false, reason: `the access token is not valid here (${err.claim})` };
+      if (
+        err instanceof joseErrors.JWKSTimeout ||
+        (err instanceof Error && err.name === 'TypeError')
+      ) {
         return { ok: false, reason: 'the key set could not be fetched', unavailable: true };
       }
       return { ok: false, reason: 'the access token is invalid' };
@@ -67,15 +84,35 @@ export function createAccessTokenVerifier(settings: ResourceServerSettings, keys
 }
 
 const REALM = 'user-service';
-const PROFILE_CLAIMS = ['name', 'given_name', 'family_name', 'preferred_username', 'picture', 'locale', 'zoneinfo', 'email', 'email_verified'] as const;
+const PROFILE_CLAIMS = [
+  'name',
+  'given_name',
+  'family_name',
+  'preferred_username',
+  'picture',
+  'locale',
+  'zoneinfo',
+  'email',
+  'email_verified',
+] as const;
 
-function bearerError(reply: FastifyReply, status: number, error: string | undefined, description: string, scope?: string): FastifyReply {
+function bearerError(
+  reply: FastifyReply,
+  status: number,
+  error: string | undefined,
+  description: string,
+  scope?: string,
+): FastifyReply {
   return reply
     .code(status)
     .header('www-authenticate', bearerChallenge(REALM, error, description, scope))
     .header('cache-control', 'no-store')
     .type('application/json; charset=utf-8')
-    .send(error === undefined ? { error: 'unauthorized', error_description: description } : { error, error_description: description });
+    .send(
+      error === undefined
+        ? { error: 'unauthorized', error_description: description }
+        : { error, error_description: description },
+    );
 }
 
 export function meRoute(verify: AccessTokenVerifier): FastifyPluginAsync {
@@ -83,20 +120,35 @@ export function meRoute(verify: AccessTokenVerifier): FastifyPluginAsync {
     app.get('/me', async (request, reply) => {
       const bearer = bearerFromHeader(request.headers.authorization);
       // RFC 6750 3.1: no credentials -> a bare challenge without an error code.
-      if (bearer.kind === 'none') return bearerError(reply, 401, undefined, 'a Bearer access token is required');
-      if (bearer.kind === 'malformed') return bearerError(reply, 400, 'invalid_request', 'the Authorization header is malformed');
+      if (bearer.kind === 'none')
+        return bearerError(reply, 401, undefined, 'a Bearer access token is required');
+      if (bearer.kind === 'malformed')
+        return bearerError(reply, 400, 'invalid_request', 'the Authorization header is malformed');
       const check = await verify(bearer.token);
       if (!check.ok) {
         if (check.unavailable === true) {
           request.log.warn({ reason: check.reason }, 'token verification unavailable');
-          return reply.code(503).header('retry-after', '1').type('application/problem+json').send({ type: 'about:blank', title: 'Service Unavailable', status: 503, detail: check.reason });
+          return reply.code(503).header('retry-after', '1').type('application/problem+json').send({
+            type: 'about:blank',
+            title: 'Service Unavailable',
+            status: 503,
+            detail: check.reason,
+          });
         }
         return bearerError(reply, 401, 'invalid_token', check.reason);
       }
       const scopes = check.claims.scope.split(' ');
-      if (!scopes.includes('profile')) return bearerError(reply, 403, 'insufficient_scope', 'the profile scope is required', 'profile');
+      if (!scopes.includes('profile'))
+        return bearerError(
+          reply,
+          403,
+          'insufficient_scope',
+          'the profile scope is required',
+          'profile',
+        );
       const profile: Record<string, unknown> = { sub: check.claims.sub };
-      for (const claim of PROFILE_CLAIMS) if (check.claims[claim] !== undefined) profile[claim] = check.claims[claim];
+      for (const claim of PROFILE_CLAIMS)
+        if (check.claims[claim] !== undefined) profile[claim] = check.claims[claim];
       return reply.header('cache-control', 'no-store').send(profile);
     });
   };

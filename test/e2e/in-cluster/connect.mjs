@@ -30,7 +30,9 @@ const outcome = await new Promise((resolve) => {
         resolve({ outcome: 'connected', status: Number(m[1]) });
       }
     });
-    socket.write(`GET ${path} HTTP/1.1\r\nHost: ${host}\r\nUSER-ID: e2e-netpol\r\nConnection: close\r\n\r\n`);
+    socket.write(
+      `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nUSER-ID: e2e-netpol\r\nConnection: close\r\n\r\n`,
+    );
     setTimeout(() => resolve({ outcome: 'connected', status: 0 }), timeoutMs).unref();
   });
 });

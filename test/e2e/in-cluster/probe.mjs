@@ -14,7 +14,11 @@ for (let i = 0; !existsSync(stopFile) && performance.now() - start < maxMs; i++)
   try {
     const res = await fetch(url, { headers: { 'USER-ID': `probe-${at}-${i}` } });
     await res.arrayBuffer();
-    results.push({ at, status: res.status, limited: res.headers.get('ratelimit-remaining') !== null });
+    results.push({
+      at,
+      status: res.status,
+      limited: res.headers.get('ratelimit-remaining') !== null,
+    });
   } catch (err) {
     results.push({ at, status: 0, limited: false, error: String(err?.cause?.code ?? err) });
   }

@@ -24,7 +24,9 @@ for (let i = 0; ; i++) {
       if (res.status === 200) ok++;
       else failures.push({ atMs: Math.round(t), status: res.status, body: body.slice(0, 200) });
     })
-    .catch((err) => failures.push({ atMs: Math.round(t), error: String(err?.cause?.code ?? err?.cause ?? err) }))
+    .catch((err) =>
+      failures.push({ atMs: Math.round(t), error: String(err?.cause?.code ?? err?.cause ?? err) }),
+    )
     .finally(() => inFlight.delete(p));
   inFlight.add(p);
 }

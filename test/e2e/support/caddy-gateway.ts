@@ -12,7 +12,11 @@ import { USER_SERVICE } from './workloads.ts';
 
 export const CADDY = 'caddy';
 export const CADDY_PORT = 8080;
-const restricted = { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } };
+const restricted = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+};
 const podSecurity = { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } };
 
 /** The team's service (the project's user service on 8081) and its Service on port 80. */
@@ -39,7 +43,10 @@ export function backend(ctx: E2eContext, name: string): object[] {
                 command: ['node', bundleEntry('user-service')],
                 env: [{ name: 'PORT', value: '8081' }],
                 ports: [{ name: 'http', containerPort: 8081 }],
-                readinessProbe: { httpGet: { path: '/healthcheck/ready', port: 8081 }, periodSeconds: 1 },
+                readinessProbe: {
+                  httpGet: { path: '/healthcheck/ready', port: 8081 },
+                  periodSeconds: 1,
+                },
                 securityContext: restricted,
               },
             ],
@@ -47,18 +54,31 @@ export function backend(ctx: E2eContext, name: string): object[] {
         },
       },
     },
-    { apiVersion: 'v1', kind: 'Service', metadata: { name, labels }, spec: { selector: labels, ports: [{ name: 'http', port: 80, targetPort: 'http' }] } },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name, labels },
+      spec: { selector: labels, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+    },
   ];
 }
 
 /** A Gateway (of a class no controller here serves) and an HTTPRoute with one named rule to the backend. */
-export function gatewayRoute(gateway: string, route: string, rule: string, backendName: string): object[] {
+export function gatewayRoute(
+  gateway: string,
+  route: string,
+  rule: string,
+  backendName: string,
+): object[] {
   return [
     {
       apiVersion: 'gateway.networking.k8s.io/v1',
       kind: 'Gateway',
       metadata: { name: gateway },
-      spec: { gatewayClassName: 'caddy', listeners: [{ name: 'http', port: 80, protocol: 'HTTP' }] },
+      spec: {
+        gatewayClassName: 'caddy',
+        listeners: [{ name: 'http', port: 80, protocol: 'HTTP' }],
+      },
     },
     {
       apiVersion: 'gateway.networking.k8s.io/v1',
@@ -66,7 +86,13 @@ export function gatewayRoute(gateway: string, route: string, rule: string, backe
       metadata: { name: route },
       spec: {
         parentRefs: [{ name: gateway }],
-        rules: [{ name: rule, matches: [{ path: { type: 'PathPrefix', value: '/' } }], backendRefs: [{ name: backendName, port: 80 }] }],
+        rules: [
+          {
+            name: rule,
+            matches: [{ path: { type: 'PathPrefix', value: '/' } }],
+            backendRefs: [{ name: backendName, port: 80 }],
+          },
+        ],
       },
     },
   ];
@@ -82,7 +108,12 @@ export function caddyObjects(ctx: E2eContext, decision: string, service: string)
 }
 ${caddySite(`:${CADDY_PORT}`, decision, service, { failOpen: true })}`;
   return [
-    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: CADDY }, data: { Caddyfile: caddyfile } },
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: CADDY },
+      data: { Caddyfile: caddyfile },
+    },
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -124,6 +155,11 @@ ${caddySite(`:${CADDY_PORT}`, decision, service, { failOpen: true })}`;
         },
       },
     },
-    { apiVersion: 'v1', kind: 'Service', metadata: { name: CADDY, labels }, spec: { selector: labels, ports: [{ name: 'http', port: 80, targetPort: 'http' }] } },
+    {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: CADDY, labels },
+      spec: { selector: labels, ports: [{ name: 'http', port: 80, targetPort: 'http' }] },
+    },
   ];
 }

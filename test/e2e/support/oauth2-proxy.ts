@@ -43,7 +43,10 @@ export function alphaConfig(o: Pick<InClusterOAuth2ProxyOptions, 'issuer' | 'ups
     server: { bindAddress: `0.0.0.0:${OAUTH2_PROXY_PORT}` },
     upstreamConfig: { upstreams: [{ id: 'app', path: '/', uri: o.upstream }] },
     injectRequestHeaders: [
-      { name: 'Authorization', values: [{ claimSource: { claim: 'access_token', prefix: 'Bearer ' } }] },
+      {
+        name: 'Authorization',
+        values: [{ claimSource: { claim: 'access_token', prefix: 'Bearer ' } }],
+      },
       { name: 'X-Forwarded-User', values: [{ claimSource: { claim: 'user' } }] },
       { name: 'X-Forwarded-Email', values: [{ claimSource: { claim: 'email' } }] },
     ],
@@ -56,7 +59,13 @@ export function alphaConfig(o: Pick<InClusterOAuth2ProxyOptions, 'issuer' | 'ups
         clientSecretFile: `${CLIENT_SECRET_DIR}/client_secret`,
         scope: 'openid profile email',
         code_challenge_method: 'S256',
-        oidcConfig: { issuerURL: o.issuer, emailClaim: 'email', userIDClaim: 'email', audienceClaims: ['aud'], insecureSkipNonce: false },
+        oidcConfig: {
+          issuerURL: o.issuer,
+          emailClaim: 'email',
+          userIDClaim: 'email',
+          audienceClaims: ['aud'],
+          insecureSkipNonce: false,
+        },
       },
     ],
   };
@@ -73,7 +82,11 @@ net.createServer((client) => {
   client.pipe(upstream).pipe(client);
 }).listen(port);`;
 
-const restricted = { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } };
+const restricted = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+};
 
 /** The ConfigMap, Deployment and Service of oauth2-proxy (apply into the route's namespace). */
 export function oauth2ProxyObjects(ctx: E2eContext, o: InClusterOAuth2ProxyOptions): object[] {
@@ -81,7 +94,12 @@ export function oauth2ProxyObjects(ctx: E2eContext, o: InClusterOAuth2ProxyOptio
   const issuerPort = Number(new URL(o.issuer).port);
   const secret = `${o.oauthClient}-oauth-client`;
   return [
-    { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: OAUTH2_PROXY }, data: { 'alpha.yaml': stringify(alphaConfig(o)) } },
+    {
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: OAUTH2_PROXY },
+      data: { 'alpha.yaml': stringify(alphaConfig(o)) },
+    },
     {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
@@ -103,7 +121,11 @@ export function oauth2ProxyObjects(ctx: E2eContext, o: InClusterOAuth2ProxyOptio
                 restartPolicy: 'Always',
                 command: ['node', '-e', RELAY, String(issuerPort), o.authServerHost, '80'],
                 securityContext: { ...restricted, runAsUser: 1000, runAsGroup: 1000 },
-                startupProbe: { tcpSocket: { port: issuerPort }, periodSeconds: 1, failureThreshold: 60 },
+                startupProbe: {
+                  tcpSocket: { port: issuerPort },
+                  periodSeconds: 1,
+                  failureThreshold: 60,
+                },
               },
             ],
             containers: [
@@ -122,9 +144,17 @@ export function oauth2ProxyObjects(ctx: E2eContext, o: InClusterOAuth2ProxyOptio
                   // Its request log would show a prefix of each authorization code.
                   '--request-logging=false',
                 ],
-                env: [{ name: 'OAUTH2_PROXY_CLIENT_ID', valueFrom: { secretKeyRef: { name: secret, key: 'client_id' } } }],
+                env: [
+                  {
+                    name: 'OAUTH2_PROXY_CLIENT_ID',
+                    valueFrom: { secretKeyRef: { name: secret, key: 'client_id' } },
+                  },
+                ],
                 ports: [{ name: 'http', containerPort: OAUTH2_PROXY_PORT }],
-                readinessProbe: { httpGet: { path: '/ready', port: OAUTH2_PROXY_PORT }, periodSeconds: 2 },
+                readinessProbe: {
+                  httpGet: { path: '/ready', port: OAUTH2_PROXY_PORT },
+                  periodSeconds: 2,
+                },
                 securityContext: { ...restricted, runAsUser: PEER_UID, runAsGroup: PEER_UID },
                 volumeMounts: [
                   { name: 'config', mountPath: '/etc/oauth2-proxy', readOnly: true },
@@ -134,7 +164,13 @@ export function oauth2ProxyObjects(ctx: E2eContext, o: InClusterOAuth2ProxyOptio
             ],
             volumes: [
               { name: 'config', configMap: { name: OAUTH2_PROXY } },
-              { name: 'client', secret: { secretName: secret, items: [{ key: 'client_secret', path: 'client_secret' }] } },
+              {
+                name: 'client',
+                secret: {
+                  secretName: secret,
+                  items: [{ key: 'client_secret', path: 'client_secret' }],
+                },
+              },
             ],
           },
         },
@@ -144,7 +180,10 @@ export function oauth2ProxyObjects(ctx: E2eContext, o: InClusterOAuth2ProxyOptio
       apiVersion: 'v1',
       kind: 'Service',
       metadata: { name: OAUTH2_PROXY, labels },
-      spec: { selector: labels, ports: [{ name: 'http', port: OAUTH2_PROXY_PORT, targetPort: 'http' }] },
+      spec: {
+        selector: labels,
+        ports: [{ name: 'http', port: OAUTH2_PROXY_PORT, targetPort: 'http' }],
+      },
     },
   ];
 }

@@ -13,7 +13,13 @@ export interface ResultTable {
 
 export function writeResult(name: string, table: ResultTable): void {
   const dir = path.join(repoRoot, 'bench', 'results');
-  const json = { suite: name, startedAt: new Date().toISOString(), note: table.note, rows: table.rows, ...table.extra };
+  const json = {
+    suite: name,
+    startedAt: new Date().toISOString(),
+    note: table.note,
+    rows: table.rows,
+    ...table.extra,
+  };
   writeFileSync(path.join(dir, `${name}.json`), `${JSON.stringify(json, null, 2)}\n`);
   const columns = [...new Set(table.rows.flatMap((r) => Object.keys(r)))];
   const md = [

@@ -20,7 +20,9 @@ export function namespaceFor(prefix: string): string {
 export interface RouteOptions {
   readonly replicas?: number;
   /** spec.limiter: the single-limit form, or any other the CRD takes (rules, key). */
-  readonly limits: { replenishRate: number; burstCapacity: number; requestedTokens: number } | Record<string, unknown>;
+  readonly limits:
+    | { replenishRate: number; burstCapacity: number; requestedTokens: number }
+    | Record<string, unknown>;
   readonly env?: ReadonlyArray<{ name: string; value: string }>;
 }
 
@@ -46,7 +48,9 @@ export function route(ctx: E2eContext, name: string, o: RouteOptions): object {
 }
 
 /** The auth server's users Secret under the chart's default name and key, passwords hashed with scrypt; an email given is a verified one. */
-export async function usersSecret(users: ReadonlyArray<{ username: string; password: string; name?: string; email?: string }>): Promise<object> {
+export async function usersSecret(
+  users: ReadonlyArray<{ username: string; password: string; name?: string; email?: string }>,
+): Promise<object> {
   const records = await Promise.all(
     users.map(async (u) => ({
       username: u.username,
@@ -62,12 +66,26 @@ export async function usersSecret(users: ReadonlyArray<{ username: string; passw
           }),
     })),
   );
-  return { apiVersion: 'v1', kind: 'Secret', metadata: { name: 'portcullis-auth-users' }, stringData: { 'users.json': JSON.stringify({ users: records }) } };
+  return {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: 'portcullis-auth-users' },
+    stringData: { 'users.json': JSON.stringify({ users: records }) },
+  };
 }
 
 /** An OAuthClient asking for the profile scope. */
-export function oauthClient(name: string, redirectUris: readonly string[], spec: Record<string, unknown> = {}): object {
-  return { apiVersion: 'portcullis.dev/v1alpha1', kind: 'OAuthClient', metadata: { name }, spec: { displayName: name, redirectUris, scopes: ['profile'], ...spec } };
+export function oauthClient(
+  name: string,
+  redirectUris: readonly string[],
+  spec: Record<string, unknown> = {},
+): object {
+  return {
+    apiVersion: 'portcullis.dev/v1alpha1',
+    kind: 'OAuthClient',
+    metadata: { name },
+    spec: { displayName: name, redirectUris, scopes: ['profile'], ...spec },
+  };
 }
 
 /** The in-cluster client: node from the user-service image, doing nothing until exec'd into. */
@@ -79,14 +97,23 @@ export function clientPod(ctx: E2eContext): object {
     spec: {
       automountServiceAccountToken: false,
       terminationGracePeriodSeconds: 1,
-      securityContext: { runAsNonRoot: true, runAsUser: 1000, runAsGroup: 1000, seccompProfile: { type: 'RuntimeDefault' } },
+      securityContext: {
+        runAsNonRoot: true,
+        runAsUser: 1000,
+        runAsGroup: 1000,
+        seccompProfile: { type: 'RuntimeDefault' },
+      },
       containers: [
         {
           name: 'client',
           image: imageOf(ctx, USER_SERVICE),
           imagePullPolicy: 'IfNotPresent',
           command: ['node', '-e', 'setInterval(() => {}, 1 << 30)'],
-          securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+          securityContext: {
+            allowPrivilegeEscalation: false,
+            readOnlyRootFilesystem: true,
+            capabilities: { drop: ['ALL'] },
+          },
           volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
         },
       ],
@@ -96,16 +123,40 @@ export function clientPod(ctx: E2eContext): object {
 }
 
 /** Creates the namespace, the given objects and the client pod; waits for the routes and the client to be Ready. */
-export async function deploy(kube: Kube, ctx: E2eContext, namespace: string, objects: readonly object[]): Promise<void> {
+export async function deploy(
+  kube: Kube,
+  ctx: E2eContext,
+  namespace: string,
+  objects: readonly object[],
+): Promise<void> {
   await kube.createNamespace(namespace);
   await kube.apply([...objects, clientPod(ctx)], namespace);
   await kube.wait(namespace, ['pod', CLIENT_POD], 'condition=Ready', 180);
-  const routes = objects.filter((o) => (o as { kind?: string }).kind === 'RateLimitRoute').map((o) => (o as { metadata: { name: string } }).metadata.name);
-  if (routes.length > 0) await kube.wait(namespace, routes.map((r) => `ratelimitroute/${r}`), 'condition=Ready', 300);
+  const routes = objects
+    .filter((o) => (o as { kind?: string }).kind === 'RateLimitRoute')
+    .map((o) => (o as { metadata: { name: string } }).metadata.name);
+  if (routes.length > 0)
+    await kube.wait(
+      namespace,
+      routes.map((r) => `ratelimitroute/${r}`),
+      'condition=Ready',
+      300,
+    );
   // Ready pods are not yet a Service that answers: the node's proxy rules follow the endpoints a
   // moment later. Wait for an answer through each route's Service, as a client would see it.
   for (const name of routes) {
-    await kube.exec(namespace, CLIENT_POD, ['node', '--input-type=module', '-e', SERVICE_ANSWERS, `http://${name}.${namespace}.svc.cluster.local/healthcheck/ready`], { timeoutMs: 90_000 });
+    await kube.exec(
+      namespace,
+      CLIENT_POD,
+      [
+        'node',
+        '--input-type=module',
+        '-e',
+        SERVICE_ANSWERS,
+        `http://${name}.${namespace}.svc.cluster.local/healthcheck/ready`,
+      ],
+      { timeoutMs: 90_000 },
+    );
   }
 }
 
@@ -122,10 +173,22 @@ for (;;) {
  * Runs one of test/e2e/in-cluster/*.mjs in the client pod with PARAMS, and parses the JSON line
  * it prints last.
  */
-export async function inCluster<T>(kube: Kube, namespace: string, script: 'scenario' | 'burst' | 'stream' | 'probe', params: Record<string, unknown>, timeoutMs = 180_000): Promise<T> {
-  const body = readFileSync(path.join(repoRoot, 'test', 'e2e', 'in-cluster', `${script}.mjs`), 'utf8');
+export async function inCluster<T>(
+  kube: Kube,
+  namespace: string,
+  script: 'scenario' | 'burst' | 'stream' | 'probe',
+  params: Record<string, unknown>,
+  timeoutMs = 180_000,
+): Promise<T> {
+  const body = readFileSync(
+    path.join(repoRoot, 'test', 'e2e', 'in-cluster', `${script}.mjs`),
+    'utf8',
+  );
   const source = `const PARAMS = ${JSON.stringify(params)};\n${body}`;
-  const out = await kube.exec(namespace, CLIENT_POD, ['node', '--input-type=module', '-'], { input: source, timeoutMs });
+  const out = await kube.exec(namespace, CLIENT_POD, ['node', '--input-type=module', '-'], {
+    input: source,
+    timeoutMs,
+  });
   const last = out.trim().split('\n').pop() ?? '';
   return JSON.parse(last) as T;
 }
@@ -135,7 +198,12 @@ export interface PodInfo {
   readonly ip: string;
   readonly ready: boolean;
   readonly uid: string;
-  readonly containers: ReadonlyArray<{ name: string; ready: boolean; restartCount: number; state: Record<string, unknown> }>;
+  readonly containers: ReadonlyArray<{
+    name: string;
+    ready: boolean;
+    restartCount: number;
+    state: Record<string, unknown>;
+  }>;
 }
 
 interface PodJson {
@@ -143,13 +211,29 @@ interface PodJson {
   status: {
     podIP?: string;
     conditions?: Array<{ type: string; status: string }>;
-    containerStatuses?: Array<{ name: string; ready: boolean; restartCount: number; state: Record<string, unknown> }>;
+    containerStatuses?: Array<{
+      name: string;
+      ready: boolean;
+      restartCount: number;
+      state: Record<string, unknown>;
+    }>;
   };
 }
 
 /** Pods of a route (its Deployment's selector), not terminating. */
-export async function routePods(kube: Kube, namespace: string, routeName: string): Promise<PodInfo[]> {
-  const list = await kube.json<{ items: PodJson[] }>(['-n', namespace, 'get', 'pods', '-l', `app.kubernetes.io/instance=${routeName},app.kubernetes.io/name=portcullis-gateway`]);
+export async function routePods(
+  kube: Kube,
+  namespace: string,
+  routeName: string,
+): Promise<PodInfo[]> {
+  const list = await kube.json<{ items: PodJson[] }>([
+    '-n',
+    namespace,
+    'get',
+    'pods',
+    '-l',
+    `app.kubernetes.io/instance=${routeName},app.kubernetes.io/name=portcullis-gateway`,
+  ]);
   return list.items
     .filter((p) => p.metadata.deletionTimestamp === undefined)
     .map((p) => ({
@@ -157,6 +241,11 @@ export async function routePods(kube: Kube, namespace: string, routeName: string
       uid: p.metadata.uid,
       ip: p.status.podIP ?? '',
       ready: (p.status.conditions ?? []).some((c) => c.type === 'Ready' && c.status === 'True'),
-      containers: (p.status.containerStatuses ?? []).map((c) => ({ name: c.name, ready: c.ready, restartCount: c.restartCount, state: c.state })),
+      containers: (p.status.containerStatuses ?? []).map((c) => ({
+        name: c.name,
+        ready: c.ready,
+        restartCount: c.restartCount,
+        state: c.state,
+      })),
     }));
 }

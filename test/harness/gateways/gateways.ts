@@ -16,7 +16,9 @@ export interface RunningGateway {
 
 /** A path printed by one of the build scripts (`NAME=path` with --print-env). */
 export function builtTool(script: string, name: string): string {
-  const out = execFileSync(path.join(repoRoot, 'test/harness/gateways', script), ['--print-env'], { encoding: 'utf8' });
+  const out = execFileSync(path.join(repoRoot, 'test/harness/gateways', script), ['--print-env'], {
+    encoding: 'utf8',
+  });
   const line = out.split('\n').find((l) => l.startsWith(`${name}=`));
   if (line === undefined) throw new Error(`${script} printed no ${name}=`);
   return line.slice(name.length + 1);
@@ -74,7 +76,10 @@ export const nginxServer = (listen: string, decision: string, service: string): 
 `;
 
 /** Debian's nginx, foreground, one process, everything under a temp folder, on a free loopback port. */
-export async function startNginx(decisionPort: number, servicePort: number): Promise<RunningGateway> {
+export async function startNginx(
+  decisionPort: number,
+  servicePort: number,
+): Promise<RunningGateway> {
   const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-nginx-'));
   for (const d of ['body', 'proxy', 'fastcgi', 'uwsgi', 'scgi']) mkdirSync(path.join(dir, d));
   const port = await freePort();
@@ -96,7 +101,13 @@ http {
 }
 `;
   writeFileSync(path.join(dir, 'nginx.conf'), conf);
-  const program = await startProgram({ entry: 'nginx/nginx', executable: '/usr/sbin/nginx', args: ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')], waitPort: port, name: 'nginx' });
+  const program = await startProgram({
+    entry: 'nginx/nginx',
+    executable: '/usr/sbin/nginx',
+    args: ['-p', dir, '-c', path.join(dir, 'nginx.conf'), '-e', path.join(dir, 'error.log')],
+    waitPort: port,
+    name: 'nginx',
+  });
   return { program, url: `http://127.0.0.1:${port}` };
 }
 
@@ -105,7 +116,12 @@ http {
  * then the service. failOpen: the documented variant that serves without a limit while the
  * decision service cannot be reached at all (removed, or no pod ready).
  */
-export const caddySite = (listen: string, decision: string, service: string, o: { failOpen?: boolean } = {}): string => `
+export const caddySite = (
+  listen: string,
+  decision: string,
+  service: string,
+  o: { failOpen?: boolean } = {},
+): string => `
 http://${listen} {
   forward_auth ${decision} {
     uri /check
@@ -129,7 +145,10 @@ ${
 `;
 
 /** Caddy (built from its Go module by build-caddy.sh), foreground, admin API off, on a free loopback port. */
-export async function startCaddy(decisionPort: number, servicePort: number): Promise<RunningGateway> {
+export async function startCaddy(
+  decisionPort: number,
+  servicePort: number,
+): Promise<RunningGateway> {
   const caddy = builtTool('build-caddy.sh', 'CADDY');
   const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-caddy-'));
   const port = await freePort();
@@ -145,7 +164,11 @@ ${caddySite(`127.0.0.1:${port}`, `127.0.0.1:${decisionPort}`, `127.0.0.1:${servi
     entry: 'caddy/caddy',
     executable: caddy,
     args: ['run', '--config', path.join(dir, 'Caddyfile'), '--adapter', 'caddyfile'],
-    env: { HOME: dir, XDG_DATA_HOME: path.join(dir, 'data'), XDG_CONFIG_HOME: path.join(dir, 'config') },
+    env: {
+      HOME: dir,
+      XDG_DATA_HOME: path.join(dir, 'data'),
+      XDG_CONFIG_HOME: path.join(dir, 'config'),
+    },
     waitPort: port,
     name: 'caddy',
   });

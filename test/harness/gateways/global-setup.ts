@@ -7,6 +7,9 @@ import { repoRoot } from '../programs.ts';
 
 export default function setup(): void {
   for (const script of ['build-caddy.sh', 'build-ext-authz-client.sh']) {
-    execFileSync(path.join(repoRoot, 'test/harness/gateways', script), { cwd: repoRoot, stdio: 'inherit' });
+    execFileSync(path.join(repoRoot, 'test/harness/gateways', script), {
+      cwd: repoRoot,
+      stdio: 'inherit',
+    });
   }
 }

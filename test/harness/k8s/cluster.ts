@@ -7,7 +7,15 @@
 // There is no kubelet, scheduler or controller-manager: Deployments never get pods and nothing
 // garbage-collects; tests assert ownerReferences and patch Deployment status themselves.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, existsSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import https from 'node:https';
 import { homedir, tmpdir } from 'node:os';
 import path from 'node:path';
@@ -57,7 +65,10 @@ export function k8sTools(): K8sTools {
     kubeScore: path.join(root, `kube-score-${need('KUBE_SCORE_VERSION')}`, 'bin', 'kube-score'),
   };
   for (const bin of [tools.kubeApiserver, tools.kubectl, tools.etcd]) {
-    if (!existsSync(bin)) throw new Error(`${bin} is missing: run \`make k8s-tools\` (test/harness/k8s/build-tools.sh) first`);
+    if (!existsSync(bin))
+      throw new Error(
+        `${bin} is missing: run \`make k8s-tools\` (test/harness/k8s/build-tools.sh) first`,
+      );
   }
   return tools;
 }
@@ -87,11 +98,18 @@ export interface Cluster {
   /** Writes a kubeconfig that authenticates as the ServiceAccount; returns its path. */
   kubeconfigFor(sa: ServiceAccountRef): Promise<string>;
   /** Runs the matching kubectl (admin unless opts.kubeconfig); never rejects on a non-zero exit. */
-  kubectl(args: readonly string[], opts?: { input?: string; kubeconfig?: string }): Promise<RunResult>;
+  kubectl(
+    args: readonly string[],
+    opts?: { input?: string; kubeconfig?: string },
+  ): Promise<RunResult>;
   /** Runs the cached helm with this cluster's admin kubeconfig. */
   helm(args: readonly string[], opts?: { input?: string }): Promise<RunResult>;
   /** A raw request as admin: returns status and parsed JSON body (or the text). */
-  request(method: string, urlPath: string, body?: unknown): Promise<{ status: number; body: unknown }>;
+  request(
+    method: string,
+    urlPath: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: unknown }>;
   stopApiServer(): Promise<void>;
   startApiServer(): Promise<void>;
   restartApiServer(): Promise<void>;
@@ -107,7 +125,11 @@ process.once('exit', () => {
   for (const child of live) child.kill('SIGKILL');
 });
 
-function run(cmd: string, args: readonly string[], opts: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {}): Promise<RunResult> {
+function run(
+  cmd: string,
+  args: readonly string[],
+  opts: { input?: string; env?: NodeJS.ProcessEnv; cwd?: string } = {},
+): Promise<RunResult> {
   return new Promise((resolve) => {
     const child = execFile(
       cmd,
@@ -115,7 +137,11 @@ function run(cmd: string, args: readonly string[], opts: { input?: string; env?:
       { env: opts.env ?? process.env, cwd: opts.cwd, maxBuffer: 64 * 1024 * 1024 },
       (err, stdout, stderr) => {
         const code = err === null ? 0 : typeof err.code === 'number' ? err.code : 1;
-        resolve({ code, stdout: String(stdout), stderr: String(stderr) || (err && typeof err.code !== 'number' ? err.message : '') });
+        resolve({
+          code,
+          stdout: String(stdout),
+          stderr: String(stderr) || (err && typeof err.code !== 'number' ? err.message : ''),
+        });
       },
     );
     if (opts.input !== undefined) child.stdin?.end(opts.input);
@@ -131,16 +157,66 @@ async function openssl(dir: string, args: readonly string[]): Promise<void> {
 /** CA, serving certificate (127.0.0.1/localhost), admin client certificate, ServiceAccount key pair. */
 async function makeCertificates(dir: string): Promise<void> {
   const ec = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  await openssl(dir, ['req', '-x509', '-new', ...ec, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '3650', '-subj', '/CN=portcullis-test-ca']);
-  writeFileSync(path.join(dir, 'server.ext'), 'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n');
+  await openssl(dir, [
+    'req',
+    '-x509',
+    '-new',
+    ...ec,
+    '-keyout',
+    'ca.key',
+    '-out',
+    'ca.crt',
+    '-days',
+    '3650',
+    '-subj',
+    '/CN=portcullis-test-ca',
+  ]);
+  writeFileSync(
+    path.join(dir, 'server.ext'),
+    'subjectAltName=IP:127.0.0.1,DNS:localhost,DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n',
+  );
   writeFileSync(path.join(dir, 'client.ext'), 'extendedKeyUsage=clientAuth\n');
   const leaf = async (name: string, subj: string, ext: string) => {
-    await openssl(dir, ['req', '-new', ...ec, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subj]);
-    await openssl(dir, ['x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.crt`, '-days', '365', '-extfile', ext]);
+    await openssl(dir, [
+      'req',
+      '-new',
+      ...ec,
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.csr`,
+      '-subj',
+      subj,
+    ]);
+    await openssl(dir, [
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      `${name}.crt`,
+      '-days',
+      '365',
+      '-extfile',
+      ext,
+    ]);
   };
   await leaf('apiserver', '/CN=kube-apiserver', 'server.ext');
   await leaf('admin', '/O=system:masters/CN=portcullis-admin', 'client.ext');
-  await openssl(dir, ['genpkey', '-algorithm', 'RSA', '-pkeyopt', 'rsa_keygen_bits:2048', '-out', 'sa.key']);
+  await openssl(dir, [
+    'genpkey',
+    '-algorithm',
+    'RSA',
+    '-pkeyopt',
+    'rsa_keygen_bits:2048',
+    '-out',
+    'sa.key',
+  ]);
   await openssl(dir, ['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub']);
 }
 
@@ -174,7 +250,9 @@ class ManagedProcess {
     this.logFile = logFile;
   }
   get running(): boolean {
-    return this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null;
+    return (
+      this.child !== undefined && this.child.exitCode === null && this.child.signalCode === null
+    );
   }
   start(): void {
     if (this.running) return;
@@ -197,13 +275,22 @@ class ManagedProcess {
   }
 }
 
-async function poll(what: string, proc: ManagedProcess, logFile: string, timeoutMs: number, probe: () => Promise<boolean>): Promise<void> {
+async function poll(
+  what: string,
+  proc: ManagedProcess,
+  logFile: string,
+  timeoutMs: number,
+  probe: () => Promise<boolean>,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const exited = proc.exitedMessage();
     if (exited) throw new Error(`${what} did not start: ${exited}`);
     if (await probe().catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`${what} not ready after ${timeoutMs} ms; last lines of ${logFile}:\n${tail(logFile)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${what} not ready after ${timeoutMs} ms; last lines of ${logFile}:\n${tail(logFile)}`,
+      );
     await new Promise((r) => setTimeout(r, 200));
   }
 }
@@ -289,7 +376,12 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
       const data = body === undefined ? undefined : JSON.stringify(body);
       const req = https.request(
         `${server}${urlPath}`,
-        { method, agent, headers: data ? { 'content-type': 'application/json' } : {}, timeout: 30_000 },
+        {
+          method,
+          agent,
+          headers: data ? { 'content-type': 'application/json' } : {},
+          timeout: 30_000,
+        },
         (res) => {
           let text = '';
           res.setEncoding('utf8');
@@ -334,7 +426,13 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
     },
     async startApiServer() {
       apiserver.start();
-      await poll('kube-apiserver', apiserver, file('kube-apiserver.log'), readyTimeoutMs, async () => (await request('GET', '/readyz')).status === 200);
+      await poll(
+        'kube-apiserver',
+        apiserver,
+        file('kube-apiserver.log'),
+        readyTimeoutMs,
+        async () => (await request('GET', '/readyz')).status === 200,
+      );
     },
     async stopApiServer() {
       await apiserver.stop();
@@ -345,29 +443,56 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
     },
     request,
     async tokenFor(sa, expirationSeconds = 86_400) {
-      const res = await request('POST', `/api/v1/namespaces/${sa.namespace}/serviceaccounts/${sa.name}/token`, {
-        apiVersion: 'authentication.k8s.io/v1',
-        kind: 'TokenRequest',
-        spec: { expirationSeconds },
-      });
+      const res = await request(
+        'POST',
+        `/api/v1/namespaces/${sa.namespace}/serviceaccounts/${sa.name}/token`,
+        {
+          apiVersion: 'authentication.k8s.io/v1',
+          kind: 'TokenRequest',
+          spec: { expirationSeconds },
+        },
+      );
       const token = (res.body as { status?: { token?: unknown } } | undefined)?.status?.token;
       if (res.status !== 201 || typeof token !== 'string') {
-        throw new Error(`TokenRequest for ${sa.namespace}/${sa.name} failed (${res.status}): ${JSON.stringify(res.body)}`);
+        throw new Error(
+          `TokenRequest for ${sa.namespace}/${sa.name} failed (${res.status}): ${JSON.stringify(res.body)}`,
+        );
       }
       return token;
     },
     async kubeconfigFor(sa) {
       const token = await cluster.tokenFor(sa);
       const p = file(`sa-${sa.namespace}-${sa.name}.kubeconfig`);
-      writeFileSync(p, kubeconfig(server, caPem, `system:serviceaccount:${sa.namespace}:${sa.name}`, { token }, sa.namespace), { mode: 0o600 });
+      writeFileSync(
+        p,
+        kubeconfig(
+          server,
+          caPem,
+          `system:serviceaccount:${sa.namespace}:${sa.name}`,
+          { token },
+          sa.namespace,
+        ),
+        { mode: 0o600 },
+      );
       return p;
     },
     kubectl(args, opts = {}) {
-      return run(tools.kubectl, ['--kubeconfig', opts.kubeconfig ?? cluster.kubeconfigPath, ...args], { input: opts.input });
+      return run(
+        tools.kubectl,
+        ['--kubeconfig', opts.kubeconfig ?? cluster.kubeconfigPath, ...args],
+        { input: opts.input },
+      );
     },
     helm(args, opts = {}) {
-      if (!existsSync(tools.helm)) throw new Error(`${tools.helm} is missing: run \`make k8s-tools\` first`);
-      const env = { ...process.env, KUBECONFIG: cluster.kubeconfigPath, HELM_CACHE_HOME: file('helm/cache'), HELM_CONFIG_HOME: file('helm/config'), HELM_DATA_HOME: file('helm/data') };
+      if (!existsSync(tools.helm))
+        throw new Error(`${tools.helm} is missing: run \`make k8s-tools\` first`);
+      const env = {
+        ...process.env,
+        KUBECONFIG: cluster.kubeconfigPath,
+        HELM_CACHE_HOME: file('helm/cache'),
+        HELM_CONFIG_HOME: file('helm/config'),
+        HELM_DATA_HOME: file('helm/data'),
+      };
       return run(tools.helm, args, { input: opts.input, env });
     },
     async stop() {
@@ -380,7 +505,13 @@ export async function startCluster(options: StartClusterOptions = {}): Promise<C
 
   writeFileSync(
     cluster.kubeconfigPath,
-    kubeconfig(server, caPem, 'admin', { 'client-certificate-data': b64(adminCert), 'client-key-data': b64(adminKey) }, 'default'),
+    kubeconfig(
+      server,
+      caPem,
+      'admin',
+      { 'client-certificate-data': b64(adminCert), 'client-key-data': b64(adminKey) },
+      'default',
+    ),
     { mode: 0o600 },
   );
   try {
@@ -398,11 +529,19 @@ function b64(s: string): string {
   return Buffer.from(s).toString('base64');
 }
 
-function kubeconfig(server: string, caPem: string, user: string, credentials: Record<string, string>, namespace: string): string {
+function kubeconfig(
+  server: string,
+  caPem: string,
+  user: string,
+  credentials: Record<string, string>,
+  namespace: string,
+): string {
   return stringify({
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'portcullis-test', cluster: { server, 'certificate-authority-data': b64(caPem) } }],
+    clusters: [
+      { name: 'portcullis-test', cluster: { server, 'certificate-authority-data': b64(caPem) } },
+    ],
     users: [{ name: user, user: credentials }],
     contexts: [{ name: user, context: { cluster: 'portcullis-test', user, namespace } }],
     'current-context': user,

@@ -14,12 +14,24 @@ export interface ControllerManager {
   stop(): Promise<void>;
 }
 
-export function startControllerManager(cluster: Cluster, controllers: readonly string[]): ControllerManager {
+export function startControllerManager(
+  cluster: Cluster,
+  controllers: readonly string[],
+): ControllerManager {
   const bin = path.join(path.dirname(cluster.tools.kubectl), 'kube-controller-manager');
   const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-kcm-'));
   const logFile = path.join(dir, 'kube-controller-manager.log');
   const fd = openSync(logFile, 'a');
-  const child = spawn(bin, [`--kubeconfig=${cluster.kubeconfigPath}`, `--controllers=${controllers.join(',')}`, '--leader-elect=false', '--secure-port=0'], { stdio: ['ignore', fd, fd] });
+  const child = spawn(
+    bin,
+    [
+      `--kubeconfig=${cluster.kubeconfigPath}`,
+      `--controllers=${controllers.join(',')}`,
+      '--leader-elect=false',
+      '--secure-port=0',
+    ],
+    { stdio: ['ignore', fd, fd] },
+  );
   closeSync(fd);
   const killOnExit = () => child.kill('SIGKILL');
   process.once('exit', killOnExit);

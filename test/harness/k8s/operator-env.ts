@@ -35,7 +35,13 @@ export interface AuditEvent {
   stage?: string;
   verb: string;
   user: { username: string };
-  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string; apiGroup?: string };
+  objectRef?: {
+    resource?: string;
+    subresource?: string;
+    namespace?: string;
+    name?: string;
+    apiGroup?: string;
+  };
   responseStatus?: { code?: number };
   stageTimestamp: string;
   requestReceivedTimestamp: string;
@@ -49,33 +55,75 @@ rules:
 `;
 
 /** helmSet: extra `--set` values for the chart (e.g. operator.watchNamespaces={team-a}). */
-export async function startOperatorEnv(namespaces: readonly string[], helmSet: readonly string[] = []): Promise<OperatorEnv> {
+export async function startOperatorEnv(
+  namespaces: readonly string[],
+  helmSet: readonly string[] = [],
+): Promise<OperatorEnv> {
   const dir = mkdtempSync(path.join(tmpdir(), 'portcullis-audit-'));
   const policy = path.join(dir, 'policy.yaml');
   const auditLog = path.join(dir, 'audit.log');
   writeFileSync(policy, AUDIT_POLICY);
-  const cluster = await startCluster({ apiServerArgs: [`--audit-policy-file=${policy}`, `--audit-log-path=${auditLog}`, '--audit-log-maxsize=0'] });
+  const cluster = await startCluster({
+    apiServerArgs: [
+      `--audit-policy-file=${policy}`,
+      `--audit-log-path=${auditLog}`,
+      '--audit-log-maxsize=0',
+    ],
+  });
   try {
-    const must = async (p: Promise<{ code: number; stdout: string; stderr: string }>, what: string) => {
+    const must = async (
+      p: Promise<{ code: number; stdout: string; stderr: string }>,
+      what: string,
+    ) => {
       const r = await p;
       if (r.code !== 0) throw new Error(`${what} failed: ${r.stderr}`);
       return r.stdout;
     };
     await must(cluster.kubectl(['apply', '--server-side', '-f', 'crds/']), 'install CRDs');
-    await must(cluster.kubectl(['wait', '--for=condition=Established', '--timeout=60s', 'crd/ratelimitroutes.portcullis.dev', 'crd/oauthclients.portcullis.dev']), 'wait CRDs');
-    for (const ns of [RELEASE_NS, ...namespaces]) await must(cluster.kubectl(['create', 'namespace', ns]), `create namespace ${ns}`);
+    await must(
+      cluster.kubectl([
+        'wait',
+        '--for=condition=Established',
+        '--timeout=60s',
+        'crd/ratelimitroutes.portcullis.dev',
+        'crd/oauthclients.portcullis.dev',
+      ]),
+      'wait CRDs',
+    );
+    for (const ns of [RELEASE_NS, ...namespaces])
+      await must(cluster.kubectl(['create', 'namespace', ns]), `create namespace ${ns}`);
     // The chart exactly as a user installs it (without the bundled Redis: nothing runs pods here).
     const rendered = await must(
-      cluster.helm(['template', RELEASE, 'charts/portcullis', '--namespace', RELEASE_NS, '--kube-version', cluster.tools.kubernetesVersion, '--set', 'redis.enabled=false', ...helmSet.flatMap((v) => ['--set', v])]),
+      cluster.helm([
+        'template',
+        RELEASE,
+        'charts/portcullis',
+        '--namespace',
+        RELEASE_NS,
+        '--kube-version',
+        cluster.tools.kubernetesVersion,
+        '--set',
+        'redis.enabled=false',
+        ...helmSet.flatMap((v) => ['--set', v]),
+      ]),
       'helm template',
     );
-    await must(cluster.kubectl(['apply', '--server-side', '-f', '-'], { input: rendered }), 'apply the chart');
+    await must(
+      cluster.kubectl(['apply', '--server-side', '-f', '-'], { input: rendered }),
+      'apply the chart',
+    );
     const sa = parseAllDocuments(rendered)
       .map((d) => d.toJS() as { kind?: string; metadata?: { name?: string } } | null)
       .find((d) => d?.kind === 'ServiceAccount');
     const saName = sa?.metadata?.name ?? RELEASE;
     const kubeconfig = await cluster.kubeconfigFor({ namespace: RELEASE_NS, name: saName });
-    return { cluster, kubeconfig, user: `system:serviceaccount:${RELEASE_NS}:${saName}`, auditLog, stop: () => cluster.stop() };
+    return {
+      cluster,
+      kubeconfig,
+      user: `system:serviceaccount:${RELEASE_NS}:${saName}`,
+      auditLog,
+      stop: () => cluster.stop(),
+    };
   } catch (err) {
     await cluster.stop();
     throw err;
@@ -123,7 +171,9 @@ export function operatorRequests(env: OperatorEnv, sinceIso = '', untilIso = '99
 
 /** Every request of the operator refused for lack of permission (must stay empty). */
 export function operatorForbidden(env: OperatorEnv): AuditEvent[] {
-  return auditEvents(env).filter((e) => e.user.username === env.user && e.responseStatus?.code === 403);
+  return auditEvents(env).filter(
+    (e) => e.user.username === env.user && e.responseStatus?.code === 403,
+  );
 }
 
 export interface RunningOperator {
@@ -141,7 +191,12 @@ export const FAST = {
   PORTCULLIS_RETRY_PERIOD_MS: '500',
 };
 
-export async function startOperator(env: OperatorEnv, identity: string, extra: Record<string, string> = {}, launch: Pick<StartOptions, 'launcher'> = {}): Promise<RunningOperator> {
+export async function startOperator(
+  env: OperatorEnv,
+  identity: string,
+  extra: Record<string, string> = {},
+  launch: Pick<StartOptions, 'launcher'> = {},
+): Promise<RunningOperator> {
   const port = await freePort();
   const program = await startProgram({
     ...launch,
@@ -168,7 +223,11 @@ export async function startOperator(env: OperatorEnv, identity: string, extra: R
 
 /** Reconciles the operator's `controller` finished so far. */
 async function reconcileCount(operator: RunningOperator, controller?: string): Promise<number> {
-  return metricValue(await operator.metrics(), 'portcullis_operator_reconcile_total', controller === undefined ? {} : { controller });
+  return metricValue(
+    await operator.metrics(),
+    'portcullis_operator_reconcile_total',
+    controller === undefined ? {} : { controller },
+  );
 }
 
 /**
@@ -176,17 +235,33 @@ async function reconcileCount(operator: RunningOperator, controller?: string): P
  * object of the kind once, so the routes' (or clients') controller has finished periods x objects
  * more reconciles than when this was called.
  */
-export async function resyncs(env: OperatorEnv, operator: RunningOperator, kind: 'ratelimitroutes' | 'oauthclients', periods: number): Promise<void> {
+export async function resyncs(
+  env: OperatorEnv,
+  operator: RunningOperator,
+  kind: 'ratelimitroutes' | 'oauthclients',
+  periods: number,
+): Promise<void> {
   const controller = kind === 'ratelimitroutes' ? 'ratelimitroute' : 'oauthclient';
-  const objects = (await env.cluster.kubectl(['get', kind, '-A', '-o', 'name'])).stdout.split('\n').filter((l) => l.trim() !== '').length;
+  const objects = (await env.cluster.kubectl(['get', kind, '-A', '-o', 'name'])).stdout
+    .split('\n')
+    .filter((l) => l.trim() !== '').length;
   const target = (await reconcileCount(operator, controller)) + periods * Math.max(1, objects);
-  await eventually(`${periods} resync period(s) of the ${kind}`, async () => (await reconcileCount(operator, controller)) >= target, 60_000);
+  await eventually(
+    `${periods} resync period(s) of the ${kind}`,
+    async () => (await reconcileCount(operator, controller)) >= target,
+    60_000,
+  );
 }
 
 /** Resolves once `controller` has finished one more reconcile than when this was called (it is at work). */
 export async function reconciling(operator: RunningOperator, controller: string): Promise<void> {
   const before = await reconcileCount(operator, controller);
-  await eventually(`a ${controller} reconcile`, async () => (await reconcileCount(operator, controller)) > before, 60_000, 50);
+  await eventually(
+    `a ${controller} reconcile`,
+    async () => (await reconcileCount(operator, controller)) > before,
+    60_000,
+    50,
+  );
 }
 
 /**
@@ -210,7 +285,11 @@ export async function operatorIdle(operator: RunningOperator): Promise<void> {
 }
 
 /** The value of one sample of a Prometheus text exposition (sum over matching label sets). */
-export function metricValue(text: string, name: string, labels: Record<string, string> = {}): number {
+export function metricValue(
+  text: string,
+  name: string,
+  labels: Record<string, string> = {},
+): number {
   let sum = 0;
   for (const line of text.split('\n')) {
     if (!line.startsWith(name)) continue;
@@ -228,7 +307,10 @@ export interface GetResult<T> {
 }
 
 /** kubectl get -o json as admin; undefined when not found. */
-export async function kget(cluster: Cluster, args: readonly string[]): Promise<Record<string, unknown> | undefined> {
+export async function kget(
+  cluster: Cluster,
+  args: readonly string[],
+): Promise<Record<string, unknown> | undefined> {
   const r = await cluster.kubectl(['get', ...args, '-o', 'json']);
   if (r.code !== 0) {
     if (/NotFound|not found/.test(r.stderr)) return undefined;

@@ -21,10 +21,18 @@ import { CADDY_PEER, loadPeerImage, OAUTH2_PROXY_PEER } from './peer-images.ts';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 export const REPO = path.resolve(HERE, '..', '..', '..');
-const STATE = process.env['PORTCULLIS_E2E_STATE'] ?? path.join(process.env['XDG_CACHE_HOME'] ?? path.join(homedir(), '.cache'), 'portcullis', 'e2e');
+const STATE =
+  process.env['PORTCULLIS_E2E_STATE'] ??
+  path.join(process.env['XDG_CACHE_HOME'] ?? path.join(homedir(), '.cache'), 'portcullis', 'e2e');
 
 /** The programs' folders; each is built from the one Dockerfile into portcullis/<basename>:<tag>. */
-export const PROGRAMS = ['operator', 'sidecar', 'services/auth-server', 'services/user-service', 'services/demo-client'] as const;
+export const PROGRAMS = [
+  'operator',
+  'sidecar',
+  'services/auth-server',
+  'services/user-service',
+  'services/demo-client',
+] as const;
 export const REDIS_IMAGE = 'redis:7-alpine';
 export const BASE_IMAGE = 'node:24-bookworm-slim';
 
@@ -41,9 +49,17 @@ interface RunOptions {
 }
 
 /** Runs a command; resolves with stdout, rejects with the tail of its output. */
-export function run(command: string, args: readonly string[], options: RunOptions = {}): Promise<string> {
+export function run(
+  command: string,
+  args: readonly string[],
+  options: RunOptions = {},
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, args, { cwd: options.cwd ?? REPO, env: options.env ?? process.env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(command, args, {
+      cwd: options.cwd ?? REPO,
+      env: options.env ?? process.env,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let output = '';
     child.stdout.on('data', (d: Buffer) => {
@@ -59,7 +75,12 @@ export function run(command: string, args: readonly string[], options: RunOption
     child.once('error', reject);
     child.once('close', (code) => {
       if (code === 0) resolve(stdout);
-      else reject(new Error(`${path.basename(command)} ${args.join(' ')} exited ${String(code)}:\n${output.split('\n').slice(-40).join('\n')}`));
+      else
+        reject(
+          new Error(
+            `${path.basename(command)} ${args.join(' ')} exited ${String(code)}:\n${output.split('\n').slice(-40).join('\n')}`,
+          ),
+        );
     });
   });
 }
@@ -83,7 +104,11 @@ async function engineAnswers(env: NodeJS.ProcessEnv): Promise<boolean> {
   }
 }
 
-async function timed<T>(timings: Record<string, number>, step: string, fn: () => Promise<T>): Promise<T> {
+async function timed<T>(
+  timings: Record<string, number>,
+  step: string,
+  fn: () => Promise<T>,
+): Promise<T> {
   const start = performance.now();
   log(`${step} ...`);
   try {
@@ -108,26 +133,36 @@ export async function provision(): Promise<Provisioned> {
   const useHostEngine = !offlineWanted && (await engineAnswers(process.env));
   const engine = useHostEngine ? 'host' : 'private';
   const images = useHostEngine ? 'public' : 'offline';
-  log(`engine: ${engine === 'host' ? 'the Docker engine already running here' : 'a private dockerd (test/harness/kind/dockerd.sh)'}; images: ${images}`);
+  log(
+    `engine: ${engine === 'host' ? 'the Docker engine already running here' : 'a private dockerd (test/harness/kind/dockerd.sh)'}; images: ${images}`,
+  );
 
   // Everything after this point runs with DOCKER_HOST set to the engine in use.
   const env: NodeJS.ProcessEnv = { ...process.env };
   let startedEngine = false;
   if (engine === 'private') {
-    const dockerHost = parseEnvLines(await run(path.join(HERE, 'dockerd.sh'), ['env']))['DOCKER_HOST'];
+    const dockerHost = parseEnvLines(await run(path.join(HERE, 'dockerd.sh'), ['env']))[
+      'DOCKER_HOST'
+    ];
     env['DOCKER_HOST'] = dockerHost;
     const wasRunning = await engineAnswers(env);
-    await timed(timings, 'private dockerd', () => run(path.join(HERE, 'dockerd.sh'), ['start'], { env, stream: true }));
+    await timed(timings, 'private dockerd', () =>
+      run(path.join(HERE, 'dockerd.sh'), ['start'], { env, stream: true }),
+    );
     startedEngine = !wasRunning;
   }
   const stopEngine = async () => {
-    if (startedEngine && !keep) await run(path.join(HERE, 'dockerd.sh'), ['stop'], { env, stream: true });
+    if (startedEngine && !keep)
+      await run(path.join(HERE, 'dockerd.sh'), ['stop'], { env, stream: true });
   };
 
   try {
     const tools = parseEnvLines(
       await timed(timings, 'tools (kubernetes, etcd, helm, kind, crictl, coredns, pause)', () =>
-        run(path.join(REPO, 'test/harness/k8s/build-tools.sh'), ['--node', '--print-env'], { env, stream: false }),
+        run(path.join(REPO, 'test/harness/k8s/build-tools.sh'), ['--node', '--print-env'], {
+          env,
+          stream: false,
+        }),
       ),
     );
     const need = (k: string): string => {
@@ -135,14 +170,28 @@ export async function provision(): Promise<Provisioned> {
       if (v === undefined) throw new Error(`build-tools.sh did not print ${k}`);
       return v;
     };
-    const kubernetesVersion = parseEnvLines(readFileSync(path.join(REPO, 'test/harness/k8s/versions.env'), 'utf8'))['KUBERNETES_VERSION'] ?? 'unknown';
+    const kubernetesVersion =
+      parseEnvLines(readFileSync(path.join(REPO, 'test/harness/k8s/versions.env'), 'utf8'))[
+        'KUBERNETES_VERSION'
+      ] ?? 'unknown';
 
     let nodeImage: string | undefined;
     if (images === 'offline') {
-      nodeImage = (await timed(timings, 'kind node image (offline)', () => run(path.join(HERE, 'images.sh'), ['node'], { env }))).trim().split('\n').pop();
-      await timed(timings, 'base image stand-ins', () => run(path.join(HERE, 'images.sh'), ['standins'], { env }));
+      nodeImage = (
+        await timed(timings, 'kind node image (offline)', () =>
+          run(path.join(HERE, 'images.sh'), ['node'], { env }),
+        )
+      )
+        .trim()
+        .split('\n')
+        .pop();
+      await timed(timings, 'base image stand-ins', () =>
+        run(path.join(HERE, 'images.sh'), ['standins'], { env }),
+      );
     } else {
-      await timed(timings, `pull ${REDIS_IMAGE}`, () => run('docker', ['pull', REDIS_IMAGE], { env }));
+      await timed(timings, `pull ${REDIS_IMAGE}`, () =>
+        run('docker', ['pull', REDIS_IMAGE], { env }),
+      );
     }
 
     // Built under a working tag, then tagged by content: a cluster kept from an earlier run
@@ -172,20 +221,40 @@ export async function provision(): Promise<Provisioned> {
           { env: { ...env, DOCKER_BUILDKIT: images === 'offline' ? '0' : '1' } },
         ),
       );
-      const [id = '', size = '0'] = (await run('docker', ['image', 'inspect', '-f', '{{.Id}} {{.Size}}', name], { env })).trim().split(' ');
-      built.push({ name, program, sizeBytes: Number(size), buildSeconds: Math.round((performance.now() - start) / 100) / 10, id });
+      const [id = '', size = '0'] = (
+        await run('docker', ['image', 'inspect', '-f', '{{.Id}} {{.Size}}', name], { env })
+      )
+        .trim()
+        .split(' ');
+      built.push({
+        name,
+        program,
+        sizeBytes: Number(size),
+        buildSeconds: Math.round((performance.now() - start) / 100) / 10,
+        id,
+      });
     }
-    const tag = `e2e-${createHash('sha256').update(built.map((b) => b.id).join()).digest('hex').slice(0, 10)}`;
+    const tag = `e2e-${createHash('sha256')
+      .update(built.map((b) => b.id).join())
+      .digest('hex')
+      .slice(0, 10)}`;
     for (const image of built) {
       const final = image.name.replace(/:e2e-build$/, `:${tag}`);
       await run('docker', ['tag', image.name, final], { env });
       image.name = final;
     }
     // Earlier runs' content tags are not used again: they would only fill the disk.
-    const stale = (await run('docker', ['image', 'ls', '--format', '{{.Repository}}:{{.Tag}}', 'portcullis/*'], { env }))
+    const stale = (
+      await run('docker', ['image', 'ls', '--format', '{{.Repository}}:{{.Tag}}', 'portcullis/*'], {
+        env,
+      })
+    )
       .split('\n')
       .filter((n) => /:e2e-[0-9a-f]{10}$/.test(n) && !n.endsWith(`:${tag}`));
-    if (stale.length > 0) await run('docker', ['rmi', ...stale], { env }).catch((err: unknown) => log(`could not remove old images: ${String(err)}`));
+    if (stale.length > 0)
+      await run('docker', ['rmi', ...stale], { env }).catch((err: unknown) =>
+        log(`could not remove old images: ${String(err)}`),
+      );
 
     const cluster = process.env['E2E_CLUSTER'] ?? 'portcullis-e2e';
     const kind = need('KIND');
@@ -193,33 +262,68 @@ export async function provision(): Promise<Provisioned> {
     const existing = (await run(kind, ['get', 'clusters'], { env })).split('\n').includes(cluster);
     let createdCluster = false;
     const deleteCluster = async () => {
-      if (createdCluster && !keep) await run(kind, ['delete', 'cluster', '--name', cluster, '--kubeconfig', kubeconfig], { env, stream: true });
+      if (createdCluster && !keep)
+        await run(kind, ['delete', 'cluster', '--name', cluster, '--kubeconfig', kubeconfig], {
+          env,
+          stream: true,
+        });
     };
     try {
       if (existing) {
-        log(`cluster ${cluster} exists (kept by an earlier run): using it; this run will not delete it`);
-        await run(kind, ['export', 'kubeconfig', '--name', cluster, '--kubeconfig', kubeconfig], { env });
+        log(
+          `cluster ${cluster} exists (kept by an earlier run): using it; this run will not delete it`,
+        );
+        await run(kind, ['export', 'kubeconfig', '--name', cluster, '--kubeconfig', kubeconfig], {
+          env,
+        });
       } else {
         const config = path.join(STATE, `kind-${cluster}.yaml`);
         writeFileSync(config, kindConfig(images === 'offline'));
         createdCluster = true;
         await timed(timings, 'kind create cluster', async () => {
           try {
-            await run(kind, ['create', 'cluster', '--name', cluster, ...(nodeImage ? ['--image', nodeImage] : []), '--config', config, '--kubeconfig', kubeconfig, '--wait', '5m', '--retain'], { env });
+            await run(
+              kind,
+              [
+                'create',
+                'cluster',
+                '--name',
+                cluster,
+                ...(nodeImage ? ['--image', nodeImage] : []),
+                '--config',
+                config,
+                '--kubeconfig',
+                kubeconfig,
+                '--wait',
+                '5m',
+                '--retain',
+              ],
+              { env },
+            );
           } catch (err) {
-            throw new Error(`the kind cluster did not come up.\n${String(err)}\n--- kubelet (last lines) ---\n${await kubeletTail(env, `${cluster}-control-plane`)}`);
+            throw new Error(
+              `the kind cluster did not come up.\n${String(err)}\n--- kubelet (last lines) ---\n${await kubeletTail(env, `${cluster}-control-plane`)}`,
+            );
           }
         });
       }
       const node = `${cluster}-control-plane`;
       const kubectl = need('KUBECTL');
       // NetworkPolicies are enforced: by kindnetd on stock kind, offline by kube-router's firewall.
-      if (images === 'offline') await timed(timings, 'kube-router (NetworkPolicy enforcer)', () => installKubeRouter(kubectl, kubeconfig, env));
+      if (images === 'offline')
+        await timed(timings, 'kube-router (NetworkPolicy enforcer)', () =>
+          installKubeRouter(kubectl, kubeconfig, env),
+        );
       await timed(timings, 'kind load images', async () => {
-        for (const image of [...built.map((i) => i.name), REDIS_IMAGE]) await run(kind, ['load', 'docker-image', image, '--name', cluster], { env });
+        for (const image of [...built.map((i) => i.name), REDIS_IMAGE])
+          await run(kind, ['load', 'docker-image', image, '--name', cluster], { env });
       });
-      const oauth2ProxyImage = await timed(timings, 'oauth2-proxy image (peer-images.ts)', () => loadPeerImage(OAUTH2_PROXY_PEER, kind, cluster, env));
-      const caddyImage = await timed(timings, 'Caddy image (peer-images.ts)', () => loadPeerImage(CADDY_PEER, kind, cluster, env));
+      const oauth2ProxyImage = await timed(timings, 'oauth2-proxy image (peer-images.ts)', () =>
+        loadPeerImage(OAUTH2_PROXY_PEER, kind, cluster, env),
+      );
+      const caddyImage = await timed(timings, 'Caddy image (peer-images.ts)', () =>
+        loadPeerImage(CADDY_PEER, kind, cluster, env),
+      );
 
       const helm = need('HELM');
       const release = 'portcullis';
@@ -227,7 +331,9 @@ export async function provision(): Promise<Provisioned> {
       const issuerPort = await freePort();
       await timed(timings, 'CRDs + helm install', async () => {
         // As the README says: CRDs server-side, then the chart.
-        await run(kubectl, ['--kubeconfig', kubeconfig, 'apply', '--server-side', '-f', 'crds/'], { env });
+        await run(kubectl, ['--kubeconfig', kubeconfig, 'apply', '--server-side', '-f', 'crds/'], {
+          env,
+        });
         await run(
           helm,
           [
@@ -256,7 +362,20 @@ export async function provision(): Promise<Provisioned> {
           ],
           { env },
         );
-        await run(kubectl, ['--kubeconfig', kubeconfig, '-n', releaseNamespace, 'rollout', 'status', `deployment/${release}-operator`, '--timeout=180s'], { env });
+        await run(
+          kubectl,
+          [
+            '--kubeconfig',
+            kubeconfig,
+            '-n',
+            releaseNamespace,
+            'rollout',
+            'status',
+            `deployment/${release}-operator`,
+            '--timeout=180s',
+          ],
+          { env },
+        );
       });
 
       const context: E2eContext = {
@@ -284,7 +403,10 @@ export async function provision(): Promise<Provisioned> {
       return {
         context,
         async teardown() {
-          if (keep) log(`KEEP_CLUSTER=1: cluster ${cluster} and the engine stay up (kubeconfig ${kubeconfig}${env['DOCKER_HOST'] ? `, DOCKER_HOST=${env['DOCKER_HOST']}` : ''})`);
+          if (keep)
+            log(
+              `KEEP_CLUSTER=1: cluster ${cluster} and the engine stay up (kubeconfig ${kubeconfig}${env['DOCKER_HOST'] ? `, DOCKER_HOST=${env['DOCKER_HOST']}` : ''})`,
+            );
           await deleteCluster();
           await stopEngine();
         },
@@ -307,36 +429,91 @@ function kindConfig(offline: boolean): string {
   if (offline) lines.push('networking:', '  disableDefaultCNI: true');
   if (cgroupV1) {
     // kubelet >= 1.35 refuses a cgroup v1 host unless told otherwise.
-    lines.push('kubeadmConfigPatches:', '- |', '  kind: KubeletConfiguration', '  failCgroupV1: false');
+    lines.push(
+      'kubeadmConfigPatches:',
+      '- |',
+      '  kind: KubeletConfiguration',
+      '  failCgroupV1: false',
+    );
   }
   return `${lines.join('\n')}\n`;
 }
 
 /** kube-router's firewall as a DaemonSet (kube-router.yaml; its image is preloaded in the offline node image). */
-async function installKubeRouter(kubectl: string, kubeconfig: string, env: NodeJS.ProcessEnv): Promise<void> {
-  const version = parseEnvLines(readFileSync(path.join(REPO, 'test/harness/k8s/versions.env'), 'utf8'))['KUBE_ROUTER_VERSION'];
-  if (version === undefined) throw new Error('test/harness/k8s/versions.env has no KUBE_ROUTER_VERSION');
-  const manifest = readFileSync(path.join(HERE, 'kube-router.yaml'), 'utf8').replaceAll('KUBE_ROUTER_VERSION', version);
+async function installKubeRouter(
+  kubectl: string,
+  kubeconfig: string,
+  env: NodeJS.ProcessEnv,
+): Promise<void> {
+  const version = parseEnvLines(
+    readFileSync(path.join(REPO, 'test/harness/k8s/versions.env'), 'utf8'),
+  )['KUBE_ROUTER_VERSION'];
+  if (version === undefined)
+    throw new Error('test/harness/k8s/versions.env has no KUBE_ROUTER_VERSION');
+  const manifest = readFileSync(path.join(HERE, 'kube-router.yaml'), 'utf8').replaceAll(
+    'KUBE_ROUTER_VERSION',
+    version,
+  );
   await run(kubectl, ['--kubeconfig', kubeconfig, 'apply', '-f', '-'], { env, input: manifest });
   try {
-    await run(kubectl, ['--kubeconfig', kubeconfig, '-n', 'kube-system', 'rollout', 'status', 'daemonset/kube-router', '--timeout=180s'], { env });
+    await run(
+      kubectl,
+      [
+        '--kubeconfig',
+        kubeconfig,
+        '-n',
+        'kube-system',
+        'rollout',
+        'status',
+        'daemonset/kube-router',
+        '--timeout=180s',
+      ],
+      { env },
+    );
   } catch (err) {
-    const logs = await run(kubectl, ['--kubeconfig', kubeconfig, '-n', 'kube-system', 'logs', 'daemonset/kube-router', '--tail=40'], { env }).catch((e: unknown) => String(e));
-    throw new Error(`kube-router did not become ready.\n${String(err)}\n--- kube-router (last lines) ---\n${logs}`);
+    const logs = await run(
+      kubectl,
+      [
+        '--kubeconfig',
+        kubeconfig,
+        '-n',
+        'kube-system',
+        'logs',
+        'daemonset/kube-router',
+        '--tail=40',
+      ],
+      { env },
+    ).catch((e: unknown) => String(e));
+    throw new Error(
+      `kube-router did not become ready.\n${String(err)}\n--- kube-router (last lines) ---\n${logs}`,
+    );
   }
 }
 
 async function kubeletTail(env: NodeJS.ProcessEnv, node: string): Promise<string> {
   try {
-    return await run('docker', ['exec', node, 'journalctl', '--no-pager', '-n', '60', '-u', 'kubelet', '-u', 'containerd'], { env });
+    return await run(
+      'docker',
+      ['exec', node, 'journalctl', '--no-pager', '-n', '60', '-u', 'kubelet', '-u', 'containerd'],
+      { env },
+    );
   } catch (err) {
     return `(could not read the node's journal: ${String(err).slice(0, 300)})`;
   }
 }
 
 /** exec a command without a shell; stdout only. For small helpers in test files. */
-export function capture(command: string, args: readonly string[], env: NodeJS.ProcessEnv = process.env): Promise<string> {
+export function capture(
+  command: string,
+  args: readonly string[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(command, args, { env, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' }, (err, stdout) => (err ? reject(err) : resolve(stdout)));
+    execFile(
+      command,
+      args,
+      { env, maxBuffer: 64 * 1024 * 1024, encoding: 'utf8' },
+      (err, stdout) => (err ? reject(err) : resolve(stdout)),
+    );
   });
 }

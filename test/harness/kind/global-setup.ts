@@ -21,10 +21,14 @@ export async function teardown(): Promise<void> {
     if (before !== undefined) {
       const changes = sysctlChanges(before, readSysctls());
       if (changes.length > 0) {
-        const list = changes.map((c) => `  ${c.key}: ${c.before ?? '(absent)'} -> ${c.after ?? '(absent)'}`).join('\n');
+        const list = changes
+          .map((c) => `  ${c.key}: ${c.before ?? '(absent)'} -> ${c.after ?? '(absent)'}`)
+          .join('\n');
         throw new Error(`the e2e tier changed the host's kernel settings:\n${list}`);
       }
-      process.stderr.write(`e2e: the host's kernel settings are as they were (${Object.keys(before).length} compared)\n`);
+      process.stderr.write(
+        `e2e: the host's kernel settings are as they were (${Object.keys(before).length} compared)\n`,
+      );
     }
   }
 }

@@ -50,7 +50,14 @@ export class Kube {
         ['--kubeconfig', this.ctx.kubeconfig, ...args],
         { maxBuffer: 64 * 1024 * 1024, timeout: options.timeoutMs ?? 120_000, encoding: 'utf8' },
         (err, stdout, stderr) => {
-          if (err) reject(new KubectlError(args, stderr || err.message, (err as NodeJS.ErrnoException).code ?? null));
+          if (err)
+            reject(
+              new KubectlError(
+                args,
+                stderr || err.message,
+                (err as NodeJS.ErrnoException).code ?? null,
+              ),
+            );
           else resolve(stdout);
         },
       );
@@ -65,11 +72,28 @@ export class Kube {
   /** Server-side apply of objects (as YAML documents) with the tests' own field manager. */
   async apply(objects: readonly object[], namespace?: string): Promise<void> {
     const text = objects.map((o) => stringify(o)).join('---\n');
-    await this.kubectl(['apply', '--server-side', '--force-conflicts', '--field-manager=portcullis-e2e', ...(namespace ? ['-n', namespace] : []), '-f', '-'], { input: text });
+    await this.kubectl(
+      [
+        'apply',
+        '--server-side',
+        '--force-conflicts',
+        '--field-manager=portcullis-e2e',
+        ...(namespace ? ['-n', namespace] : []),
+        '-f',
+        '-',
+      ],
+      { input: text },
+    );
   }
 
   async createNamespace(name: string): Promise<void> {
-    await this.apply([{ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { 'portcullis.dev/e2e': 'true' } } }]);
+    await this.apply([
+      {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: { name, labels: { 'portcullis.dev/e2e': 'true' } },
+      },
+    ]);
   }
 
   async deleteNamespace(name: string): Promise<void> {
@@ -77,33 +101,87 @@ export class Kube {
   }
 
   /** kubectl wait --for=... (a condition, jsonpath or delete) on one object or a selection. */
-  async wait(namespace: string, what: readonly string[], condition: string, timeoutS = 180): Promise<void> {
-    await this.kubectl(['-n', namespace, 'wait', ...what, `--for=${condition}`, `--timeout=${timeoutS}s`], { timeoutMs: (timeoutS + 10) * 1000 });
+  async wait(
+    namespace: string,
+    what: readonly string[],
+    condition: string,
+    timeoutS = 180,
+  ): Promise<void> {
+    await this.kubectl(
+      ['-n', namespace, 'wait', ...what, `--for=${condition}`, `--timeout=${timeoutS}s`],
+      { timeoutMs: (timeoutS + 10) * 1000 },
+    );
   }
 
   async rolloutStatus(namespace: string, deployment: string, timeoutS = 300): Promise<void> {
-    await this.kubectl(['-n', namespace, 'rollout', 'status', `deployment/${deployment}`, `--timeout=${timeoutS}s`], { timeoutMs: (timeoutS + 10) * 1000 });
+    await this.kubectl(
+      ['-n', namespace, 'rollout', 'status', `deployment/${deployment}`, `--timeout=${timeoutS}s`],
+      { timeoutMs: (timeoutS + 10) * 1000 },
+    );
   }
 
   /** Runs a command in a container; stdin optional. */
-  exec(namespace: string, pod: string, command: readonly string[], options: KubectlOptions & { container?: string } = {}): Promise<string> {
-    return this.kubectl(['-n', namespace, 'exec', ...(options.input === undefined ? [] : ['-i']), pod, ...(options.container ? ['-c', options.container] : []), '--', ...command], options);
+  exec(
+    namespace: string,
+    pod: string,
+    command: readonly string[],
+    options: KubectlOptions & { container?: string } = {},
+  ): Promise<string> {
+    return this.kubectl(
+      [
+        '-n',
+        namespace,
+        'exec',
+        ...(options.input === undefined ? [] : ['-i']),
+        pod,
+        ...(options.container ? ['-c', options.container] : []),
+        '--',
+        ...command,
+      ],
+      options,
+    );
   }
 
   /** Logs of a pod's container (all of it). */
   logs(namespace: string, target: string, container?: string, previous = false): Promise<string> {
-    return this.kubectl(['-n', namespace, 'logs', target, ...(container ? ['-c', container] : []), ...(previous ? ['--previous'] : [])]);
+    return this.kubectl([
+      '-n',
+      namespace,
+      'logs',
+      target,
+      ...(container ? ['-c', container] : []),
+      ...(previous ? ['--previous'] : []),
+    ]);
   }
 
   /**
    * kubectl port-forward to a Service or pod on 127.0.0.1 only. The local port is a free one
    * chosen now unless given; the forward is checked by a TCP connect before this resolves.
    */
-  async portForward(namespace: string, target: string, remotePort: number, localPort?: number): Promise<PortForward> {
+  async portForward(
+    namespace: string,
+    target: string,
+    remotePort: number,
+    localPort?: number,
+  ): Promise<PortForward> {
     const port = localPort ?? (await freePort());
-    const child = spawn(this.ctx.kubectl, ['--kubeconfig', this.ctx.kubeconfig, '-n', namespace, 'port-forward', '--address', '127.0.0.1', target, `${port}:${remotePort}`], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      this.ctx.kubectl,
+      [
+        '--kubeconfig',
+        this.ctx.kubeconfig,
+        '-n',
+        namespace,
+        'port-forward',
+        '--address',
+        '127.0.0.1',
+        target,
+        `${port}:${remotePort}`,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     this.#forwards.add(child);
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
@@ -119,7 +197,8 @@ export class Kube {
       // "Forwarding from 127.0.0.1:PORT": it bound the address asked for, not [::1] alone.
       if (!output.includes(`127.0.0.1:${port}`)) {
         await new Promise((r) => setTimeout(r, 200));
-        if (!output.includes(`127.0.0.1:${port}`)) throw new Error(`port-forward did not bind 127.0.0.1:${port}: ${output.trim()}`);
+        if (!output.includes(`127.0.0.1:${port}`))
+          throw new Error(`port-forward did not bind 127.0.0.1:${port}: ${output.trim()}`);
       }
     } catch (err) {
       child.kill('SIGTERM');

@@ -27,13 +27,33 @@ interface Peer {
   readonly binary: string;
 }
 
-export const OAUTH2_PROXY_PEER: Peer = { repository: 'portcullis-e2e/oauth2-proxy', script: 'test/harness/peers/build-oauth2-proxy.sh', envVar: 'OAUTH2_PROXY', binary: 'oauth2-proxy' };
-export const CADDY_PEER: Peer = { repository: 'portcullis-e2e/caddy', script: 'test/harness/gateways/build-caddy.sh', envVar: 'CADDY', binary: 'caddy' };
+export const OAUTH2_PROXY_PEER: Peer = {
+  repository: 'portcullis-e2e/oauth2-proxy',
+  script: 'test/harness/peers/build-oauth2-proxy.sh',
+  envVar: 'OAUTH2_PROXY',
+  binary: 'oauth2-proxy',
+};
+export const CADDY_PEER: Peer = {
+  repository: 'portcullis-e2e/caddy',
+  script: 'test/harness/gateways/build-caddy.sh',
+  envVar: 'CADDY',
+  binary: 'caddy',
+};
 
 function exec(command: string, args: readonly string[], env: NodeJS.ProcessEnv): Promise<string> {
   return new Promise((resolve, reject) => {
-    execFile(command, args, { env, cwd: repoRoot, maxBuffer: 16 * 1024 * 1024, encoding: 'utf8' }, (err, stdout, stderr) =>
-      err ? reject(new Error(`${path.basename(command)} ${args.join(' ')} failed: ${err.message}\n${stderr.slice(-2000)}`)) : resolve(stdout),
+    execFile(
+      command,
+      args,
+      { env, cwd: repoRoot, maxBuffer: 16 * 1024 * 1024, encoding: 'utf8' },
+      (err, stdout, stderr) =>
+        err
+          ? reject(
+              new Error(
+                `${path.basename(command)} ${args.join(' ')} failed: ${err.message}\n${stderr.slice(-2000)}`,
+              ),
+            )
+          : resolve(stdout),
     );
   });
 }
@@ -50,7 +70,12 @@ async function peerBinary(peer: Peer, env: NodeJS.ProcessEnv): Promise<string> {
  * Builds (when missing) the peer's image in the engine at DOCKER_HOST and loads it into the kind
  * cluster's node. Returns the image name, e.g. portcullis-e2e/oauth2-proxy:v7.15.6-1a2b3c4d5e.
  */
-export async function loadPeerImage(peer: Peer, kind: string, cluster: string, env: NodeJS.ProcessEnv): Promise<string> {
+export async function loadPeerImage(
+  peer: Peer,
+  kind: string,
+  cluster: string,
+  env: NodeJS.ProcessEnv,
+): Promise<string> {
   const binary = await peerBinary(peer, env);
   // .../<binary>-<version>/bin/<binary>
   const version = path.basename(path.dirname(path.dirname(binary))).slice(peer.binary.length + 1);
@@ -69,20 +94,41 @@ export async function loadPeerImage(peer: Peer, kind: string, cluster: string, e
       mkdirSync(path.join(root, 'tmp'));
       chmodSync(path.join(root, 'tmp'), 0o1777);
       writeFileSync(path.join(root, 'bin', peer.binary), readFileSync(binary), { mode: 0o755 });
-      writeFileSync(path.join(root, 'etc', 'passwd'), `root:x:0:0:root:/:/sbin/nologin\nnonroot:x:${PEER_UID}:${PEER_UID}::/:/sbin/nologin\n`);
+      writeFileSync(
+        path.join(root, 'etc', 'passwd'),
+        `root:x:0:0:root:/:/sbin/nologin\nnonroot:x:${PEER_UID}:${PEER_UID}::/:/sbin/nologin\n`,
+      );
       writeFileSync(path.join(root, 'etc', 'group'), `root:x:0:\nnonroot:x:${PEER_UID}:\n`);
       const tar = path.join(dir, 'image.tar');
       await exec('tar', ['-C', root, '--owner=0', '--group=0', '-cf', tar, '.'], env);
       await exec(
         'docker',
-        ['import', '--change', `ENTRYPOINT ["/bin/${peer.binary}"]`, '--change', `USER ${PEER_UID}:${PEER_UID}`, '--change', `LABEL org.opencontainers.image.version=${version}`, tar, image],
+        [
+          'import',
+          '--change',
+          `ENTRYPOINT ["/bin/${peer.binary}"]`,
+          '--change',
+          `USER ${PEER_UID}:${PEER_UID}`,
+          '--change',
+          `LABEL org.opencontainers.image.version=${version}`,
+          tar,
+          image,
+        ],
         env,
       );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
     // Earlier builds of the image are not used again.
-    const old = (await exec('docker', ['image', 'ls', '--format', '{{.Repository}}:{{.Tag}}', peer.repository], env)).split('\n').filter((n) => n !== '' && n !== image);
+    const old = (
+      await exec(
+        'docker',
+        ['image', 'ls', '--format', '{{.Repository}}:{{.Tag}}', peer.repository],
+        env,
+      )
+    )
+      .split('\n')
+      .filter((n) => n !== '' && n !== image);
     if (old.length > 0) await exec('docker', ['rmi', ...old], env).catch(() => undefined);
   }
   await exec(kind, ['load', 'docker-image', image, '--name', cluster], env);

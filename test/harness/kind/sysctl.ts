@@ -20,7 +20,11 @@ const VOLATILE = [
 const PER_INTERFACE = /^net\.(ipv4|ipv6)\.(conf|neigh)\.([^.]+)\./;
 
 export function readSysctls(): SysctlSnapshot {
-  const text = execFileSync('sysctl', ['-a'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'], maxBuffer: 64 * 1024 * 1024 });
+  const text = execFileSync('sysctl', ['-a'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'ignore'],
+    maxBuffer: 64 * 1024 * 1024,
+  });
   const out: SysctlSnapshot = {};
   for (const line of text.split('\n')) {
     const eq = line.indexOf(' = ');

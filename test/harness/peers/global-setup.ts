@@ -5,5 +5,8 @@ import path from 'node:path';
 import { repoRoot } from '../programs.ts';
 
 export default function setup(): void {
-  execFileSync(path.join(repoRoot, 'test/harness/peers/build-oauth2-proxy.sh'), { cwd: repoRoot, stdio: 'inherit' });
+  execFileSync(path.join(repoRoot, 'test/harness/peers/build-oauth2-proxy.sh'), {
+    cwd: repoRoot,
+    stdio: 'inherit',
+  });
 }

@@ -8,7 +8,11 @@ import { startProgram, repoRoot, type Program } from '../programs.ts';
 
 /** The binary, building it first when the cache lacks it (the tier's global setup normally has). */
 export function oauth2ProxyBinary(): string {
-  const out = execFileSync(path.join(repoRoot, 'test/harness/peers/build-oauth2-proxy.sh'), ['--print-env'], { encoding: 'utf8' });
+  const out = execFileSync(
+    path.join(repoRoot, 'test/harness/peers/build-oauth2-proxy.sh'),
+    ['--print-env'],
+    { encoding: 'utf8' },
+  );
   const line = out.split('\n').find((l) => l.startsWith('OAUTH2_PROXY='));
   if (line === undefined) throw new Error('build-oauth2-proxy.sh printed no OAUTH2_PROXY=');
   return line.slice('OAUTH2_PROXY='.length);
@@ -34,10 +38,14 @@ export const echoIdentity: RequestListener = (req, res) => {
     ...(header('x-forwarded-user') !== undefined ? { user: header('x-forwarded-user') } : {}),
     ...(header('x-forwarded-email') !== undefined ? { email: header('x-forwarded-email') } : {}),
     ...(header('x-forwarded-groups') !== undefined ? { groups: header('x-forwarded-groups') } : {}),
-    ...(header('x-forwarded-preferred-username') !== undefined ? { preferredUsername: header('x-forwarded-preferred-username') } : {}),
+    ...(header('x-forwarded-preferred-username') !== undefined
+      ? { preferredUsername: header('x-forwarded-preferred-username') }
+      : {}),
   };
   res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
-  res.end(`<!doctype html><title>upstream</title><pre id="echo">${JSON.stringify(body).replace(/[<&]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`)}</pre>`);
+  res.end(
+    `<!doctype html><title>upstream</title><pre id="echo">${JSON.stringify(body).replace(/[<&]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`)}</pre>`,
+  );
 };
 
 export interface OAuth2ProxyOptions {
@@ -80,10 +88,19 @@ export function oauth2ProxyArgs(o: OAuth2ProxyOptions): string[] {
   ];
 }
 
-export async function startOAuth2Proxy(o: OAuth2ProxyOptions, name = 'oauth2-proxy'): Promise<{ program: Program; url: string }> {
+export async function startOAuth2Proxy(
+  o: OAuth2ProxyOptions,
+  name = 'oauth2-proxy',
+): Promise<{ program: Program; url: string }> {
   // Its request and auth logs show a prefix of each code and the user's groups, which the log
   // scanner (meant for our own programs) would report; its standard log (errors, refreshes) stays.
   const args = [...oauth2ProxyArgs(o), '--request-logging=false', '--auth-logging=false'];
-  const program = await startProgram({ entry: 'oauth2-proxy/oauth2-proxy', executable: oauth2ProxyBinary(), args, waitPort: o.port, name });
+  const program = await startProgram({
+    entry: 'oauth2-proxy/oauth2-proxy',
+    executable: oauth2ProxyBinary(),
+    args,
+    waitPort: o.port,
+    name,
+  });
   return { program, url: `http://127.0.0.1:${o.port}` };
 }
