@@ -139,9 +139,10 @@ type Doc = {
     labels?: Record<string, string>;
     annotations?: Record<string, string>;
   };
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- rendered YAML, read in assertions
   spec?: any;
   data?: Record<string, string>;
-}; // eslint-disable-line @typescript-eslint/no-explicit-any -- rendered YAML, read in assertions
+};
 
 const ALL_ON = [
   '--set',

@@ -52,10 +52,11 @@ describe('RateLimitRoute scale subresource', () => {
       spec: {
         versions: Array<{
           subresources: unknown;
+          // eslint-disable-next-line @typescript-eslint/no-explicit-any -- generated JSON, read in assertions
           schema: { openAPIV3Schema: Record<string, any> };
         }>;
       };
-    }; // eslint-disable-line @typescript-eslint/no-explicit-any -- generated JSON, read in assertions
+    };
     const [version] = crd.spec.versions;
     expect(version?.subresources).toEqual({
       status: {},
