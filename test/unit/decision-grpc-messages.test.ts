@@ -9,7 +9,7 @@ import {
   checkResponseOf,
   isCheckRequest,
   parseCheckRequest,
-} from '../../sidecar/decision-grpc.ts';
+} from '../../sidecar/ext-authz-messages.ts';
 import { CheckRequestType, CheckResponseType } from '../../sidecar/ext-authz-proto.ts';
 
 const wire = (http: Record<string, unknown>) =>
