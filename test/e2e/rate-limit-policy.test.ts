@@ -190,7 +190,8 @@ describe('RateLimitPolicy on an HTTPRoute, traffic through Caddy in the cluster'
       expect(r.headers['content-type']).toMatch(/^application\/problem\+json/);
       expect(JSON.parse(r.body)).toMatchObject({ status: 429 });
       expect(r.headers['ratelimit-policy']).toMatch(/^"default";q=10;w=\d+$/);
-      expect(r.headers['ratelimit']).toMatch(/^"default";r=0;t=\d+$/);
+      // Refused with fewer tokens left than a request costs (2): 0 or 1.
+      expect(r.headers['ratelimit']).toMatch(/^"default";r=[01];t=\d+$/);
     }
     expect(results.slice(0, 6).every((r) => r.status === 200)).toBe(true);
     expect(results.slice(6, 8).every((r) => r.status === 429)).toBe(true);

@@ -87,7 +87,7 @@ describe('Caddy forward_auth in front of the decision service', () => {
       expect(a.headers['ratelimit-policy']).toBe('"default";q=10;w=10');
       const remaining = Number(/^"default";r=(\d+);t=\d+$/.exec(a.headers['ratelimit'] ?? '')?.[1]);
       expect(remaining).toBeLessThanOrEqual(8);
-      if (a.status === 429) expect(remaining).toBe(0);
+      if (a.status === 429) expect(remaining).toBeLessThan(2); // fewer tokens than a request costs
     }
   });
 
