@@ -38,6 +38,7 @@ import { EventReasons, type EventReason } from './conditions.ts';
 import { ExternalAuthCheck, listIfInstalled } from './gateway-api-reads.ts';
 import { readSecretKey } from './source-secret.ts';
 import { describeIssues } from './spec-issues.ts';
+import { releaseFinalizer } from '../runtime/finalizers.ts';
 
 /** Held while the policy's filter may be on a route: deleting the policy takes it out first. */
 export const POLICY_FINALIZER = 'portcullis.dev/external-auth';
@@ -100,7 +101,7 @@ export class RateLimitPolicyReconciler implements Reconciler {
         for (const route of planFilters(routes ?? [], backend, new Map()))
           await this.#d.client.update(route);
       }
-      await this.#setFinalizer(raw, []);
+      await releaseFinalizer(this.#d.client, raw, POLICY_FINALIZER, POLICY_FIELD_MANAGER);
       return {};
     }
 

@@ -18,6 +18,7 @@ import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes } from '../runtime/resource-types.ts';
 import { Reasons } from './conditions.ts';
+import { releaseFinalizer } from '../runtime/finalizers.ts';
 
 /**
  * A route waiting on its team's Deployment (missing, rolling out, held by another route) looks
@@ -105,7 +106,7 @@ export class SidecarInjection {
     // A namespace being deleted takes the Deployment with it; the operator's rights there may be
     // gone already (its RoleBinding deleted first), so only the finalizer is let go.
     if (await this.#namespaceTerminating(raw.metadata.namespace)) {
-      await this.#setFinalizer(raw, []);
+      await releaseFinalizer(this.#client, raw, INJECTION_FINALIZER, SIDECAR_FIELD_MANAGER);
       return undefined;
     }
     const live =
@@ -123,7 +124,7 @@ export class SidecarInjection {
       await this.#client.apply(releasedSidecar(raw, name), undefined, SIDECAR_FIELD_MANAGER);
       removedFrom = name;
     }
-    await this.#setFinalizer(raw, []);
+    await releaseFinalizer(this.#client, raw, INJECTION_FINALIZER, SIDECAR_FIELD_MANAGER);
     return removedFrom;
   }
 

@@ -1,0 +1,33 @@
+// Letting go of a finalizer the operator set with server-side apply. The object is read live first:
+// a reconcile working from a cache that still shows the finalizer (another worker already let go
+// and the object is gone) must not apply, because an apply creates a missing object; the API
+// server refuses a route without spec, and a kind without required fields would come back empty.
+import { isNotFound } from './errors.ts';
+import type { KubeClient } from './kube-client.ts';
+import type { KubeObject } from './kube-object.ts';
+import { resourceTypeOf } from './resource-types.ts';
+
+/** Applies the object's finalizers as [] for `fieldManager`, only while the live object still holds `finalizer`. */
+export async function releaseFinalizer(
+  client: KubeClient,
+  raw: KubeObject,
+  finalizer: string,
+  fieldManager: string,
+): Promise<void> {
+  const type = resourceTypeOf(raw.apiVersion, raw.kind);
+  const { name, namespace } = raw.metadata;
+  const holds = async (): Promise<boolean> =>
+    ((await client.get(type, namespace, name))?.metadata.finalizers ?? []).includes(finalizer);
+  if (!(await holds())) return;
+  try {
+    await client.apply(
+      { apiVersion: raw.apiVersion, kind: raw.kind, metadata: { name, namespace, finalizers: [] } },
+      undefined,
+      fieldManager,
+    );
+  } catch (err) {
+    // Gone between the read and the apply (the apply then tried to create it): nothing to let go of.
+    if (isNotFound(err) || !(await holds())) return;
+    throw err;
+  }
+}
