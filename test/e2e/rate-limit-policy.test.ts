@@ -5,14 +5,12 @@
 // by hand to the policy's decision Service with forward_auth, as docs/concepts/gateway.md shows for
 // an HTTPRoute CRD without the ExternalAuth filter. The specification's scenario goes through
 // Caddy from a client pod; deleting the policy takes the decision service away and the limit with it.
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { repoRoot } from '../harness/programs.ts';
 import { eventually, Kube, KubectlError } from '../harness/kind/kube.ts';
 import { backend, CADDY, caddyObjects, gatewayRoute } from './support/caddy-gateway.ts';
 import { deploy, inCluster, namespaceFor } from './support/workloads.ts';
 import { SPEC_RULE, specScenario } from './support/scenario.ts';
+import { gatewayApiCrdFiles } from '../harness/k8s/gateway-api.ts';
 
 const ctx = inject('e2e');
 const kube = new Kube(ctx);
@@ -37,22 +35,8 @@ const policy = {
 
 /** Gateway API's standard channel, as a platform installs it: HTTPRoute there has no ExternalAuth filter. */
 async function installGatewayApi(): Promise<void> {
-  const out = execFileSync(
-    path.join(repoRoot, 'test/harness/k8s/gateway-api-crds.sh'),
-    ['--print-env'],
-    { encoding: 'utf8' },
-  );
-  const dir = /GATEWAY_API_CRDS=(.*)/.exec(out)?.[1];
-  if (dir === undefined)
-    throw new Error(`gateway-api-crds.sh printed no GATEWAY_API_CRDS=: ${out}`);
-  for (const kind of ['gatewayclasses', 'gateways', 'httproutes']) {
-    await kube.kubectl([
-      'apply',
-      '--server-side',
-      '-f',
-      path.join(dir, 'standard', `gateway.networking.k8s.io_${kind}.yaml`),
-    ]);
-  }
+  for (const file of gatewayApiCrdFiles('standard'))
+    await kube.kubectl(['apply', '--server-side', '-f', file]);
   // kubectl wait fails outright on a CRD whose status has no conditions yet: ask until Established.
   await eventually(
     'Gateway API CRDs established',

@@ -2,8 +2,6 @@
 // sigs.k8s.io/gateway-api module): the operator, as the chart's ServiceAccount, runs the decision
 // service, keeps an ExternalAuth filter on the targeted HTTPRoute rules next to the team's own
 // filters, reports status.ancestors the Gateway API way, and takes everything away again.
-import { execFileSync } from 'node:child_process';
-import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TARGET_NAMESPACE_RULE } from '../../operator/api/index.ts';
 import {
@@ -12,6 +10,7 @@ import {
 } from '../harness/k8s/controller-manager.ts';
 import { eventually, kget, operatorForbidden } from '../harness/k8s/operator-env.ts';
 import { operatorOnApiServer } from './operator-fixture.ts';
+import { gatewayApiCrdFiles } from '../harness/k8s/gateway-api.ts';
 
 const NS = 'team-p';
 const OTHER = 'team-q';
@@ -23,18 +22,8 @@ const { env, operator } = operatorOnApiServer([NS, OTHER], 'op-policy', {
 let kcm: ControllerManager | undefined;
 
 beforeAll(async () => {
-  const script = path.join(import.meta.dirname, '../harness/k8s/gateway-api-crds.sh');
-  const dir =
-    /GATEWAY_API_CRDS=(.*)/.exec(
-      execFileSync(script, ['--print-env'], { encoding: 'utf8' }),
-    )?.[1] ?? '';
-  for (const kind of ['gatewayclasses', 'gateways', 'httproutes']) {
-    const r = await env.cluster.kubectl([
-      'apply',
-      '--server-side',
-      '-f',
-      path.join(dir, 'experimental', `gateway.networking.k8s.io_${kind}.yaml`),
-    ]);
+  for (const file of gatewayApiCrdFiles('experimental')) {
+    const r = await env.cluster.kubectl(['apply', '--server-side', '-f', file]);
     expect(r.code, r.stderr).toBe(0);
   }
   // kubectl wait fails outright on a CRD whose status has no conditions yet: ask again until Established.

@@ -2,26 +2,21 @@
 // service: nginx (Debian's, auth_request) and Caddy (built from its Go module, forward_auth), each
 // a foreground process on a free loopback port with its files in a temp folder. The configs are
 // the ones docs/concepts/gateway.md shows (nginxConfig, caddyfile), so the documented snippets are tested.
-import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { freePort } from '../ports.ts';
-import { repoRoot, startProgram, type Program } from '../programs.ts';
+import { startProgram, type Program } from '../programs.ts';
+import { printedPath } from '../printed-path.ts';
 
 export interface RunningGateway {
   readonly program: Program;
   readonly url: string;
 }
 
-/** A path printed by one of the build scripts (`NAME=path` with --print-env). */
+/** A path printed by one of this folder's build scripts (`NAME=path` with --print-env). */
 export function builtTool(script: string, name: string): string {
-  const out = execFileSync(path.join(repoRoot, 'test/harness/gateways', script), ['--print-env'], {
-    encoding: 'utf8',
-  });
-  const line = out.split('\n').find((l) => l.startsWith(`${name}=`));
-  if (line === undefined) throw new Error(`${script} printed no ${name}=`);
-  return line.slice(name.length + 1);
+  return printedPath(`test/harness/gateways/${script}`, name);
 }
 
 /**

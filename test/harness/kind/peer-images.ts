@@ -12,6 +12,7 @@ import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync 
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { repoRoot } from '../programs.ts';
+import { printedValue } from '../printed-path.ts';
 
 /** The non-root user the peer images run as (distroless's "nonroot"). */
 export const PEER_UID = 65532;
@@ -61,9 +62,7 @@ function exec(command: string, args: readonly string[], env: NodeJS.ProcessEnv):
 /** The peer's binary, built first when the cache lacks it (minutes, once). */
 async function peerBinary(peer: Peer, env: NodeJS.ProcessEnv): Promise<string> {
   const out = await exec(path.join(repoRoot, peer.script), ['--print-env'], env);
-  const line = out.split('\n').find((l) => l.startsWith(`${peer.envVar}=`));
-  if (line === undefined) throw new Error(`${peer.script} printed no ${peer.envVar}=`);
-  return line.slice(peer.envVar.length + 1);
+  return printedValue(out, peer.envVar, peer.script);
 }
 
 /**

@@ -1,21 +1,13 @@
 // Test helper (not a test file): oauth2-proxy (built from its Go module by build-oauth2-proxy.sh)
 // in front of a small upstream that echoes the identity headers it receives, both on free
 // loopback ports. The flags are those of docs/concepts/auth-server.md ("Behind oauth2-proxy").
-import { execFileSync } from 'node:child_process';
 import type { RequestListener } from 'node:http';
-import path from 'node:path';
-import { startProgram, repoRoot, type Program } from '../programs.ts';
+import { startProgram, type Program } from '../programs.ts';
+import { printedPath } from '../printed-path.ts';
 
 /** The binary, building it first when the cache lacks it (the tier's global setup normally has). */
 export function oauth2ProxyBinary(): string {
-  const out = execFileSync(
-    path.join(repoRoot, 'test/harness/peers/build-oauth2-proxy.sh'),
-    ['--print-env'],
-    { encoding: 'utf8' },
-  );
-  const line = out.split('\n').find((l) => l.startsWith('OAUTH2_PROXY='));
-  if (line === undefined) throw new Error('build-oauth2-proxy.sh printed no OAUTH2_PROXY=');
-  return line.slice('OAUTH2_PROXY='.length);
+  return printedPath('test/harness/peers/build-oauth2-proxy.sh', 'OAUTH2_PROXY');
 }
 
 /** The identity headers an upstream of oauth2-proxy relies on, as the upstream received them. */
