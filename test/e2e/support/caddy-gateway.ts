@@ -8,15 +8,10 @@ import { caddySite } from '../../harness/gateways/gateways.ts';
 import { imageOf, type E2eContext } from '../../harness/kind/context.ts';
 import { PEER_UID } from '../../harness/kind/peer-images.ts';
 import { bundleEntry } from '../../../scripts/bundle.ts';
-import { USER_SERVICE } from './workloads.ts';
+import { RESTRICTED_CONTAINER, USER_SERVICE } from './workloads.ts';
 
 export const CADDY = 'caddy';
 export const CADDY_PORT = 8080;
-const restricted = {
-  allowPrivilegeEscalation: false,
-  readOnlyRootFilesystem: true,
-  capabilities: { drop: ['ALL'] },
-};
 const podSecurity = { runAsNonRoot: true, seccompProfile: { type: 'RuntimeDefault' } };
 
 /** The team's service (the project's user service on 8081) and its Service on port 80. */
@@ -47,7 +42,7 @@ export function backend(ctx: E2eContext, name: string): object[] {
                   httpGet: { path: '/healthcheck/ready', port: 8081 },
                   periodSeconds: 1,
                 },
-                securityContext: restricted,
+                securityContext: RESTRICTED_CONTAINER,
               },
             ],
           },
@@ -140,7 +135,11 @@ ${caddySite(`:${CADDY_PORT}`, decision, service, { failOpen: true })}`;
                 ],
                 ports: [{ name: 'http', containerPort: CADDY_PORT }],
                 readinessProbe: { tcpSocket: { port: CADDY_PORT }, periodSeconds: 1 },
-                securityContext: { ...restricted, runAsUser: PEER_UID, runAsGroup: PEER_UID },
+                securityContext: {
+                  ...RESTRICTED_CONTAINER,
+                  runAsUser: PEER_UID,
+                  runAsGroup: PEER_UID,
+                },
                 volumeMounts: [
                   { name: 'config', mountPath: '/etc/caddy', readOnly: true },
                   { name: 'state', mountPath: '/state' },

@@ -16,7 +16,7 @@
 import { stringify } from 'yaml';
 import { imageOf, type E2eContext } from '../../harness/kind/context.ts';
 import { PEER_UID } from '../../harness/kind/peer-images.ts';
-import { USER_SERVICE } from './workloads.ts';
+import { RESTRICTED_CONTAINER, USER_SERVICE } from './workloads.ts';
 
 export const OAUTH2_PROXY = 'oauth2-proxy';
 export const OAUTH2_PROXY_PORT = 4180;
@@ -82,12 +82,6 @@ net.createServer((client) => {
   client.pipe(upstream).pipe(client);
 }).listen(port);`;
 
-const restricted = {
-  allowPrivilegeEscalation: false,
-  readOnlyRootFilesystem: true,
-  capabilities: { drop: ['ALL'] },
-};
-
 /** The ConfigMap, Deployment and Service of oauth2-proxy (apply into the route's namespace). */
 export function oauth2ProxyObjects(ctx: E2eContext, o: InClusterOAuth2ProxyOptions): object[] {
   const labels = { 'app.kubernetes.io/name': OAUTH2_PROXY };
@@ -120,7 +114,7 @@ export function oauth2ProxyObjects(ctx: E2eContext, o: InClusterOAuth2ProxyOptio
                 imagePullPolicy: 'IfNotPresent',
                 restartPolicy: 'Always',
                 command: ['node', '-e', RELAY, String(issuerPort), o.authServerHost, '80'],
-                securityContext: { ...restricted, runAsUser: 1000, runAsGroup: 1000 },
+                securityContext: { ...RESTRICTED_CONTAINER, runAsUser: 1000, runAsGroup: 1000 },
                 startupProbe: {
                   tcpSocket: { port: issuerPort },
                   periodSeconds: 1,
@@ -155,7 +149,11 @@ export function oauth2ProxyObjects(ctx: E2eContext, o: InClusterOAuth2ProxyOptio
                   httpGet: { path: '/ready', port: OAUTH2_PROXY_PORT },
                   periodSeconds: 2,
                 },
-                securityContext: { ...restricted, runAsUser: PEER_UID, runAsGroup: PEER_UID },
+                securityContext: {
+                  ...RESTRICTED_CONTAINER,
+                  runAsUser: PEER_UID,
+                  runAsGroup: PEER_UID,
+                },
                 volumeMounts: [
                   { name: 'config', mountPath: '/etc/oauth2-proxy', readOnly: true },
                   { name: 'client', mountPath: CLIENT_SECRET_DIR, readOnly: true },

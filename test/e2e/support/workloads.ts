@@ -12,6 +12,12 @@ import { bundleEntry } from '../../../scripts/bundle.ts';
 
 export const USER_SERVICE = 'services/user-service';
 export const CLIENT_POD = 'client';
+/** A container's security context under the restricted Pod Security Standard, read-only root included. */
+export const RESTRICTED_CONTAINER = {
+  allowPrivilegeEscalation: false,
+  readOnlyRootFilesystem: true,
+  capabilities: { drop: ['ALL'] },
+};
 
 export function namespaceFor(prefix: string): string {
   return `e2e-${prefix}-${randomBytes(3).toString('hex')}`;
@@ -109,11 +115,7 @@ export function clientPod(ctx: E2eContext): object {
           image: imageOf(ctx, USER_SERVICE),
           imagePullPolicy: 'IfNotPresent',
           command: ['node', '-e', 'setInterval(() => {}, 1 << 30)'],
-          securityContext: {
-            allowPrivilegeEscalation: false,
-            readOnlyRootFilesystem: true,
-            capabilities: { drop: ['ALL'] },
-          },
+          securityContext: RESTRICTED_CONTAINER,
           volumeMounts: [{ name: 'tmp', mountPath: '/tmp' }],
         },
       ],
