@@ -38,7 +38,7 @@ import { EventReasons, type EventReason } from './conditions.ts';
 import { ExternalAuthCheck, listIfInstalled } from './gateway-api-reads.ts';
 import { readSecretKey } from './source-secret.ts';
 import { describeIssues } from './spec-issues.ts';
-import { releaseFinalizer } from '../runtime/finalizers.ts';
+import { holdFinalizer, releaseFinalizer } from '../runtime/finalizers.ts';
 
 /** Held while the policy's filter may be on a route: deleting the policy takes it out first. */
 export const POLICY_FINALIZER = 'portcullis.dev/external-auth';
@@ -118,7 +118,7 @@ export class RateLimitPolicyReconciler implements Reconciler {
     const policy = parsed.data;
     // First of all: no filter is written that a deletion could leave behind.
     if (!(raw.metadata.finalizers ?? []).includes(POLICY_FINALIZER))
-      await this.#setFinalizer(raw, [POLICY_FINALIZER]);
+      await holdFinalizer(this.#d.client, raw, POLICY_FINALIZER, POLICY_FIELD_MANAGER);
 
     const observed = await this.#observe(raw, policy, ns);
     let plan;
@@ -259,18 +259,6 @@ export class RateLimitPolicyReconciler implements Reconciler {
       ),
     );
     return lives.flatMap((live) => foreignObjectProblem(live, policy) ?? []);
-  }
-
-  async #setFinalizer(raw: KubeObject, finalizers: string[]): Promise<void> {
-    await this.#d.client.apply(
-      {
-        apiVersion: raw.apiVersion,
-        kind: raw.kind,
-        metadata: { name: raw.metadata.name, namespace: raw.metadata.namespace, finalizers },
-      },
-      undefined,
-      POLICY_FIELD_MANAGER,
-    );
   }
 
   async #writeStatus(raw: KubeObject, planned: readonly PlannedAncestor[]): Promise<void> {

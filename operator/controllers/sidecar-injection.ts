@@ -18,7 +18,7 @@ import type { KubeClient } from '../runtime/kube-client.ts';
 import { asRecord, type KubeObject } from '../runtime/kube-object.ts';
 import { resourceTypes } from '../runtime/resource-types.ts';
 import { Reasons } from './conditions.ts';
-import { releaseFinalizer } from '../runtime/finalizers.ts';
+import { holdFinalizer, releaseFinalizer } from '../runtime/finalizers.ts';
 
 /**
  * A route waiting on its team's Deployment (missing, rolling out, held by another route) looks
@@ -56,7 +56,7 @@ export class SidecarInjection {
     const ref = route.spec.targetRef;
     if (ref === undefined) throw new Error('prepare needs spec.targetRef');
     if (!(raw.metadata.finalizers ?? []).includes(INJECTION_FINALIZER))
-      await this.#setFinalizer(raw, [INJECTION_FINALIZER]);
+      await holdFinalizer(this.#client, raw, INJECTION_FINALIZER, SIDECAR_FIELD_MANAGER);
     const invalid = (problem: string): Prepared => ({ problem, reason: Reasons.TargetRefInvalid });
     const live = await this.#client.get(
       resourceTypes.deployment,
@@ -135,18 +135,5 @@ export class SidecarInjection {
       .get(resourceTypes.namespace, undefined, namespace)
       .catch(() => undefined);
     return ns?.metadata.deletionTimestamp !== undefined;
-  }
-
-  /** Server-side apply of the route's finalizers by this manager: only its own entry is added or dropped. */
-  async #setFinalizer(raw: KubeObject, finalizers: string[]): Promise<void> {
-    await this.#client.apply(
-      {
-        apiVersion: raw.apiVersion,
-        kind: raw.kind,
-        metadata: { name: raw.metadata.name, namespace: raw.metadata.namespace, finalizers },
-      },
-      undefined,
-      SIDECAR_FIELD_MANAGER,
-    );
   }
 }
