@@ -2,7 +2,7 @@
 // the claim of a verified bearer token (jwt; later, when the token is not remembered yet), or the
 // refusal when there is none.
 import type { JwtKeyResult } from './jwt-key.ts';
-import type { AdmissionRequest } from './pipeline.ts';
+import { resumeAfter, type AdmissionRequest } from './pipeline.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import { keyRejectionDetail, rejectKey } from './user-key.ts';
 import { problem, type Verdict } from './verdict.ts';
@@ -17,7 +17,11 @@ export function key(a: AdmissionRequest): Verdict | undefined {
   const jwt = rt.jwt;
   if (jwt === undefined) return applyKey(a, headerKey(a, head.key));
   const result = jwt.resolve(head.authorization);
-  if (result instanceof Promise) return a.fromPromise(result.then((r) => jwtKey(a, r)));
+  if (result instanceof Promise)
+    return resumeAfter(
+      a,
+      result.then((r) => jwtKey(a, r)),
+    );
   return applyKey(a, jwtKey(a, result));
 }
 

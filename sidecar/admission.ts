@@ -1,8 +1,10 @@
 // What the admission steps (pipeline.ts) share across the requests of one front door: the
 // overload guard (decisions awaited, the event loop's lag), the logger, and the warnings that are
-// said at most once per 5 s however many requests hit them (the store failing, shedding).
+// said at most once per 5 s however many requests hit them (the store failing, shedding), and the
+// request bodies each key has in flight (the hold step's).
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
+import { KeyInFlight } from './key-in-flight.ts';
 import { OverloadGuard } from './overload.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import type { RouteRuntime } from './route-runtime.ts';
@@ -10,6 +12,8 @@ import type { RouteRuntime } from './route-runtime.ts';
 export class Admission {
   /** Decisions awaited and the event loop's lag: when to shed, and which connections to stop reading. */
   readonly overload = new OverloadGuard();
+  /** Request bodies in flight per key (maxInFlightPerKey; the proxy's hold step). */
+  readonly keys = new KeyInFlight();
   readonly log: Logger;
   #storeErrors = 0;
   #lastStoreWarnMs = Number.NEGATIVE_INFINITY;

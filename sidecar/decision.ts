@@ -6,7 +6,7 @@
 // the upstream should read (the key header, set) and the look-alikes it should not (removed).
 import type { Socket } from 'node:net';
 import type { Admission } from './admission.ts';
-import { AwaitedAdmission } from './pipeline.ts';
+import { AwaitedAdmission } from './awaited-admission.ts';
 import { problemTypes, type Problem } from './problem.ts';
 import type { RouteRuntime } from './route-runtime.ts';
 

@@ -1,22 +1,24 @@
-// One proxied request: its head read once (request-head.ts), its way through the admission
-// pipeline (pipeline.ts; this object is the request the steps act on and the store's TakeSink),
-// its dispatch to the upstream (an undici DispatchHandler that streams the response into the
-// client's node:http response) and the client's 'close'. One object per request carries it all,
-// so the hot path makes no promise, no microtask hop and no closure beyond its close listener.
+// One proxied request from its verdict on: the front door of the admission pipeline (the store's
+// TakeSink, pipeline.ts), its dispatch to the upstream (an undici DispatchHandler that streams the
+// response into the client's node:http response) and the client's 'close'. proxy.ts reads the
+// head and runs the steps; from the verdict on, one object per request carries it all, so the hot
+// path makes no promise, no microtask hop and no closure beyond its close listener.
 // Hop-by-hop response headers are dropped, limiter headers added, backpressure kept both ways,
 // upstream failures answered as 502/504 problem+json.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import type { Dispatcher } from 'undici';
+import type { Decision } from '../lib/token-bucket/bucket.ts';
 import type { Admission } from './admission.ts';
 import { dropResponse, removeConnectionTokens } from './hop-by-hop.ts';
-import { AdmissionRequest } from './pipeline.ts';
-import { PENDING, type Verdict } from './verdict.ts';
+import { releaseHeld } from './key-in-flight.ts';
+import { AdmissionRequest, type FrontDoor } from './pipeline.ts';
 import { problemTypes, sendProblem } from './problem.ts';
-import { readRequestHead } from './request-head.ts';
+import type { RequestHead } from './request-head.ts';
 import type { RouteRuntime } from './route-runtime.ts';
-import type { KeyInFlight } from './key-in-flight.ts';
+import { failedVerdict, takenVerdict } from './take-verdict.ts';
+import type { Verdict } from './verdict.ts';
 
 const timeoutCodes = new Set(['UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT']);
 const noHeaders: string[] = [];
@@ -33,37 +35,44 @@ export interface ExchangeContext {
   readonly admission: Admission;
   /** Called once per request, when its client response closes (in-flight accounting). */
   readonly released: () => void;
-  /** Requests in flight per key (maxInFlightPerKey). */
-  readonly keys: KeyInFlight;
 }
 
-export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHandler {
+export class Exchange implements FrontDoor, Dispatcher.DispatchHandler {
+  /** The request the admission steps act on. */
+  readonly request: AdmissionRequest;
   readonly #ctx: ExchangeContext;
   readonly #req: IncomingMessage;
   readonly #res: ServerResponse;
   /** performance.now() when the request reached the proxy, ms. */
   readonly #start: number;
   /** The head as it goes upstream: a flat [name, value, ...] list (hop-by-hop dropped, X-Forwarded-* added). */
-  #headers = noHeaders;
-  #hasBody = false;
+  readonly #headers: string[];
+  readonly #hasBody: boolean;
   #rateHeaders = noHeaders;
   #outcome: 'forwarded' | 'store_error_allowed' = 'forwarded';
   #controller: Dispatcher.DispatchController | undefined;
-  /** The key this request counts against in ctx.keys, until its response closes. */
-  #heldKey: string | undefined;
 
   constructor(
     ctx: ExchangeContext,
     req: IncomingMessage,
     res: ServerResponse,
     rt: RouteRuntime,
+    head: RequestHead,
     start: number,
   ) {
-    super(ctx.admission, rt, req.socket);
     this.#ctx = ctx;
     this.#req = req;
     this.#res = res;
     this.#start = start;
+    this.#headers = head.forward;
+    this.#hasBody = head.hasBody;
+    this.request = new AdmissionRequest(
+      ctx.admission,
+      rt,
+      req.socket,
+      this,
+      head.hasBody ? req : undefined,
+    );
     // 'close' comes once per response: on() spares the wrapper once() would allocate.
     res.on('close', this.#onClose);
   }
@@ -72,68 +81,25 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
     const c = this.#controller;
     if (c !== undefined && !c.aborted && !this.#res.writableFinished)
       c.abort(new Error('client closed the connection'));
-    this.#releaseKey();
+    releaseHeld(this.request);
     this.#ctx.released();
   };
 
-  readonly #releaseKey = (): void => {
-    const key = this.#heldKey;
-    if (key === undefined) return;
-    this.#heldKey = undefined;
-    this.#ctx.keys.release(key);
-  };
-
-  /** Reads the head and runs the admission steps; a verdict decided at once is acted on at once. */
-  start(): void {
-    const req = this.#req;
-    const rt = this.rt;
-    const head = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
-    this.#headers = head.forward;
-    this.#hasBody = head.hasBody;
-    const verdict = this.run(req.method ?? 'GET', req.url ?? '', head);
-    if (verdict !== PENDING) this.settle(verdict);
+  taken(decision: Decision): void {
+    this.settle(takenVerdict(this.request, decision));
   }
 
-  /**
-   * The hold step: a request with a body counts against its key's in-flight bound until the body
-   * has arrived or its response closed (refused with 429 past it, before any charge). Bodiless
-   * requests are not counted: they hold a connection only as long as the upstream takes, and a
-   * burst of them is the token bucket's to judge.
-   */
-  override hold(): Verdict | undefined {
-    const max = this.rt.maxInFlightPerKey;
-    if (max === 0 || !this.#hasBody || this.#req.complete) return undefined;
-    const key = this.key as string;
-    if (!this.#ctx.keys.acquire(key, max)) {
-      this.rt.metrics.outcome.key_in_flight.inc();
-      const log = this.#ctx.log;
-      if (log.isLevelEnabled('debug'))
-        log.debug({ route: this.rt.routeId, max }, 'key has too many requests in flight; refused');
-      const detail = `Too many request bodies of this client still arriving (at most ${max}); retry once one has finished.`;
-      return {
-        kind: 'limited',
-        retryAfter: 1,
-        problem: {
-          type: problemTypes.rateLimited,
-          title: 'Too Many Requests',
-          status: 429,
-          detail,
-        },
-        headers: ['retry-after', '1'],
-      };
-    }
-    this.#heldKey = key;
-    this.#req.once('end', this.#releaseKey);
-    return undefined;
+  failed(err: Error): void {
+    this.settle(failedVerdict(this.request, err));
   }
 
-  protected fault(err: unknown): void {
+  fault(err: unknown): void {
     this.#ctx.log.error({ err }, 'proxy: unexpected failure');
     sendProblem(this.#res, failedToForward);
   }
 
   /** Answers a refusal, or forwards the request upstream (as matched: its canonical target). Never throws (a store settles batches). */
-  protected settle(verdict: Verdict): void {
+  settle(verdict: Verdict): void {
     const res = this.#res;
     try {
       if (verdict.kind !== 'admit') {
@@ -145,14 +111,15 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
       this.#rateHeaders = verdict.headers;
       this.#outcome = verdict.outcome;
       // The one key header line the upstream reads (request-head.ts forwarded none, nor any look-alike).
+      const rt = this.request.rt;
       if (verdict.identity !== undefined)
-        this.#headers.push(this.rt.config.limiter.keyHeader, verdict.identity);
+        this.#headers.push(rt.config.limiter.keyHeader, verdict.identity);
       const req = this.#req;
-      this.rt.metrics.forwardDuration.observe((performance.now() - this.#start) / 1000);
-      this.rt.upstream.dispatch(
+      rt.metrics.forwardDuration.observe((performance.now() - this.#start) / 1000);
+      rt.upstream.dispatch(
         {
           method: req.method as Dispatcher.HttpMethod,
-          path: this.target,
+          path: this.request.target,
           headers: this.#headers,
           body: this.#hasBody ? req : null,
         },
@@ -209,18 +176,20 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
 
   onResponseEnd(): void {
     this.#res.end();
-    this.rt.metrics.outcome[this.#outcome].inc();
-    this.rt.metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
+    const metrics = this.request.rt.metrics;
+    metrics.outcome[this.#outcome].inc();
+    metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
   }
 
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
-    this.rt.metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
+    const rt = this.request.rt;
+    rt.metrics.proxyDuration.observe((performance.now() - this.#start) / 1000);
     if (this.#res.destroyed) return; // the client went away first
-    this.rt.metrics.outcome.upstream_error.inc();
+    rt.metrics.outcome.upstream_error.inc();
     const code = (err as { code?: string }).code ?? '';
     if (this.#res.headersSent) {
       this.#ctx.log.warn(
-        { route: this.rt.routeId, code, err: err.message },
+        { route: rt.routeId, code, err: err.message },
         'upstream failed mid-response',
       );
       this.#res.destroy(err);
@@ -228,7 +197,7 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
     }
     if (code === 'UND_ERR_INVALID_ARG') {
       // The request itself cannot be forwarded as sent (the client's fault, not the upstream's).
-      this.#ctx.log.debug({ route: this.rt.routeId, err: err.message }, 'request not forwardable');
+      this.#ctx.log.debug({ route: rt.routeId, err: err.message }, 'request not forwardable');
       sendProblem(this.#res, {
         type: problemTypes.badRequest,
         title: 'Bad Request',
@@ -239,7 +208,7 @@ export class Exchange extends AdmissionRequest implements Dispatcher.DispatchHan
     }
     const timeout = timeoutCodes.has(code);
     this.#ctx.log.warn(
-      { route: this.rt.routeId, code, err: err.message },
+      { route: rt.routeId, code, err: err.message },
       timeout ? 'upstream timed out' : 'upstream unavailable',
     );
     sendProblem(

@@ -1,15 +1,19 @@
-// The hot path: a node:http request handler that hands each request to an Exchange
-// (sidecar/exchange.ts), which runs the admission pipeline (sidecar/pipeline.ts) on its head and
-// streams the request to the upstream through an undici Pool (keep-alive) and the response back. Hop-by-hop headers are dropped both ways
-// (RFC 9110 section 7.6.1, sidecar/request-head.ts for the request); X-Forwarded-* are added.
+// The hot path: a node:http request handler that reads each request's head (request-head.ts),
+// runs the admission pipeline (pipeline.ts) on it, and leaves the request from its verdict on to
+// an Exchange (exchange.ts), which streams it to the upstream through an undici Pool (keep-alive)
+// and the response back. A request's control goes forward through these files and never back:
+// the store answers the Exchange, not the pipeline. Hop-by-hop headers are dropped both ways
+// (RFC 9110 section 7.6.1); X-Forwarded-* are added.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 import { Admission } from './admission.ts';
 import { Exchange, type ExchangeContext } from './exchange.ts';
-import { KeyInFlight } from './key-in-flight.ts';
+import { run } from './pipeline.ts';
 import { problemTypes, sendProblem } from './problem.ts';
+import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime } from './route-runtime.ts';
+import { PENDING } from './verdict.ts';
 
 export interface ProxyOptions {
   readonly logger: Logger;
@@ -32,7 +36,6 @@ export class GatewayProxy {
       log: options.logger,
       admission: new Admission(options.logger),
       released: this.#released,
-      keys: new KeyInFlight(),
     };
   }
 
@@ -50,12 +53,18 @@ export class GatewayProxy {
   readonly handle = (req: IncomingMessage, res: ServerResponse): void => {
     this.#inFlight++;
     if (this.#draining) res.shouldKeepAlive = false;
+    const start = performance.now();
     const rt = this.#runtime();
-    // The exchange owns the response's one 'close' listener, which ends its in-flight count.
-    const exchange = new Exchange(this.#exchanges, req, res, rt, performance.now());
+    let exchange: Exchange | undefined;
     try {
-      exchange.start();
+      const head = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
+      // The exchange owns the response's one 'close' listener, which ends its in-flight count.
+      exchange = new Exchange(this.#exchanges, req, res, rt, head, start);
+      // A verdict decided before the take is acted on at once; the store answers the exchange.
+      const verdict = run(exchange.request, req.method ?? 'GET', req.url ?? '', head);
+      if (verdict !== PENDING) exchange.settle(verdict);
     } catch (err) {
+      if (exchange === undefined) res.once('close', this.#released);
       this.#log.error({ err }, 'proxy: unexpected failure');
       sendProblem(res, {
         type: problemTypes.upstreamUnavailable,

@@ -13,7 +13,7 @@ import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import { proxyUpstream } from '../lib/config/sidecar.ts';
 import { Admission } from './admission.ts';
-import { AwaitedAdmission } from './pipeline.ts';
+import { AwaitedAdmission } from './awaited-admission.ts';
 import { problemTypes, writeSocketProblem } from './problem.ts';
 import { readRequestHead } from './request-head.ts';
 import type { RouteRuntime } from './route-runtime.ts';
@@ -101,7 +101,7 @@ export class UpgradeProxy {
       return;
     }
     // Forwarded as matched (#forward sends req.url), like a plain request.
-    req.url = admission.target;
+    req.url = admission.request.target;
     const forward = requestHead.forward;
     // This hop passes the Upgrade on: the one hop-by-hop header pair an upgrade keeps.
     forward.push('connection', 'Upgrade', 'upgrade', requestHead.upgrade ?? '');

@@ -1,6 +1,8 @@
 // What the admission pipeline (pipeline.ts) reads of a request's head and what it answers: one
 // tagged verdict that each front door writes its own way.
+import type { AdmissionRequest } from './pipeline.ts';
 import type { Problem } from './problem.ts';
+import { claimHeaderValue } from './user-key.ts';
 
 export type Verdict =
   | {
@@ -40,3 +42,15 @@ export const problem = (p: Problem, headers: string[] = []): Verdict => ({
   problem: p,
   headers,
 });
+
+/** The key header value the upstream reads: the identity charged, else (header key) the one sent. */
+function identityOf(a: AdmissionRequest): string | undefined {
+  if (a.rt.jwt === undefined) return a.key ?? a.head.key;
+  return a.key === undefined ? undefined : claimHeaderValue(a.key);
+}
+
+export const admitted = (
+  a: AdmissionRequest,
+  headers: string[],
+  outcome: 'forwarded' | 'store_error_allowed',
+): Verdict => ({ kind: 'admit', headers, outcome, identity: identityOf(a) });

@@ -9,11 +9,14 @@ import { parseSidecarConfig, type SidecarConfigInput } from '../../lib/config/si
 import { MemoryBucketStore } from '../../lib/token-bucket/memory-store.ts';
 import { Admission } from '../../sidecar/admission.ts';
 import { SidecarMetrics } from '../../sidecar/metrics.ts';
-import { AdmissionRequest, AwaitedAdmission, steps } from '../../sidecar/pipeline.ts';
+import { AwaitedAdmission } from '../../sidecar/awaited-admission.ts';
+import { AdmissionRequest, run, steps, type FrontDoor } from '../../sidecar/pipeline.ts';
+import { failedVerdict, takenVerdict } from '../../sidecar/take-verdict.ts';
 import { PENDING, type AdmissionHead, type Verdict } from '../../sidecar/verdict.ts';
 import { keyLookAlikes } from '../../sidecar/request-head.ts';
 import { buildRouteRuntime, type RouteRuntime } from '../../sidecar/route-runtime.ts';
 import type { Pool } from 'undici';
+import type { Decision } from '../../lib/token-bucket/bucket.ts';
 
 const log = pino({ level: 'silent' });
 
@@ -33,12 +36,25 @@ function runtime(limiter: Partial<SidecarConfigInput['limiter']> = {}): RouteRun
 }
 
 /** A front door that records what it was settled with. */
-class Recorded extends AdmissionRequest {
+class Recorded implements FrontDoor {
   readonly settled: Verdict[] = [];
-  protected settle(verdict: Verdict): void {
+  readonly request: AdmissionRequest;
+  constructor(admission: Admission, rt: RouteRuntime) {
+    this.request = new AdmissionRequest(admission, rt, undefined, this);
+  }
+  run(method: string, target: string, h: AdmissionHead): Verdict {
+    return run(this.request, method, target, h);
+  }
+  taken(decision: Decision): void {
+    this.settled.push(takenVerdict(this.request, decision));
+  }
+  failed(err: Error): void {
+    this.settled.push(failedVerdict(this.request, err));
+  }
+  settle(verdict: Verdict): void {
     this.settled.push(verdict);
   }
-  protected fault(err: unknown): void {
+  fault(err: unknown): void {
     throw err;
   }
 }
@@ -73,7 +89,7 @@ describe('admission pipeline', () => {
       ['/a', head('u', { hostCount: 2 }), 400],
       ['/a', head('u', { hops: 8 }), 508],
     ] as const) {
-      const r = new Recorded(new Admission(log), rt, undefined);
+      const r = new Recorded(new Admission(log), rt);
       const verdict = r.run('GET', target, h);
       expect(verdict).toMatchObject({ kind: 'problem', problem: { status } });
       expect(r.settled).toEqual([]);
@@ -82,11 +98,11 @@ describe('admission pipeline', () => {
 
   it('the memory store decides during the run: settled before run() returns, with the canonical target kept', () => {
     const rt = runtime();
-    const r = new Recorded(new Admission(log), rt, undefined);
+    const r = new Recorded(new Admission(log), rt);
     expect(r.run('GET', '/a/./b/../c?q=1', head('alice'))).toBe(PENDING);
     expect(r.settled).toHaveLength(1);
     expect(r.settled[0]).toMatchObject({ kind: 'admit', outcome: 'forwarded', identity: 'alice' });
-    expect(r.target).toBe('/a/c?q=1');
+    expect(r.request.target).toBe('/a/c?q=1');
   });
 
   it('past the burst: limited with Retry-After in whole seconds and the problem the client gets', async () => {
@@ -111,7 +127,7 @@ describe('admission pipeline', () => {
       burstCapacity: undefined,
       unmatched: 'forward',
     });
-    const r = new Recorded(new Admission(log), rt, undefined);
+    const r = new Recorded(new Admission(log), rt);
     expect(r.run('GET', '/other', head('carol'))).toMatchObject({
       kind: 'admit',
       headers: [],
