@@ -1,7 +1,7 @@
 // One proxied request from its verdict on: the front door of the admission pipeline (the store's
 // TakeSink, pipeline.ts), its dispatch to the upstream (an undici DispatchHandler that streams the
 // response into the client's node:http response) and the client's 'close'. proxy.ts reads the
-// head and runs the steps; from the verdict on, one object per request carries it all, so the hot
+// head and runs the steps; from the verdict on, this object carries the request, so the hot
 // path makes no promise, no microtask hop and no closure beyond its close listener.
 // Hop-by-hop response headers are dropped, limiter headers added, backpressure kept both ways,
 // upstream failures answered as 502/504 problem+json.

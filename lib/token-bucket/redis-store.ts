@@ -2,18 +2,18 @@
 // takes, one string key per bucket (16 bytes: micro-tokens and µs, see token-bucket.lua),
 // hash-tagged so each bucket lives in one Redis Cluster slot, time from Redis TIME (every sidecar
 // shares one clock), written with its TTL only when a take is admitted, a short command timeout.
-// This file puts the parts together, a take going through them in this order:
+// This file puts the parts together; a take goes through them in this order, never back:
 //   refusal-cache.ts   a take Redis refused lately is refused again without a call (optional)
-//   take-batcher.ts    the takes of one turn become one script call (one per slot on a Cluster)
-//   call-deadlines.ts  the command timeout: one timer for every call in flight
-//   in-flight-call.ts  a call's reply handed out, a slice per take
+//   take-batcher.ts    the takes of one turn become one script call (one per slot on a Cluster),
+//                      listed with its deadline (call-deadlines.ts: one timer for every call)
+//   take-script.ts     the call sent, and its reply read
+//   in-flight-call.ts  the reply handed out, a slice per take, to each take's sink
 // and redis-connection.ts (the client of each topology), bucket-retain.ts (a reload's TTLs).
 import type { Cluster, Redis } from 'ioredis';
 import { assertRule, type BucketRule } from './bucket.ts';
 import type { BucketStore, TakeSink } from './bucket-store.ts';
 import { retainBuckets } from './bucket-retain.ts';
 import { CallDeadlines } from './call-deadlines.ts';
-import type { KeepRefusal, PendingTake } from './in-flight-call.ts';
 import { createBucketKeyHasher } from './key-hash.ts';
 import {
   clientReady,
@@ -23,7 +23,6 @@ import {
 } from './redis-connection.ts';
 import { RefusalCache } from './refusal-cache.ts';
 import { TakeBatcher } from './take-batcher.ts';
-import { sendTakeScript, type ScriptTarget } from './take-script.ts';
 
 /**
  * Version of the bucket keys' layout, between the prefix and the hash tag. v2: one string per
@@ -73,10 +72,8 @@ export class RedisBucketStore implements BucketStore {
   readonly #hashed: ((key: string) => string) | undefined;
   readonly #timeoutMs: number;
   readonly #batcher: TakeBatcher;
-  readonly #deadlines: CallDeadlines;
   /** Undefined when refusals always go to Redis. */
   readonly #refusals: RefusalCache | undefined;
-  readonly #keepRefusal: KeepRefusal | undefined;
 
   constructor(options: RedisStoreOptions) {
     this.client = createRedisClient(options);
@@ -86,19 +83,18 @@ export class RedisBucketStore implements BucketStore {
         ? undefined
         : createBucketKeyHasher(options.keyHashSecret);
     this.#timeoutMs = options.commandTimeoutMs ?? 50;
-    this.#deadlines = new CallDeadlines(this.#timeoutMs);
-    this.#batcher = new TakeBatcher(
-      this.client,
-      options.maxBatch ?? DEFAULT_MAX_BATCH,
-      options.cluster !== undefined,
-      this.#send,
-    );
     const maxRefusals = options.localRefusals ?? 0;
     this.#refusals =
       maxRefusals > 0
         ? new RefusalCache(maxRefusals, options.onRefusedLocally ?? (() => {}))
         : undefined;
-    this.#keepRefusal = this.#refusals?.keep;
+    this.#batcher = new TakeBatcher(
+      this.client,
+      options.maxBatch ?? DEFAULT_MAX_BATCH,
+      options.cluster !== undefined,
+      new CallDeadlines(this.#timeoutMs),
+      this.#refusals?.keep,
+    );
   }
 
   /**
@@ -123,17 +119,6 @@ export class RedisBucketStore implements BucketStore {
     if (this.#refusals !== undefined && this.#refusals.answer(redisKey, rules, costs, sink)) return;
     this.#batcher.add({ key: redisKey, slot: this.#batcher.slotOf(redisKey), rules, costs, sink });
   }
-
-  /** Sends takes whose keys share one slot as one script call and settles each with its slice of the reply. */
-  readonly #send = (batch: PendingTake[], target: ScriptTarget): void => {
-    sendTakeScript(
-      this.client,
-      target,
-      batch,
-      undefined,
-      this.#deadlines.open(batch, this.#keepRefusal),
-    );
-  };
 
   /**
    * Lengthens the TTL of every bucket key of `keyPrefix` (the part inside the hash tag) to at least

@@ -7,31 +7,42 @@
 // bucket of a take lives in the take's slot, so two takes of one bucket are always in one group,
 // in arrival order. docs/how-to/plan-capacity.md has what the grouping gives on a Cluster.
 // With batching off (a batch of 1) on one node, the calls of one tick leave in one write (a
-// pipeline), as ioredis' auto-pipelining would send them.
+// pipeline), as ioredis' auto-pipelining would send them. The batcher sends each call itself
+// (take-script.ts), its deadline listed (call-deadlines.ts): a take goes on from here, never back
+// to the store that queued it.
 import type { Cluster, Pipeline, Redis } from 'ioredis';
-import type { PendingTake } from './in-flight-call.ts';
+import type { CallDeadlines } from './call-deadlines.ts';
+import type { KeepRefusal, PendingTake } from './in-flight-call.ts';
 import { keySlot } from './key-slot.ts';
-import type { ScriptTarget } from './take-script.ts';
-
-/** Sends one batch (takes of one slot on a Cluster) to `target` as one script call. */
-export type SendBatch = (batch: PendingTake[], target: ScriptTarget) => void;
+import { sendTakeScript, type ScriptTarget } from './take-script.ts';
 
 export class TakeBatcher {
   readonly #client: Redis | Cluster;
   readonly #maxBatch: number;
   readonly #perSlot: boolean;
-  readonly #send: SendBatch;
+  readonly #deadlines: CallDeadlines;
+  readonly #keepRefusal: KeepRefusal | undefined;
   #pending: PendingTake[] = [];
   #flushScheduled = false;
   /** Batching off on one node: the pipeline collecting this tick's calls, until it is sent. */
   #tickPipeline: Pipeline | undefined;
 
-  /** `maxBatch`: takes per call at most; `perSlot`: the client is a Cluster (one call per slot). */
-  constructor(client: Redis | Cluster, maxBatch: number, perSlot: boolean, send: SendBatch) {
+  /**
+   * `maxBatch`: takes per call at most; `perSlot`: the client is a Cluster (one call per slot);
+   * `keepRefusal`: where a refused take's reply is remembered, when refusals are answered locally.
+   */
+  constructor(
+    client: Redis | Cluster,
+    maxBatch: number,
+    perSlot: boolean,
+    deadlines: CallDeadlines,
+    keepRefusal: KeepRefusal | undefined,
+  ) {
     this.#client = client;
     this.#maxBatch = maxBatch;
     this.#perSlot = perSlot;
-    this.#send = send;
+    this.#deadlines = deadlines;
+    this.#keepRefusal = keepRefusal;
   }
 
   /** The Cluster slot of a take's Redis key (and so of all its buckets); -1 off a Cluster. */
@@ -73,6 +84,12 @@ export class TakeBatcher {
     }
     for (const group of bySlot.values()) this.#send(group, this.#target());
   };
+
+  /** Sends takes whose keys share one slot as one script call, settling each with its slice of the reply. */
+  #send(batch: PendingTake[], target: ScriptTarget): void {
+    const call = this.#deadlines.open(batch, this.#keepRefusal);
+    sendTakeScript(this.#client, target, batch, undefined, call);
+  }
 
   /**
    * Where a call goes: the client, or with batching off on one node this tick's pipeline (sent on
