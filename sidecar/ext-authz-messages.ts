@@ -82,11 +82,6 @@ export function isCheckRequest(message: unknown): message is CheckRequestMessage
   );
 }
 
-/** The fields read of a decoded CheckRequest, or undefined when they are not of the expected types. */
-export function parseCheckRequest(message: unknown): CheckRequestMessage | undefined {
-  return isCheckRequest(message) ? message : undefined;
-}
-
 /** gRPC status codes (google.rpc.Code) by the refusal's HTTP status. */
 const grpcCode = (httpStatus: number): number => {
   switch (httpStatus) {
