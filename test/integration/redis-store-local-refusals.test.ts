@@ -11,6 +11,7 @@ import { RedisBucketStore, type RedisStoreOptions } from '../../lib/token-bucket
 import { test } from '../harness/fixtures.ts';
 import { scriptCalls } from '../harness/redis.ts';
 import { takeAll, takeOne } from '../../lib/token-bucket/take-promise.ts';
+import { Lateness } from '../harness/stalls.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -172,7 +173,7 @@ describe('refusals answered by the Redis store itself', () => {
     });
   });
 
-  it('three stores hammering one key for 3 s: admitted within one of the bound, none over, most refusals without a call', async ({
+  it('three stores hammering one key for 3 s: admitted within one of the bound but for late takes, none over, most refusals without a call', async ({
     redis,
     redisAdmin: admin,
   }) => {
@@ -200,15 +201,21 @@ describe('refusals answered by the Redis store itself', () => {
       let refused = 0;
       const callsBefore = await scriptCalls(admin);
       const until = performance.now() + 3000;
+      const late = new Lateness();
       await Promise.all(
         stores.flatMap((store) =>
           Array.from({ length: 4 }, async () => {
             while (performance.now() < until) {
+              late.turn(1);
+              const asked = performance.now();
               const d = await takeOne(store, 'hammered', rule);
+              if (d.allowed) late.admitted(asked);
               if (d.allowed) admitted++;
               else refused++;
-              // A local refusal settles without I/O: yield, as requests arriving on sockets would.
-              await new Promise((resolve) => setImmediate(resolve));
+              // A local refusal settles without I/O: wait a little, as the next request on a socket
+              // would, leaving the cores to Redis rather than spinning (12 loops: about 10,000
+              // takes a second, far more than the bucket's 20).
+              await new Promise((resolve) => setTimeout(resolve, 1));
             }
           }),
         ),
@@ -220,13 +227,16 @@ describe('refusals answered by the Redis store itself', () => {
       // Tokens there were from the first admitted take to the last: the burst and the refill.
       const bound = Math.floor((rule.burstCapacity * 1e6 + rule.replenishRate * spanUs) / 1e6);
       expect(admitted).toBeLessThanOrEqual(bound);
-      // A refusal Redis would not have given would leave a token untaken past the last take.
-      expect(admitted).toBeGreaterThanOrEqual(bound - 1);
+      // A refusal Redis would not have given would leave a token untaken past the last take. So
+      // does a take that is merely late, and only the refill of the time the admitted takes were
+      // on their way, or this process was not running, is forgiven.
+      const forgiven = late.tokensAt(rule.replenishRate);
+      expect(admitted).toBeGreaterThanOrEqual(bound - 1 - forgiven);
       expect(refusedHere).toBeGreaterThan(refused / 2);
       // Without local refusals every decision is in some call; here most are in none.
       expect(calls).toBeLessThan((admitted + refused) / 2);
       console.log(
-        `local refusals: ${admitted} admitted of a bound of ${bound}, ${refused} refused (${refusedHere} without a call), ${calls} script calls`,
+        `local refusals: ${admitted} admitted of a bound of ${bound}, ${refused} refused (${refusedHere} without a call), ${calls} script calls; ${forgiven} tokens forgiven for ${late.ms} ms late`,
       );
     } finally {
       await Promise.all(stores.map((s) => s.close()));
