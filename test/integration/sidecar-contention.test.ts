@@ -1,11 +1,11 @@
 // Exactness under contention. Three sidecar processes share one redis-server; 60 concurrent
 // connections hammer one key for over 5 s. Admitted requests never exceed the token-bucket bound
 // for the time Redis actually spent deciding (from the first to the last admitted take, the times
-// their states were written with), and fall short of it by at most one. The same holds for a rule
-// with two limits: every bucket stays within its own bound, the tighter one is reached. Most
-// refusals are answered by the sidecars without a Redis call (the Redis store's local refusals).
-// The tokens left in the bucket after the last admitted take were never asked for, and tokens a
-// stall of the busy machine could have let overflow are forgiven (test/harness/stalls.ts).
+// their states were written with), and fall short of it by at most one token besides those still
+// in the bucket after the last admitted take (never asked for) and those a stall of the busy
+// machine could have let overflow (test/harness/stalls.ts). The same holds for a rule with two
+// limits: every bucket stays within its own bound, the tighter one is reached. Most refusals are
+// answered by the sidecars without a Redis call (the Redis store's local refusals).
 import { performance } from 'node:perf_hooks';
 import { Pool, request } from 'undici';
 import { describe, expect } from 'vitest';
