@@ -99,7 +99,7 @@ export class RefusalCache {
    * A local refusal is answered after the turn's I/O, as a Redis reply would be, not inside the
    * caller: answered from within node:http's 'request' event, before the parser has finished the
    * request, a response costs the server more (a flood at saturation: 0.83x the CPU per request
-   * and 1.19x the requests per second once answered this way; bench/results/local-refusals-ab.md).
+   * and 1.19x the requests per second once answered this way, in an A/B of the two).
    */
   #answerLater(sink: TakeSink, decision: Decision): void {
     this.#dueSinks.push(sink);
