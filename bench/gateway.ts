@@ -1,52 +1,30 @@
-// Gateway benchmark: the sidecar side by side with its anchors, in one run.
-//   direct          the user service itself (the ceiling: no gateway)
-//   nginx           Debian's nginx, proxy_pass + limit_req (per instance), 1 worker
-//   sidecar-redis   Portcullis sidecar, Redis token bucket, run as the operator deploys it: the
-//                   bundle (dist/sidecar/main.mjs) with the container's environment (SIDECAR_ENV)
-//   node-peer       fastify + @fastify/http-proxy + @fastify/rate-limit with its Redis store
-//   bare-proxy      node:http + undici Pool and nothing else (the floor of any Node gateway),
-//                   bundled and run with the sidecar's environment like the sidecar
-//   sidecar-memory  the sidecar with the in-memory token bucket
-//   node-peer-jwt   the Node peer verifying access tokens with @fastify/jwt + get-jwks (ES256, iss,
-//                   aud, typ; fast-jwt's cache of 10,000), keyed by the verified sub
-//   sidecar-jwt     the Redis sidecar with limiter.key jwt (ES256 against the issuer's JWKS; iss,
-//                   aud, typ at+jwt; verified tokens remembered until exp), keyed by sub
-// Same upstream (one user-service process), same request (GET /healthcheck/ready), a limit nobody
-// reaches (every request does the full limiter work), BENCH_USERS (1,000) users in turn: USER-ID:
-// user-i, or for the jwt targets Authorization: Bearer <user-i's token> (minted at start by
-// bench/lib/jwt-issuer.ts, so after the warm-up both jwt gateways verify from their caches).
-// Two loads, rounds interleaved across the targets so a busy neighbour hurts all of them alike.
-// The rounds are many and short, and each starts one target later than the last (the cyclic
-// order stays, so neighbours stay neighbours): this machine's host drifts by a third within a
-// minute, so the two targets of a compared pair should be measured seconds apart.
-//   saturation  Debian's wrk, 50 connections, closed model: the most each target serves;
-//   fixed rate  bench/loadgen (Go, open model like wrk2): half of sidecar-redis' saturation
-//               throughput offered to every target, latency from the intended send time.
-// Reported per target: median requests/s, p50/p99/p99.9, CPU µs per request of the front process
-// (load-insensitive: on a shared 2-core machine it varies far less than requests/s), peak RSS.
-// Ratios are taken within each round and the median ratio is reported.
-// Bounded: BENCH_ROUNDS (7) rounds x 8 targets x 2 loads x BENCH_DURATION_S (4 s) + warm-ups.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// Gateway benchmark (bench/README.md says what it runs): the sidecar beside its anchors
+// (bench/gateway-fronts.ts) behind one user service, BENCH_USERS users in turn (USER-ID, or a
+// bearer token that the jwt fronts verify from their caches after the warm-up). Two loads, each in
+// interleaved rounds: saturation (wrk, closed model) and a fixed rate of half sidecar-redis'
+// saturation (bench/loadgen, open model). CPU per request of the front's processes varies far less
+// than requests/s on a shared machine; ratios are taken within a round.
+// Bounded: BENCH_ROUNDS (7) rounds x 8 fronts x 2 loads x BENCH_DURATION_S (4 s) + warm-ups.
 import os from 'node:os';
-import path from 'node:path';
-import { AUDIENCE, checkJwtGateway, startGatewayFronts, type Target } from './gateway-fronts.ts';
-import { gatewayGoals, type GatewayBenchResult } from './gateway-report.ts';
+import { startGatewayFronts, type Target } from './gateway-fronts.ts';
+import type { FixedRateRound, SaturationRound } from './gateway-report.ts';
+import { gatewayGoals, scenarioResult } from './gateway-report.ts';
+import { ensureLoadgen, ensureWrk, runRate, runWrk, wrkRps } from './lib/load.ts';
 import {
+  cpuUs,
+  machine,
+  median,
   ms,
-  scenarioResult,
-  wrkRps,
-  type FixedRateRound,
-  type SaturationRound,
-} from './gateway-rounds.ts';
-import { startJwtIssuer } from './lib/jwt-issuer.ts';
-import { ensureLoadgen, runRate } from './lib/loadgen.ts';
-import { cpuUs, median, peakRssMiB, rotated, rssSplitKiB, runDelayMs } from './lib/measure.ts';
-import { ensureWrk, runWrk } from './lib/wrk.ts';
+  peakRssMiB,
+  r1,
+  r2,
+  rssSplitKiB,
+  runDelayMs,
+} from './lib/measure.ts';
+import { interleave } from './lib/suite.ts';
 import { ensureNginx } from './peers/nginx.ts';
 
-export async function runGatewayBench(
-  log: (line: string) => void = console.log,
-): Promise<GatewayBenchResult> {
+export async function runGatewayBench(log: (line: string) => void = console.log) {
   ensureWrk();
   ensureNginx();
   ensureLoadgen();
@@ -59,136 +37,80 @@ export async function runGatewayBench(
   const loadavgAtStart = os.loadavg();
 
   const users = Array.from({ length: userCount }, (_, i) => `user-${i + 1}`);
-  const issuer = await startJwtIssuer(users, AUDIENCE, Date.now());
-  const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-bench-gateway-'));
-  const userIdFile = path.join(dir, 'user-id.txt');
-  const bearerFile = path.join(dir, 'bearer.txt');
-  writeFileSync(userIdFile, `${users.map((u) => `USER-ID: ${u}`).join('\n')}\n`);
-  writeFileSync(
-    bearerFile,
-    `${issuer.tokens.map((t) => `Authorization: Bearer ${t}`).join('\n')}\n`,
-  );
-
-  const fronts = await startGatewayFronts(issuer, userIdFile, bearerFile);
-  const targets = fronts.targets;
+  const fronts = await startGatewayFronts(users);
   const only = (process.env['BENCH_TARGETS'] ?? '').split(',').filter(Boolean);
-  const chosen = only.length > 0 ? targets.filter((t) => only.includes(t.name)) : targets;
-  const cpu = (t: Target) => t.cpuPids().reduce((s: number, p) => s + cpuUs(p), 0);
-  const sat = new Map<string, SaturationRound[]>(chosen.map((t) => [t.name, []]));
-  const fixed = new Map<string, FixedRateRound[]>(chosen.map((t) => [t.name, []]));
-  const waiting = (t: Target) => t.cpuPids().reduce((s: number, p) => s + runDelayMs(p), 0);
+  const chosen = fronts.targets.filter((t) => only.length === 0 || only.includes(t.name));
+  /** A load on a target: its users in turn for `seconds`. */
+  const on = (t: Target, seconds: number) => ({
+    url: `${t.base}/healthcheck/ready`,
+    connections,
+    durationS: seconds,
+    rotateHeaderFile: t.headerFile,
+  });
+  let saturation: SaturationRound[][] = [];
+  let fixedRate: FixedRateRound[][] = [];
   let offered = 0;
-  const peakRss = new Map<string, number>();
+  const peakRss: number[] = [];
+  /** The largest resident set sampled per target, KiB, split into anonymous and file pages. */
   const sampled = new Map<string, { rss: number; anon: number; file: number }>();
   const sampler = setInterval(() => {
     for (const t of chosen) {
-      const now = t.rssPids().reduce(
-        (acc, p) => {
-          const x = rssSplitKiB(p);
-          return { rss: acc.rss + x.rss, anon: acc.anon + x.anon, file: acc.file + x.file };
-        },
-        { rss: 0, anon: 0, file: 0 },
-      );
+      const now = rssSplitKiB(...t.rssPids());
       if (now.rss > (sampled.get(t.name)?.rss ?? 0)) sampled.set(t.name, now);
     }
   }, 250);
   try {
-    for (const t of chosen.filter((x) => x.headerFile === bearerFile))
-      await checkJwtGateway(t.name, t.base, issuer.tokens[0] ?? '');
-    for (const t of chosen)
-      await runWrk({
-        url: `${t.base}/healthcheck/ready`,
-        connections,
-        threads: 1,
-        durationS: warmupS,
-        rotateHeaderFile: t.headerFile,
-      });
+    if (warmupS > 0) for (const t of chosen) await runWrk(on(t, warmupS)); // 0: none
     log(
       `saturation: wrk, ${connections} connections, ${rounds} interleaved rounds of ${durationS} s, order rotated each round`,
     );
-    for (let round = 1; round <= rounds; round++) {
-      for (const t of rotated(chosen, round - 1)) {
-        const before = cpu(t);
-        const wrk = await runWrk({
-          url: `${t.base}/healthcheck/ready`,
-          connections,
-          threads: 1,
-          durationS,
-          rotateHeaderFile: t.headerFile,
-        });
-        const cpuUsPerRequest =
-          Math.round(((cpu(t) - before) / Math.max(1, wrk.requests)) * 10) / 10;
-        sat.get(t.name)?.push({ wrk, cpuUsPerRequest });
-        log(
-          `  round ${round} ${t.name}: ${wrkRps(wrk)} req/s, p50 ${ms(wrk.latencyUs.p50)} ms, p99 ${ms(wrk.latencyUs.p99)} ms, ${cpuUsPerRequest} µs CPU/request, load ${os.loadavg()[0]?.toFixed(1)}`,
-        );
-      }
-    }
-    const reference = sat.get('sidecar-redis') ?? sat.get(chosen[0]?.name ?? '') ?? [];
+    saturation = await interleave(chosen, rounds, async (t, round) => {
+      const before = cpuUs(...t.cpuPids());
+      const wrk = await runWrk(on(t, durationS));
+      const cpuUsPerRequest = r1((cpuUs(...t.cpuPids()) - before) / Math.max(1, wrk.requests));
+      log(
+        `  round ${round} ${t.name}: ${wrkRps(wrk)} req/s, p50 ${ms(wrk.latencyUs.p50)} ms, p99 ${ms(wrk.latencyUs.p99)} ms, ${cpuUsPerRequest} µs CPU/request, load ${os.loadavg()[0]?.toFixed(1)}`,
+      );
+      return { wrk, cpuUsPerRequest };
+    });
+    const reference =
+      saturation[chosen.findIndex((t) => t.name === 'sidecar-redis')] ?? saturation[0] ?? [];
     offered = Math.max(100, Math.round(median(reference.map((r) => wrkRps(r.wrk))) / 2 / 50) * 50);
     log(
       `fixed rate: ${offered} req/s offered (half of sidecar-redis' saturation), open model, ${rounds} interleaved rounds of ${durationS} s, order rotated each round`,
     );
-    for (let round = 1; round <= rounds; round++) {
-      for (const t of rotated(chosen, round - 1)) {
-        const before = cpu(t);
-        const waitedBefore = waiting(t);
-        const lg = await runRate({
-          url: `${t.base}/healthcheck/ready`,
-          rate: offered,
-          durationS,
-          connections,
-          rotateHeaderFile: t.headerFile,
-        });
-        const cpuUsPerRequest =
-          Math.round(((cpu(t) - before) / Math.max(1, lg.completed)) * 10) / 10;
-        const waitingForCpu =
-          Math.round(((waiting(t) - waitedBefore) / Math.max(1, lg.elapsedUs / 1000)) * 100) / 100;
-        fixed.get(t.name)?.push({ lg, cpuUsPerRequest, waitingForCpu });
-        log(
-          `  round ${round} ${t.name}: ${Math.round(lg.achievedRate)} req/s, p50 ${ms(lg.latencyUs.p50)} ms, p99 ${ms(lg.latencyUs.p99)} ms, p99.9 ${ms(lg.latencyUs.p999)} ms, ` +
-            `${cpuUsPerRequest} µs CPU/request, waited for a CPU ${Math.round(waitingForCpu * 100)} % of the time`,
-        );
-      }
-    }
-    for (const t of chosen)
-      peakRss.set(
-        t.name,
-        Math.round(t.rssPids().reduce((s: number, p) => s + peakRssMiB(p), 0) * 10) / 10,
+    fixedRate = await interleave(chosen, rounds, async (t, round) => {
+      const [cpuBefore, waitedBefore] = [cpuUs(...t.cpuPids()), runDelayMs(...t.cpuPids())];
+      const lg = await runRate({ ...on(t, durationS), rate: offered });
+      const cpuUsPerRequest = r1((cpuUs(...t.cpuPids()) - cpuBefore) / Math.max(1, lg.completed));
+      const waited = runDelayMs(...t.cpuPids()) - waitedBefore;
+      const waitingForCpu = r2(waited / Math.max(1, lg.elapsedUs / 1000));
+      log(
+        `  round ${round} ${t.name}: ${Math.round(lg.achievedRate)} req/s, p50 ${ms(lg.latencyUs.p50)} ms, p99 ${ms(lg.latencyUs.p99)} ms, p99.9 ${ms(lg.latencyUs.p999)} ms, ` +
+          `${cpuUsPerRequest} µs CPU/request, waited for a CPU ${Math.round(waitingForCpu * 100)} % of the time`,
       );
+      return { lg, cpuUsPerRequest, waitingForCpu };
+    });
+    for (const t of chosen) peakRss.push(peakRssMiB(...t.rssPids()));
   } finally {
     clearInterval(sampler);
     await fronts.stop();
-    await issuer.stop();
-    rmSync(dir, { recursive: true, force: true });
   }
 
-  const scenarios = chosen.map((t) =>
+  const direct = fixedRate[chosen.findIndex((t) => t.name === 'direct')] ?? [];
+  const scenarios = chosen.map((t, i) =>
     scenarioResult(
       t,
-      {
-        saturation: sat.get(t.name) ?? [],
-        fixedRate: fixed.get(t.name) ?? [],
-        direct: fixed.get('direct') ?? [],
-      },
+      { saturation: saturation[i] ?? [], fixedRate: fixedRate[i] ?? [], direct },
       offered,
-      peakRss.get(t.name) ?? 0,
+      peakRss[i] ?? 0,
       sampled.get(t.name),
     ),
   );
-
-  const { ratios, ratioRanges, goals } = gatewayGoals(scenarios, rounds, offered);
-
   return {
-    suite: 'gateway',
+    suite: 'gateway' as const,
     startedAt,
-    machine: {
-      cpus: os.cpus().length,
-      model: os.cpus()[0]?.model ?? 'unknown',
-      node: process.version,
-      loadavgAtStart,
-      loadavgAtEnd: os.loadavg(),
-    },
+    machine: machine(loadavgAtStart),
     load: {
       saturation: `wrk (Debian), ${connections} connections, 1 thread, ${userCount} users in turn`,
       fixedRate: `bench/loadgen (Go, open model), ${offered} req/s, ${connections} connections, ${userCount} users in turn`,
@@ -198,10 +120,11 @@ export async function runGatewayBench(
       warmupS,
       rounds,
     },
-    jwksFetches: issuer.jwksFetches(),
+    /** GET /jwks.json answered over the whole run (each jwt gateway should fetch once, then cache). */
+    jwksFetches: fronts.issuer.jwksFetches(),
     scenarios,
-    ratios,
-    ratioRanges,
-    goals,
+    ...gatewayGoals(scenarios, rounds, offered),
   };
 }
+
+export type GatewayBenchResult = Awaited<ReturnType<typeof runGatewayBench>>;

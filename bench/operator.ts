@@ -1,20 +1,13 @@
-// Operator benchmark: create N RateLimitRoutes at once on a real kube-apiserver + etcd
-// and measure
-//   1. the time until every route has its three children and a status for its generation,
-//   2. the API requests the operator made per route (from the API server's audit log, by verb),
-//   3. the writes of a no-op resync of all N (should be 0),
-//   4. the operator's memory (RSS and heap, idle and after convergence; peak RSS; and, where the
-//      machine lets the benchmark make a memory cgroup, the working set the kubelet would report).
-// The operator runs as deployed: its bundle, with the V8 and malloc settings and the memory limit
-// that `helm template` of the chart renders (BENCH_OPERATOR_NODE_OPTIONS replaces the V8 settings,
-// to compare others), inside a memory cgroup with that limit, as its own process with the chart's
-// ServiceAccount and RBAC, as in the k8s tests. No kubelet runs: routes converge to Ready=False/Progressing (pods never start); that is
-// the status the benchmark waits for. `node bench/operator.ts` (BENCH_ROUTES, default 200) writes
-// bench/results/operator.json and operator.md; bench/run.ts can call runOperatorBench too.
-import { mkdirSync, writeFileSync } from 'node:fs';
+// Operator benchmark (bench/README.md): N RateLimitRoutes created at once on a real kube-apiserver
+// + etcd; the time until every route has its three children and a status, the operator's API
+// requests per route (audit log, by verb), the writes of a no-op resync and of a restart (0), and
+// its memory. The operator runs as deployed: its bundle with the V8, malloc and memory-limit
+// settings `helm template` renders (BENCH_OPERATOR_NODE_OPTIONS replaces the V8 ones), in a memory
+// cgroup of that limit, as the chart's ServiceAccount. No kubelet runs: routes converge to
+// Ready=False/Progressing. `node bench/operator.ts` (BENCH_ROUTES, 200) writes results/operator.*.
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import type { AuditEvent, RunningOperator } from '../test/harness/k8s/operator-env.ts';
 import {
   auditEvents,
   eventually,
@@ -22,230 +15,172 @@ import {
   startOperator,
   startOperatorEnv,
 } from '../test/harness/k8s/operator-env.ts';
-import { makeCgroup } from './lib/cgroup.ts';
-import { chartOperatorRuntime, countByVerb, mib, peakRssMiB, WRITES } from './operator-readings.ts';
-import { operatorMarkdown, type OperatorBenchResult } from './operator-report.ts';
+import { machine as machineOf, mib, peakRssMiB, r1, r2 } from './lib/measure.ts';
+import { pool, writeResult } from './lib/suite.ts';
+import {
+  chartOperatorRuntime,
+  countByVerb,
+  makeCgroup,
+  operatorMarkdown,
+  WRITES,
+} from './operator-readings.ts';
 
 const NS = 'bench';
+const ROUTES = `/apis/portcullis.dev/v1alpha1/namespaces/${NS}/ratelimitroutes`;
+/** The children of a route, each listed by its API path. */
+const CHILDREN = ['/apis/apps/v1/deployments', '/api/v1/services', '/api/v1/configmaps'];
 
 type Obj = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any -- JSON from the API server
 
-function route(i: number): Obj {
-  return {
-    apiVersion: 'portcullis.dev/v1alpha1',
-    kind: 'RateLimitRoute',
-    metadata: { name: `route-${i}`, namespace: NS },
-    spec: {
-      target: { image: 'portcullis/user-service:bench', port: 8081, replicas: 1 },
-      limiter: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 },
-    },
-  };
-}
+const route = (i: number): Obj => ({
+  apiVersion: 'portcullis.dev/v1alpha1',
+  kind: 'RateLimitRoute',
+  metadata: { name: `route-${i}`, namespace: NS },
+  spec: {
+    target: { image: 'portcullis/user-service:bench', port: 8081, replicas: 1 },
+    limiter: { replenishRate: 20, burstCapacity: 100, requestedTokens: 3 },
+  },
+});
+
+const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const reconciles = async (op: RunningOperator) =>
+  metricValue(await op.metrics(), 'portcullis_operator_reconcile_total', {
+    controller: 'ratelimitroute',
+  });
 
 export async function runOperatorBench(
   log: (line: string) => void,
   routes = Number(process.env['BENCH_ROUTES'] ?? 200),
-): Promise<OperatorBenchResult> {
+) {
   const startedAt = new Date().toISOString();
-  const loadavgAtStart = os.loadavg().map((x) => Math.round(x * 10) / 10);
+  const { loadavgAtEnd: _, ...machine } = machineOf(os.loadavg().map(r1));
+  const { loadavgAtStart } = machine;
   log(`starting kube-apiserver + etcd, CRDs, chart RBAC (load ${loadavgAtStart.join(' ')})`);
   const env = await startOperatorEnv([NS]);
   const workers = 4;
+  const resyncMs = 30_000;
   const deployed = chartOperatorRuntime();
   const operatorNodeOptions =
     process.env['BENCH_OPERATOR_NODE_OPTIONS'] ?? deployed.env['NODE_OPTIONS'] ?? '';
-  const nodeOptions: Record<string, string> = {
+  const operatorEnv = (resyncEveryMs: number) => ({
+    PORTCULLIS_RESYNC_INTERVAL_MS: String(resyncEveryMs),
+    PORTCULLIS_WORKERS: String(workers),
+    LOG_LEVEL: 'warn',
     ...deployed.env,
     NODE_OPTIONS: operatorNodeOptions,
-  };
-  const resyncMs = 30_000;
+  });
   const cgroup = makeCgroup(`portcullis-bench-operator-${process.pid}`);
   if (typeof cgroup === 'string')
     log(`operator working set NOT MEASURED on this machine: ${cgroup}`);
   else cgroup.setLimit(deployed.memoryLimitBytes);
-  const launch =
-    typeof cgroup === 'string'
-      ? {}
-      : {
-          launcher: [
-            'sh',
-            '-c',
-            `echo $$ > ${path.join(cgroup.dir, 'cgroup.procs')} && exec "$@"`,
-            'sh',
-          ],
-        };
-  const workingSet = () => (typeof cgroup === 'string' ? 0 : mib(cgroup.workingSet()));
-  const op = await startOperator(
-    env,
-    'op-bench',
-    {
-      PORTCULLIS_RESYNC_INTERVAL_MS: String(resyncMs),
-      PORTCULLIS_WORKERS: String(workers),
-      LOG_LEVEL: 'warn',
-      ...nodeOptions,
-    },
-    launch,
-  );
+  const launch = typeof cgroup === 'string' ? {} : { launcher: cgroup.launcher };
+  const op = await startOperator(env, 'op-bench', operatorEnv(resyncMs), launch);
+  /** The operator's RSS and heap (its metrics) and working set (the cgroup), MiB. */
+  const memory = async () => {
+    const metrics = await op.metrics();
+    return {
+      rss: mib(metricValue(metrics, 'portcullis_operator_process_resident_memory_bytes')),
+      heap: mib(metricValue(metrics, 'portcullis_operator_nodejs_heap_size_used_bytes')),
+      workingSet: typeof cgroup === 'string' ? 0 : mib(cgroup.workingSet()),
+    };
+  };
+  /** The operator's requests from audit record `from` on: its lease's, or all but its lease's. */
+  const requestsSince = (from: number, lease = false) =>
+    auditEvents(env)
+      .slice(from)
+      .filter(
+        (e) => e.user.username === env.user && (e.objectRef?.resource === 'leases') === lease,
+      );
+  const writes = (events: AuditEvent[]) =>
+    events.filter((e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events').length;
+  /** Waits until `o` has finished `routes` reconciles more than `from`; what they cost since `auditFrom`. */
+  const reconcileEvery = async (
+    o: RunningOperator,
+    from: number,
+    auditFrom: number,
+    ms: number,
+  ) => {
+    const done = await eventually(
+      `${routes} reconciles`,
+      async () => {
+        const n = (await reconciles(o)) - from;
+        return n >= routes && n;
+      },
+      ms,
+      200,
+    );
+    await settle(2000);
+    const events = requestsSince(auditFrom);
+    return { reconciles: done, writes: writes(events), requests: events.length };
+  };
   try {
     await eventually('operator leading', async () => /leader/.test(await op.readyz()), 60_000);
-    await new Promise((r) => setTimeout(r, 2000));
-    const idle = await op.metrics();
-    const idleRss = mib(metricValue(idle, 'portcullis_operator_process_resident_memory_bytes'));
-    const idleHeap = mib(metricValue(idle, 'portcullis_operator_nodejs_heap_size_used_bytes'));
-    const idleWorkingSet = workingSet();
+    await settle(2000);
+    const idle = await memory();
     const auditBefore = auditEvents(env).length;
 
     log(`creating ${routes} RateLimitRoutes (20 at a time)`);
     const t0 = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: 20 }, async () => {
-        while (next < routes) {
-          const i = next++;
-          const res = await env.cluster.request(
-            'POST',
-            `/apis/portcullis.dev/v1alpha1/namespaces/${NS}/ratelimitroutes`,
-            route(i),
-          );
-          if (res.status !== 201)
-            throw new Error(
-              `create route-${i}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`,
-            );
-        }
-      }),
-    );
+    await pool(routes, 20, async (i) => {
+      const res = await env.cluster.request('POST', ROUTES, route(i));
+      if (res.status !== 201)
+        throw new Error(
+          `create route-${i}: ${res.status} ${JSON.stringify(res.body).slice(0, 300)}`,
+        );
+    });
     const createMs = Math.round(performance.now() - t0);
     log(`created in ${createMs} ms; waiting for children and status`);
-
-    const count = async (plural: string, group = '') => {
-      const base = group === '' ? `/api/v1` : `/apis/${group}`;
-      const res = await env.cluster.request(
-        'GET',
-        `${base}/namespaces/${NS}/${plural}?labelSelector=${encodeURIComponent('app.kubernetes.io/managed-by=portcullis-operator')}`,
+    const items = async (url: string) =>
+      ((await env.cluster.request('GET', url)).body as Obj)['items'] as Obj[];
+    const managed = `labelSelector=${encodeURIComponent('app.kubernetes.io/managed-by=portcullis-operator')}`;
+    const converged = async () => {
+      const ready = (await items(ROUTES)).filter(
+        (r) =>
+          r['status']?.['observedGeneration'] === 1 &&
+          r['status']?.['conditions']?.[0]?.['reason'] === 'Progressing',
       );
-      return ((res.body as Obj)['items'] as Obj[]).length;
+      if (ready.length < routes) return false;
+      for (const list of CHILDREN) {
+        const [group, plural] = [path.dirname(list), path.basename(list)];
+        if ((await items(`${group}/namespaces/${NS}/${plural}?${managed}`)).length < routes)
+          return false;
+      }
+      return Math.round(performance.now() - t0);
     };
-    let convergenceMs = 0;
-    await eventually(
+    // Each poll lists every route and child: poll less often for large N, so the watcher does
+    // not load the API server it measures (resolution: N/2 ms, 500 ms for 1,000 routes).
+    const convergenceMs = await eventually(
       'convergence',
-      async () => {
-        const res = await env.cluster.request(
-          'GET',
-          `/apis/portcullis.dev/v1alpha1/namespaces/${NS}/ratelimitroutes`,
-        );
-        const items = (res.body as Obj)['items'] as Obj[];
-        const withStatus = items.filter(
-          (r) =>
-            r['status']?.['observedGeneration'] === 1 &&
-            r['status']?.['conditions']?.[0]?.['reason'] === 'Progressing',
-        ).length;
-        if (withStatus < routes) return false;
-        const [deployments, services, configMaps] = [
-          await count('deployments', 'apps/v1'),
-          await count('services'),
-          await count('configmaps'),
-        ];
-        if (deployments < routes || services < routes || configMaps < routes) return false;
-        convergenceMs = Math.round(performance.now() - t0);
-        return true;
-      },
+      converged,
       600_000,
-      // Each poll lists every route and child: poll less often for large N, so the watcher does
-      // not load the API server it measures (resolution: N/2 ms, 500 ms for 1,000 routes).
       Math.max(100, routes / 2),
     );
     log(`converged in ${convergenceMs} ms`);
-    await new Promise((r) => setTimeout(r, 3000)); // let the last watch events and status echoes settle
-    const converged = await op.metrics();
-    const convergedRss = mib(
-      metricValue(converged, 'portcullis_operator_process_resident_memory_bytes'),
-    );
-    const convergedHeap = mib(
-      metricValue(converged, 'portcullis_operator_nodejs_heap_size_used_bytes'),
-    );
-    const convergedWorkingSet = workingSet();
+    await settle(3000); // let the last watch events and status echoes settle
+    const convergedMemory = await memory();
+    const work = requestsSince(auditBefore);
+    const leaseRequests = requestsSince(auditBefore, true).length;
 
-    const window = auditEvents(env)
-      .slice(auditBefore)
-      .filter((e) => e.user.username === env.user);
-    const leaseRequests = window.filter((e) => e.objectRef?.resource === 'leases').length;
-    const work = window.filter((e) => e.objectRef?.resource !== 'leases');
-    const writes = work.filter(
-      (e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events',
-    ).length;
-
-    // 3a. The next periodic resync reconciles every route again; it must write nothing.
+    // The next periodic resync reconciles every route again; it must write nothing.
     log(`no-op resync: waiting for the next periodic resync (every ${resyncMs / 1000} s)`);
-    const reconcilesAt = metricValue(await op.metrics(), 'portcullis_operator_reconcile_total', {
-      controller: 'ratelimitroute',
-    });
-    const periodicFrom = auditEvents(env).length;
-    let periodicReconciles = 0;
-    await eventually(
-      'periodic resync of every route',
-      async () => {
-        periodicReconciles =
-          metricValue(await op.metrics(), 'portcullis_operator_reconcile_total', {
-            controller: 'ratelimitroute',
-          }) - reconcilesAt;
-        return periodicReconciles >= routes;
-      },
-      resyncMs * 3,
-      200,
-    );
-    await new Promise((r) => setTimeout(r, 2000));
-    const periodic = auditEvents(env)
-      .slice(periodicFrom)
-      .filter((e) => e.user.username === env.user && e.objectRef?.resource !== 'leases');
-    const periodicWrites = periodic.filter(
-      (e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events',
-    ).length;
+    const [at, auditAt] = [await reconciles(op), auditEvents(env).length];
+    const noopResync = await reconcileEvery(op, at, auditAt, resyncMs * 3);
 
-    // 3b. A restart lists everything and reconciles every route: the worst case of a resync.
+    // A restart lists everything and reconciles every route: the worst case of a resync.
     log('restart: a new operator lists and reconciles every route; counting its writes');
     const peakRss = peakRssMiB(op.program.child.pid);
     const peakCharge = typeof cgroup === 'string' ? 0 : mib(cgroup.peak());
     await op.program.stop();
-    const resyncFrom = auditEvents(env).length;
-    const op2 = await startOperator(env, 'op-bench-2', {
-      PORTCULLIS_RESYNC_INTERVAL_MS: '600000',
-      PORTCULLIS_WORKERS: String(workers),
-      LOG_LEVEL: 'warn',
-      ...nodeOptions,
-    });
-    let reconciles = 0;
-    try {
-      await eventually(
-        'restart reconciled every route',
-        async () => {
-          reconciles = metricValue(await op2.metrics(), 'portcullis_operator_reconcile_total', {
-            controller: 'ratelimitroute',
-          });
-          return reconciles >= routes;
-        },
-        300_000,
-        200,
-      );
-      await new Promise((r) => setTimeout(r, 2000));
-    } finally {
-      await op2.program.stop();
-    }
-    const resync = auditEvents(env)
-      .slice(resyncFrom)
-      .filter((e) => e.user.username === env.user && e.objectRef?.resource !== 'leases');
-    const resyncWrites = resync.filter(
-      (e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events',
-    ).length;
+    const restartAt = auditEvents(env).length;
+    const op2 = await startOperator(env, 'op-bench-2', operatorEnv(600_000));
+    const restart = await reconcileEvery(op2, 0, restartAt, 300_000).finally(() =>
+      op2.program.stop(),
+    );
 
     return {
-      suite: 'operator',
+      suite: 'operator' as const,
       startedAt,
-      machine: {
-        cpus: os.cpus().length,
-        model: os.cpus()[0]?.model ?? 'unknown',
-        node: process.version,
-        loadavgAtStart,
-      },
+      machine,
       kubernetes: env.cluster.tools.kubernetesVersion,
       routes,
       workers,
@@ -255,22 +190,24 @@ export async function runOperatorBench(
       convergenceMs,
       requests: {
         total: work.length,
-        perRoute: Math.round((work.length / routes) * 100) / 100,
-        writesPerRoute: Math.round((writes / routes) * 100) / 100,
+        perRoute: r2(work.length / routes),
+        writesPerRoute: r2(writes(work) / routes),
         byVerb: countByVerb(work),
         leaseRequests,
       },
-      noopResync: {
-        reconciles: periodicReconciles,
-        writes: periodicWrites,
-        requests: periodic.length,
+      noopResync,
+      restart,
+      memoryMiB: {
+        idleRss: idle.rss,
+        idleHeap: idle.heap,
+        convergedRss: convergedMemory.rss,
+        convergedHeap: convergedMemory.heap,
+        peakRss,
       },
-      restart: { reconciles, writes: resyncWrites, requests: resync.length },
-      memoryMiB: { idleRss, idleHeap, convergedRss, convergedHeap, peakRss },
       workingSetMiB:
         typeof cgroup === 'string'
           ? { notMeasured: cgroup }
-          : { idle: idleWorkingSet, converged: convergedWorkingSet, peakCharge },
+          : { idle: idle.workingSet, converged: convergedMemory.workingSet, peakCharge },
     };
   } finally {
     if (!op.program.exited()) await op.program.stop();
@@ -279,13 +216,22 @@ export async function runOperatorBench(
   }
 }
 
+export type OperatorBenchResult = Awaited<ReturnType<typeof runOperatorBench>>;
+
+/** The operator-scale suite of bench/run.ts: a run per size of BENCH_OPERATOR_ROUTES (200,1000). */
+export async function runOperatorScale(log: (line: string) => void) {
+  const sizes = (process.env['BENCH_OPERATOR_ROUTES'] ?? '200,1000').split(',').map(Number);
+  const runs: OperatorBenchResult[] = [];
+  for (const n of sizes.filter((x) => x > 0)) {
+    log(`-- ${n} RateLimitRoutes`);
+    runs.push(await runOperatorBench(log, n));
+  }
+  return { suite: 'operator' as const, runs };
+}
+
 if (import.meta.main) {
   const result = await runOperatorBench((line) => console.log(line));
-  const dir = path.join(path.dirname(fileURLToPath(import.meta.url)), 'results');
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(path.join(dir, 'operator.json'), `${JSON.stringify(result, null, 2)}\n`);
-  const md = operatorMarkdown(result);
-  writeFileSync(path.join(dir, 'operator.md'), `${md}\n`);
-  console.log(`\n${md}\n\nwritten: bench/results/operator.json, bench/results/operator.md`);
+  const results = path.join(import.meta.dirname, 'results');
+  writeResult(results, 'operator', result, operatorMarkdown(result));
   process.exit(0);
 }

@@ -5,37 +5,24 @@ import { keySlot } from '../lib/token-bucket/key-slot.ts';
 import { RedisBucketStore } from '../lib/token-bucket/redis-store.ts';
 import { takeOne } from '../lib/token-bucket/take-promise.ts';
 import { startRedisCluster } from '../test/harness/redis.ts';
-import { redisCpuUs } from './lib/redis-info.ts';
-import type { ClusterCostRow, ClusterShardCost } from './redis-cost-report.ts';
+import { commandStats, r2, redisCpuUs } from './lib/measure.ts';
+import { pool } from './lib/suite.ts';
 import { IN_FLIGHT, RULE, USERS } from './redis-cost-load.ts';
 
 const CLUSTER_DECISIONS = Number(process.env['BENCH_REDIS_CLUSTER'] ?? 200_000);
 /** Few users: a turn's takes fall into few slots, as with a hash tag per (route, one of 16 user shards). */
 export const FEW_USERS = 16;
 
-async function shardStats(
-  node: Redis,
-): Promise<{ cpuUs: number; evalsha: number; evalshaUsec: number }> {
-  const stats = await node.info('commandstats');
-  const evalsha = /calls=(\d+),usec=(\d+)/.exec(/^cmdstat_evalsha:.*$/m.exec(stats)?.[0] ?? '');
-  return {
-    cpuUs: await redisCpuUs(node),
-    evalsha: Number(evalsha?.[1] ?? 0),
-    evalshaUsec: Number(evalsha?.[2] ?? 0),
-  };
-}
+/** A shard's CPU so far, and its script calls (EVALSHA: the store's only command) and their usec. */
+const shardStats = async (node: Redis) => ({
+  cpuUs: await redisCpuUs(node),
+  ...(await commandStats(node)),
+});
 
 /** The index in `shards` of the shard holding each user's bucket, from CLUSTER SLOTS. */
-async function shardOfUsers(
-  shards: Redis[],
-  store: RedisBucketStore,
-  users: number,
-): Promise<number[]> {
-  const ranges = (await (shards[0] as Redis).call('CLUSTER', 'SLOTS')) as [
-    number,
-    number,
-    [string, number, ...unknown[]],
-  ][];
+async function shardOfUsers(shards: Redis[], store: RedisBucketStore, users: number) {
+  type Range = [from: number, to: number, master: [host: string, port: number]];
+  const ranges = (await (shards[0] as Redis).call('CLUSTER', 'SLOTS')) as Range[];
   const ports = shards.map((s) => s.options.port);
   return Array.from({ length: users }, (_, user) => {
     const slot = keySlot(store.keyOf(`u${user}`));
@@ -46,16 +33,11 @@ async function shardOfUsers(
   });
 }
 
-async function runCluster(
-  seeds: { host: string; port: number }[],
-  shards: Redis[],
-  approach: string,
-  users: number,
-  maxBatch: number,
-  log: (line: string) => void,
-): Promise<ClusterCostRow> {
+type Cluster = Awaited<ReturnType<typeof startRedisCluster>>;
+
+async function runCluster(cluster: Cluster, shards: Redis[], users: number, maxBatch: number) {
   const store = new RedisBucketStore({
-    cluster: { nodes: seeds },
+    cluster: { nodes: cluster.seeds },
     keyPrefix: `pcc${maxBatch}:`,
     commandTimeoutMs: 5000,
     maxBatch,
@@ -71,70 +53,62 @@ async function runCluster(
     }
     const before = await Promise.all(shards.map(shardStats));
     const started = performance.now();
-    let next = 0;
-    await Promise.all(
-      Array.from({ length: IN_FLIGHT }, async () => {
-        while (next < CLUSTER_DECISIONS) {
-          const user = next++ % users;
-          (decided[shardOf[user] as number] as number)++;
-          await takeOne(store, `u${user}`, RULE);
-        }
-      }),
-    );
+    await pool(CLUSTER_DECISIONS, IN_FLIGHT, async (i) => {
+      const user = i % users;
+      (decided[shardOf[user] as number] as number)++;
+      await takeOne(store, `u${user}`, RULE);
+    });
     const seconds = (performance.now() - started) / 1000;
     const after = await Promise.all(shards.map(shardStats));
-    const perShard = after.map((a, i): ClusterShardCost => {
+    const perShard = after.map((a, i) => {
       const b = before[i] as typeof a;
       const decisions = decided[i] as number;
-      const calls = a.evalsha - b.evalsha;
+      const calls = a.topLevelCalls - b.topLevelCalls;
       return {
         shard: i,
+        /** Takes this shard decided (its users' takes: the slot of each user's key, from CLUSTER SLOTS). */
         decisions,
         scriptCalls: calls,
-        redisCpuUsPerDecision:
-          decisions === 0 ? 0 : Math.round(((a.cpuUs - b.cpuUs) / decisions) * 100) / 100,
-        usecPerScriptCall:
-          calls === 0 ? 0 : Math.round(((a.evalshaUsec - b.evalshaUsec) / calls) * 100) / 100,
+        /** Redis process CPU (user + sys) over the run, per decision it made, µs. */
+        redisCpuUsPerDecision: decisions === 0 ? 0 : r2((a.cpuUs - b.cpuUs) / decisions),
+        /** INFO commandstats usec_per_call of EVALSHA: one script call, with its inner calls. */
+        usecPerScriptCall: calls === 0 ? 0 : r2((a.usec - b.usec) / calls),
       };
     });
     const cpuUs = after.reduce((sum, a, i) => sum + a.cpuUs - (before[i] as typeof a).cpuUs, 0);
     const calls = perShard.reduce((sum, x) => sum + x.scriptCalls, 0);
-    const row: ClusterCostRow = {
-      approach,
+    return {
+      approach: maxBatch === 1 ? 'one script call per take' : 'takes of a turn batched per slot',
       users,
       decisions: CLUSTER_DECISIONS,
-      seconds: Math.round(seconds * 100) / 100,
-      decisionsPerCall: Math.round((CLUSTER_DECISIONS / calls) * 100) / 100,
-      redisCpuUsPerDecision: Math.round((cpuUs / CLUSTER_DECISIONS) * 100) / 100,
+      seconds: r2(seconds),
+      decisionsPerCall: r2(CLUSTER_DECISIONS / calls),
+      redisCpuUsPerDecision: r2(cpuUs / CLUSTER_DECISIONS),
       decisionsPerRedisCoreSecond: Math.round(CLUSTER_DECISIONS / (cpuUs / 1e6)),
       shards: perShard,
     };
-    log(
-      `  cluster ${approach}, ${users} users: ${row.decisionsPerCall} takes/call, ${row.redisCpuUsPerDecision} µs Redis CPU/decision (${row.decisionsPerRedisCoreSecond}/core-s)`,
-    );
-    return row;
   } finally {
     await store.close();
   }
 }
 
-export async function runClusterRows(log: (line: string) => void): Promise<ClusterCostRow[]> {
+export type ClusterCostRow = Awaited<ReturnType<typeof runCluster>>;
+
+/** The takes of a turn batched per slot (up to 128 a call) and one script call per take, for USERS and FEW_USERS. */
+export async function runClusterRows(log: (line: string) => void) {
   const cluster = await startRedisCluster(3);
   const shards = cluster.nodes.map((n) => new Redis(n.url));
+  const rows: ClusterCostRow[] = [];
   try {
-    return [
-      await runCluster(cluster.seeds, shards, 'takes of a turn batched per slot', USERS, 128, log),
-      await runCluster(cluster.seeds, shards, 'one script call per take', USERS, 1, log),
-      await runCluster(
-        cluster.seeds,
-        shards,
-        'takes of a turn batched per slot',
-        FEW_USERS,
-        128,
-        log,
-      ),
-      await runCluster(cluster.seeds, shards, 'one script call per take', FEW_USERS, 1, log),
-    ];
+    for (const users of [USERS, FEW_USERS])
+      for (const maxBatch of [128, 1]) {
+        const row = await runCluster(cluster, shards, users, maxBatch);
+        log(
+          `  cluster ${row.approach}, ${users} users: ${row.decisionsPerCall} takes/call, ${row.redisCpuUsPerDecision} µs Redis CPU/decision (${row.decisionsPerRedisCoreSecond}/core-s)`,
+        );
+        rows.push(row);
+      }
+    return rows;
   } finally {
     for (const s of shards) s.disconnect();
     await cluster.stop();

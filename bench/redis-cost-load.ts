@@ -37,38 +37,31 @@ export interface Approach {
   ): Promise<{ decide: (user: number) => Promise<unknown>; close: () => Promise<void> }>;
 }
 
-export const approaches = (mode: 'light' | 'saturated'): Approach[] => [
-  {
-    name: 'portcullis exact bucket',
-    calls:
-      mode === 'light'
-        ? 'one script call per take'
-        : 'takes of a turn batched into one script call',
-    async open(url) {
-      const store = new RedisBucketStore({ url, keyPrefix: 'pc:', commandTimeoutMs: 5000 });
-      await store.ready();
-      return { decide: (user) => takeOne(store, `u${user}`, RULE), close: () => store.close() };
-    },
+/** Our exact bucket through RedisBucketStore (maxBatch: takes per script call, its default when unset). */
+const bucket = (name: string, calls: string, keyPrefix: string, maxBatch?: number): Approach => ({
+  name,
+  calls,
+  async open(url) {
+    const store = new RedisBucketStore({ url, keyPrefix, commandTimeoutMs: 5000, maxBatch });
+    await store.ready();
+    return { decide: (user) => takeOne(store, `u${user}`, RULE), close: () => store.close() };
   },
+});
+
+export const approaches = (mode: 'light' | 'saturated'): Approach[] => [
+  bucket(
+    'portcullis exact bucket',
+    mode === 'light' ? 'one script call per take' : 'takes of a turn batched into one script call',
+    'pc:',
+  ),
   ...(mode === 'saturated'
     ? [
-        {
-          name: 'portcullis exact bucket, batching off',
-          calls: 'one script call per take (pipelined)',
-          async open(url: string) {
-            const store = new RedisBucketStore({
-              url,
-              keyPrefix: 'pc1:',
-              commandTimeoutMs: 5000,
-              maxBatch: 1,
-            });
-            await store.ready();
-            return {
-              decide: (user: number) => takeOne(store, `u${user}`, RULE),
-              close: () => store.close(),
-            };
-          },
-        },
+        bucket(
+          'portcullis exact bucket, batching off',
+          'one script call per take (pipelined)',
+          'pc1:',
+          1,
+        ),
       ]
     : []),
   {
@@ -81,15 +74,12 @@ export const approaches = (mode: 'light' | 'saturated'): Approach[] => [
         redis as unknown as { twoKeyTake: (...a: (string | number)[]) => Promise<unknown> }
       ).twoKeyTake.bind(redis);
       return {
-        decide: (user) =>
-          take(
-            `scg.{u${user}}.tokens`,
-            `scg.{u${user}}.timestamp`,
-            RULE.replenishRate,
-            RULE.burstCapacity,
-            Math.floor(Date.now() / 1000),
-            RULE.requestedTokens,
-          ),
+        decide: (user) => {
+          const keys = [`scg.{u${user}}.tokens`, `scg.{u${user}}.timestamp`];
+          const now = Math.floor(Date.now() / 1000); // whole seconds from the client
+          const { replenishRate: rate, burstCapacity: capacity, requestedTokens } = RULE;
+          return take(...keys, rate, capacity, now, requestedTokens);
+        },
         close: async () => void redis.disconnect(),
       };
     },

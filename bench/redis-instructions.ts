@@ -10,15 +10,16 @@
 // each batched (128 takes per script call, as at saturation) and one script call per take
 // (pipelined, 128 in flight). 1,000 users, one limit per take. Needs valgrind (installed on demand
 // from Debian); without it the section says so.
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { Redis } from 'ioredis';
 import type { BucketRule } from '../lib/token-bucket/bucket.ts';
 import { callTakeScript, type ScriptTake } from '../lib/token-bucket/take-script.ts';
-import { freePort, waitForPort } from '../test/harness/ports.ts';
+import { freePort } from '../test/harness/ports.ts';
+import { startProgram } from '../test/harness/programs.ts';
 import { callgrindTotal, valgrindVersion } from './lib/callgrind.ts';
+import { r2 } from './lib/measure.ts';
 
 const USERS = 1000;
 const MEASURED = Number(process.env['BENCH_REDIS_IR_TAKES'] ?? 12_800);
@@ -33,31 +34,21 @@ const START_US = 1_795_000_000_000_000;
 type Case = 'refused' | 'admitted';
 type Calls = 'batched' | 'single';
 
-export interface RedisInstructionsRow {
-  readonly decisions: Case;
-  readonly calls: Calls;
-  readonly takes: number;
-  readonly instructionsPerTake: number;
-}
-
 export interface RedisInstructionsResult {
-  readonly valgrind?: string;
+  valgrind?: string;
   /** Why nothing was measured. */
-  readonly notRun?: string;
-  readonly rows: RedisInstructionsRow[];
+  notRun?: string;
+  rows: { decisions: Case; calls: Calls; takes: number; instructionsPerTake: number }[];
   /** One script call per take over batched, per take: how many times the batched take's work each costs. */
-  readonly ratios: { readonly refused: number; readonly admitted: number } | undefined;
+  ratios: { refused: number; admitted: number } | undefined;
 }
 
 function takesFor(rule: BucketRule, from: number, count: number): ScriptTake[] {
-  const takes: ScriptTake[] = [];
-  for (let i = 0; i < count; i++)
-    takes.push({
-      key: `pc:v2:{${rule === REFUSING ? 'r' : 'a'}${(from + i) % USERS}}`,
-      rules: [rule],
-      costs: [rule.requestedTokens],
-    });
-  return takes;
+  return Array.from({ length: count }, (_, i) => ({
+    key: `pc:v2:{${rule === REFUSING ? 'r' : 'a'}${(from + i) % USERS}}`,
+    rules: [rule],
+    costs: [rule.requestedTokens],
+  }));
 }
 
 /** Runs `work` against a fresh redis-server under callgrind and answers the process's total instructions. */
@@ -65,46 +56,31 @@ async function instructionsOf(work: (client: Redis) => Promise<void>): Promise<n
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-redis-ir-'));
   const out = path.join(dir, 'callgrind.out');
   const port = await freePort();
-  const proc = spawn(
-    'valgrind',
-    [
-      '--tool=callgrind',
-      `--callgrind-out-file=${out}`,
-      'redis-server',
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--dir',
-      dir,
-      '--hz',
-      '1',
-    ],
-    { stdio: 'ignore' },
-  );
-  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  const server = await startProgram({
+    name: 'bench-redis-callgrind',
+    entry: 'redis-server',
+    executable: 'redis-server',
+    launcher: ['valgrind', '--tool=callgrind', `--callgrind-out-file=${out}`],
+    // No persistence, its files in dir, one background tick a second.
+    args: ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--dir', dir, '--hz', '1'],
+    waitPort: port,
+    waitPortMs: 60_000,
+  });
   try {
-    await waitForPort(port, 60_000);
     const client = new Redis({
       port,
       host: '127.0.0.1',
       commandTimeout: 120_000,
       maxRetriesPerRequest: 0,
     });
-    await client.ping();
     await work(client);
-    await client.call('SHUTDOWN', 'NOSAVE').catch(() => undefined);
     client.disconnect();
-    await exited;
+    await server.stop('SIGTERM', 120_000); // a clean shutdown, after which callgrind writes its file
     const total = callgrindTotal(readFileSync(out, 'utf8'));
     if (total === undefined) throw new Error(`no callgrind total in ${out}`);
     return total;
   } finally {
-    proc.kill('SIGKILL');
+    await server.stop('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
   }
 }
@@ -112,20 +88,14 @@ async function instructionsOf(work: (client: Redis) => Promise<void>): Promise<n
 async function warmUp(client: Redis): Promise<number> {
   // Every user's refusing bucket drained and admitting bucket created, and the script cached.
   let now = START_US;
-  for (const rule of [REFUSING, ADMITTING]) {
+  for (const rule of [REFUSING, ADMITTING])
     for (let from = 0; from < USERS; from += BATCH)
       await callTakeScript(client, takesFor(rule, from, Math.min(BATCH, USERS - from)), now++);
-  }
   return now;
 }
 
-async function measured(
-  client: Redis,
-  now: number,
-  rule: BucketRule,
-  calls: Calls,
-  decisions: Case,
-): Promise<void> {
+async function measured(client: Redis, now: number, calls: Calls, decisions: Case) {
+  const rule = decisions === 'refused' ? REFUSING : ADMITTING;
   const expected = decisions === 'admitted' ? '1' : '0';
   const check = (fields: string[]): void => {
     // The head (the call's time), then per take: allowed, micro-tokens.
@@ -155,22 +125,19 @@ export async function runRedisInstructions(
     };
   const base = await instructionsOf(async (c) => void (await warmUp(c)));
 
-  const rows: RedisInstructionsRow[] = [];
+  const rows: RedisInstructionsResult['rows'] = [];
   for (const decisions of ['refused', 'admitted'] as const) {
     for (const calls of ['batched', 'single'] as const) {
-      const rule = decisions === 'refused' ? REFUSING : ADMITTING;
       const total = await instructionsOf(async (c) =>
-        measured(c, await warmUp(c), rule, calls, decisions),
+        measured(c, await warmUp(c), calls, decisions),
       );
       const perTake = Math.round((total - base) / MEASURED);
       log(`  redis-server instructions, ${decisions} ${calls}: ${perTake} per take`);
       rows.push({ decisions, calls, takes: MEASURED, instructionsPerTake: perTake });
     }
   }
-  const per = (decisions: Case, calls: Calls) =>
-    rows.find((r) => r.decisions === decisions && r.calls === calls)?.instructionsPerTake ??
-    Number.NaN;
-  const r2 = (x: number) => Math.round(x * 100) / 100;
+  const per = (d: Case, c: Calls) =>
+    rows.find((r) => r.decisions === d && r.calls === c)?.instructionsPerTake ?? NaN;
   return {
     valgrind,
     rows,

@@ -1,46 +1,32 @@
-// Token endpoint benchmark: authorization-code exchanges per second, Portcullis' auth
-// server against oidc-provider set up the same way (code + PKCE S256, client_secret_basic, scope
-// openid: an RFC 9068 access token and an id_token signed ES256, a refresh token issued with each
-// exchange, in-memory stores on both).
-// Codes are minted beforehand through each server's real flow (GET /auth, sign-in, consent once),
-// so what is measured is the exchange alone: POST /token with Basic client auth, code, redirect_uri
-// and code_verifier; the sign-in's scrypt (and its cost parameters) does not enter the figure.
-// Each round mints BENCH_CODES (1000) codes per server, then bench/loadgen sends every exchange once
-// over 16 keep-alive connections; rounds interleave the two servers; medians and per-round ratios.
-// Portcullis runs as deployed: its bundle with the V8 caps the operator renders for the default
-// resources (BENCH_AUTH_NODE_OPTIONS replaces those caps, to compare others).
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+// Token endpoint benchmark (bench/README.md): authorization-code exchanges per second, Portcullis'
+// auth server as deployed (BENCH_AUTH_NODE_OPTIONS replaces its V8 caps) against oidc-provider set
+// up the same way (bench/peers/oidc-provider-peer.ts). Each round mints BENCH_CODES (1000) codes per
+// server through its flow (bench/token-servers.ts: the sign-in's scrypt stays out of the figure),
+// then bench/loadgen sends every exchange once over 16 connections; rounds interleave the servers.
+import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { exportJWK, generateKeyPair } from 'jose';
-import { hashPassword } from '../lib/config/auth-server.ts';
-import { freePort } from '../test/harness/ports.ts';
-import { startProgram } from '../test/harness/programs.ts';
-import { authorize, browser, type Browserish } from '../test/harness/auth-flow.ts';
+import { browser } from '../test/harness/auth-flow.ts';
+import { ensureLoadgen, runList, type LoadgenResult } from './lib/load.ts';
 import {
-  AUDIENCE,
-  AUTH_SERVER_AS_DEPLOYED,
-  SECRETS,
-  startStack,
-} from '../test/harness/auth-stack.ts';
-import { cpuUs, median, peakRssMiB } from './lib/measure.ts';
-import { ensureLoadgen, runList, type LoadgenResult } from './lib/loadgen.ts';
-import {
-  exchangeFile,
-  inspectToken,
-  MINT_CONCURRENCY,
-  oidcProviderCode,
-  pkce,
-  pool,
-  SCOPE,
-  type Minted,
-} from './token-codes.ts';
-import type { TokenBenchResult, TokenServerResult } from './token-report.ts';
+  cpuUs,
+  loadavg,
+  machine,
+  median,
+  medianRound,
+  ms,
+  peakRssMiB,
+  r1,
+  r2,
+} from './lib/measure.ts';
+import { interleave, perRound } from './lib/suite.ts';
+import { exchangeFile, inspectToken, mintCodes, startTokenServers } from './token-servers.ts';
 
-export async function runTokenBench(
-  log: (line: string) => void = console.log,
-): Promise<TokenBenchResult> {
+/** Only successful exchanges count: a failed one (e.g. an evicted code) is cheaper than a real one. */
+const okRate = (l: LoadgenResult) => ((l.statuses['200'] ?? 0) * 1e6) / Math.max(1, l.elapsedUs);
+const failures = (l: LoadgenResult) => l.errors + l.completed - (l.statuses['200'] ?? 0);
+
+export async function runTokenBench(log: (line: string) => void = console.log) {
   ensureLoadgen();
   const codesPerRound = Number(process.env['BENCH_CODES'] ?? 1000);
   const rounds = Number(process.env['BENCH_ROUNDS'] ?? 3);
@@ -48,201 +34,78 @@ export async function runTokenBench(
   const startedAt = new Date().toISOString();
   const loadavgAtStart = os.loadavg();
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-token-bench-'));
-  const redirectUri = 'http://127.0.0.1:1/callback';
 
-  // Portcullis: the test stack's fixture clients, a users file with a cheap scrypt (ln=10, the
-  // lowest the server accepts) so minting is quick, codes living long enough to mint a round.
-  const usersFile = path.join(dir, 'users.json');
-  writeFileSync(
-    usersFile,
-    JSON.stringify({
-      users: [
-        {
-          username: 'alice',
-          password_hash: await hashPassword('wonderland', { ln: 10, r: 8, p: 1 }),
-          profile: { name: 'Alice' },
-        },
-      ],
-    }),
-  );
-  const stack = await startStack({
-    authEnv: {
-      ...(process.env['BENCH_AUTH_NODE_OPTIONS'] === undefined
-        ? {}
-        : { NODE_OPTIONS: process.env['BENCH_AUTH_NODE_OPTIONS'] }),
-      AUTH_USERS_FILE: usersFile,
-      AUTH_CODE_TTL_SECONDS: '600',
-      LOG_LEVEL: 'warn',
-      AUTH_SIGNIN_USER_BURST: '1000000',
-      AUTH_SIGNIN_USER_ADDRESS_BURST: '1000000',
-      AUTH_SIGNIN_ADDRESS_BURST: '1000000',
-    },
-  });
-  const portcullisPid = stack.programs[0]?.child.pid;
-
-  const { privateKey } = await generateKeyPair('ES256', { extractable: true });
-  const jwk = { ...(await exportJWK(privateKey)), alg: 'ES256', use: 'sig', kid: 'bench-es256' };
-  const opPort = await freePort();
-  const opIssuer = `http://127.0.0.1:${opPort}`;
-  const op = await startProgram({
-    entry: 'bench/peers/oidc-provider-peer.ts',
-    name: 'bench-oidc-provider',
-    waitPort: opPort,
-    env: {
-      PORT: String(opPort),
-      ISSUER: opIssuer,
-      CLIENT_ID: 'oidc-client',
-      CLIENT_SECRET: SECRETS.oidc,
-      REDIRECT_URI: redirectUri,
-      AUDIENCE,
-      SIGNING_JWK: JSON.stringify(jwk),
-      CODE_TTL_SECONDS: '600',
-    },
-  });
-
-  const servers = [
-    {
-      name: 'portcullis',
-      description: `Portcullis auth server as deployed (bundle, ${process.env['BENCH_AUTH_NODE_OPTIONS'] ?? AUTH_SERVER_AS_DEPLOYED.env.NODE_OPTIONS}; memory store)`,
-      issuer: stack.issuer,
-      pid: portcullisPid,
-      mint: async (b: Browserish): Promise<Minted> => {
-        const { verifier, challenge } = pkce();
-        const { location } = await authorize({
-          issuer: stack.issuer,
-          clientId: 'oidc-client',
-          redirectUri,
-          scope: SCOPE,
-          challenge,
-          state: randomBytes(8).toString('hex'),
-          b,
-        });
-        const code = location.searchParams.get('code');
-        if (code === null) throw new Error(`portcullis flow ended without a code: ${location}`);
-        return { code, verifier };
-      },
-    },
-    {
-      name: 'oidc-provider',
-      description: 'oidc-provider 9 (memory adapter)',
-      issuer: opIssuer,
-      pid: op.child.pid,
-      mint: (b: Browserish) => oidcProviderCode(opIssuer, 'oidc-client', redirectUri, b),
-    },
-  ];
-  const results = new Map<string, { lg: LoadgenResult; cpuUsPerExchange: number }[]>(
-    servers.map((s) => [s.name, []]),
-  );
-  const inspected = new Map<string, TokenServerResult['accessToken']>();
-  const rss = new Map<string, number>();
+  const { servers, stop } = await startTokenServers(dir);
+  /** What one issued access token of each server looked like (checked, not assumed). */
+  const inspected: Awaited<ReturnType<typeof inspectToken>>[] = [];
+  let measured: { lg: LoadgenResult; cpuUsPerExchange: number }[][] = [];
+  const rss: number[] = [];
   try {
     for (const s of servers) {
       const b = browser();
       await s.mint(b); // consent given once
-      inspected.set(
-        s.name,
-        await inspectToken(s.issuer, await s.mint(b), 'oidc-client', SECRETS.oidc, redirectUri),
-      );
+      inspected.push(await inspectToken(s.issuer, await s.mint(b)));
       // Warm-up: 100 exchanges.
-      const warm = await pool(100, MINT_CONCURRENCY, () => s.mint(b));
-      await runList({
-        baseUrl: s.issuer,
-        file: exchangeFile(dir, `${s.name}-warm`, warm, 'oidc-client', SECRETS.oidc, redirectUri),
-        connections,
-      });
+      const warm = await mintCodes(s, 100, b);
+      const file = exchangeFile(dir, `${s.name}-warm`, warm);
+      await runList({ baseUrl: s.issuer, file, connections });
     }
-    for (let round = 1; round <= rounds; round++) {
-      for (const s of servers) {
-        const b = browser();
-        await s.mint(b);
-        const t0 = performance.now();
-        const codes = await pool(codesPerRound, MINT_CONCURRENCY, () => s.mint(b));
-        const file = exchangeFile(
-          dir,
-          `${s.name}-${round}`,
-          codes,
-          'oidc-client',
-          SECRETS.oidc,
-          redirectUri,
-        );
-        const before = cpuUs(s.pid);
-        const lg = await runList({ baseUrl: s.issuer, file, connections });
-        const cpuUsPerExchange =
-          Math.round(((cpuUs(s.pid) - before) / Math.max(1, lg.completed)) * 10) / 10;
-        results.get(s.name)?.push({ lg, cpuUsPerExchange });
-        const failures = lg.errors + lg.completed - (lg.statuses['200'] ?? 0);
-        log(
-          `  round ${round} ${s.name}: minted ${codesPerRound} codes in ${Math.round(performance.now() - t0)} ms; ` +
-            `${Math.round(((lg.statuses['200'] ?? 0) * 1e6) / Math.max(1, lg.elapsedUs))} exchanges/s, p50 ${lg.latencyUs.p50 / 1000} ms, p99 ${lg.latencyUs.p99 / 1000} ms, ${cpuUsPerExchange} µs CPU/exchange, ${failures} failed` +
-            (failures > 0 ? ` (${lg.firstError ?? lg.sampleNon2xxBody ?? ''})` : ''),
-        );
-      }
-    }
+    measured = await interleave(servers, rounds, async (s, round) => {
+      const b = browser();
+      await s.mint(b);
+      const t0 = performance.now();
+      const codes = await mintCodes(s, codesPerRound, b);
+      const file = exchangeFile(dir, `${s.name}-${round}`, codes);
+      const before = cpuUs(s.pid);
+      const lg = await runList({ baseUrl: s.issuer, file, connections });
+      const cpuUsPerExchange = r1((cpuUs(s.pid) - before) / Math.max(1, lg.completed));
+      log(
+        `  round ${round} ${s.name}: minted ${codesPerRound} codes in ${Math.round(performance.now() - t0)} ms; ` +
+          `${Math.round(okRate(lg))} exchanges/s, p50 ${lg.latencyUs.p50 / 1000} ms, p99 ${lg.latencyUs.p99 / 1000} ms, ${cpuUsPerExchange} µs CPU/exchange, ${failures(lg)} failed` +
+          (failures(lg) > 0 ? ` (${lg.firstError ?? lg.sampleNon2xxBody ?? ''})` : ''),
+      );
+      return { lg, cpuUsPerExchange };
+    });
   } finally {
-    for (const s of servers) rss.set(s.name, peakRssMiB(s.pid));
-    await op.stop();
-    await stack.stop();
+    rss.push(...servers.map((s) => peakRssMiB(s.pid)));
+    await stop();
     rmSync(dir, { recursive: true, force: true });
   }
 
-  const ms = (us: number) => Math.round(us) / 1000;
-  // Only successful exchanges count: a failed one (e.g. an evicted code) is cheaper than a real one.
-  const okRate = (l: LoadgenResult) => ((l.statuses['200'] ?? 0) * 1e6) / Math.max(1, l.elapsedUs);
-  const out: TokenServerResult[] = servers.map((s) => {
-    const rs = results.get(s.name) ?? [];
-    const mid = [...rs].sort((a, b) => okRate(a.lg) - okRate(b.lg))[Math.floor(rs.length / 2)];
+  const out = servers.map((s, i) => {
+    const rs = measured[i] ?? [];
+    const mid = medianRound(rs, (r) => okRate(r.lg))?.lg.latencyUs;
     return {
       name: s.name,
       description: s.description,
+      /** Median over rounds. */
       exchangesPerSecond: Math.round(median(rs.map((r) => okRate(r.lg)))),
-      latencyMs:
-        mid === undefined
-          ? { p50: 0, p99: 0, p999: 0 }
-          : {
-              p50: ms(mid.lg.latencyUs.p50),
-              p99: ms(mid.lg.latencyUs.p99),
-              p999: ms(mid.lg.latencyUs.p999),
-            },
+      latencyMs: { p50: ms(mid?.p50 ?? 0), p99: ms(mid?.p99 ?? 0), p999: ms(mid?.p999 ?? 0) },
       cpuUsPerExchange: median(rs.map((r) => r.cpuUsPerExchange)),
-      failures: rs.reduce(
-        (n, r) => n + r.lg.errors + r.lg.completed - (r.lg.statuses['200'] ?? 0),
-        0,
-      ),
-      peakRssMiB: rss.get(s.name) ?? 0,
-      accessToken: inspected.get(s.name) ?? {
-        alg: '?',
-        typ: '?',
-        aud: undefined,
-        hasRefreshToken: false,
-        hasIdToken: false,
-      },
+      failures: rs.reduce((n, r) => n + failures(r.lg), 0),
+      peakRssMiB: rss[i] ?? 0,
+      accessToken: inspected[i] as (typeof inspected)[number],
       rounds: rs.map((r) => ({
         exchangesPerSecond: Math.round(okRate(r.lg)),
         p50Ms: ms(r.lg.latencyUs.p50),
         p99Ms: ms(r.lg.latencyUs.p99),
         cpuUsPerExchange: r.cpuUsPerExchange,
-        failures: r.lg.errors + r.lg.completed - (r.lg.statuses['200'] ?? 0),
+        failures: failures(r.lg),
       })),
     };
   });
-  const [p, o] = out;
-  const perRound: number[] = [];
-  for (let i = 0; i < rounds; i++) {
-    const a = p?.rounds[i]?.exchangesPerSecond;
-    const b = o?.rounds[i]?.exchangesPerSecond;
-    if (a !== undefined && b !== undefined && b > 0) perRound.push(a / b);
-  }
-  const ratio = Math.round(median(perRound) * 100) / 100;
+  /** Median of per-round ratios. */
+  const ratio = r2(
+    median(
+      perRound(out[0]?.rounds ?? [], out[1]?.rounds ?? [], (a, b) =>
+        b.exchangesPerSecond > 0 ? a.exchangesPerSecond / b.exchangesPerSecond : NaN,
+      ).filter(Number.isFinite),
+    ),
+  );
   return {
-    suite: 'token',
+    suite: 'token' as const,
     startedAt,
-    machine: {
-      cpus: os.cpus().length,
-      model: os.cpus()[0]?.model ?? 'unknown',
-      node: process.version,
-      loadavgAtStart,
-      loadavgAtEnd: os.loadavg(),
-    },
+    machine: machine(loadavgAtStart),
     load: {
       codesPerRound,
       connections,
@@ -257,4 +120,24 @@ export async function runTokenBench(
       met: ratio > 1,
     },
   };
+}
+
+export type TokenBenchResult = Awaited<ReturnType<typeof runTokenBench>>;
+
+export function tokenMarkdown(r: TokenBenchResult): string {
+  return [
+    `Token endpoint, ${r.startedAt}: ${r.machine.cpus} CPUs, Node ${r.machine.node}; ${r.load.codesPerRound} codes per round minted through each server's flow, ` +
+      `then exchanged by ${r.load.generator} over ${r.load.connections} connections; median of ${r.load.rounds} interleaved rounds; ` +
+      `load average ${loadavg(r.machine.loadavgAtStart)} at start, ${loadavg(r.machine.loadavgAtEnd)} at end.`,
+    '',
+    '| server | exchanges/s | p50 / p99 / p99.9 ms | CPU µs/exchange | access token | id_token | refresh token | failures | peak RSS MiB |',
+    '|---|---:|---:|---:|---|---|---|---:|---:|',
+    ...r.servers.map(
+      (s) =>
+        `| ${s.description} | ${s.exchangesPerSecond} | ${s.latencyMs.p50} / ${s.latencyMs.p99} / ${s.latencyMs.p999} | ${s.cpuUsPerExchange} | ` +
+        `JWT ${s.accessToken.alg}, typ ${s.accessToken.typ} | ${s.accessToken.hasIdToken ? 'yes' : 'no'} | ${s.accessToken.hasRefreshToken ? 'yes' : 'no'} | ${s.failures} | ${s.peakRssMiB} |`,
+    ),
+    '',
+    `Portcullis / oidc-provider exchanges per second (median of per-round ratios): ${r.ratio}x; goal ${r.goal.goal}: ${r.goal.met ? 'met' : 'not met'}.`,
+  ].join('\n');
 }

@@ -9,10 +9,8 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { runWrk, wrkErrors } from './wrk.ts';
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
+import { runWrk, wrkErrors } from './load.ts';
+import { ensureSystemDeps } from './suite.ts';
 
 /** The total of a callgrind output file (`summary:` or `totals:` line), or undefined. */
 export function callgrindTotal(text: string): number | undefined {
@@ -23,64 +21,42 @@ export function callgrindTotal(text: string): number | undefined {
 /** valgrind installed from Debian when missing, and its version; undefined when it cannot be had. */
 export function valgrindVersion(): string | undefined {
   try {
-    execFileSync(path.join(repoRoot, 'scripts', 'ensure-system-deps.sh'), ['valgrind:valgrind'], {
-      stdio: 'inherit',
-    });
+    ensureSystemDeps('valgrind:valgrind');
     return execFileSync('valgrind', ['--version'], { encoding: 'utf8' }).trim();
   } catch {
     return undefined;
   }
 }
 
-export interface CountOptions {
-  readonly name: string;
-  /** The front's process, started under `valgrind --tool=callgrind --callgrind-out-file=<outDir>/<name>.%p`. */
-  readonly pid: number;
-  readonly url: string;
-  readonly outDir: string;
-  readonly warmupRequests: number;
-  readonly durationS: number;
-  readonly headers: Readonly<Record<string, string>>;
-  readonly log: (line: string) => void;
-}
+/** The warm-up and the measured window of countInstructions. */
+export const COUNTED = { warmupRequests: 50_000, durationS: 60 };
 
-export interface InstructionCount {
-  readonly requests: number;
-  readonly instructions: number;
-  readonly instructionsPerRequest: number;
-  readonly errors: number;
-}
-
-/** Warms a front up by request count, zeroes its counters, drives it with wrk (50 connections) for durationS: instructions per request answered. */
-export async function countInstructions(o: CountOptions): Promise<InstructionCount> {
+/**
+ * Warms a front up by request count, zeroes its counters, drives it with wrk (50 connections) for
+ * a while (COUNTED): instructions per request answered. `pid`: the front's process, started under
+ * `valgrind --tool=callgrind --callgrind-out-file=<outDir>/callgrind.%p`.
+ */
+export async function countInstructions(
+  front: { pid: number; url: string },
+  outDir: string,
+  headers: Record<string, string>,
+) {
+  const { pid, url } = front;
+  const wrk = (durationS: number) => runWrk({ url, connections: 50, durationS, headers });
   let warmed = 0;
-  while (warmed < o.warmupRequests) {
-    const chunk = (
-      await runWrk({ url: o.url, connections: 50, threads: 1, durationS: 20, headers: o.headers })
-    ).requests;
-    if (chunk === 0) throw new Error(`${o.name}: answered no request in 20 s under callgrind`);
+  while (warmed < COUNTED.warmupRequests) {
+    const chunk = (await wrk(20)).requests;
+    if (chunk === 0) throw new Error(`pid ${pid}: answered no request in 20 s under callgrind`);
     warmed += chunk;
   }
-  o.log(`  ${o.name}: warmed up with ${warmed} requests`);
-  execFileSync('callgrind_control', ['--zero', String(o.pid)], { stdio: 'ignore' });
-  const wrk = await runWrk({
-    url: o.url,
-    connections: 50,
-    threads: 1,
-    durationS: o.durationS,
-    headers: o.headers,
-  });
-  execFileSync('callgrind_control', ['--dump', String(o.pid)], { stdio: 'ignore' });
-  // The dump on request is <name>.<pid>.1 (the one at exit, without the suffix, comes later).
-  const dump = path.join(o.outDir, `${o.name}.${o.pid}.1`);
+  console.log(`  pid ${pid}: warmed up with ${warmed} requests`);
+  execFileSync('callgrind_control', ['--zero', String(pid)], { stdio: 'ignore' });
+  const run = await wrk(COUNTED.durationS);
+  execFileSync('callgrind_control', ['--dump', String(pid)], { stdio: 'ignore' });
+  // The dump on request is callgrind.<pid>.1 (the one at exit, without the suffix, comes later).
+  const dump = path.join(outDir, `callgrind.${pid}.1`);
   const total = existsSync(dump) ? callgrindTotal(readFileSync(dump, 'utf8')) : undefined;
-  if (total === undefined)
-    throw new Error(`${o.name}: callgrind wrote no dump with a total in ${o.outDir}`);
-  if (wrk.requests === 0) throw new Error(`${o.name}: no request answered under callgrind`);
-  return {
-    requests: wrk.requests,
-    instructions: total,
-    instructionsPerRequest: Math.round(total / wrk.requests),
-    errors: wrkErrors(wrk),
-  };
+  if (total === undefined) throw new Error(`pid ${pid}: callgrind wrote no dump with a total`);
+  if (run.requests === 0) throw new Error(`pid ${pid}: no request answered under callgrind`);
+  return { instructionsPerRequest: Math.round(total / run.requests), errors: wrkErrors(run) };
 }

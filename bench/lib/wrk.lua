@@ -1,4 +1,4 @@
--- wrk script for bench/lib/wrk.ts: prints one machine-readable summary line at the end.
+-- wrk script for bench/lib/load.ts: prints one machine-readable summary line at the end.
 -- Latencies are in microseconds (wrk's unit).
 --
 -- WRK_ROTATE_FILE (optional): a file of 'Name: value' lines. Request i of a thread then sends line

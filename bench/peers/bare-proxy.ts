@@ -10,15 +10,9 @@ const pool = new Pool(process.env['UPSTREAM_URL'] ?? 'http://127.0.0.1:8081', {
   connections: 128,
   keepAliveTimeout: 4000,
 });
-const hopByHop = new Set([
-  'connection',
-  'keep-alive',
-  'transfer-encoding',
-  'te',
-  'trailer',
-  'upgrade',
-  'proxy-connection',
-]);
+const hopByHop = new Set(
+  'connection keep-alive transfer-encoding te trailer upgrade proxy-connection'.split(' '),
+);
 
 const server = http.createServer((req, res) => {
   const headers: string[] = [];

@@ -1,21 +1,14 @@
 // The Node peer of the gateway benchmark: the usual way to build this gateway on Node, fastify with
-// @fastify/http-proxy (undici underneath, keep-alive) and @fastify/rate-limit with its Redis store
-// (a fixed-window INCR + PEXPIRE Lua script), keyed by the USER-ID header like the sidecar.
-// Its ioredis runs with auto-pipelining on (the commands of one tick in one write, the nearest
-// ioredis setting to the sidecar's batching), so the comparison is of the designs, not of client
-// tuning. Configured by env: PORT, UPSTREAM_URL, REDIS_URL (unset =
-// the plugin's in-memory store), MAX (requests per window), WINDOW_MS.
-//
-// With JWT_JWKS_URL set it does the sidecar's jwt key source instead: @fastify/jwt verifies the
-// Authorization: Bearer access token against the JWKS the way its documentation shows (get-jwks
-// fetches the key set and caches each key by kid), with the sidecar's checks (JWT_ISSUER,
-// JWT_AUDIENCE, typ at+jwt, ES256 only, exp and sub required) and its verified-token cache size
-// (fast-jwt's cache, 10,000 tokens); a missing or invalid token is a 401. The bucket is keyed by
-// the verified sub, which is also sent upstream as USER-ID in place of whatever the client sent.
-// JWT_PEM: `once` (default) turns each cached key into the PEM @fastify/jwt wants once (node:crypto);
-// `per-request` is the documentation's recipe as written, get-jwks' getPublicKey on every request,
-// which converts the cached key anew each time with jwk-to-pem (pure JavaScript, ~5 ms of CPU for
-// an EC key on this machine), even when the token itself is answered from fast-jwt's cache.
+// @fastify/http-proxy (undici, keep-alive) and @fastify/rate-limit with its Redis store (a
+// fixed-window INCR + PEXPIRE script; ioredis auto-pipelining on, the nearest setting to the
+// sidecar's batching, so designs are compared, not client tuning), keyed by the USER-ID header like
+// the sidecar. Env: PORT, UPSTREAM_URL, REDIS_URL, MAX (requests per window), WINDOW_MS.
+// With JWT_JWKS_URL set it keys by a verified access token's sub instead, like the sidecar's jwt
+// key: @fastify/jwt with get-jwks (caching each key by kid) and the sidecar's checks (JWT_ISSUER,
+// JWT_AUDIENCE, typ at+jwt, ES256 only, exp and sub required) and token cache (fast-jwt's, 10,000);
+// a missing or invalid token is a 401, and the sub goes upstream as USER-ID. Each key becomes the
+// PEM @fastify/jwt wants once: the documentation's recipe (get-jwks' getPublicKey per request)
+// converts it anew each time with jwk-to-pem, ~5 ms of CPU, even for a token fast-jwt has cached.
 import httpProxy from '@fastify/http-proxy';
 import fastifyJwt, { type TokenOrHeader } from '@fastify/jwt';
 import rateLimit from '@fastify/rate-limit';
@@ -27,40 +20,30 @@ import { Redis } from 'ioredis';
 const env = process.env;
 const port = Number(env['PORT'] ?? 8090);
 const upstream = env['UPSTREAM_URL'] ?? 'http://127.0.0.1:8081';
-const redisUrl = env['REDIS_URL'];
 const max = Number(env['MAX'] ?? 1_000_000_000);
 const timeWindow = Number(env['WINDOW_MS'] ?? 1000);
 const jwksUrl = env['JWT_JWKS_URL'];
 
 const app = Fastify({ logger: false });
-const redis =
-  redisUrl === undefined
-    ? undefined
-    : new Redis(redisUrl, {
-        enableAutoPipelining: true,
-        maxRetriesPerRequest: 0,
-        connectTimeout: 2000,
-        commandTimeout: 1000,
-      });
+const redis = new Redis(env['REDIS_URL'] ?? 'redis://127.0.0.1:6379', {
+  enableAutoPipelining: true,
+  maxRetriesPerRequest: 0,
+  connectTimeout: 2000,
+  commandTimeout: 1000,
+});
 
-/** The sub claim of a verified token's payload (request.user); undefined before verification. */
-function verifiedSub(user: unknown): string | undefined {
-  return typeof user === 'object' && user !== null && 'sub' in user && typeof user.sub === 'string'
-    ? user.sub
-    : undefined;
-}
+/** The sub claim of a verified token's payload (request.user; the verification requires it). */
+const verifiedSub = (req: { user?: unknown }) =>
+  (req.user as { sub?: string } | undefined)?.sub ?? '';
 
 if (jwksUrl !== undefined) {
   const jwks = new URL(jwksUrl);
   // The key is fetched from the configured JWKS URL, never from a location the token names.
   const getJwks = buildGetJwks({ jwksPath: jwks.pathname });
-  const pemPerRequest = env['JWT_PEM'] === 'per-request';
   // One PEM per key object get-jwks holds: a key it fetches anew (after its ttl) is converted anew.
   const pems = new WeakMap<object, string>();
   const publicKey = async (_req: FastifyRequest, token: TokenOrHeader): Promise<string> => {
     const header = 'header' in token ? token.header : token;
-    if (pemPerRequest)
-      return getJwks.getPublicKey({ domain: jwks.origin, kid: header.kid, alg: header.alg });
     const jwk = await getJwks.getJwk({
       domain: jwks.origin,
       kid: header.kid ?? '',
@@ -94,7 +77,7 @@ if (jwksUrl !== undefined) {
 }
 
 const userKey = (req: FastifyRequest): string => {
-  if (jwksUrl !== undefined) return verifiedSub(req.user) ?? '';
+  if (jwksUrl !== undefined) return verifiedSub(req);
   const v = req.headers['user-id'];
   return Array.isArray(v) ? (v[0] ?? '') : (v ?? '');
 };
@@ -103,7 +86,8 @@ await app.register(rateLimit, {
   global: true,
   max,
   timeWindow,
-  ...(redis !== undefined ? { redis, nameSpace: 'peer-rl:' } : {}),
+  redis,
+  nameSpace: 'peer-rl:',
   keyGenerator: userKey,
 });
 await app.register(httpProxy, {
@@ -112,10 +96,7 @@ await app.register(httpProxy, {
   ...(jwksUrl !== undefined
     ? {
         replyOptions: {
-          rewriteRequestHeaders: (req, headers) => ({
-            ...headers,
-            'user-id': verifiedSub(req.user) ?? '',
-          }),
+          rewriteRequestHeaders: (req, headers) => ({ ...headers, 'user-id': verifiedSub(req) }),
         },
       }
     : {}),
@@ -123,19 +104,12 @@ await app.register(httpProxy, {
 
 const shutdown = () => {
   void app.close().then(() => {
-    redis?.disconnect();
+    redis.disconnect();
     process.exit(0);
   });
 };
 process.on('SIGTERM', shutdown);
 process.on('SIGINT', shutdown);
 await app.listen({ port, host: '127.0.0.1' });
-console.log(
-  JSON.stringify({
-    msg: 'node peer listening',
-    port,
-    upstream,
-    store: redis === undefined ? 'memory' : 'redis',
-    key: jwksUrl === undefined ? 'header' : `jwt (pem ${env['JWT_PEM'] ?? 'once'})`,
-  }),
-);
+const key = jwksUrl === undefined ? 'header' : 'jwt';
+console.log(JSON.stringify({ msg: 'node peer listening', port, upstream, key }));

@@ -15,29 +15,19 @@ import MemoryAdapter from 'oidc-provider/lib/adapters/memory_adapter.js';
  * entries, which evicts codes before they are exchanged when a round mints 1,000 at once (seen as
  * `invalid_grant`); Portcullis' memory store has no entry cap either. Entries keep their expiry.
  */
-class UnboundedStore {
-  readonly #entries = new Map<string, { value: unknown; expiresAt: number }>();
+const entries = new Map<string, { value: unknown; expiresAt: number }>();
+const store = {
   get(key: string): unknown {
-    const e = this.#entries.get(key);
-    if (e === undefined) return undefined;
-    if (e.expiresAt <= Date.now()) {
-      this.#entries.delete(key);
-      return undefined;
-    }
-    return e.value;
-  }
+    if ((entries.get(key)?.expiresAt ?? Infinity) <= Date.now()) entries.delete(key);
+    return entries.get(key)?.value;
+  },
   set(key: string, value: unknown, options?: { maxAge?: number }): void {
-    this.#entries.set(key, {
-      value,
-      expiresAt:
-        options?.maxAge === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.maxAge,
-    });
-  }
+    entries.set(key, { value, expiresAt: Date.now() + (options?.maxAge ?? Infinity) });
+  },
   delete(key: string): void {
-    this.#entries.delete(key);
-  }
-}
-const store = new UnboundedStore();
+    entries.delete(key);
+  },
+};
 
 const env = process.env;
 const need = (name: string): string => {

@@ -1,16 +1,14 @@
 // The measures of bench/tools/ab.ts that run each bundle alone under a tool: callgrind's
 // instructions per request (--callgrind), and V8's sampling heap profiler with --trace-gc for the
 // bytes allocated per request and the GCs (--alloc). Each answers its lines of the Markdown.
-import { execFileSync } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import { connectInspector, type AllocationNode } from '../../test/harness/inspector.ts';
-import { freePort } from '../../test/harness/ports.ts';
 import type { Program, RunningSidecar } from '../../test/harness/programs.ts';
-import { countInstructions } from '../lib/callgrind.ts';
-import { withNodeOptions } from '../lib/fronts.ts';
-import { runRate } from '../lib/loadgen.ts';
+import { COUNTED, countInstructions } from '../lib/callgrind.ts';
+import { runRate } from '../lib/load.ts';
 import { median, r2 } from '../lib/measure.ts';
-import { alternate } from './ab-rounds.ts';
+import { interleave } from '../lib/suite.ts';
 
 /** A bundle to start: A (a git revision's) or B (the working tree's), with its environment. */
 export interface Side {
@@ -19,13 +17,62 @@ export interface Side {
   readonly env: Record<string, string>;
 }
 
-/** Starts a bundle with its side's config; `launcher` wraps node (valgrind, a shell adding a flag). */
-export type StartBundle = (
-  entry: string,
-  env: Record<string, string>,
+/** Starts a side's bundle under `launcher` (valgrind, a shell adding a flag), `nodeOptions` added. */
+type Start = (
+  side: Side,
   name: string,
   launcher?: string[],
+  nodeOptions?: string,
 ) => Promise<RunningSidecar>;
+
+/** What the measures alone share: the sides and how to start one, the runs of each, the headers. */
+export interface Alone {
+  readonly sides: [Side, Side];
+  readonly start: Start;
+  readonly runs: number;
+  readonly headers: Record<string, string>;
+}
+
+/** `measure` on each side started alone, `o.runs` runs of each, alternating; A's results, B's. */
+async function alone<T>(
+  o: Alone,
+  what: string,
+  launcher: string[],
+  measure: (s: RunningSidecar, side: Side) => Promise<T>,
+  nodeOptions?: string,
+): Promise<[T[], T[]]> {
+  const [a = [], b = []] = await interleave(o.sides, o.runs, async (side, run) => {
+    const s = await o.start(side, `ab-${what}-${side.name}`, launcher, nodeOptions);
+    try {
+      const x = await measure(s, side);
+      console.log(`${what} run ${run}, ${side.name.toUpperCase()}: ${JSON.stringify(x)}`);
+      return x;
+    } finally {
+      await s.program.stop();
+    }
+  });
+  return [a, b];
+}
+
+const runsOfEach = (runs: number) => `${runs} run${runs === 1 ? '' : 's'} of each, alternating`;
+
+/** Instructions per request of each side alone under callgrind. */
+export async function callgrindLines(o: Alone, outDir: string): Promise<string[]> {
+  mkdirSync(outDir, { recursive: true });
+  const out = `--callgrind-out-file=${path.join(outDir, 'callgrind.%p')}`;
+  const [a, b] = await alone(o, 'callgrind', ['valgrind', '--tool=callgrind', out], async (s) => {
+    const front = { pid: s.program.child.pid as number, url: `${s.url}/healthcheck/ready` };
+    const c = await countInstructions(front, outDir, o.headers);
+    if (c.errors > 0) console.log(`callgrind: ${c.errors} errors`);
+    return c.instructionsPerRequest;
+  });
+  const each = (xs: number[]) => xs.map((x) => x.toLocaleString('en-US')).join(', ');
+  return [
+    '',
+    `callgrind (alone, ${COUNTED.warmupRequests.toLocaleString('en-US')} requests of warm-up, ${COUNTED.durationS} s counted, ${runsOfEach(o.runs)}): ` +
+      `A ${each(a)}, B ${each(b)} instructions per request (B/A of the medians ${r2(median(b) / median(a))}).`,
+  ];
+}
 
 /** Bytes a V8 sampling heap profile allocated in all, garbage included. */
 function allocatedBytes(head: AllocationNode): number {
@@ -39,27 +86,21 @@ function allocatedBytes(head: AllocationNode): number {
 }
 
 /** GC lines (--trace-gc) a program has printed so far, by kind. */
-function gcCounts(p: Program): { scavenges: number; majors: number } {
-  return {
-    scavenges: p.lines.filter((l) => / Scavenge /.test(l)).length,
-    majors: p.lines.filter((l) => / Mark-Compact /.test(l)).length,
-  };
-}
+const gcCounts = (p: Program) => ({
+  scavenges: p.lines.filter((l) => / Scavenge /.test(l)).length,
+  majors: p.lines.filter((l) => / Mark-Compact /.test(l)).length,
+});
 
-/** Bytes allocated per request and GCs per 1,000 requests of a sidecar started with --inspect and --trace-gc, at `perSecond`. */
-async function allocation(
-  s: RunningSidecar,
-  perSecond: number,
-  headers: Record<string, string>,
-): Promise<{ bytes: number; scavenges: number; majors: number }> {
+/** Bytes allocated per request and GCs per 1,000 requests of each side alone at `rate` req/s. */
+/** Bytes allocated per request and GCs per 1,000 requests of a sidecar at `rate` req/s (bench/loadgen). */
+async function allocation(s: RunningSidecar, rate: number, headers: Record<string, string>) {
   const url = `${s.url}/healthcheck/ready`;
-  await runRate({ url, rate: perSecond, durationS: 5, connections: 50, headers });
+  const load = (durationS: number) => runRate({ url, rate, durationS, connections: 50, headers });
+  await load(5);
   const inspector = await connectInspector(s.program);
   try {
     const before = gcCounts(s.program);
-    const { result: lg, head } = await inspector.sampleAllocations(1024, () =>
-      runRate({ url, rate: perSecond, durationS: 10, connections: 50, headers }),
-    );
+    const { result: lg, head } = await inspector.sampleAllocations(1024, () => load(10));
     const after = gcCounts(s.program);
     const n = Math.max(1, lg.completed);
     return {
@@ -72,94 +113,23 @@ async function allocation(
   }
 }
 
-/** Instructions per request of each side alone under callgrind, `runs` runs of each, alternating. */
-export async function callgrindLines(
-  sides: [Side, Side],
-  start: StartBundle,
-  outDir: string,
-  runs: number,
-  headers: Record<string, string>,
-): Promise<string[]> {
-  execFileSync('mkdir', ['-p', outDir]);
-  const counts = await alternate(
-    sides[0],
-    sides[1],
-    async ({ name, entry, env }) => {
-      const s = await start(entry, env, `ab-callgrind-${name}`, [
-        'valgrind',
-        '--tool=callgrind',
-        `--callgrind-out-file=${path.join(outDir, `${name}.%p`)}`,
-      ]);
-      try {
-        const c = await countInstructions({
-          name,
-          pid: s.program.child.pid as number,
-          url: `${s.url}/healthcheck/ready`,
-          outDir,
-          warmupRequests: 50_000,
-          durationS: 60,
-          headers,
-          log: console.log,
-        });
-        if (c.errors > 0) console.log(`callgrind ${name}: ${c.errors} errors`);
-        return c.instructionsPerRequest;
-      } finally {
-        await s.program.stop();
-      }
-    },
-    (run, ca, cb) => console.log(`callgrind run ${run}: A ${ca}, B ${cb} instructions per request`),
-    runs,
-  );
-  const each = (xs: number[]) => xs.map((x) => x.toLocaleString('en-US')).join(', ');
+/** The allocation of each side alone at `rate` req/s, with --trace-gc and the inspector (on the port it takes). */
+export async function allocationLines(o: Alone, rate: number): Promise<string[]> {
+  // --trace-gc is not allowed in NODE_OPTIONS: it goes on node's command line.
+  const traceGc = ['sh', '-c', 'exec "$0" --trace-gc "$@"'];
+  const measure = (s: RunningSidecar) => allocation(s, rate, o.headers);
+  const [a, b] = await alone(o, 'alloc', traceGc, measure, '--inspect=127.0.0.1:0');
+  const cols = (k: 'bytes' | 'scavenges' | 'majors') =>
+    `${a.map((x) => x[k]).join(', ')} | ${b.map((x) => x[k]).join(', ')}`;
+  const bytes = (xs: typeof a) => median(xs.map((x) => x.bytes));
   return [
     '',
-    `callgrind (alone, 50,000 requests of warm-up, 60 s counted, ${runs} run${runs === 1 ? '' : 's'} of each, alternating): ` +
-      `A ${each(counts[0])}, B ${each(counts[1])} instructions per request (B/A of the medians ${r2(median(counts[1]) / median(counts[0]))}).`,
-  ];
-}
-
-/** Bytes allocated per request and GCs per 1,000 requests of each side alone at `allocRate` req/s. */
-export async function allocationLines(
-  sides: [Side, Side],
-  start: StartBundle,
-  allocRate: number,
-  runs: number,
-  headers: Record<string, string>,
-): Promise<string[]> {
-  const allocs = await alternate(
-    sides[0],
-    sides[1],
-    async ({ name, entry, env }) => {
-      // --trace-gc is not allowed in NODE_OPTIONS: it goes on node's command line.
-      const traceGc = ['sh', '-c', 'exec "$0" --trace-gc "$@"'];
-      const s = await start(
-        entry,
-        withNodeOptions({ ...env }, `--inspect=127.0.0.1:${await freePort()}`),
-        `ab-alloc-${name}`,
-        traceGc,
-      );
-      try {
-        return await allocation(s, allocRate, headers);
-      } finally {
-        await s.program.stop();
-      }
-    },
-    (run, x, y) =>
-      console.log(
-        `alloc run ${run}: A ${x.bytes}, B ${y.bytes} bytes per request; scavenges per 1,000 requests A ${x.scavenges}, B ${y.scavenges}`,
-      ),
-    runs,
-  );
-  const col = (i: 0 | 1, k: 'bytes' | 'scavenges' | 'majors') =>
-    allocs[i].map((x) => x[k]).join(', ');
-  return [
-    '',
-    `Allocation: each bundle alone at ${allocRate} req/s (bench/loadgen), 5 s of warm-up, 10 s sampled, ${runs} run${runs === 1 ? '' : 's'} of each, alternating.`,
+    `Allocation: each bundle alone at ${rate} req/s (bench/loadgen), 5 s of warm-up, 10 s sampled, ${runsOfEach(o.runs)}.`,
     '',
     '| | A | B | B/A of the medians |',
     '|---|---:|---:|---:|',
-    `| bytes allocated per request | ${col(0, 'bytes')} | ${col(1, 'bytes')} | ${r2(median(allocs[1].map((x) => x.bytes)) / median(allocs[0].map((x) => x.bytes)))} |`,
-    `| scavenges per 1,000 requests | ${col(0, 'scavenges')} | ${col(1, 'scavenges')} | |`,
-    `| major GCs per 1,000 requests | ${col(0, 'majors')} | ${col(1, 'majors')} | |`,
+    `| bytes allocated per request | ${cols('bytes')} | ${r2(bytes(b) / bytes(a))} |`,
+    `| scavenges per 1,000 requests | ${cols('scavenges')} | |`,
+    `| major GCs per 1,000 requests | ${cols('majors')} | |`,
   ];
 }

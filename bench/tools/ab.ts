@@ -1,226 +1,120 @@
-// A/B of two sidecar bundles, to record a change's before and after. The working tree's sidecar
-// (B) against the sidecar of a git revision (A), each bundled by its own scripts/bundle.ts, run as
-// deployed (SIDECAR_ENV, Redis store, a limit nobody reaches), behind one user service and one
-// redis-server. Two measures:
-//   wall clock  wrk at saturation (50 connections), A and B alternating in short rounds (the order
-//               flips each round), CPU µs per request from /proc; the per-round ratio B/A of each,
-//               median [lowest-highest], and each one's peak RSS. This host drifts within a
-//               minute; adjacent runs agree.
-//   callgrind   (--callgrind) each bundle alone under callgrind, warmed up by request count,
-//               instructions per request (bench/lib/callgrind.ts): the CPU figure that repeats
-//               on a shared VM.
-//   allocation  (--alloc) each bundle alone at a fixed rate (--alloc-rate, 4,000 req/s) with V8's
-//               sampling heap profiler on (through the inspector, keeping the samples of objects
-//               already collected: everything allocated, garbage included) and --trace-gc:
-//               bytes allocated per request, and scavenges and major GCs per 1,000 requests.
-//               A sample stands for 1,024 bytes on average: totals move by a few per cent.
-//   fixed rate  (--rate N) bench/loadgen (Go, open model) at N req/s, A and B alternating in the
-//               same number of rounds: p50, p99 and p99.9 latency of each, median over the rounds,
-//               the per-round B - A difference of p99 (for the p99 goal's "before and after"), and CPU
-//               per request at that rate (B/A per round).
-//   node bench/tools/ab.ts --base REV [--rounds 9] [--duration 5] [--rate N] [--callgrind [--callgrind-runs N]] [--alloc [--alloc-rate N]] [--store redis|memory] [--flood] [--env NAME=VALUE ...]
-// --flood gives the one user a limit of 100 a second (burst 100) instead of one nobody reaches, so
-// nearly every request is refused: what a user flooding past the limit costs. With the Redis store
-// the tables also give redis-server's CPU per request (INFO cpu; A and B share the server and take
-// turns).
-// --store memory runs both with the in-memory bucket, which takes the Redis batching out of the
-// count (how many takes share a script call depends on timing). It still moves between runs on a
-// shared VM (docs/how-to/measure-performance.md): compare several --callgrind-runs.
-// --rounds 0 skips the wall clock. Run it once with no change (A against A) to see this machine's
-// noise before reading a difference.
-// --hash-keys gives B the Redis settings the operator renders (redis.hashKeys: true, the bucket key
-// an HMAC of route and user, and a namespace key prefix), against A's plain keys.
-// --env (repeatable) sets B's environment only, over SIDECAR_ENV (to A/B a runtime setting on the
-// same code: --base HEAD).
-// Prints a Markdown table; writes nothing to bench/results (quote it in docs/reference/performance.md).
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+// A/B of two sidecar bundles, to record a change's before and after (bench/README.md lists the
+// flags and what each table holds): the working tree's sidecar (B) against a git revision's (A),
+// each bundled by its own scripts/bundle.ts and run as deployed (SIDECAR_ENV, a limit nobody
+// reaches), behind one user service and one redis-server. Wall clock (wrk at saturation) and
+// fixed rate (--rate, bench/loadgen) in rounds taking turns, CPU per request from /proc and
+// redis-server's from INFO cpu; --callgrind and --alloc measure each bundle alone (ab-alone.ts).
+// Prints Markdown; writes nothing to bench/results (quote it in docs/reference/performance.md).
+import { execFileSync, spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
 import { SIDECAR_ENV } from '../../operator/resources/route/deployment.ts';
-import { bundleSidecar } from '../../scripts/bundle.ts';
-import { startSidecar, type RunningSidecar } from '../../test/harness/programs.ts';
+import { type bundleNodeProgram, bundleSidecar } from '../../scripts/bundle.ts';
+import type { RunningSidecar } from '../../test/harness/programs.ts';
+import { repoRoot, startSidecar, startUserService } from '../../test/harness/programs.ts';
 import { statusKiB } from '../../test/harness/raw-http.ts';
 import { startRedis } from '../../test/harness/redis.ts';
-import { Redis } from 'ioredis';
-import { startUpstream, unreachable } from '../lib/fronts.ts';
-import { ensureLoadgen, runRate } from '../lib/loadgen.ts';
-import { cpuUs, median, r2 } from '../lib/measure.ts';
-import { redisCpuUs } from '../lib/redis-info.ts';
-import { ensureWrk, runWrk } from '../lib/wrk.ts';
-import { allocationLines, callgrindLines, type Side } from './ab-alone.ts';
-import { abOptions } from './ab-options.ts';
-import { alternate, perRound, spread } from './ab-rounds.ts';
-import { bundleRevision } from './bundle-revision.ts';
+import { benchSidecarConfig } from '../lib/fronts.ts';
+import { ensureLoadgen, ensureWrk, runRate, runWrk } from '../lib/load.ts';
+import { cpuUs, loadavg, median, r2, redisCpuUs, spread } from '../lib/measure.ts';
+import { interleave, perRound } from '../lib/suite.ts';
+import { allocationLines, type Alone, callgrindLines, type Side } from './ab-alone.ts';
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-const { values, rounds, durationS, callgrindRuns, rate, envB } = abOptions();
-
-interface Latency {
-  readonly p50: number;
-  readonly p99: number;
-  readonly p999: number;
-  /** The sidecar's CPU per completed request at this rate, µs. */
-  readonly cpu: number;
-  /** redis-server's CPU per completed request, µs (0 with the memory store). */
-  readonly redisCpu: number;
-  readonly errors: number;
-}
+const { values, rounds, durationS, callgrindRuns, allocRate, rate, envB } = abOptions();
 
 const work = mkdtempSync(path.join(os.tmpdir(), 'portcullis-ab-'));
-const entryA = await bundleRevision(values.base, work);
-const entryB = path.join(work, 'b', 'main.mjs');
-await bundleSidecar(repoRoot, path.dirname(entryB));
+const sides: [Side, Side] = [
+  { name: 'a', entry: await bundleRevision(values.base, work), env: { ...SIDECAR_ENV } },
+  { name: 'b', entry: path.join(work, 'b', 'main.mjs'), env: envB },
+];
+await bundleSidecar(repoRoot, path.dirname(sides[1].entry));
 ensureWrk();
 if (rate !== undefined || values.alloc) ensureLoadgen();
 
 const redis = await startRedis();
-const upstream = await startUpstream('ab-user-service');
-const user = upstream.program;
-const config = {
-  upstream: { url: upstream.url },
-  route: { id: 'bench', path: '/**' },
-  limiter: values.flood
-    ? { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 }
-    : unreachable,
-  ...(values.store === 'redis' ? { redis: { url: redis.url, commandTimeoutMs: 1000 } } : {}),
-  logLevel: 'warn' as const,
-};
-/** B's config: with --hash-keys, the Redis settings the operator renders for a route in namespace `bench`. */
-const configB =
-  values['hash-keys'] && 'redis' in config
-    ? {
-        ...config,
-        redis: { ...config.redis, keyPrefix: 'portcullis:bucket:bench:', hashKeys: true },
-      }
-    : config;
-const headers = { 'USER-ID': 'bench-user' };
+const user = await startUserService();
 const withRedis = values.store === 'redis';
+// --flood: a limit of 100 a second (burst 100) for the one user, so nearly every request is refused.
+const flood = values.flood
+  ? { replenishRate: 100, burstCapacity: 100, requestedTokens: 1 }
+  : undefined;
+const config = benchSidecarConfig(user.url, withRedis ? redis.url : undefined, flood);
+const headers = { 'USER-ID': 'bench-user' };
 const admin = withRedis ? new Redis(redis.url) : undefined;
-/** redis-server's CPU so far, µs (0 with the memory store). */
-const redisCpuSoFar = async (): Promise<number> => (admin === undefined ? 0 : redisCpuUs(admin));
-/** `run` on a sidecar, with the sidecar's and redis-server's CPU over it per request it answered, µs. */
-async function withCpu<T>(
-  s: RunningSidecar,
-  run: () => Promise<T>,
-  answered: (result: T) => number,
-): Promise<{ result: T; cpu: number; redisCpu: number }> {
+
+/** `load` on a sidecar: its result, and the sidecar's and redis-server's CPU over it per request answered, µs. */
+async function withCpu<T>(s: RunningSidecar, load: () => Promise<T>, answered: (r: T) => number) {
   const pid = s.program.child.pid;
-  const cpu0 = cpuUs(pid);
-  const redis0 = await redisCpuSoFar();
-  const result = await run();
+  const redisCpu = async () => (admin === undefined ? 0 : redisCpuUs(admin));
+  const [cpu0, redis0] = [cpuUs(pid), await redisCpu()];
+  const result = await load();
   const n = Math.max(1, answered(result));
-  return { result, cpu: (cpuUs(pid) - cpu0) / n, redisCpu: ((await redisCpuSoFar()) - redis0) / n };
+  return { result, cpu: (cpuUs(pid) - cpu0) / n, redisCpu: ((await redisCpu()) - redis0) / n };
 }
+
+/** A's and B's medians of `pick`, as two cells of a table. */
+const cells = <T>(ab: T[][], pick: (x: T) => number, digits: number) =>
+  ab.map((xs) => median(xs.map(pick)).toFixed(digits)).join(' | ');
+/** f(A's, B's) of each round: the median [lowest-highest]. */
+const perRoundBA = <T>([xa = [], xb = []]: T[][], f: (a: T, b: T) => number) => {
+  const s = spread(perRound(xa, xb, f));
+  return `${s.median} [${s.low}-${s.high}]`;
+};
+
+const rev = execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], {
+  encoding: 'utf8',
+}).trim();
 const lines: string[] = [
-  `A = ${values.base} (${execFileSync('git', ['-C', repoRoot, 'rev-parse', '--short', values.base], { encoding: 'utf8' }).trim()}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}${values['hash-keys'] ? ' with redis.hashKeys' : ''}; ${values.store} store${values.flood ? ', a flood past a limit of 100/s' : ''}; load average ${os
-    .loadavg()
-    .map((x) => x.toFixed(1))
-    .join(' ')} at start`,
+  `A = ${values.base} (${rev}), B = working tree${values.env.length === 0 ? '' : ` with ${values.env.join(', ')}`}; ${values.store} store${values.flood ? ', a flood past a limit of 100/s' : ''}; load average ${loadavg(os.loadavg())} at start`,
 ];
 try {
-  const start = (
-    entry: string,
-    env: Record<string, string>,
-    name: string,
-    launcher?: string[],
-  ): Promise<RunningSidecar> =>
-    startSidecar(entry === entryB ? configB : config, {
+  const start: Alone['start'] = (side, name, launcher, nodeOptions) => {
+    const env = { ...side.env };
+    if (nodeOptions !== undefined)
+      env['NODE_OPTIONS'] = `${env['NODE_OPTIONS'] ?? ''} ${nodeOptions}`;
+    return startSidecar(config, {
       name,
-      entry: path.relative(repoRoot, entry),
+      entry: path.relative(repoRoot, side.entry),
       env,
       ...(launcher !== undefined ? { launcher, waitPortMs: 180_000 } : {}),
     });
-  const a = await start(entryA, { ...SIDECAR_ENV }, 'ab-a');
-  const b = await start(entryB, envB, 'ab-b');
-  const measure = async (s: RunningSidecar) => {
-    const {
-      result: w,
-      cpu,
-      redisCpu,
-    } = await withCpu(
-      s,
-      () =>
-        runWrk({
-          url: `${s.url}/healthcheck/ready`,
-          connections: 50,
-          threads: 1,
-          durationS,
-          headers,
-        }),
-      (r) => r.requests,
-    );
-    return { rps: w.requests / (w.durationUs / 1e6), cpu, redisCpu };
   };
+  const [a, b] = [await start(sides[0], 'ab-a'), await start(sides[1], 'ab-b')];
+  const nameOf = (s: RunningSidecar) => (s === a ? 'A' : 'B');
+  const url = (s: RunningSidecar) => `${s.url}/healthcheck/ready`;
+  const wrk = (s: RunningSidecar, seconds: number) =>
+    runWrk({ url: url(s), connections: 50, durationS: seconds, headers });
   // Warm-up: V8 tiers code up by use.
-  if (rounds > 0)
-    for (const s of [a, b])
-      await runWrk({
-        url: `${s.url}/healthcheck/ready`,
-        connections: 50,
-        threads: 1,
-        durationS: 5,
-        headers,
-      });
-  const sat = await alternate(
-    a,
-    b,
-    measure,
-    (r, ga, gb) =>
-      console.log(
-        `round ${r}: A ${Math.round(ga.rps)} req/s ${ga.cpu.toFixed(1)} µs, B ${Math.round(gb.rps)} req/s ${gb.cpu.toFixed(1)} µs${withRedis ? `; Redis A ${ga.redisCpu.toFixed(1)} µs, B ${gb.redisCpu.toFixed(1)} µs` : ''}`,
-      ),
-    rounds,
-  );
-  const redisSat = sat.map((side) => side.map((g) => g.redisCpu)) as [number[], number[]];
-  const rps = sat.map((side) => side.map((g) => g.rps)) as [number[], number[]];
-  const cpu = sat.map((side) => side.map((g) => g.cpu)) as [number[], number[]];
-  const ratioRps = perRound(rps, (ga, gb) => gb / ga);
-  const ratioCpu = perRound(cpu, (ga, gb) => gb / ga);
-  const latency: [Latency[], Latency[]] =
+  if (rounds > 0) for (const s of [a, b]) await wrk(s, 5);
+  const sat = await interleave([a, b], rounds, async (s, round) => {
+    const load = () => wrk(s, durationS);
+    const { result, cpu, redisCpu } = await withCpu(s, load, (r) => r.requests);
+    const rps = result.requests / (result.durationUs / 1e6);
+    console.log(
+      `round ${round} ${nameOf(s)}: ${Math.round(rps)} req/s ${cpu.toFixed(1)} µs${withRedis ? `; Redis ${redisCpu.toFixed(1)} µs` : ''}`,
+    );
+    return { rps, cpu, redisCpu };
+  });
+  const lat =
     rate === undefined
-      ? [[], []]
-      : await alternate(
-          a,
-          b,
-          async (s) => {
-            const {
-              result: lg,
-              cpu,
-              redisCpu,
-            } = await withCpu(
-              s,
-              () =>
-                runRate({
-                  url: `${s.url}/healthcheck/ready`,
-                  rate,
-                  durationS,
-                  connections: 50,
-                  headers,
-                }),
-              (r) => r.completed,
-            );
-            return {
-              p50: lg.latencyUs.p50 / 1000,
-              p99: lg.latencyUs.p99 / 1000,
-              p999: lg.latencyUs.p999 / 1000,
-              cpu,
-              redisCpu,
-              errors: lg.errors,
-            };
-          },
-          (r, la, lb) =>
-            console.log(
-              `rate round ${r}: p99 A ${la.p99.toFixed(2)} ms, B ${lb.p99.toFixed(2)} ms; CPU A ${la.cpu.toFixed(1)} µs, B ${lb.cpu.toFixed(1)} µs per request${la.errors + lb.errors > 0 ? `; errors A ${la.errors}, B ${lb.errors}` : ''}`,
-            ),
-          rounds,
-        );
-  const p99Diff = perRound(latency, (la, lb) => lb.p99 - la.p99);
-  const rateCpuRatio = perRound(latency, (la, lb) => lb.cpu / la.cpu);
+      ? []
+      : await interleave([a, b], rounds, async (s, round) => {
+          const load = () => runRate({ url: url(s), rate, durationS, connections: 50, headers });
+          const { result: lg, cpu, redisCpu } = await withCpu(s, load, (r) => r.completed);
+          const { p50, p99, p999 } = lg.latencyUs;
+          console.log(
+            `rate round ${round} ${nameOf(s)}: p99 ${(p99 / 1000).toFixed(2)} ms; CPU ${cpu.toFixed(1)} µs per request${lg.errors > 0 ? `; ${lg.errors} errors` : ''}`,
+          );
+          return { p50: p50 / 1000, p99: p99 / 1000, p999: p999 / 1000, cpu, redisCpu };
+        });
   const peakMiB = [a, b].map((s) => statusKiB(s.program.child.pid as number, 'VmHWM') / 1024);
   await a.program.stop();
   await b.program.stop();
+  const redisRow = (cell: string) =>
+    withRedis ? [`| redis-server CPU µs per request | ${cell} |`] : [];
   if (rounds > 0)
     lines.push(
       '',
@@ -228,53 +122,117 @@ try {
       '',
       '| | A | B | B/A per round, median [lowest-highest] |',
       '|---|---:|---:|---:|',
-      `| requests/s | ${Math.round(median(rps[0]))} | ${Math.round(median(rps[1]))} | ${spread(ratioRps)} |`,
-      `| CPU µs per request | ${median(cpu[0]).toFixed(1)} | ${median(cpu[1]).toFixed(1)} | ${spread(ratioCpu)} |`,
-      ...(withRedis
-        ? [
-            `| redis-server CPU µs per request | ${median(redisSat[0]).toFixed(2)} | ${median(redisSat[1]).toFixed(2)} | ${spread(perRound(redisSat, (ga, gb) => gb / Math.max(ga, 1e-9)))} |`,
-          ]
-        : []),
+      `| requests/s | ${cells(sat, (x) => x.rps, 0)} | ${perRoundBA(sat, (x, y) => y.rps / x.rps)} |`,
+      `| CPU µs per request | ${cells(sat, (x) => x.cpu, 1)} | ${perRoundBA(sat, (x, y) => y.cpu / x.cpu)} |`,
+      ...redisRow(
+        `${cells(sat, (x) => x.redisCpu, 2)} | ${perRoundBA(sat, (x, y) => y.redisCpu / Math.max(x.redisCpu, 1e-9))}`,
+      ),
       `| peak RSS (VmHWM), MiB | ${peakMiB[0]?.toFixed(1)} | ${peakMiB[1]?.toFixed(1)} | ${r2((peakMiB[1] as number) / (peakMiB[0] as number))} (whole run) |`,
     );
-  if (rate !== undefined) {
-    const col = (i: 0 | 1, k: 'p50' | 'p99' | 'p999' | 'cpu' | 'redisCpu') =>
-      median(latency[i].map((l) => l[k])).toFixed(k === 'cpu' ? 1 : 2);
+  if (rate !== undefined)
     lines.push(
       '',
       `Fixed rate: bench/loadgen, ${rate} req/s, 50 connections, ${rounds} rounds of ${durationS} s per bundle, alternating; latency in ms, median over the rounds.`,
       '',
       '| | A | B | B - A per round, median [lowest-highest] |',
       '|---|---:|---:|---:|',
-      `| p50 | ${col(0, 'p50')} | ${col(1, 'p50')} | |`,
-      `| p99 | ${col(0, 'p99')} | ${col(1, 'p99')} | ${spread(p99Diff)} |`,
-      `| p99.9 | ${col(0, 'p999')} | ${col(1, 'p999')} | |`,
-      `| CPU µs per request | ${col(0, 'cpu')} | ${col(1, 'cpu')} | B/A ${spread(rateCpuRatio)} |`,
-      ...(withRedis
-        ? [`| redis-server CPU µs per request | ${col(0, 'redisCpu')} | ${col(1, 'redisCpu')} | |`]
-        : []),
+      `| p50 | ${cells(lat, (x) => x.p50, 2)} | |`,
+      `| p99 | ${cells(lat, (x) => x.p99, 2)} | ${perRoundBA(lat, (x, y) => y.p99 - x.p99)} |`,
+      `| p99.9 | ${cells(lat, (x) => x.p999, 2)} | |`,
+      `| CPU µs per request | ${cells(lat, (x) => x.cpu, 1)} | B/A ${perRoundBA(lat, (x, y) => y.cpu / x.cpu)} |`,
+      ...redisRow(`${cells(lat, (x) => x.redisCpu, 2)} |`),
     );
-  }
-  const sides: [Side, Side] = [
-    { name: 'a', entry: entryA, env: { ...SIDECAR_ENV } },
-    { name: 'b', entry: entryB, env: envB },
-  ];
-  if (values.callgrind)
-    lines.push(
-      ...(await callgrindLines(sides, start, path.join(work, 'callgrind'), callgrindRuns, headers)),
-    );
-  if (values.alloc) {
-    const allocRate = Number(values['alloc-rate']);
-    if (!(allocRate > 0))
-      throw new Error(
-        `--alloc-rate must be a positive number of requests per second, got ${values['alloc-rate']}`,
-      );
-    lines.push(...(await allocationLines(sides, start, allocRate, callgrindRuns, headers)));
-  }
+  const alone: Alone = { sides, start, runs: callgrindRuns, headers };
+  if (values.callgrind) lines.push(...(await callgrindLines(alone, path.join(work, 'callgrind'))));
+  if (values.alloc) lines.push(...(await allocationLines(alone, allocRate)));
 } finally {
   admin?.disconnect();
-  await user.stop();
+  await user.program.stop();
   await redis.stop();
   rmSync(work, { recursive: true, force: true });
 }
 console.log(`\n${lines.join('\n')}`);
+
+/** The command line, checked before anything runs. */
+function abOptions() {
+  const { values } = parseArgs({
+    options: {
+      base: { type: 'string' },
+      rounds: { type: 'string', default: '9' },
+      duration: { type: 'string', default: '5' },
+      callgrind: { type: 'boolean', default: false },
+      'callgrind-runs': { type: 'string', default: '1' },
+      alloc: { type: 'boolean', default: false },
+      'alloc-rate': { type: 'string', default: '4000' },
+      rate: { type: 'string' },
+      env: { type: 'string', multiple: true, default: [] },
+      store: { type: 'string', default: 'redis' },
+      flood: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  const base = values.base;
+  if (base === undefined) throw new Error('--base REV is required (e.g. --base HEAD~1)');
+  const whole = (flag: 'rounds' | 'callgrind-runs', least: number) => {
+    const n = Number(values[flag]);
+    if (!(Number.isInteger(n) && n >= least))
+      throw new Error(`--${flag} must be a whole number from ${least}, got ${values[flag]}`);
+    return n;
+  };
+  const perSecond = (flag: 'rate' | 'alloc-rate') => {
+    const n = Number(values[flag]);
+    if (!(n > 0))
+      throw new Error(
+        `--${flag} must be a positive number of requests per second, got ${values[flag]}`,
+      );
+    return n;
+  };
+  const rounds = whole('rounds', 0); // 0 skips the wall clock
+  const rate = values.rate === undefined ? undefined : perSecond('rate');
+  if (values.store !== 'redis' && values.store !== 'memory')
+    throw new Error(`--store must be redis or memory, got ${values.store}`);
+  if (rounds === 0 && (rate !== undefined || !(values.callgrind || values.alloc)))
+    throw new Error(
+      '--rounds 0 leaves only --callgrind and --alloc to measure (--rate runs in rounds too)',
+    );
+  const extraEnv = Object.fromEntries(
+    values.env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+  return {
+    values: { ...values, base },
+    rounds,
+    durationS: Number(values.duration),
+    callgrindRuns: whole('callgrind-runs', 1),
+    allocRate: perSecond('alloc-rate'),
+    rate,
+    envB: { ...SIDECAR_ENV, ...extraEnv } as Record<string, string>,
+  };
+}
+
+/**
+ * Bundles the sidecar of `rev` with rev's own recipe (scripts/bundle.ts), from a git archive
+ * beside the repository's node_modules, into dir.
+ */
+async function bundleRevision(rev: string, dir: string): Promise<string> {
+  const src = path.join(dir, 'src');
+  mkdirSync(src, { recursive: true });
+  // Older revisions kept the shared code (and the Lua script) under sidecar/; newer ones under lib/.
+  const inRev = (p: string) =>
+    spawnSync('git', ['-C', repoRoot, 'cat-file', '-e', `${rev}:${p}`]).status === 0;
+  const paths = ['sidecar', 'lib', 'scripts/bundle.ts'].filter(inRev);
+  execFileSync('sh', [
+    '-c',
+    `git -C "${repoRoot}" archive "${rev}" ${paths.join(' ')} | tar -x -C "${src}"`,
+  ]);
+  symlinkSync(path.join(repoRoot, 'node_modules'), path.join(src, 'node_modules'));
+  const out = path.join(dir, 'a', 'main.mjs');
+  const recipe = (await import(path.join(src, 'scripts', 'bundle.ts'))) as {
+    bundleNodeProgram: typeof bundleNodeProgram;
+  };
+  await recipe.bundleNodeProgram(path.join(src, 'sidecar', 'main.ts'), out);
+  const lua = ['lib/token-bucket/token-bucket.lua', 'sidecar/stores/token-bucket.lua'].find(inRev);
+  if (lua === undefined)
+    throw new Error(`${rev} has no token-bucket.lua where this tool looks for it`);
+  copyFileSync(path.join(src, lua), path.join(dir, 'a', 'token-bucket.lua'));
+  return out;
+}
