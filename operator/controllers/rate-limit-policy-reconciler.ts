@@ -117,8 +117,7 @@ export class RateLimitPolicyReconciler implements Reconciler {
     }
     const policy = parsed.data;
     // First of all: no filter is written that a deletion could leave behind.
-    if (!(raw.metadata.finalizers ?? []).includes(POLICY_FINALIZER))
-      await holdFinalizer(this.#d.client, raw, POLICY_FINALIZER, POLICY_FIELD_MANAGER);
+    await holdFinalizer(this.#d.client, raw, POLICY_FINALIZER, POLICY_FIELD_MANAGER);
 
     const observed = await this.#observe(raw, policy, ns);
     let plan;

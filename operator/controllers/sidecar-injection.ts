@@ -55,8 +55,7 @@ export class SidecarInjection {
   ): Promise<Prepared> {
     const ref = route.spec.targetRef;
     if (ref === undefined) throw new Error('prepare needs spec.targetRef');
-    if (!(raw.metadata.finalizers ?? []).includes(INJECTION_FINALIZER))
-      await holdFinalizer(this.#client, raw, INJECTION_FINALIZER, SIDECAR_FIELD_MANAGER);
+    await holdFinalizer(this.#client, raw, INJECTION_FINALIZER, SIDECAR_FIELD_MANAGER);
     const invalid = (problem: string): Prepared => ({ problem, reason: Reasons.TargetRefInvalid });
     const live = await this.#client.get(
       resourceTypes.deployment,

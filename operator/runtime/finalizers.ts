@@ -14,13 +14,14 @@ const finalizersApplied = (raw: KubeObject, finalizers: string[]): KubeObject =>
   metadata: { name: raw.metadata.name, namespace: raw.metadata.namespace, finalizers },
 });
 
-/** Puts `finalizer` on the object for `fieldManager`. */
+/** Puts `finalizer` on the object for `fieldManager`, unless the object holds it already. */
 export async function holdFinalizer(
   client: KubeClient,
   raw: KubeObject,
   finalizer: string,
   fieldManager: string,
 ): Promise<void> {
+  if ((raw.metadata.finalizers ?? []).includes(finalizer)) return;
   await client.apply(finalizersApplied(raw, [finalizer]), undefined, fieldManager);
 }
 
