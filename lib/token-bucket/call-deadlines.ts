@@ -8,6 +8,8 @@ import { InFlightCall, type KeepRefusal, type PendingTake } from './in-flight-ca
 
 export class CallDeadlines {
   readonly #timeoutMs: number;
+  /** Where a refused take's reply is remembered, when the store answers refusals itself. */
+  readonly #keepRefusal: KeepRefusal | undefined;
   /** The oldest call not settled yet, and the newest call sent; settled calls after the oldest stay in the list until it passes them. */
   #oldest: InFlightCall | undefined;
   #newest: InFlightCall | undefined;
@@ -16,14 +18,21 @@ export class CallDeadlines {
   #checkedAt = 0;
 
   /** `timeoutMs`: how long Redis may leave the oldest call waiting, ms. */
-  constructor(timeoutMs: number) {
+  constructor(timeoutMs: number, keepRefusal: KeepRefusal | undefined) {
     this.#timeoutMs = timeoutMs;
+    this.#keepRefusal = keepRefusal;
   }
 
   /** A call leaving now with `batch`: listed last, its deadline the timeout from now. */
-  open(batch: PendingTake[], refused: KeepRefusal | undefined): InFlightCall {
+  open(batch: PendingTake[]): InFlightCall {
     const now = performance.now();
-    const call = new InFlightCall(batch, now, now + this.#timeoutMs, this.#settle, refused);
+    const call = new InFlightCall(
+      batch,
+      now,
+      now + this.#timeoutMs,
+      this.#settle,
+      this.#keepRefusal,
+    );
     if (this.#newest === undefined) this.#oldest = call;
     else this.#newest.next = call;
     this.#newest = call;

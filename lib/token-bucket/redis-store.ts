@@ -92,8 +92,7 @@ export class RedisBucketStore implements BucketStore {
       this.client,
       options.maxBatch ?? DEFAULT_MAX_BATCH,
       options.cluster !== undefined,
-      new CallDeadlines(this.#timeoutMs),
-      this.#refusals?.keep,
+      new CallDeadlines(this.#timeoutMs, this.#refusals?.keep),
     );
   }
 

@@ -12,7 +12,7 @@
 // to the store that queued it.
 import type { Cluster, Pipeline, Redis } from 'ioredis';
 import type { CallDeadlines } from './call-deadlines.ts';
-import type { KeepRefusal, PendingTake } from './in-flight-call.ts';
+import type { PendingTake } from './in-flight-call.ts';
 import { keySlot } from './key-slot.ts';
 import { sendTakeScript, type ScriptTarget } from './take-script.ts';
 
@@ -21,28 +21,22 @@ export class TakeBatcher {
   readonly #maxBatch: number;
   readonly #perSlot: boolean;
   readonly #deadlines: CallDeadlines;
-  readonly #keepRefusal: KeepRefusal | undefined;
   #pending: PendingTake[] = [];
   #flushScheduled = false;
   /** Batching off on one node: the pipeline collecting this tick's calls, until it is sent. */
   #tickPipeline: Pipeline | undefined;
 
-  /**
-   * `maxBatch`: takes per call at most; `perSlot`: the client is a Cluster (one call per slot);
-   * `keepRefusal`: where a refused take's reply is remembered, when refusals are answered locally.
-   */
+  /** `maxBatch`: takes per call at most; `perSlot`: the client is a Cluster (one call per slot). */
   constructor(
     client: Redis | Cluster,
     maxBatch: number,
     perSlot: boolean,
     deadlines: CallDeadlines,
-    keepRefusal: KeepRefusal | undefined,
   ) {
     this.#client = client;
     this.#maxBatch = maxBatch;
     this.#perSlot = perSlot;
     this.#deadlines = deadlines;
-    this.#keepRefusal = keepRefusal;
   }
 
   /** The Cluster slot of a take's Redis key (and so of all its buckets); -1 off a Cluster. */
@@ -87,8 +81,7 @@ export class TakeBatcher {
 
   /** Sends takes whose keys share one slot as one script call, settling each with its slice of the reply. */
   #send(batch: PendingTake[], target: ScriptTarget): void {
-    const call = this.#deadlines.open(batch, this.#keepRefusal);
-    sendTakeScript(this.#client, target, batch, undefined, call);
+    sendTakeScript(this.#client, target, batch, undefined, this.#deadlines.open(batch));
   }
 
   /**
