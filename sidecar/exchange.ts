@@ -47,7 +47,6 @@ export class Exchange implements FrontDoor, Dispatcher.DispatchHandler {
   readonly #start: number;
   /** The head as it goes upstream: a flat [name, value, ...] list (hop-by-hop dropped, X-Forwarded-* added). */
   readonly #headers: string[];
-  readonly #hasBody: boolean;
   #rateHeaders = noHeaders;
   #outcome: 'forwarded' | 'store_error_allowed' = 'forwarded';
   #controller: Dispatcher.DispatchController | undefined;
@@ -65,7 +64,6 @@ export class Exchange implements FrontDoor, Dispatcher.DispatchHandler {
     this.#res = res;
     this.#start = start;
     this.#headers = head.forward;
-    this.#hasBody = head.hasBody;
     this.request = new AdmissionRequest(
       ctx.admission,
       rt,
@@ -121,7 +119,7 @@ export class Exchange implements FrontDoor, Dispatcher.DispatchHandler {
           method: req.method as Dispatcher.HttpMethod,
           path: this.request.target,
           headers: this.#headers,
-          body: this.#hasBody ? req : null,
+          body: this.request.body ?? null,
         },
         this,
       );

@@ -5,20 +5,7 @@
 // One Map entry per key with a request in flight, none when the bound is off. The hold step of the
 // admission pipeline (pipeline.ts) counts a request in; its front door releases it.
 import type { AdmissionRequest } from './pipeline.ts';
-import { problemTypes } from './problem.ts';
-import type { Verdict } from './verdict.ts';
-
-const tooManyBodies = (max: number): Verdict => ({
-  kind: 'limited',
-  retryAfter: 1,
-  problem: {
-    type: problemTypes.rateLimited,
-    title: 'Too Many Requests',
-    status: 429,
-    detail: `Too many request bodies of this client still arriving (at most ${max}); retry once one has finished.`,
-  },
-  headers: ['retry-after', '1'],
-});
+import { limited, type Verdict } from './verdict.ts';
 
 export class KeyInFlight {
   readonly #counts = new Map<string, number>();
@@ -70,7 +57,8 @@ export function hold(a: AdmissionRequest): Verdict | undefined {
     const log = a.admission.log;
     if (log.isLevelEnabled('debug'))
       log.debug({ route: a.rt.routeId, max }, 'key has too many requests in flight; refused');
-    return tooManyBodies(max);
+    const detail = `Too many request bodies of this client still arriving (at most ${max}); retry once one has finished.`;
+    return limited(1, detail, []);
   }
   a.held = key;
   body.once('end', () => releaseHeld(a));

@@ -55,16 +55,15 @@ export class GatewayProxy {
     if (this.#draining) res.shouldKeepAlive = false;
     const start = performance.now();
     const rt = this.#runtime();
-    let exchange: Exchange | undefined;
+    // Reading the head only copies header lines (it cannot throw). The exchange owns the
+    // response's one 'close' listener, which ends its in-flight count, whatever happens next.
+    const head = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
+    const exchange = new Exchange(this.#exchanges, req, res, rt, head, start);
     try {
-      const head = readRequestHead(req, rt.keyHeader, rt.jwt !== undefined);
-      // The exchange owns the response's one 'close' listener, which ends its in-flight count.
-      exchange = new Exchange(this.#exchanges, req, res, rt, head, start);
       // A verdict decided before the take is acted on at once; the store answers the exchange.
       const verdict = run(exchange.request, req.method ?? 'GET', req.url ?? '', head);
       if (verdict !== PENDING) exchange.settle(verdict);
     } catch (err) {
-      if (exchange === undefined) res.once('close', this.#released);
       this.#log.error({ err }, 'proxy: unexpected failure');
       sendProblem(res, {
         type: problemTypes.upstreamUnavailable,

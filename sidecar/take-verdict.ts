@@ -3,9 +3,8 @@
 import { performance } from 'node:perf_hooks';
 import type { Decision } from '../lib/token-bucket/bucket.ts';
 import type { AdmissionRequest } from './pipeline.ts';
-import { problemTypes, type Problem } from './problem.ts';
 import type { RuleRuntime } from './route-runtime.ts';
-import { admitted, problem, type Verdict } from './verdict.ts';
+import { admitted, limited, problem, type Verdict } from './verdict.ts';
 
 /** The store decided: the verdict on its decision. */
 export function takenVerdict(a: AdmissionRequest, decision: Decision): Verdict {
@@ -46,14 +45,7 @@ function decided(a: AdmissionRequest, decision: Decision): Verdict {
     return admitted(a, headers, 'forwarded');
   }
   rt.metrics.outcome.limited.inc();
-  headers.push('retry-after', String(retryAfter));
   // No route or rule name: the client sees the policy's opaque name only (route-runtime.ts).
-  const limited: Problem = {
-    type: problemTypes.rateLimited,
-    title: 'Too Many Requests',
-    status: 429,
-    detail: `Rate limit reached; retry in ${retryAfter} s.`,
-    retryAfterMs: decision.retryAfterMs,
-  };
-  return { kind: 'limited', retryAfter, problem: limited, headers };
+  const detail = `Rate limit reached; retry in ${retryAfter} s.`;
+  return limited(retryAfter, detail, headers, decision.retryAfterMs);
 }

@@ -1,7 +1,7 @@
 // What the admission pipeline (pipeline.ts) reads of a request's head and what it answers: one
 // tagged verdict that each front door writes its own way.
 import type { AdmissionRequest } from './pipeline.ts';
-import type { Problem } from './problem.ts';
+import { problemTypes, type Problem } from './problem.ts';
 import { claimHeaderValue } from './user-key.ts';
 
 export type Verdict =
@@ -54,3 +54,21 @@ export const admitted = (
   headers: string[],
   outcome: 'forwarded' | 'store_error_allowed',
 ): Verdict => ({ kind: 'admit', headers, outcome, identity: identityOf(a) });
+
+/** A 429 with Retry-After in whole seconds, appended to `headers`; retryAfterMs goes in the body when known. */
+export function limited(
+  retryAfter: number,
+  detail: string,
+  headers: string[],
+  retryAfterMs?: number,
+): Verdict {
+  headers.push('retry-after', String(retryAfter));
+  const p: Problem = {
+    type: problemTypes.rateLimited,
+    title: 'Too Many Requests',
+    status: 429,
+    detail,
+    retryAfterMs,
+  };
+  return { kind: 'limited', retryAfter, problem: p, headers };
+}
