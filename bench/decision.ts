@@ -8,12 +8,11 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { SIDECAR_ENTRY, SIDECAR_ENV } from '../operator/resources/route/deployment.ts';
 import { builtTool } from '../test/harness/gateways/gateways.ts';
 import { freePort } from '../test/harness/ports.ts';
-import { startSidecar, startUserService } from '../test/harness/programs.ts';
+import { startUserService } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
-import { benchSidecarConfig, startBenchSidecar } from './lib/fronts.ts';
+import { startBenchSidecar } from './lib/fronts.ts';
 import { ensureLoadgen, runRate } from './lib/load.ts';
 import { cpuUs, loadavg, median, r2 } from './lib/measure.ts';
 import { interleave } from './lib/suite.ts';
@@ -43,14 +42,10 @@ export async function runDecisionBench(log: (line: string) => void = console.log
   const user = await startUserService();
   const proxy = await startBenchSidecar(user.url, redis.url, 'bench-proxy');
   const grpcPort = await freePort();
-  const decision = await startSidecar(
-    {
-      ...benchSidecarConfig(user.url, redis.url),
-      mode: 'decision',
-      decision: { grpc: { host: '127.0.0.1', port: grpcPort } },
-    },
-    { name: 'bench-decision', entry: SIDECAR_ENTRY, env: { ...SIDECAR_ENV } },
-  );
+  const decision = await startBenchSidecar(user.url, redis.url, 'bench-decision', {
+    mode: 'decision',
+    decision: { grpc: { host: '127.0.0.1', port: grpcPort } },
+  });
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-bench-decision-'));
   const rotateHeaderFile = path.join(dir, 'users.txt');
   const users = Array.from({ length: 1000 }, (_, i) => `USER-ID: user-${i}`);
@@ -136,7 +131,7 @@ export async function runDecisionBench(log: (line: string) => void = console.log
   };
 }
 
-export type DecisionBenchResult = Awaited<ReturnType<typeof runDecisionBench>>;
+type DecisionBenchResult = Awaited<ReturnType<typeof runDecisionBench>>;
 
 export function decisionMarkdown(r: DecisionBenchResult): string {
   const rows = FORMS.map((f) => {

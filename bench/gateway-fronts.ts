@@ -12,16 +12,15 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { freePort } from '../test/harness/ports.ts';
-import { type Program, startProgram, startUserService } from '../test/harness/programs.ts';
+import { type Program, startUserService } from '../test/harness/programs.ts';
 import { startRedis } from '../test/harness/redis.ts';
-import { startBareProxy, startBenchSidecar, unreachable } from './lib/fronts.ts';
+import { startBareProxy, startBenchSidecar, startPeer, unreachable } from './lib/fronts.ts';
 import { startNginx } from './peers/nginx.ts';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 
-export const AUDIENCE = 'bench-service';
+const AUDIENCE = 'bench-service';
 const BARE_PROXY =
   "node:http + undici Pool, no limiter, bundled and run with the sidecar's heap caps (floor of a Node proxy)";
 
@@ -56,7 +55,7 @@ async function checkJwtGateway({ name, base }: Target, token: string): Promise<v
 
 /** The fronts, the issuer of the `users`' tokens, and the header lines of the users in turn. */
 export async function startGatewayFronts(users: string[]) {
-  const issuer = await startJwtIssuer(users, AUDIENCE, Date.now());
+  const issuer = await startJwtIssuer(users);
   const dir = mkdtempSync(path.join(os.tmpdir(), 'portcullis-bench-gateway-'));
   const [userIdFile, bearerFile] = [path.join(dir, 'user-id.txt'), path.join(dir, 'bearer.txt')];
   writeFileSync(userIdFile, `${users.map((u) => `USER-ID: ${u}`).join('\n')}\n`);
@@ -80,30 +79,23 @@ export async function startGatewayFronts(users: string[]) {
     algorithms: ['ES256' as const],
     cacheSize: 10_000,
   };
-  type Limiter = Parameters<typeof startBenchSidecar>[3];
-  const sidecar = async (name: string, what: string, redisUrl?: string, limiter?: Limiter) => {
-    const s = await startBenchSidecar(user.url, redisUrl, `bench-${name}`, limiter);
+  type More = Parameters<typeof startBenchSidecar>[3];
+  const sidecar = async (name: string, what: string, redisUrl?: string, more?: More) => {
+    const s = await startBenchSidecar(user.url, redisUrl, `bench-${name}`, more);
     programs.push(s.program);
     return target(name, what, s.url, s.program);
   };
   const peer = async (name: string, what: string, extra: Record<string, string> = {}) => {
-    const port = await freePort();
-    const env = {
-      PORT: String(port),
+    const p = await startPeer('bench/peers/node-peer.ts', `bench-${name}`, {
       UPSTREAM_URL: user.url,
       REDIS_URL: redis.url,
+      // node-peer.ts' defaults, set here all the same: the peer inherits this process's environment.
       MAX: String(unreachable.burstCapacity),
       WINDOW_MS: '1000',
       ...extra,
-    };
-    const program = await startProgram({
-      entry: 'bench/peers/node-peer.ts',
-      env,
-      waitPort: port,
-      name: `bench-${name}`,
     });
-    programs.push(program);
-    return target(name, what, `http://127.0.0.1:${port}`, program);
+    programs.push(p.program);
+    return target(name, what, p.url, p.program);
   };
   const nginx = await startNginx(user.port);
   const bare = await startBareProxy(user.url, 'bench-bare-proxy');
@@ -131,7 +123,7 @@ export async function startGatewayFronts(users: string[]) {
       'sidecar-jwt',
       'Portcullis sidecar, Redis token bucket, key jwt (ES256, iss, aud, typ), cache 10,000, key sub',
       redis.url,
-      { ...unreachable, key: 'jwt', keyHeader: 'USER-ID', jwt: jwtKey },
+      { limiter: { ...unreachable, key: 'jwt', keyHeader: 'USER-ID', jwt: jwtKey } },
     ),
   ];
   for (const t of targets.filter((x) => x.headerFile === bearerFile))
@@ -152,7 +144,7 @@ export async function startGatewayFronts(users: string[]) {
 const KID = 'bench-es256';
 const TOKEN_TTL_S = 3600;
 
-async function startJwtIssuer(users: readonly string[], audience: string, nowMs: number) {
+async function startJwtIssuer(users: readonly string[]) {
   const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
   const jwks = JSON.stringify({
     keys: [{ ...(await exportJWK(publicKey)), kid: KID, alg: 'ES256', use: 'sig' }],
@@ -171,10 +163,9 @@ async function startJwtIssuer(users: readonly string[], audience: string, nowMs:
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   /** The issuer (iss), also the origin the JWKS is served from. */
   const issuer = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const iat = Math.floor(nowMs / 1000);
+  const iat = Math.floor(Date.now() / 1000);
   return {
     issuer,
-    audience,
     jwksUrl: `${issuer}/jwks.json`,
     /** The access token of each user, in the order of the users given. */
     tokens: await Promise.all(
@@ -182,7 +173,7 @@ async function startJwtIssuer(users: readonly string[], audience: string, nowMs:
         new SignJWT({ client_id: 'bench-client', scope: 'profile' })
           .setProtectedHeader({ alg: 'ES256', typ: 'at+jwt', kid: KID })
           .setIssuer(issuer)
-          .setAudience(audience)
+          .setAudience(AUDIENCE)
           .setSubject(sub)
           .setIssuedAt(iat)
           .setExpirationTime(iat + TOKEN_TTL_S)

@@ -3,7 +3,7 @@
 // ratios between the fronts, the goals judged from them (docs/reference/performance.md#goals),
 // and bench/results/gateway.md.
 import type { GatewayBenchResult } from './gateway.ts';
-import { type LoadgenResult, wrkErrors, wrkRps, type WrkResult } from './lib/load.ts';
+import { type LoadgenResult, lgFailures, wrkErrors, wrkRps, type WrkResult } from './lib/load.ts';
 import { loadavg, median, medianRound, mib, ms, r2, spread } from './lib/measure.ts';
 import { perRound } from './lib/suite.ts';
 
@@ -20,12 +20,6 @@ const toMs = (l = NONE) => ({ p50: ms(l.p50), p99: ms(l.p99), p999: ms(l.p999), 
 const roundMs = (l: LatencyUs) => ({ p50Ms: ms(l.p50), p99Ms: ms(l.p99), p999Ms: ms(l.p999) });
 
 export type Latency = ReturnType<typeof toMs>;
-
-/** Requests not answered 200, sent or not (the time limit passed). */
-const lgErrors = (l: LoadgenResult) =>
-  l.errors +
-  l.dropped +
-  Object.entries(l.statuses).reduce((n, [code, c]) => n + (code === '200' ? 0 : c), 0);
 
 /**
  * `rounds.direct`: the user service's own fixed-rate rounds, the baseline of the added p99;
@@ -65,7 +59,7 @@ export function scenarioResult(
       waitingForCpu: median(f.map((r) => r.waitingForCpu)),
       /** p99 minus direct's p99 in the same round, median over the rounds, ms (absent for direct). */
       ...(added.length > 0 ? { p99AddedMs: r2(median(added)) } : {}),
-      errors: f.reduce((n, r) => n + lgErrors(r.lg), 0),
+      errors: f.reduce((n, r) => n + lgFailures(r.lg), 0),
     },
     peakRssMiB,
     /** The largest resident set sampled every 250 ms: private (what each more replica costs) and file pages (shared). */
@@ -90,7 +84,7 @@ export function scenarioResult(
   };
 }
 
-export type GatewayScenarioResult = ReturnType<typeof scenarioResult>;
+type GatewayScenarioResult = ReturnType<typeof scenarioResult>;
 
 type Pick = (s: GatewayScenarioResult, round: number) => number | undefined;
 

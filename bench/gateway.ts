@@ -9,7 +9,7 @@ import os from 'node:os';
 import { startGatewayFronts, type Target } from './gateway-fronts.ts';
 import type { FixedRateRound, SaturationRound } from './gateway-report.ts';
 import { gatewayGoals, scenarioResult } from './gateway-report.ts';
-import { ensureLoadgen, ensureWrk, runRate, runWrk, wrkRps } from './lib/load.ts';
+import { ensureLoadgen, runRate, runWrk, wrkRps } from './lib/load.ts';
 import {
   cpuUs,
   machine,
@@ -21,12 +21,10 @@ import {
   rssSplitKiB,
   runDelayMs,
 } from './lib/measure.ts';
-import { interleave } from './lib/suite.ts';
-import { ensureNginx } from './peers/nginx.ts';
+import { ensureSystemDeps, interleave } from './lib/suite.ts';
 
 export async function runGatewayBench(log: (line: string) => void = console.log) {
-  ensureWrk();
-  ensureNginx();
+  ensureSystemDeps('wrk:wrk', 'nginx:nginx');
   ensureLoadgen();
   const durationS = Number(process.env['BENCH_DURATION_S'] ?? 4);
   const rounds = Number(process.env['BENCH_ROUNDS'] ?? 7);

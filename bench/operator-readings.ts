@@ -53,8 +53,6 @@ export function countByVerb(events: AuditEvent[]): Record<string, number> {
   return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
 }
 
-export const WRITES = new Set(['create', 'update', 'patch', 'delete']);
-
 export function operatorMarkdown(r: OperatorBenchResult): string {
   const verbs = Object.entries(r.requests.byVerb)
     .map(([k, v]) => `| ${k} | ${v} | ${Math.round((v / r.routes) * 100) / 100} |`)

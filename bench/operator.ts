@@ -12,8 +12,10 @@ import {
   auditEvents,
   eventually,
   metricValue,
+  reconcileCount,
   startOperator,
   startOperatorEnv,
+  WRITE_VERBS,
 } from '../test/harness/k8s/operator-env.ts';
 import { machine as machineOf, mib, peakRssMiB, r1, r2 } from './lib/measure.ts';
 import { pool, writeResult } from './lib/suite.ts';
@@ -22,7 +24,6 @@ import {
   countByVerb,
   makeCgroup,
   operatorMarkdown,
-  WRITES,
 } from './operator-readings.ts';
 
 const NS = 'bench';
@@ -43,12 +44,9 @@ const route = (i: number): Obj => ({
 });
 
 const settle = (ms: number) => new Promise((r) => setTimeout(r, ms));
-const reconciles = async (op: RunningOperator) =>
-  metricValue(await op.metrics(), 'portcullis_operator_reconcile_total', {
-    controller: 'ratelimitroute',
-  });
+const reconciles = (op: RunningOperator) => reconcileCount(op, 'ratelimitroute');
 
-export async function runOperatorBench(
+async function runOperatorBench(
   log: (line: string) => void,
   routes = Number(process.env['BENCH_ROUTES'] ?? 200),
 ) {
@@ -92,7 +90,7 @@ export async function runOperatorBench(
         (e) => e.user.username === env.user && (e.objectRef?.resource === 'leases') === lease,
       );
   const writes = (events: AuditEvent[]) =>
-    events.filter((e) => WRITES.has(e.verb) && e.objectRef?.resource !== 'events').length;
+    events.filter((e) => WRITE_VERBS.has(e.verb) && e.objectRef?.resource !== 'events').length;
   /** Waits until `o` has finished `routes` reconciles more than `from`; what they cost since `auditFrom`. */
   const reconcileEvery = async (
     o: RunningOperator,

@@ -169,7 +169,7 @@ export async function runRedisCostBench(log: (line: string) => void) {
   }
 }
 
-export type RedisCostBenchResult = Awaited<ReturnType<typeof runRedisCostBench>>;
+type RedisCostBenchResult = Awaited<ReturnType<typeof runRedisCostBench>>;
 
 export function redisCostMarkdown(r: RedisCostBenchResult): string {
   return [

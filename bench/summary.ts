@@ -17,7 +17,7 @@ function read<T>(dir: string, name: string, ...lists: string[]): T | undefined {
 }
 
 /** The headline rows: each performance goal (docs/reference/performance.md) with its measured figure, and the context rows that explain them. */
-export function headline(dir: string): string {
+function headline(dir: string): string {
   const g = read<GatewayBenchResult>(dir, 'gateway', 'goals', 'scenarios');
   const t = read<TokenBenchResult>(dir, 'token', 'servers');
   const o = read<{ runs: OperatorBenchResult[] }>(dir, 'operator-scale', 'runs');
@@ -120,7 +120,7 @@ function bars(title: string, unit: string, items: Bar[], y: number, width: numbe
   return { svg: parts.join('\n'), height: 26 + items.length * rowH + 14 };
 }
 
-export function chartSvg(dir: string): string {
+function chartSvg(dir: string): string {
   const g = read<GatewayBenchResult>(dir, 'gateway', 'goals', 'scenarios');
   const t = read<TokenBenchResult>(dir, 'token', 'servers');
   const width = 640;

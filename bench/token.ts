@@ -7,7 +7,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { browser } from '../test/harness/auth-flow.ts';
-import { ensureLoadgen, runList, type LoadgenResult } from './lib/load.ts';
+import { ensureLoadgen, lgFailures, runList, type LoadgenResult } from './lib/load.ts';
 import {
   cpuUs,
   loadavg,
@@ -24,7 +24,6 @@ import { exchangeFile, inspectToken, mintCodes, startTokenServers } from './toke
 
 /** Only successful exchanges count: a failed one (e.g. an evicted code) is cheaper than a real one. */
 const okRate = (l: LoadgenResult) => ((l.statuses['200'] ?? 0) * 1e6) / Math.max(1, l.elapsedUs);
-const failures = (l: LoadgenResult) => l.errors + l.completed - (l.statuses['200'] ?? 0);
 
 export async function runTokenBench(log: (line: string) => void = console.log) {
   ensureLoadgen();
@@ -61,8 +60,8 @@ export async function runTokenBench(log: (line: string) => void = console.log) {
       const cpuUsPerExchange = r1((cpuUs(s.pid) - before) / Math.max(1, lg.completed));
       log(
         `  round ${round} ${s.name}: minted ${codesPerRound} codes in ${Math.round(performance.now() - t0)} ms; ` +
-          `${Math.round(okRate(lg))} exchanges/s, p50 ${lg.latencyUs.p50 / 1000} ms, p99 ${lg.latencyUs.p99 / 1000} ms, ${cpuUsPerExchange} µs CPU/exchange, ${failures(lg)} failed` +
-          (failures(lg) > 0 ? ` (${lg.firstError ?? lg.sampleNon2xxBody ?? ''})` : ''),
+          `${Math.round(okRate(lg))} exchanges/s, p50 ${lg.latencyUs.p50 / 1000} ms, p99 ${lg.latencyUs.p99 / 1000} ms, ${cpuUsPerExchange} µs CPU/exchange, ${lgFailures(lg)} failed` +
+          (lgFailures(lg) > 0 ? ` (${lg.firstError ?? lg.sampleNon2xxBody ?? ''})` : ''),
       );
       return { lg, cpuUsPerExchange };
     });
@@ -82,7 +81,7 @@ export async function runTokenBench(log: (line: string) => void = console.log) {
       exchangesPerSecond: Math.round(median(rs.map((r) => okRate(r.lg)))),
       latencyMs: { p50: ms(mid?.p50 ?? 0), p99: ms(mid?.p99 ?? 0), p999: ms(mid?.p999 ?? 0) },
       cpuUsPerExchange: median(rs.map((r) => r.cpuUsPerExchange)),
-      failures: rs.reduce((n, r) => n + failures(r.lg), 0),
+      failures: rs.reduce((n, r) => n + lgFailures(r.lg), 0),
       peakRssMiB: rss[i] ?? 0,
       accessToken: inspected[i] as (typeof inspected)[number],
       rounds: rs.map((r) => ({
@@ -90,7 +89,7 @@ export async function runTokenBench(log: (line: string) => void = console.log) {
         p50Ms: ms(r.lg.latencyUs.p50),
         p99Ms: ms(r.lg.latencyUs.p99),
         cpuUsPerExchange: r.cpuUsPerExchange,
-        failures: failures(r.lg),
+        failures: lgFailures(r.lg),
       })),
     };
   });

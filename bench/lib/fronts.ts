@@ -25,15 +25,23 @@ export function benchSidecarConfig(upstream: string, redis?: string, limiter?: L
   };
 }
 
-/** A sidecar as deployed: the bundle (dist/sidecar/main.mjs) with the container's environment (operator SIDECAR_ENV). */
+/** A sidecar as deployed: the bundle (dist/sidecar/main.mjs) with the container's environment (operator SIDECAR_ENV), `more` over benchSidecarConfig. */
 export function startBenchSidecar(
   upstream: string,
   redis: string | undefined,
   name: string,
-  limiter?: Limiter,
+  more: Partial<SidecarConfigInput> = {},
 ) {
-  const config = benchSidecarConfig(upstream, redis, limiter);
+  const config = { ...benchSidecarConfig(upstream, redis), ...more };
   return startSidecar(config, { name, entry: SIDECAR_ENTRY, env: { ...SIDECAR_ENV } });
+}
+
+/** The program `entry` on a free loopback port (env PORT) with `env`: its URL and the program. */
+export async function startPeer(entry: string, name: string, env: Record<string, string>) {
+  const port = await freePort();
+  const withPort = { ...env, PORT: String(port) };
+  const program = await startProgram({ entry, env: withPort, waitPort: port, name });
+  return { url: `http://127.0.0.1:${port}`, program };
 }
 
 /**
@@ -46,8 +54,5 @@ export async function startBareProxy(upstreamUrl: string, name: string) {
     path.join(repoRoot, 'bench', 'peers', 'bare-proxy.ts'),
     path.join(repoRoot, BARE_PROXY_ENTRY),
   );
-  const port = await freePort();
-  const env = { ...SIDECAR_ENV, PORT: String(port), UPSTREAM_URL: upstreamUrl };
-  const program = await startProgram({ entry: BARE_PROXY_ENTRY, env, waitPort: port, name });
-  return { url: `http://127.0.0.1:${port}`, program };
+  return startPeer(BARE_PROXY_ENTRY, name, { ...SIDECAR_ENV, UPSTREAM_URL: upstreamUrl });
 }

@@ -62,6 +62,10 @@ export const ensureWrk = () => ensureSystemDeps('wrk:wrk');
 /** Requests answered per second over the run. */
 export const wrkRps = (w: WrkResult): number => Math.round(w.requests / (w.durationUs / 1e6));
 
+/** bench/loadgen's requests not answered 200: errors, non-200 answers and requests never sent. */
+export const lgFailures = (l: LoadgenResult): number =>
+  l.errors + l.dropped + l.completed - (l.statuses['200'] ?? 0);
+
 /** Every failed request of a run: connect, read, write and timeout errors and non-2xx answers. */
 export const wrkErrors = (w: WrkResult): number =>
   Object.values(w.errors).reduce((a, b) => a + b, 0);

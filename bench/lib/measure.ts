@@ -4,7 +4,7 @@
 // shares.
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import { statusFieldsKiB, statusKiB } from '../../test/harness/raw-http.ts';
+import { peakRssBytes, statusFieldsKiB } from '../../test/harness/raw-http.ts';
 import type { Redis } from 'ioredis';
 
 type Pid = number | undefined;
@@ -49,8 +49,7 @@ export function rssSplitKiB(...pids: Pid[]): { rss: number; anon: number; file: 
 }
 
 /** Peak resident set (VmHWM) of the processes together, MiB. */
-export const peakRssMiB = (...pids: Pid[]): number =>
-  mib(total(readEach(pids, (pid) => statusKiB(pid, 'VmHWM'))) * 1024);
+export const peakRssMiB = (...pids: Pid[]): number => mib(total(readEach(pids, peakRssBytes)));
 
 /** The machine a result was measured on, with the load average at the start and now. */
 export function machine(loadavgAtStart: number[]) {

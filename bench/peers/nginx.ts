@@ -9,11 +9,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { freePort } from '../../test/harness/ports.ts';
 import { startProgram } from '../../test/harness/programs.ts';
-import { ensureSystemDeps } from '../lib/suite.ts';
 
 const NOBODY = '65534';
-
-export const ensureNginx = () => ensureSystemDeps('nginx:nginx');
 
 /** nginx in front of the upstream on 127.0.0.1:`upstreamPort`, its limit_req at a rate and burst nobody reaches. */
 export async function startNginx(upstreamPort: number) {

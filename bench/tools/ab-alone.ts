@@ -38,13 +38,13 @@ async function alone<T>(
   o: Alone,
   what: string,
   launcher: string[],
-  measure: (s: RunningSidecar, side: Side) => Promise<T>,
+  measure: (s: RunningSidecar) => Promise<T>,
   nodeOptions?: string,
 ): Promise<[T[], T[]]> {
   const [a = [], b = []] = await interleave(o.sides, o.runs, async (side, run) => {
     const s = await o.start(side, `ab-${what}-${side.name}`, launcher, nodeOptions);
     try {
-      const x = await measure(s, side);
+      const x = await measure(s);
       console.log(`${what} run ${run}, ${side.name.toUpperCase()}: ${JSON.stringify(x)}`);
       return x;
     } finally {
@@ -91,7 +91,6 @@ const gcCounts = (p: Program) => ({
   majors: p.lines.filter((l) => / Mark-Compact /.test(l)).length,
 });
 
-/** Bytes allocated per request and GCs per 1,000 requests of each side alone at `rate` req/s. */
 /** Bytes allocated per request and GCs per 1,000 requests of a sidecar at `rate` req/s (bench/loadgen). */
 async function allocation(s: RunningSidecar, rate: number, headers: Record<string, string>) {
   const url = `${s.url}/healthcheck/ready`;

@@ -15,11 +15,10 @@ import { SIDECAR_ENV } from '../../operator/resources/route/deployment.ts';
 import { type bundleNodeProgram, bundleSidecar } from '../../scripts/bundle.ts';
 import type { RunningSidecar } from '../../test/harness/programs.ts';
 import { repoRoot, startSidecar, startUserService } from '../../test/harness/programs.ts';
-import { statusKiB } from '../../test/harness/raw-http.ts';
 import { startRedis } from '../../test/harness/redis.ts';
 import { benchSidecarConfig } from '../lib/fronts.ts';
-import { ensureLoadgen, ensureWrk, runRate, runWrk } from '../lib/load.ts';
-import { cpuUs, loadavg, median, r2, redisCpuUs, spread } from '../lib/measure.ts';
+import { ensureLoadgen, ensureWrk, runRate, runWrk, wrkRps } from '../lib/load.ts';
+import { cpuUs, loadavg, median, peakRssMiB, r2, redisCpuUs, spread } from '../lib/measure.ts';
 import { interleave, perRound } from '../lib/suite.ts';
 import { allocationLines, type Alone, callgrindLines, type Side } from './ab-alone.ts';
 
@@ -92,7 +91,7 @@ try {
   const sat = await interleave([a, b], rounds, async (s, round) => {
     const load = () => wrk(s, durationS);
     const { result, cpu, redisCpu } = await withCpu(s, load, (r) => r.requests);
-    const rps = result.requests / (result.durationUs / 1e6);
+    const rps = wrkRps(result);
     console.log(
       `round ${round} ${nameOf(s)}: ${Math.round(rps)} req/s ${cpu.toFixed(1)} µs${withRedis ? `; Redis ${redisCpu.toFixed(1)} µs` : ''}`,
     );
@@ -110,7 +109,7 @@ try {
           );
           return { p50: p50 / 1000, p99: p99 / 1000, p999: p999 / 1000, cpu, redisCpu };
         });
-  const peakMiB = [a, b].map((s) => statusKiB(s.program.child.pid as number, 'VmHWM') / 1024);
+  const peakMiB = [a, b].map((s) => peakRssMiB(s.program.child.pid));
   await a.program.stop();
   await b.program.stop();
   const redisRow = (cell: string) =>

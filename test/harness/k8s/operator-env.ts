@@ -138,7 +138,7 @@ export function auditEvents(env: OperatorEnv): AuditEvent[] {
     .map((l) => JSON.parse(l) as AuditEvent);
 }
 
-const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+export const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
 
 /** The operator's write requests (leases and events excluded) received after `sinceIso`. */
 export function operatorWrites(env: OperatorEnv, sinceIso = ''): AuditEvent[] {
@@ -222,7 +222,10 @@ export async function startOperator(
 }
 
 /** Reconciles the operator's `controller` finished so far. */
-async function reconcileCount(operator: RunningOperator, controller?: string): Promise<number> {
+export async function reconcileCount(
+  operator: RunningOperator,
+  controller?: string,
+): Promise<number> {
   return metricValue(
     await operator.metrics(),
     'portcullis_operator_reconcile_total',
