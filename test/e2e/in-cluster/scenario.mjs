@@ -14,31 +14,26 @@ const names = [
   'retry-after',
   'content-type',
 ];
-// Each request is sent at its time whether or not the one before was answered: a slow answer
-// must not push the next sends together (that would change what the exact bucket admits).
-const send = async (i, sentAtMs) => {
+const results = [];
+const start = performance.now();
+for (let i = 0; i < count; i++) {
+  const wait = start + i * periodMs - performance.now();
+  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+  const sentAtMs = performance.now() - start;
   try {
     const res = await fetch(url, {
       headers: { 'USER-ID': userId, 'Content-Type': 'application/json' },
     });
     const body = await res.text();
-    return {
+    results.push({
       i,
       sentAtMs,
       status: res.status,
       body,
       headers: Object.fromEntries(names.map((n) => [n, res.headers.get(n)])),
-    };
+    });
   } catch (err) {
-    return { i, sentAtMs, status: 0, body: String(err?.cause ?? err), headers: {} };
+    results.push({ i, sentAtMs, status: 0, body: String(err?.cause ?? err), headers: {} });
   }
-};
-const pending = [];
-const start = performance.now();
-for (let i = 0; i < count; i++) {
-  const wait = start + i * periodMs - performance.now();
-  if (wait > 0) await new Promise((r) => setTimeout(r, wait));
-  pending.push(send(i, performance.now() - start));
 }
-const results = await Promise.all(pending);
 console.log(JSON.stringify({ results }));
